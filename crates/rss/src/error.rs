@@ -1,0 +1,45 @@
+//! Errors of the RSS model. Each variant names the value that is wrong so the
+//! CLI can print one line that tells the user what to fix.
+
+use thiserror::Error;
+
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RssError {
+    #[error(
+        "RSS key is {len} bytes but hashing a {input}-byte input needs at least {needed} bytes"
+    )]
+    KeyTooShort {
+        len: usize,
+        input: usize,
+        needed: usize,
+    },
+    #[error("RSS key is not hex: {0}")]
+    KeyNotHex(String),
+    #[error("RSS key is empty")]
+    KeyEmpty,
+    #[error("indirection table is empty")]
+    EmptyTable,
+    #[error("indirection table entry {index} names queue {queue}, but the device has only {queues} queues")]
+    QueueOutOfRange {
+        index: usize,
+        queue: u32,
+        queues: u32,
+    },
+    #[error("queue count must be at least 1")]
+    NoQueues,
+    #[error("indirection table of {size} entries is larger than the kernel allows ({max})")]
+    TableTooLarge { size: usize, max: usize },
+    #[error("weights must not all be zero")]
+    ZeroWeights,
+    #[error("queue_cpus lists {listed} queues but the device has {queues}")]
+    QueueCpuCount { listed: usize, queues: u32 },
+    #[error("hash function '{0}' is reported by the device, but its definition is driver-specific; Steer predicts only Toeplitz")]
+    UnsupportedHash(String),
+    #[error("source and destination must both be IPv4 or both IPv6 ({src} vs {dst})")]
+    MixedFamilies { src: String, dst: String },
+    #[error("only one of the two ports is given; give both ports or neither")]
+    OnePort,
+    #[error("invalid RSS config: {0}")]
+    InvalidConfig(String),
+}
