@@ -1,0 +1,1 @@
+//! Experiments. Work in progress.

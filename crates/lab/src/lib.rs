@@ -1,0 +1,1 @@
+//! The namespace lab. Work in progress.

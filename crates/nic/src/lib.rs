@@ -1,0 +1,1 @@
+//! Software RSS (XDP). Work in progress.
