@@ -38,6 +38,8 @@ pub enum RssError {
     UnsupportedHash(String),
     #[error("source and destination must both be IPv4 or both IPv6 ({src} vs {dst})")]
     MixedFamilies { src: String, dst: String },
+    #[error("'{0}' is not an address or address:port (write IPv6 as [addr]:port)")]
+    BadEndpoint(String),
     #[error("only one of the two ports is given; give both ports or neither")]
     OnePort,
     #[error("invalid RSS config: {0}")]

@@ -11,6 +11,7 @@
 //! predictor in Steer, so a prediction made anywhere is made the same way.
 
 pub mod config;
+pub mod endpoint;
 pub mod error;
 pub mod fields;
 pub mod indirection;
@@ -19,6 +20,7 @@ pub mod toeplitz;
 pub mod tuple;
 
 pub use config::{HashFunction, InputTransform, Placement, Predictor, RssConfig};
+pub use endpoint::Endpoint;
 pub use error::RssError;
 pub use fields::{FlowType, HashFields, HashFieldsByFlow};
 pub use indirection::IndirectionTable;
