@@ -1,1 +1,40 @@
-//! Experiments. Work in progress.
+//! Steer's experiments. Each writes one JSON result (parameters, every raw
+//! sample, summary, and the machine it ran on) and prints a table.
+
+pub mod demo;
+pub mod iperf;
+pub mod meta;
+pub mod odds;
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum ExpError {
+    #[error(transparent)]
+    Lab(#[from] lab::LabError),
+    #[error(transparent)]
+    Nic(#[from] nic::NicError),
+    #[error("{program} is not installed (the README's `make demo` installs it)")]
+    MissingProgram { program: String },
+    #[error("{program} failed: {detail}")]
+    Program { program: String, detail: String },
+    #[error("iperf3 printed JSON Steer cannot read: {0}")]
+    IperfOutput(String),
+    #[error("the datapath saw {seen} of the {expected} flows iperf3 opened")]
+    FlowsMissing { seen: usize, expected: usize },
+    #[error("invalid parameter: {0}")]
+    Parameter(String),
+}
+
+impl ExpError {
+    /// True for missing privilege or a missing kernel feature or program.
+    pub fn is_environment(&self) -> bool {
+        match self {
+            ExpError::Lab(e) => e.is_environment(),
+            ExpError::Nic(e) => e.is_environment(),
+            ExpError::MissingProgram { .. } => true,
+            _ => false,
+        }
+    }
+}

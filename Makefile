@@ -1,0 +1,44 @@
+# Steer: the README's two commands. Both do all set-up on a fresh Debian
+# machine as root: install missing system packages, build, then run.
+
+SHELL := /bin/bash
+CARGO ?= cargo
+STEER := target/release/steer
+
+# What the build and the lab need: clang and libbpf headers build the XDP
+# program; libelf/zlib/pkg-config build libbpf-sys; iperf3 is the demo's
+# traffic; iproute2 and ethtool set up the namespace lab.
+APT_PACKAGES := clang llvm libelf-dev zlib1g-dev pkg-config libbpf-dev linux-libc-dev \
+                iperf3 iproute2 ethtool bpftool
+
+.PHONY: all deps build demo test lint bench bench-dpdk clean
+
+all: build
+
+deps:
+	@missing=""; \
+	for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+	@command -v $(CARGO) >/dev/null || { echo "cargo not found: install Rust (https://rustup.rs)"; exit 2; }
+
+build: deps
+	$(CARGO) build --release --workspace --bins
+
+demo: build
+	$(STEER) demo
+
+lint: deps
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets --release -- -D warnings
+
+test: build lint
+	$(CARGO) test --workspace --release
+
+bench: build
+	$(CARGO) bench -p rss --bench toeplitz
+
+clean:
+	$(CARGO) clean

@@ -1,0 +1,142 @@
+//! Running iperf3 between lab hosts and reading its JSON report.
+
+use std::io::ErrorKind;
+use std::net::IpAddr;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::ExpError;
+
+/// What one iperf3 client run reports that Steer uses.
+#[derive(Debug, Clone)]
+pub struct IperfRun {
+    /// Source ports the kernel chose for the data streams (not the control
+    /// connection), as iperf3's `start.connected[].local_port` reports them.
+    pub source_ports: Vec<u16>,
+    /// Receiver-side goodput, bits per second (`end.sum_received`).
+    pub bits_per_second: f64,
+}
+
+#[derive(Deserialize)]
+struct Report {
+    start: Start,
+    end: End,
+}
+
+#[derive(Deserialize)]
+struct Start {
+    connected: Vec<Connected>,
+}
+
+#[derive(Deserialize)]
+struct Connected {
+    local_port: u16,
+}
+
+#[derive(Deserialize)]
+struct End {
+    sum_received: Sum,
+}
+
+#[derive(Deserialize)]
+struct Sum {
+    bits_per_second: f64,
+}
+
+/// Parses `iperf3 --json` client output.
+pub fn parse_report(text: &str) -> Result<IperfRun, ExpError> {
+    let report: Report =
+        serde_json::from_str(text).map_err(|e| ExpError::IperfOutput(e.to_string()))?;
+    Ok(IperfRun {
+        source_ports: report.start.connected.iter().map(|c| c.local_port).collect(),
+        bits_per_second: report.end.sum_received.bits_per_second,
+    })
+}
+
+/// An iperf3 server for one test (`--one-off`), killed when dropped.
+pub struct Server(Child);
+
+impl Server {
+    pub fn start(mut cmd: Command, bind: IpAddr, port: u16) -> Result<Server, ExpError> {
+        cmd.args(["-s", "--one-off", "-B", &bind.to_string(), "-p", &port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let child = cmd.spawn().map_err(spawn_error)?;
+        Ok(Server(child))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn_error(e: std::io::Error) -> ExpError {
+    if e.kind() == ErrorKind::NotFound {
+        ExpError::MissingProgram {
+            program: "iperf3".into(),
+        }
+    } else {
+        ExpError::Program {
+            program: "iperf3".into(),
+            detail: e.to_string(),
+        }
+    }
+}
+
+/// Runs `iperf3 -c` with `make_cmd()` (a fresh command in the sender's
+/// namespace each try), retrying while the server is still starting.
+pub fn run_client(
+    make_cmd: impl Fn() -> Result<Command, ExpError>,
+    server: IpAddr,
+    port: u16,
+    streams: u32,
+    seconds: u32,
+) -> Result<IperfRun, ExpError> {
+    let mut last = String::new();
+    for _ in 0..50 {
+        let output = make_cmd()?
+            .args(["-c", &server.to_string(), "-p", &port.to_string()])
+            .args(["-P", &streams.to_string(), "-t", &seconds.to_string(), "--json"])
+            .stdin(Stdio::null())
+            .output()
+            .map_err(spawn_error)?;
+        let text = String::from_utf8_lossy(&output.stdout);
+        if output.status.success() {
+            return parse_report(&text);
+        }
+        last = text.chars().take(300).collect();
+        // The server may not listen yet: try again shortly.
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Err(ExpError::Program {
+        program: "iperf3 -c".into(),
+        detail: last,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_ports_and_goodput() {
+        let text = r#"{"start":{"connected":[{"socket":5,"local_host":"10.0.0.1","local_port":40000,
+            "remote_host":"10.0.0.2","remote_port":5201},{"socket":7,"local_port":40002}],"extra":1},
+            "end":{"sum_received":{"bits_per_second":1.5e9},"sum_sent":{}}}"#;
+        let run = parse_report(text).unwrap();
+        assert_eq!(run.source_ports, vec![40000, 40002]);
+        assert_eq!(run.bits_per_second, 1.5e9);
+    }
+
+    #[test]
+    fn garbage_is_an_error() {
+        assert!(matches!(parse_report("error - unable to connect"), Err(ExpError::IperfOutput(_))));
+        assert!(matches!(parse_report("{}"), Err(ExpError::IperfOutput(_))));
+    }
+}

@@ -1,0 +1,265 @@
+//! Command-line arguments. The doc comments are the `--help` text.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Steer: predict, enforce and measure which CPU core each flow lands on.
+///
+/// A NIC spreads flows over receive queues with an RSS hash of the 4-tuple;
+/// each queue is served by one core. Steer models that hash exactly (from the
+/// live NIC), gives devices without RSS a software RSS in XDP, and measures
+/// where flows really land.
+#[derive(Debug, Parser)]
+#[command(name = "steer", version, propagate_version = true)]
+pub struct Cli {
+    /// Print the result as JSON instead of a table.
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+impl Cli {
+    /// Parses `std::env::args`; on a usage error clap prints it and exits 2.
+    pub fn parse_from_env_or_exit() -> Self {
+        Cli::parse()
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// The RSS model: inspect a NIC, predict where a flow lands, write configs.
+    #[command(subcommand)]
+    Rss(RssCommand),
+    /// Software RSS (XDP) for devices without RSS, such as veth.
+    #[command(subcommand)]
+    Nic(NicCommand),
+    /// The namespace lab: a sender and a receiver joined by veths.
+    #[command(subcommand)]
+    Lab(LabCommand),
+    /// Show, on a real datapath, how kernel-chosen source ports make parallel
+    /// flows collide on receive queues.
+    Demo(DemoArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RssCommand {
+    /// Read a device's RSS configuration from the kernel (ethtool netlink,
+    /// ioctls, /proc/interrupts, RPS masks, netdev_rss_key).
+    Show {
+        /// Device to inspect; all devices when omitted.
+        #[arg(long)]
+        dev: Option<String>,
+        /// Network namespace (a name under /run/netns) the device lives in.
+        #[arg(long)]
+        netns: Option<String>,
+    },
+    /// Predict the hash, indirection entry, queue and CPU of a flow.
+    ///
+    /// Endpoints are ADDR:PORT, [IPV6]:PORT, or bare addresses (then the
+    /// 2-tuple is hashed). SRC is the remote sender, DST this receiver.
+    ///
+    /// Example: steer rss where 66.9.149.187:2794 161.142.100.80:1766 --key microsoft --queues 4
+    Where(WhereArgs),
+    /// Write an RssConfig as JSON, from stated assumptions, for `--config`.
+    ///
+    /// Example: steer rss config --key microsoft --queues 8 --weight 1 1 2 2 1 1 1 1 > cfg.json
+    Config(ConfigArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct WhereArgs {
+    /// Source endpoint (the sender): ADDR:PORT, [IPV6]:PORT or ADDR.
+    #[arg(required_unless_present = "sockets")]
+    pub src: Option<String>,
+    /// Destination endpoint (this receiver).
+    #[arg(required_unless_present = "sockets")]
+    pub dst: Option<String>,
+    /// Transport protocol of the flow.
+    #[arg(long, value_enum, default_value_t = Proto::Tcp)]
+    pub proto: Proto,
+    /// Instead of one flow: every live TCP connection of this host, as the
+    /// receiver sees it, flagging cores that carry more than one busy flow.
+    #[arg(long, conflicts_with_all = ["src", "dst"])]
+    pub sockets: bool,
+    #[command(flatten)]
+    pub source: ConfigSource,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Proto {
+    Tcp,
+    Udp,
+}
+
+/// Where the RSS configuration comes from (exactly one).
+#[derive(Debug, Args)]
+pub struct ConfigSource {
+    /// An RssConfig JSON file (from `steer rss config` or `steer rss show --json`).
+    #[arg(long, group = "from")]
+    pub config: Option<PathBuf>,
+    /// A live device: Steer's software RSS config if attached, else the NIC's.
+    #[arg(long, group = "from")]
+    pub dev: Option<String>,
+    /// Network namespace of --dev.
+    #[arg(long, requires = "dev")]
+    pub netns: Option<String>,
+    #[command(flatten)]
+    pub assumed: Assumptions,
+}
+
+/// A config from stated assumptions.
+#[derive(Debug, Args)]
+pub struct Assumptions {
+    /// Key: hex bytes (colons allowed), `microsoft` (the verification key) or
+    /// `symmetric` (0x6d5a repeated, 40 bytes).
+    #[arg(long, group = "from")]
+    pub key: Option<String>,
+    /// Number of receive queues (queue q is assumed served by CPU q).
+    #[arg(long, default_value_t = 1)]
+    pub queues: u32,
+    /// Indirection table size.
+    #[arg(long, default_value_t = 128)]
+    pub table_size: usize,
+    /// Fill the table like `ethtool -X DEV weight W0 W1 ...` instead of equally.
+    #[arg(long, num_args = 1.., value_name = "W")]
+    pub weight: Vec<u32>,
+    /// Hash UDP on ports too (default: addresses only, the common driver default).
+    #[arg(long)]
+    pub udp_ports: bool,
+    /// Input transform, as `ethtool -X DEV ... symmetric-xor`.
+    #[arg(long, value_enum, default_value_t = Transform::None)]
+    pub transform: Transform,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Transform {
+    None,
+    SymmetricXor,
+    SymmetricOrXor,
+}
+
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    #[command(flatten)]
+    pub assumed: Assumptions,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NicCommand {
+    /// Load the XDP software RSS on DEV with the given config.
+    Attach {
+        dev: String,
+        /// RssConfig JSON (from `steer rss config`).
+        #[arg(long)]
+        config: PathBuf,
+        #[arg(long)]
+        netns: Option<String>,
+        /// Also count packets per flow (used by the demo; costs a hash-map update per packet).
+        #[arg(long)]
+        track_flows: bool,
+    },
+    /// Change the key, table or fields of an attached software RSS, live.
+    Update {
+        dev: String,
+        #[arg(long)]
+        config: PathBuf,
+        #[arg(long)]
+        netns: Option<String>,
+    },
+    /// Per-queue and per-CPU packets and bytes counted by the software RSS.
+    Stats {
+        dev: String,
+        #[arg(long)]
+        netns: Option<String>,
+        /// Zero the counters after reading them.
+        #[arg(long)]
+        reset: bool,
+    },
+    /// Per-flow counters (needs `attach --track-flows`).
+    Flows {
+        dev: String,
+        #[arg(long)]
+        netns: Option<String>,
+    },
+    /// Remove the software RSS and restore the device.
+    Detach {
+        dev: String,
+        #[arg(long)]
+        netns: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LabCommand {
+    /// Create (or keep) the lab: namespaces, veths, addresses, software RSS.
+    Up(LabUpArgs),
+    /// Remove everything the lab created, and nothing else.
+    Down {
+        #[arg(long, default_value = "steer")]
+        name: String,
+    },
+    /// What the lab consists of.
+    Status {
+        #[arg(long, default_value = "steer")]
+        name: String,
+    },
+    /// Run a command in one of the lab's hosts.
+    ///
+    /// Example: steer lab exec rcv -- iperf3 -s
+    Exec {
+        host: String,
+        #[arg(long, default_value = "steer")]
+        name: String,
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct LabUpArgs {
+    #[arg(long, default_value = "steer")]
+    pub name: String,
+    /// Hosts; the first is the sender, the second the receiver.
+    #[arg(long, value_delimiter = ',', default_value = "snd,rcv")]
+    pub hosts: Vec<String>,
+    /// Receive queues of the receiver's software RSS.
+    #[arg(long, default_value_t = 4)]
+    pub queues: u32,
+    /// RssConfig JSON for the receiver (key, table, fields) instead of defaults.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Count packets per flow in the receiver's software RSS.
+    #[arg(long)]
+    pub track_flows: bool,
+    /// IPv4 only.
+    #[arg(long)]
+    pub no_ipv6: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Parallel TCP flows per repetition (iperf3 -P).
+    #[arg(long, default_value_t = 16)]
+    pub flows: u32,
+    /// Receive queues of the receiver's software RSS.
+    #[arg(long, default_value_t = 32)]
+    pub queues: u32,
+    /// Repetitions, each with fresh kernel-chosen source ports.
+    #[arg(long, default_value_t = 10)]
+    pub repetitions: u32,
+    /// Seconds of traffic per repetition.
+    #[arg(long, default_value_t = 1)]
+    pub seconds: u32,
+    /// A reduced run (3 repetitions) for CI and the test matrix.
+    #[arg(long)]
+    pub quick: bool,
+    /// Write the JSON result to this file as well.
+    #[arg(long, short = 'o')]
+    pub output: Option<PathBuf>,
+    /// Leave the lab up afterwards.
+    #[arg(long)]
+    pub keep_lab: bool,
+}

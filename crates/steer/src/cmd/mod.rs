@@ -1,0 +1,19 @@
+//! Command dispatch: each module turns arguments into library calls and prints.
+
+mod demo;
+mod lab;
+mod nic;
+mod rss;
+
+use crate::cli::{Cli, Command};
+
+/// Runs the command and returns its exit code.
+pub fn run(cli: Cli) -> anyhow::Result<i32> {
+    let json = cli.json;
+    match cli.command {
+        Command::Rss(cmd) => rss::run(cmd, json),
+        Command::Nic(cmd) => nic::run(cmd, json),
+        Command::Lab(cmd) => lab::run(cmd, json),
+        Command::Demo(args) => demo::run(args, json),
+    }
+}

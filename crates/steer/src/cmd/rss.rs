@@ -1,0 +1,315 @@
+//! `steer rss show|where|config`.
+
+use std::collections::BTreeMap;
+
+use anyhow::{bail, Context};
+use rss::live::{DeviceReport, TcpSocket};
+use rss::{
+    Endpoint, FlowTuple, HashFieldsByFlow, IndirectionTable, InputTransform, L4Proto, Placement,
+    Predictor, RssConfig, RssKey,
+};
+use serde::Serialize;
+
+use crate::cli::{Assumptions, ConfigSource, Proto, RssCommand, Transform, WhereArgs};
+use crate::output;
+
+/// A flow is busy when the receiver has taken at least this many bytes on it.
+const BUSY_BYTES: u64 = 1 << 20;
+
+pub fn run(cmd: RssCommand, json: bool) -> anyhow::Result<i32> {
+    match cmd {
+        RssCommand::Show { dev, netns } => show(dev, netns, json),
+        RssCommand::Where(args) if args.sockets => where_sockets(&args.source, json),
+        RssCommand::Where(args) => where_flow(&args, json),
+        RssCommand::Config(args) => {
+            output::json(&assumed_config(&args.assumed, "microsoft")?)?;
+            Ok(0)
+        }
+    }
+}
+
+fn in_netns<T: Send + 'static>(
+    netns: Option<String>,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> anyhow::Result<T> {
+    match netns {
+        Some(ns) => Ok(lab::run_in_netns(&ns, f)?),
+        None => Ok(f()),
+    }
+}
+
+fn show(dev: Option<String>, netns: Option<String>, json: bool) -> anyhow::Result<i32> {
+    let reports: Vec<DeviceReport> = in_netns(netns, move || -> Result<_, rss::live::LiveError> {
+        match dev {
+            Some(dev) => Ok(vec![rss::live::inspect(&dev)?]),
+            None => rss::live::list_devices()?
+                .iter()
+                .map(|d| rss::live::inspect(d))
+                .collect(),
+        }
+    })??;
+    if json {
+        output::json(&reports)?;
+        return Ok(0);
+    }
+    for (i, report) in reports.iter().enumerate() {
+        if i > 0 {
+            println!();
+        }
+        print_report(report)?;
+    }
+    Ok(0)
+}
+
+fn print_report(r: &DeviceReport) -> anyhow::Result<()> {
+    let driver = r.driver.as_deref().unwrap_or("unknown driver");
+    println!("{} (ifindex {}, {driver})", r.dev, r.ifindex);
+    let mut rows: Vec<(&str, String)> = Vec::new();
+    if let Some(c) = &r.channels {
+        rows.push(("channels", c.to_string()));
+    }
+    match &r.rss {
+        Some(cfg) => {
+            let source = r.source.as_deref().unwrap_or("?");
+            rows.push(("hash", format!("{} ({source})", cfg.hash_function.name())));
+            rows.push(("input transform", format!("{:?}", cfg.input_transform)));
+            rows.push(("key", format!("{} ({} bytes)", cfg.key, cfg.key.len())));
+            rows.push(("hashed fields", fields_summary(&cfg.fields)));
+            rows.push(("indirection", table_summary(&cfg.indirection_table)));
+            rows.push(("queue -> cpu", queue_cpus_summary(&cfg.queue_cpus)));
+        }
+        None => rows.push(("rss", "none".into())),
+    }
+    for irq in &r.queue_irqs {
+        rows.push(("queue irq", irq.to_string()));
+    }
+    for (q, cpus) in r.rps_cpus.iter().enumerate() {
+        if !cpus.is_empty() {
+            rows.push(("rps", format!("rx-{q} -> cpus {cpus:?}")));
+        }
+    }
+    if let Some(key) = &r.netdev_rss_key {
+        rows.push(("netdev_rss_key", key.to_string()));
+    }
+    for lack in &r.lacks {
+        rows.push(("lacks", lack.clone()));
+    }
+    for note in &r.notes {
+        rows.push(("note", note.clone()));
+    }
+    output::rows(&rows)
+}
+
+fn fields_summary(f: &HashFieldsByFlow) -> String {
+    rss::FlowType::ALL
+        .iter()
+        .map(|&flow| format!("{} {}", flow.name(), f.get(flow).ethtool_letters()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn table_summary(t: &IndirectionTable) -> String {
+    let mut per_queue: BTreeMap<u32, usize> = BTreeMap::new();
+    for &q in t.entries() {
+        *per_queue.entry(q).or_default() += 1;
+    }
+    let shares: Vec<String> = per_queue.iter().map(|(q, n)| format!("q{q}:{n}")).collect();
+    format!("{} entries ({})", t.len(), shares.join(" "))
+}
+
+fn queue_cpus_summary(cpus: &[u32]) -> String {
+    let parts: Vec<String> = cpus.iter().enumerate().map(|(q, c)| format!("{q}->{c}")).collect();
+    parts.join(" ")
+}
+
+/// The config named by `--config`, `--dev` or `--key`.
+pub fn load_config(source: &ConfigSource) -> anyhow::Result<RssConfig> {
+    if let Some(path) = &source.config {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        return RssConfig::from_json(&text).with_context(|| format!("{}", path.display()));
+    }
+    if let Some(dev) = &source.dev {
+        return device_config(dev, source.netns.clone());
+    }
+    if source.assumed.key.is_some() {
+        return assumed_config(&source.assumed, "microsoft");
+    }
+    bail!("say where the RSS config comes from: --config FILE, --dev DEV, or --key KEY --queues N")
+}
+
+/// A live device's config: Steer's software RSS if attached, else the NIC's own.
+fn device_config(dev: &str, netns: Option<String>) -> anyhow::Result<RssConfig> {
+    if let Some(config) = nic::attached_config(dev, netns.as_deref())? {
+        return Ok(config);
+    }
+    let dev = dev.to_string();
+    Ok(in_netns(netns, move || rss::live::read_config(&dev))??)
+}
+
+fn parse_key(text: &str) -> anyhow::Result<RssKey> {
+    Ok(match text {
+        "microsoft" => RssKey::microsoft(),
+        "symmetric" => RssKey::symmetric(40),
+        hex => RssKey::from_hex(hex).context("--key")?,
+    })
+}
+
+/// A config from `--key/--queues/--table-size/--weight/--udp-ports/--transform`.
+pub fn assumed_config(a: &Assumptions, default_key: &str) -> anyhow::Result<RssConfig> {
+    let key = parse_key(a.key.as_deref().unwrap_or(default_key))?;
+    let mut config = RssConfig::ethtool_default(key, a.queues, a.table_size)?;
+    if !a.weight.is_empty() {
+        if a.weight.len() != a.queues as usize {
+            bail!(
+                "--weight gives {} weights but --queues is {}",
+                a.weight.len(),
+                a.queues
+            );
+        }
+        config.indirection_table = IndirectionTable::weighted(a.table_size, &a.weight, 0)?;
+    }
+    if a.udp_ports {
+        config.fields = HashFieldsByFlow::all_four_tuple();
+    }
+    config.input_transform = match a.transform {
+        Transform::None => InputTransform::None,
+        Transform::SymmetricXor => InputTransform::SymXor,
+        Transform::SymmetricOrXor => InputTransform::SymOrXor,
+    };
+    config.validate()?;
+    Ok(config)
+}
+
+#[derive(Serialize)]
+struct WhereResult {
+    flow: FlowTuple,
+    /// "0x" and 8 hex digits.
+    hash: String,
+    index: usize,
+    table_size: usize,
+    queue: u32,
+    cpu: u32,
+    hashed_bytes: String,
+}
+
+fn placement_row(config: &RssConfig, flow: FlowTuple, p: Placement) -> anyhow::Result<WhereResult> {
+    Ok(WhereResult {
+        flow,
+        hash: format!("{:#010x}", p.hash),
+        index: p.index,
+        table_size: config.indirection_table.len(),
+        queue: p.queue,
+        cpu: p.cpu,
+        hashed_bytes: hex_string(config.hash_input(&flow)?.as_bytes()),
+    })
+}
+
+fn hex_string(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn where_flow(args: &WhereArgs, json: bool) -> anyhow::Result<i32> {
+    let (Some(src), Some(dst)) = (&args.src, &args.dst) else {
+        bail!("give SRC and DST, or --sockets");
+    };
+    let src: Endpoint = src.parse()?;
+    let dst: Endpoint = dst.parse()?;
+    let proto = match args.proto {
+        Proto::Tcp => L4Proto::Tcp,
+        Proto::Udp => L4Proto::Udp,
+    };
+    let flow = Endpoint::flow(src, dst, proto)?;
+    let config = load_config(&args.source)?;
+    let placement = config.place(&flow)?;
+    let result = placement_row(&config, flow, placement)?;
+    if json {
+        output::json(&result)?;
+        return Ok(0);
+    }
+    output::rows(&[
+        ("flow", describe(&flow)),
+        ("hashed", format!("{} ({} bytes)", result.hashed_bytes, result.hashed_bytes.len() / 2)),
+        ("hash", result.hash.clone()),
+        ("index", format!("{} of {}", result.index, result.table_size)),
+        ("queue", result.queue.to_string()),
+        ("cpu", result.cpu.to_string()),
+    ])?;
+    Ok(0)
+}
+
+fn describe(f: &FlowTuple) -> String {
+    let proto = match f.proto {
+        L4Proto::Tcp => "tcp",
+        L4Proto::Udp => "udp",
+        L4Proto::Other => return format!("ip {} -> {} (2-tuple)", f.src, f.dst),
+    };
+    let ep = |a: std::net::IpAddr, p: u16| match a {
+        std::net::IpAddr::V4(_) => format!("{a}:{p}"),
+        std::net::IpAddr::V6(_) => format!("[{a}]:{p}"),
+    };
+    format!("{proto} {} -> {}", ep(f.src, f.src_port), ep(f.dst, f.dst_port))
+}
+
+#[derive(Serialize)]
+struct SocketRow {
+    socket: TcpSocket,
+    #[serde(flatten)]
+    placement: WhereResult,
+    busy: bool,
+    /// Another busy flow lands on the same CPU.
+    shares_cpu: bool,
+}
+
+fn where_sockets(source: &ConfigSource, json: bool) -> anyhow::Result<i32> {
+    let predictor = Predictor::new(load_config(source)?)?;
+    let mut rows = Vec::new();
+    for socket in rss::live::tcp_sockets()? {
+        // Packets arriving here come from the remote end.
+        let flow = FlowTuple::new(
+            socket.remote.ip(),
+            socket.remote.port(),
+            socket.local.ip(),
+            socket.local.port(),
+            L4Proto::Tcp,
+        );
+        let Ok(placement) = predictor.place(&flow) else {
+            continue;
+        };
+        let busy = socket.bytes_received.is_none_or(|b| b >= BUSY_BYTES);
+        let placement = placement_row(predictor.config(), flow, placement)?;
+        rows.push(SocketRow {
+            socket,
+            placement,
+            busy,
+            shares_cpu: false,
+        });
+    }
+    let mut busy_per_cpu: BTreeMap<u32, usize> = BTreeMap::new();
+    for row in rows.iter().filter(|r| r.busy) {
+        *busy_per_cpu.entry(row.placement.cpu).or_default() += 1;
+    }
+    for row in rows.iter_mut() {
+        row.shares_cpu = row.busy && busy_per_cpu[&row.placement.cpu] > 1;
+    }
+    if json {
+        output::json(&rows)?;
+        return Ok(0);
+    }
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.socket.remote.to_string(),
+                r.socket.local.to_string(),
+                r.placement.hash.clone(),
+                r.placement.queue.to_string(),
+                r.placement.cpu.to_string(),
+                r.socket.bytes_received.map_or("?".into(), |b| b.to_string()),
+                if r.shares_cpu { "SHARED CPU" } else { "" }.into(),
+            ]
+        })
+        .collect();
+    output::table(&["remote", "local", "hash", "queue", "cpu", "rx bytes", ""], &body)?;
+    Ok(0)
+}

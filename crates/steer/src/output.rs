@@ -1,0 +1,47 @@
+//! One result, two printers: a human table or `--json`.
+
+use std::io::Write;
+
+use serde::Serialize;
+
+/// Prints `value` as pretty JSON on stdout.
+pub fn json<T: Serialize>(value: &T) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, value)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// Prints aligned `label  value` rows.
+pub fn rows(rows: &[(&str, String)]) -> anyhow::Result<()> {
+    let width = rows.iter().map(|(l, _)| l.len()).max().unwrap_or(0);
+    let mut out = std::io::stdout().lock();
+    for (label, value) in rows {
+        writeln!(out, "{label:<width$}  {value}")?;
+    }
+    Ok(())
+}
+
+/// Prints a table with a header row, columns padded to their widest cell.
+pub fn table(header: &[&str], body: &[Vec<String>]) -> anyhow::Result<()> {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in body {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.len());
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    let line = |cells: Vec<&str>| -> String {
+        cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:>w$}"))
+            .collect::<Vec<_>>()
+            .join("  ")
+    };
+    writeln!(out, "{}", line(header.to_vec()))?;
+    for row in body {
+        writeln!(out, "{}", line(row.iter().map(String::as_str).collect()))?;
+    }
+    Ok(())
+}
