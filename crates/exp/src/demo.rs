@@ -53,6 +53,9 @@ pub struct Repetition {
     pub source_ports: Vec<u16>,
     /// The queue the datapath put each of those flows on (same order).
     pub flow_queues: Vec<u32>,
+    /// The queue the RSS model predicts for each flow: a cross-check, never
+    /// used for the counts.
+    pub predicted_queues: Vec<u32>,
     /// Flows per queue, index = queue.
     pub flows_per_queue: Vec<u32>,
     pub max_flows_on_a_queue: u32,
@@ -157,6 +160,23 @@ fn measure(
 ) -> Result<Repetition, ExpError> {
     let rcv = lab.receiver();
     let flows = nic::flows(&rcv.dev, Some(&rcv.netns))?;
+    let predictor = rss::Predictor::new(lab.rss_config()?)
+        .map_err(|e| ExpError::Parameter(e.to_string()))?;
+    let predicted_queues = run
+        .source_ports
+        .iter()
+        .map(|&port| {
+            let flow = rss::FlowTuple::new(
+                lab.sender().ipv4.into(),
+                port,
+                rcv.ipv4.into(),
+                PORT,
+                rss::L4Proto::Tcp,
+            );
+            predictor.place(&flow).map(|p| p.queue)
+        })
+        .collect::<Result<Vec<u32>, _>>()
+        .map_err(|e| ExpError::Parameter(e.to_string()))?;
     let mut flow_queues = Vec::new();
     for port in &run.source_ports {
         let seen = flows.iter().find(|f| {
@@ -185,6 +205,7 @@ fn measure(
         repetition,
         source_ports: run.source_ports.clone(),
         flow_queues,
+        predicted_queues,
         flows_per_queue,
         max_flows_on_a_queue: max,
         collision_free: max <= 1,
