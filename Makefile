@@ -11,7 +11,7 @@ STEER := target/release/steer
 APT_PACKAGES := clang llvm libelf-dev zlib1g-dev pkg-config libbpf-dev linux-libc-dev \
                 iperf3 iproute2 ethtool bpftool
 
-.PHONY: all deps build demo test lint bench bench-dpdk clean
+.PHONY: all deps build demo test lint bench fuzz clean
 
 all: build
 
@@ -39,6 +39,15 @@ test: build lint
 
 bench: build
 	$(CARGO) bench -p rss --bench toeplitz
+
+# Each fuzz target for FUZZ_SECONDS, seeded from fuzz/seeds (needs a nightly toolchain).
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz
+	cd fuzz && for t in $$(cargo +nightly fuzz list); do \
+		mkdir -p corpus/$$t; cp -n seeds/$$t/* corpus/$$t/ 2>/dev/null || true; \
+		cargo +nightly fuzz run $$t corpus/$$t -- -max_total_time=$(FUZZ_SECONDS) || exit 1; \
+	done
 
 clean:
 	$(CARGO) clean
