@@ -1,0 +1,91 @@
+//! Errors of the software RSS operations. Each variant names the device, map
+//! or value involved, and [`NicError::is_environment`] tells bad input (exit 2)
+//! from a missing privilege or kernel feature (exit 3).
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum NicError {
+    #[error("no network device named '{dev}'{}", in_netns(.netns))]
+    NoSuchDevice { dev: String, netns: Option<String> },
+    #[error("no network namespace named '{netns}' (looked for /run/netns/{netns})")]
+    NoSuchNetns { netns: String },
+    #[error("Steer's software RSS is not attached to '{dev}'{}", in_netns(.netns))]
+    NotAttached { dev: String, netns: Option<String> },
+    #[error("'{dev}' runs an XDP program that is not Steer's (id {prog_id}); detach it first (ip link set dev {dev} xdp off)")]
+    ForeignProgram { dev: String, prog_id: u32 },
+    #[error("software RSS cannot apply this config: {reason}")]
+    UnsupportedConfig { reason: String },
+    #[error("invalid RSS config: {0}")]
+    InvalidConfig(#[from] rss::RssError),
+    #[error("software RSS on '{dev}' was attached without flow tracking; attach with track_flows to count flows")]
+    FlowsNotTracked { dev: String },
+    #[error("the veth peer of '{dev}' ({peer}{}) has tx checksum offload on: frames redirected through the cpumap would keep unfilled checksums and TCP would drop them; fix: {fix}", in_netns(.peer_netns))]
+    PeerChecksumOffload {
+        dev: String,
+        peer: String,
+        peer_netns: Option<String>,
+        fix: String,
+    },
+    #[error("{what}: needs root (CAP_BPF, CAP_NET_ADMIN and CAP_SYS_ADMIN)")]
+    Privilege { what: String },
+    #[error("kernel feature missing: {what}")]
+    KernelFeature { what: String },
+    #[error("BPF {op}: {source}")]
+    Bpf {
+        op: String,
+        #[source]
+        source: libbpf_rs::Error,
+    },
+    #[error("{op}: {source}")]
+    Io {
+        op: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("state file {path} is unreadable: {reason}")]
+    State { path: String, reason: String },
+}
+
+fn in_netns(netns: &Option<String>) -> String {
+    match netns {
+        Some(ns) => format!(" in namespace '{ns}'"),
+        None => String::new(),
+    }
+}
+
+impl NicError {
+    /// True when the failure comes from the environment (privilege, kernel
+    /// features, device state), not from the input: the CLI exits with 3.
+    pub fn is_environment(&self) -> bool {
+        match self {
+            NicError::Privilege { .. }
+            | NicError::KernelFeature { .. }
+            | NicError::PeerChecksumOffload { .. }
+            | NicError::Io { .. }
+            | NicError::State { .. } => true,
+            NicError::Bpf { source, .. } => matches!(
+                source.kind(),
+                libbpf_rs::ErrorKind::PermissionDenied | libbpf_rs::ErrorKind::Unsupported
+            ),
+            _ => false,
+        }
+    }
+
+    pub(crate) fn bpf(op: impl Into<String>, source: libbpf_rs::Error) -> Self {
+        let op = op.into();
+        match source.kind() {
+            libbpf_rs::ErrorKind::PermissionDenied => NicError::Privilege { what: op },
+            _ => NicError::Bpf { op, source },
+        }
+    }
+
+    pub(crate) fn io(op: impl Into<String>, source: std::io::Error) -> Self {
+        let op = op.into();
+        match source.kind() {
+            std::io::ErrorKind::PermissionDenied => NicError::Privilege { what: op },
+            _ => NicError::Io { op, source },
+        }
+    }
+}

@@ -1,0 +1,153 @@
+//! The veth checksum pitfall.
+//!
+//! A socket on one end of a veth pair hands the stack packets with
+//! `CHECKSUM_PARTIAL` when the sending veth has tx checksum offload on: the
+//! checksum is left for "the hardware", and veth never fills it (the receiver
+//! trusts it as `CHECKSUM_UNNECESSARY`). When the receiving veth runs XDP and
+//! redirects through a cpumap, the frame is rebuilt from an `xdp_frame` on
+//! the remote CPU and that checksum state is lost: the stack then verifies an
+//! unfilled checksum and TCP drops the segment. So the side that transmits
+//! into the XDP veth must have tx checksum offload off
+//! (`ethtool -K PEER tx off`, done by [`crate::sys::set_tx_checksum`]).
+//!
+//! [`check_peer`] finds the peer of a veth (in any named namespace or the
+//! root namespace) and reports it when its tx checksum offload is on.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::error::NicError;
+use crate::sys;
+
+/// One end of a veth pair, as `ip -d -j link show` reports it.
+struct LinkInfo {
+    ifindex: u64,
+    name: String,
+    is_veth: bool,
+    /// The peer's ifindex (in the peer's namespace).
+    peer_ifindex: Option<u64>,
+    /// Whether the peer is in another namespace.
+    peer_elsewhere: bool,
+}
+
+fn links(dev: Option<&str>) -> Option<Vec<LinkInfo>> {
+    let mut cmd = Command::new("ip");
+    cmd.args(["-d", "-j", "link", "show"]);
+    if let Some(dev) = dev {
+        cmd.args(["dev", dev]);
+    }
+    let out = cmd.output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let value: Value = serde_json::from_slice(&out.stdout).ok()?;
+    let list = value.as_array()?;
+    let by_name: Vec<(String, u64)> = list
+        .iter()
+        .filter_map(|l| Some((l["ifname"].as_str()?.to_string(), l["ifindex"].as_u64()?)))
+        .collect();
+    Some(
+        list.iter()
+            .filter_map(|l| {
+                let name = l["ifname"].as_str()?.to_string();
+                let ifindex = l["ifindex"].as_u64()?;
+                let is_veth = l["linkinfo"]["info_kind"].as_str() == Some("veth");
+                let peer_elsewhere = l.get("link_netnsid").is_some();
+                // Same namespace: "link": "peer-name"; elsewhere: "link_index".
+                let peer_ifindex = l["link_index"].as_u64().or_else(|| {
+                    let peer = l["link"].as_str()?;
+                    by_name.iter().find(|(n, _)| n == peer).map(|(_, i)| *i)
+                });
+                Some(LinkInfo {
+                    ifindex,
+                    name,
+                    is_veth,
+                    peer_ifindex,
+                    peer_elsewhere,
+                })
+            })
+            .collect(),
+    )
+}
+
+/// Where to look for a peer in another namespace: every named namespace, and
+/// the initial one.
+fn candidate_namespaces(own: Option<&str>) -> Vec<Option<String>> {
+    let mut out = Vec::new();
+    if own.is_some() {
+        out.push(None);
+    }
+    if let Ok(dir) = std::fs::read_dir(Path::new("/run/netns")) {
+        for entry in dir.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if Some(name.as_str()) != own {
+                out.push(Some(name));
+            }
+        }
+    }
+    out
+}
+
+/// The peer of veth `dev` (which lives in `netns`): its namespace and name.
+/// `None` when `dev` is not a veth or the peer cannot be found.
+pub fn veth_peer(dev: &str, netns: Option<&str>) -> Option<(Option<String>, String)> {
+    let dev_owned = dev.to_string();
+    let me = crate::netns::run_in(netns, move || Ok(links(Some(&dev_owned))))
+        .ok()??
+        .into_iter()
+        .next()?;
+    if !me.is_veth {
+        return None;
+    }
+    let peer_index = me.peer_ifindex?;
+    if !me.peer_elsewhere {
+        let all = crate::netns::run_in(netns, || Ok(links(None))).ok()??;
+        let peer = all.into_iter().find(|l| l.ifindex == peer_index)?;
+        return Some((netns.map(str::to_string), peer.name));
+    }
+    for ns in candidate_namespaces(netns) {
+        let found = crate::netns::run_in(ns.as_deref(), move || Ok(links(None)))
+            .ok()
+            .flatten()
+            .and_then(|all| {
+                all.into_iter().find(|l| {
+                    l.is_veth
+                        && l.ifindex == peer_index
+                        && l.peer_elsewhere
+                        && l.peer_ifindex == Some(me.ifindex)
+                })
+            });
+        if let Some(peer) = found {
+            return Some((ns, peer.name));
+        }
+    }
+    None
+}
+
+/// Fails with [`NicError::PeerChecksumOffload`] when `dev` is a veth whose
+/// peer has tx checksum offload on. A device that is not a veth, or whose
+/// peer cannot be found, passes.
+pub fn check_peer(dev: &str, netns: Option<&str>) -> Result<(), NicError> {
+    let Some((peer_netns, peer)) = veth_peer(dev, netns) else {
+        return Ok(());
+    };
+    let name = peer.clone();
+    let on = crate::netns::run_in(peer_netns.as_deref(), move || {
+        Ok(sys::tx_checksum(&name).unwrap_or(false))
+    })?;
+    if !on {
+        return Ok(());
+    }
+    let fix = match &peer_netns {
+        Some(ns) => format!("ip netns exec {ns} ethtool -K {peer} tx off"),
+        None => format!("ethtool -K {peer} tx off"),
+    };
+    Err(NicError::PeerChecksumOffload {
+        dev: dev.to_string(),
+        peer,
+        peer_netns,
+        fix,
+    })
+}

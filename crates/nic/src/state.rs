@@ -1,0 +1,158 @@
+//! Where an attachment lives after the process that made it exits.
+//!
+//! - maps and the program are pinned under
+//!   `/sys/fs/bpf/steer/<netns or "root">/<dev>/` (bpffs is one per machine,
+//!   so the namespace name is part of the path);
+//! - the applied [`rss::RssConfig`] is written, as its own JSON form, to
+//!   `/run/steer/nic/<netns or "root">/<dev>.json`, so any command can read
+//!   "the config of a device running Steer's software RSS".
+
+use std::path::{Path, PathBuf};
+
+use crate::error::NicError;
+
+/// bpffs mount point.
+pub const BPFFS: &str = "/sys/fs/bpf";
+/// Root of Steer's pins on bpffs.
+pub const PIN_ROOT: &str = "/sys/fs/bpf/steer";
+/// Root of the applied-config files.
+pub const STATE_ROOT: &str = "/run/steer/nic";
+
+/// Pin names (one file per map, plus the program).
+pub(crate) const PIN_PROG: &str = "prog";
+pub(crate) const MAP_NAMES: [&str; 7] = [
+    "config",
+    "toeplitz",
+    "indir",
+    "cpu_map",
+    "queue_stats",
+    "non_ip",
+    "flows",
+];
+
+fn netns_label(netns: Option<&str>) -> &str {
+    netns.unwrap_or("root")
+}
+
+/// Rejects names that could escape the state directories; such a device
+/// cannot exist anyway (Linux interface names have no '/').
+pub(crate) fn check_names(dev: &str, netns: Option<&str>) -> Result<(), NicError> {
+    let bad = |s: &str| s.is_empty() || s.contains('/') || s == "." || s == ".." || s.len() > 15;
+    if bad(dev) {
+        return Err(NicError::NoSuchDevice {
+            dev: dev.to_string(),
+            netns: netns.map(str::to_string),
+        });
+    }
+    if let Some(ns) = netns {
+        if ns.is_empty() || ns.contains('/') || ns == "." || ns == ".." || ns == "root" {
+            return Err(NicError::NoSuchNetns {
+                netns: ns.to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The pin directory of (netns, dev).
+pub fn pin_dir(dev: &str, netns: Option<&str>) -> PathBuf {
+    Path::new(PIN_ROOT).join(netns_label(netns)).join(dev)
+}
+
+/// The applied-config file of (netns, dev).
+pub fn config_path(dev: &str, netns: Option<&str>) -> PathBuf {
+    Path::new(STATE_ROOT)
+        .join(netns_label(netns))
+        .join(format!("{dev}.json"))
+}
+
+/// Removes the pins and the config file of (netns, dev); missing ones are fine.
+pub(crate) fn remove(dev: &str, netns: Option<&str>) -> Result<(), NicError> {
+    let dir = pin_dir(dev, netns);
+    for name in MAP_NAMES.iter().chain([&PIN_PROG]) {
+        remove_file_if_exists(&dir.join(name))?;
+    }
+    remove_dir_if_exists(&dir)?;
+    remove_file_if_exists(&config_path(dev, netns))?;
+    Ok(())
+}
+
+fn remove_file_if_exists(path: &Path) -> Result<(), NicError> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(NicError::io(format!("remove {}", path.display()), e))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn remove_dir_if_exists(path: &Path) -> Result<(), NicError> {
+    match std::fs::remove_dir(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(NicError::io(format!("remove {}", path.display()), e))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Writes the applied config.
+pub(crate) fn write_config(
+    dev: &str,
+    netns: Option<&str>,
+    config: &rss::RssConfig,
+) -> Result<(), NicError> {
+    let path = config_path(dev, netns);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| NicError::io(format!("create {}", dir.display()), e))?;
+    }
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, config.to_json())
+        .map_err(|e| NicError::io(format!("write {}", tmp.display()), e))?;
+    std::fs::rename(&tmp, &path)
+        .map_err(|e| NicError::io(format!("rename to {}", path.display()), e))
+}
+
+/// Reads the applied config, `None` if there is no file.
+pub(crate) fn read_config(
+    dev: &str,
+    netns: Option<&str>,
+) -> Result<Option<rss::RssConfig>, NicError> {
+    let path = config_path(dev, netns);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(NicError::io(format!("read {}", path.display()), e)),
+    };
+    rss::RssConfig::from_json(&text)
+        .map(Some)
+        .map_err(|e| NicError::State {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_separate_namespaces() {
+        assert_eq!(
+            pin_dir("veth0", None),
+            PathBuf::from("/sys/fs/bpf/steer/root/veth0")
+        );
+        assert_eq!(
+            config_path("veth0", Some("rcv")),
+            PathBuf::from("/run/steer/nic/rcv/veth0.json")
+        );
+    }
+
+    #[test]
+    fn names_that_escape_are_rejected() {
+        assert!(check_names("../x", None).is_err());
+        assert!(check_names("eth0", Some("..")).is_err());
+        assert!(check_names("a-very-long-interface-name", None).is_err());
+        assert!(check_names("eth0", Some("snd")).is_ok());
+    }
+}
