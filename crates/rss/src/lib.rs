@@ -18,6 +18,7 @@ pub mod indirection;
 pub mod key;
 pub mod toeplitz;
 pub mod tuple;
+#[cfg(feature = "live")] pub mod live;
 
 pub use config::{HashFunction, InputTransform, Placement, Predictor, RssConfig};
 pub use endpoint::Endpoint;

@@ -1,0 +1,189 @@
+//! Integration tests of `rss::live` against the running kernel.
+//!
+//! Tests that need root (a fresh network namespace with a veth pair) print
+//! "skipped: needs root (...)" and pass when run unprivileged.
+
+#![cfg(feature = "live")]
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use rss::live::{inspect, read_config, LiveError};
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn show(report: &rss::live::DeviceReport) {
+    println!("{}", serde_json::to_string_pretty(report).unwrap());
+}
+
+#[test]
+fn loopback_has_no_rss_and_no_panic() {
+    let report = inspect("lo").expect("inspect lo");
+    show(&report);
+    assert_eq!(report.dev, "lo");
+    assert_eq!(report.ifindex, 1);
+    assert!(report.rss.is_none());
+    assert!(
+        report.lacks.iter().any(|l| l.starts_with("no RSS")),
+        "{:?}",
+        report.lacks
+    );
+    let err = read_config("lo").unwrap_err();
+    assert!(matches!(err, LiveError::NoRss { .. }), "{err}");
+    assert!(err.is_environment());
+}
+
+#[test]
+fn eth0_if_present() {
+    let report = match inspect("eth0") {
+        Ok(r) => r,
+        Err(LiveError::NoSuchDevice { .. }) => {
+            println!("skipped: no eth0 here");
+            return;
+        }
+        Err(e) => panic!("inspect eth0: {e}"),
+    };
+    show(&report);
+    match &report.rss {
+        Some(config) => {
+            config.validate().unwrap();
+            assert!(report.source.is_some());
+        }
+        None => assert!(!report.lacks.is_empty(), "no RSS and no statement why"),
+    }
+    if report.driver.as_deref() == Some("virtio_net")
+        && report.channels.is_some_and(|c| c.rx_queues() == 1)
+    {
+        // This VM's single-queue virtio_net: no RSS, one IRQ for queue 0.
+        assert!(report.rss.is_none(), "{:?}", report.rss);
+        assert!(report.lacks[0].contains("virtio_net"), "{:?}", report.lacks);
+        assert_eq!(report.queue_irqs.len(), 1, "{:?}", report.queue_irqs);
+        assert_eq!(report.queue_irqs[0].queue, 0);
+    }
+}
+
+#[test]
+fn missing_device_is_bad_input() {
+    let err = inspect("steer-nosuch0").unwrap_err();
+    assert!(
+        matches!(err, LiveError::NoSuchDevice { ref dev } if dev == "steer-nosuch0"),
+        "{err}"
+    );
+    assert!(err.is_bad_input() && !err.is_environment());
+    let err = inspect("bad/name").unwrap_err();
+    assert!(err.is_bad_input(), "{err}");
+}
+
+/// A network namespace that is deleted when dropped.
+struct Netns {
+    name: String,
+}
+
+static NEXT: AtomicU32 = AtomicU32::new(0);
+
+impl Netns {
+    fn new() -> Result<Self, String> {
+        let name = format!(
+            "steer-livetest-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        run("ip", &["netns", "add", &name])?;
+        Ok(Netns { name })
+    }
+
+    fn ip(&self, args: &[&str]) -> Result<(), String> {
+        let mut all = vec!["-n", self.name.as_str()];
+        all.extend_from_slice(args);
+        run("ip", &all)
+    }
+
+    /// Runs `f` on a thread that has entered the namespace (setns with
+    /// CLONE_NEWNET changes only the calling thread).
+    fn run_inside<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, String> {
+        let path = format!("/run/netns/{}", self.name);
+        std::thread::spawn(move || {
+            let file = File::open(&path).map_err(|e| format!("open {path}: {e}"))?;
+            // SAFETY: a valid namespace fd; only this thread changes namespace.
+            let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+            if rc != 0 {
+                return Err(format!("setns: {}", std::io::Error::last_os_error()));
+            }
+            Ok(f())
+        })
+        .join()
+        .map_err(|_| "namespace thread panicked".to_string())?
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = run("ip", &["netns", "del", &self.name]);
+    }
+}
+
+fn run(cmd: &str, args: &[&str]) -> Result<(), String> {
+    let out = Command::new(cmd)
+        .args(args)
+        .output()
+        .map_err(|e| format!("{cmd}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{cmd} {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(())
+}
+
+#[test]
+fn veth_in_fresh_namespace_states_no_rss() {
+    if !is_root() {
+        println!("skipped: needs root (creates a network namespace and a veth pair)");
+        return;
+    }
+    let ns = match Netns::new() {
+        Ok(ns) => ns,
+        Err(e) => {
+            println!("skipped: needs network namespaces ({e})");
+            return;
+        }
+    };
+    ns.ip(&["link", "add", "sveth0", "type", "veth", "peer", "name", "sveth1"])
+        .expect("create veth");
+    ns.ip(&["link", "set", "sveth0", "up"]).unwrap();
+    let (report, err) = ns
+        .run_inside(|| (inspect("sveth0"), read_config("sveth1")))
+        .expect("enter namespace");
+    let report = report.expect("inspect veth");
+    show(&report);
+    assert_eq!(report.driver.as_deref(), Some("veth"));
+    assert!(report.rss.is_none());
+    assert!(
+        report
+            .lacks
+            .iter()
+            .any(|l| l == "no RSS: the driver (veth) implements no RSS hash or indirection table"),
+        "{:?}",
+        report.lacks
+    );
+    let channels = report.channels.expect("veth has a channel API");
+    assert!(channels.rx_queues() >= 1, "{channels:?}");
+    assert!(report.queue_irqs.is_empty());
+    let err = err.unwrap_err();
+    assert!(matches!(err, LiveError::NoRss { .. }) && err.is_environment(), "{err}");
+    // The device is not visible outside the namespace.
+    assert!(matches!(
+        inspect("sveth0"),
+        Err(LiveError::NoSuchDevice { .. })
+    ));
+}
