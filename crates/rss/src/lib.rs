@@ -16,9 +16,10 @@ pub mod error;
 pub mod fields;
 pub mod indirection;
 pub mod key;
+#[cfg(feature = "live")]
+pub mod live;
 pub mod toeplitz;
 pub mod tuple;
-#[cfg(feature = "live")] pub mod live;
 
 pub use config::{HashFunction, InputTransform, Placement, Predictor, RssConfig};
 pub use endpoint::Endpoint;

@@ -158,8 +158,10 @@ fn veth_in_fresh_namespace_states_no_rss() {
             return;
         }
     };
-    ns.ip(&["link", "add", "sveth0", "type", "veth", "peer", "name", "sveth1"])
-        .expect("create veth");
+    ns.ip(&[
+        "link", "add", "sveth0", "type", "veth", "peer", "name", "sveth1",
+    ])
+    .expect("create veth");
     ns.ip(&["link", "set", "sveth0", "up"]).unwrap();
     let (report, err) = ns
         .run_inside(|| (inspect("sveth0"), read_config("sveth1")))
@@ -180,10 +182,44 @@ fn veth_in_fresh_namespace_states_no_rss() {
     assert!(channels.rx_queues() >= 1, "{channels:?}");
     assert!(report.queue_irqs.is_empty());
     let err = err.unwrap_err();
-    assert!(matches!(err, LiveError::NoRss { .. }) && err.is_environment(), "{err}");
+    assert!(
+        matches!(err, LiveError::NoRss { .. }) && err.is_environment(),
+        "{err}"
+    );
     // The device is not visible outside the namespace.
     assert!(matches!(
         inspect("sveth0"),
         Err(LiveError::NoSuchDevice { .. })
     ));
+}
+
+/// The ioctl path alone (what a kernel without ETHTOOL_MSG_RSS_GET gets).
+#[test]
+fn ioctl_fallback_agrees_with_netlink() {
+    use rss::live::{inspect_with, InspectOptions};
+    let ioctl_only = InspectOptions {
+        netlink: false,
+        ..InspectOptions::default()
+    };
+    for dev in ["lo", "eth0"] {
+        let via_nl = match inspect(dev) {
+            Ok(r) => r,
+            Err(LiveError::NoSuchDevice { .. }) => continue,
+            Err(e) => panic!("{dev}: {e}"),
+        };
+        let via_ioctl = inspect_with(dev, &ioctl_only).expect(dev);
+        show(&via_ioctl);
+        assert_eq!(via_ioctl.rss, via_nl.rss, "{dev}");
+        let rss_lacks = |r: &rss::live::DeviceReport| -> Vec<String> {
+            r.lacks
+                .iter()
+                .filter(|l| l.contains("RSS"))
+                .cloned()
+                .collect()
+        };
+        assert_eq!(rss_lacks(&via_ioctl), rss_lacks(&via_nl), "{dev}");
+        if via_nl.source.is_some() {
+            assert_eq!(via_ioctl.source.as_deref(), Some("ioctl"), "{dev}");
+        }
+    }
 }

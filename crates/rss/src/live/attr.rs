@@ -61,15 +61,14 @@ impl<'a> Attr<'a> {
 
     /// An array of u32 in host byte order (`ETHTOOL_A_RSS_INDIR`).
     pub fn u32_array(&self, what: &'static str) -> Result<Vec<u32>, AttrError> {
-        if self.value.len() % 4 != 0 {
+        let chunks = self.value.chunks_exact(4);
+        if !chunks.remainder().is_empty() {
             return Err(AttrError::new(
                 what,
                 format!("{} bytes is not a whole number of u32", self.value.len()),
             ));
         }
-        Ok(self
-            .value
-            .chunks_exact(4)
+        Ok(chunks
             .map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
             .collect())
     }

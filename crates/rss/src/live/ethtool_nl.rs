@@ -280,8 +280,8 @@ mod tests {
     fn rss_reply_bytes() -> Vec<u8> {
         let mut b = vec![
             // header nest: DEV_INDEX = 4, DEV_NAME = "eth0"
-            24, 0, 0x01, 0x80, 8, 0, 1, 0, 4, 0, 0, 0, 9, 0, 2, 0, b'e', b't', b'h', b'0', 0, 0,
-            0, 0, //
+            24, 0, 0x01, 0x80, 8, 0, 1, 0, 4, 0, 0, 0, 9, 0, 2, 0, b'e', b't', b'h', b'0', 0, 0, 0,
+            0, //
             // INDIR = [0, 1, 0, 1]
             20, 0, 4, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, //
             // HFUNC = toeplitz
@@ -313,8 +313,8 @@ mod tests {
     fn rss_reply_without_table_or_key() {
         // What a single-queue virtio_net answers: header and HFUNC only.
         let b = [
-            24, 0, 0x01, 0x80, 8, 0, 1, 0, 4, 0, 0, 0, 9, 0, 2, 0, b'e', b't', b'h', b'0', 0, 0,
-            0, 0, 8, 0, 3, 0, 1, 0, 0, 0,
+            24, 0, 0x01, 0x80, 8, 0, 1, 0, 4, 0, 0, 0, 9, 0, 2, 0, b'e', b't', b'h', b'0', 0, 0, 0,
+            0, 8, 0, 3, 0, 1, 0, 0, 0,
         ];
         let reply = RssReply::parse(&b).unwrap();
         assert!(reply.indir.is_empty() && reply.hkey.is_empty());
@@ -337,10 +337,7 @@ mod tests {
             8, 0, 9, 0, 1, 0, 0, 0,
         ];
         let c = Channels::parse(&b).unwrap();
-        assert_eq!(
-            c.combined,
-            Some(ChannelCount { current: 1, max: 1 })
-        );
+        assert_eq!(c.combined, Some(ChannelCount { current: 1, max: 1 }));
         assert_eq!(c.rx, None);
         assert_eq!(c.rx_queues(), 1);
         // rx 2 of 8 plus tx 2 of 8 (veth with 2 queues)

@@ -57,11 +57,19 @@ impl Roots {
         let list = |name: &str| -> Result<Vec<u32>, LiveError> {
             let path = dir.join(name);
             match self.read(path.clone())? {
-                Some(text) => parse_cpu_list(&text).map_err(|reason| LiveError::Parse { path, reason }),
+                Some(text) => {
+                    parse_cpu_list(&text).map_err(|reason| LiveError::Parse { path, reason })
+                }
                 None => Ok(Vec::new()),
             }
         };
         Ok((list("smp_affinity_list")?, list("effective_affinity_list")?))
+    }
+
+    /// `/sys/class/net/DEV/ifindex` (None when sysfs has no such device).
+    pub fn sysfs_ifindex(&self, dev: &str) -> Option<u32> {
+        let text = fs::read_to_string(self.net_dev(dev).join("ifindex")).ok()?;
+        text.trim().parse().ok()
     }
 
     /// Target of `/sys/class/net/DEV/device` (None for virtual devices).
@@ -134,9 +142,17 @@ const MAX_CPU: u32 = 1 << 16;
 /// Parses a CPU list such as `0-3,8,10-11` (empty text: no CPUs).
 pub fn parse_cpu_list(text: &str) -> Result<Vec<u32>, String> {
     let mut cpus = Vec::new();
-    for part in text.trim().split(',').map(str::trim).filter(|p| !p.is_empty()) {
+    for part in text
+        .trim()
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+    {
         let num = |s: &str| -> Result<u32, String> {
-            let n: u32 = s.trim().parse().map_err(|_| format!("'{s}' is not a CPU number"))?;
+            let n: u32 = s
+                .trim()
+                .parse()
+                .map_err(|_| format!("'{s}' is not a CPU number"))?;
             if n > MAX_CPU {
                 return Err(format!("CPU {n} is out of range"));
             }
@@ -190,13 +206,16 @@ pub fn parse_colon_hex(text: &str) -> Result<Vec<u8>, String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
 
     #[test]
     fn cpu_lists() {
-        assert_eq!(parse_cpu_list("0-3,8,10-11\n").unwrap(), vec![0, 1, 2, 3, 8, 10, 11]);
+        assert_eq!(
+            parse_cpu_list("0-3,8,10-11\n").unwrap(),
+            vec![0, 1, 2, 3, 8, 10, 11]
+        );
         assert_eq!(parse_cpu_list("1").unwrap(), vec![1]);
         assert_eq!(parse_cpu_list("\n").unwrap(), Vec::<u32>::new());
         assert!(parse_cpu_list("3-1").is_err());
@@ -209,7 +228,10 @@ mod tests {
         assert_eq!(parse_cpu_mask("0\n").unwrap(), Vec::<u32>::new());
         assert_eq!(parse_cpu_mask("3").unwrap(), vec![0, 1]);
         assert_eq!(parse_cpu_mask("00000001,80000000").unwrap(), vec![31, 32]);
-        assert_eq!(parse_cpu_mask("f0,00000000,00000000").unwrap(), vec![68, 69, 70, 71]);
+        assert_eq!(
+            parse_cpu_mask("f0,00000000,00000000").unwrap(),
+            vec![68, 69, 70, 71]
+        );
         assert!(parse_cpu_mask("xyz").is_err());
         assert!(parse_cpu_mask("1,,2").is_err());
         assert!(parse_cpu_mask("123456789").is_err());
@@ -274,10 +296,14 @@ mod tests {
         t.write("proc/irq/38/effective_affinity_list", "1\n");
         t.write("proc/sys/net/core/netdev_rss_key", "01:02:ff\n");
         t.write("sys/class/net/eth0/queues/rx-0/rps_cpus", "0\n");
-        t.write("sys/class/net/eth0/queues/rx-1/rps_cpus", "00000000,0000000c\n");
+        t.write(
+            "sys/class/net/eth0/queues/rx-1/rps_cpus",
+            "00000000,0000000c\n",
+        );
         t.write("sys/class/net/eth0/queues/tx-0/xps_cpus", "1\n");
         t.write("sys/devices/system/cpu/online", "0-3\n");
         t.link("sys/class/net/eth0/device", "../../../virtio2");
+        t.write("sys/class/net/eth0/ifindex", "4\n");
         let r = t.roots();
         assert_eq!(r.irq_affinity(38).unwrap(), (vec![0, 1], vec![1]));
         assert_eq!(r.irq_affinity(39).unwrap(), (vec![], vec![]));
@@ -287,6 +313,8 @@ mod tests {
         assert_eq!(r.online_cpus().unwrap(), Some(vec![0, 1, 2, 3]));
         assert_eq!(r.device_link("eth0").as_deref(), Some("../../../virtio2"));
         assert_eq!(r.interrupts().unwrap(), "");
+        assert_eq!(r.sysfs_ifindex("eth0"), Some(4));
+        assert_eq!(r.sysfs_ifindex("eth9"), None);
         t.write("proc/irq/40/smp_affinity_list", "zz\n");
         assert!(matches!(r.irq_affinity(40), Err(LiveError::Parse { .. })));
     }

@@ -74,9 +74,28 @@ pub struct DeviceReport {
     pub notes: Vec<String>,
 }
 
+/// How [`inspect_with`] reads a device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InspectOptions {
+    /// Where /proc and /sys are.
+    pub roots: Roots,
+    /// Ask ethtool netlink first (true), or use only the ioctls (false: what
+    /// happens on kernels without `ETHTOOL_MSG_RSS_GET`).
+    pub netlink: bool,
+}
+
+impl Default for InspectOptions {
+    fn default() -> Self {
+        InspectOptions {
+            roots: Roots::default(),
+            netlink: true,
+        }
+    }
+}
+
 /// Reads everything about `dev` (see the module documentation).
 pub fn inspect(dev: &str) -> Result<DeviceReport, LiveError> {
-    inspect_with(dev, &Roots::default())
+    inspect_with(dev, &InspectOptions::default())
 }
 
 /// The device's RSS configuration; an error (never a guess) when the device
@@ -101,7 +120,10 @@ fn check_name(dev: &str) -> Result<(), LiveError> {
         Some("names are at most 15 bytes")
     } else if dev == "." || dev == ".." {
         Some("'.' and '..' are not device names")
-    } else if dev.chars().any(|c| c == '/' || c == ':' || c.is_whitespace() || c == '\0') {
+    } else if dev
+        .chars()
+        .any(|c| c == '/' || c == ':' || c.is_whitespace() || c == '\0')
+    {
         Some("names contain no '/', ':', NUL or whitespace")
     } else {
         None
@@ -175,7 +197,10 @@ fn flow_type_code(flow: FlowType) -> u32 {
 /// `RXH_*` bits -> the fields Steer models, plus a note for bits it does not.
 fn fields_from_rxh(flow: FlowType, bits: u64, notes: &mut Vec<String>) -> HashFields {
     if bits & RXH_DISCARD != 0 {
-        notes.push(format!("{} traffic is discarded by the device (RXH_DISCARD)", flow.name()));
+        notes.push(format!(
+            "{} traffic is discarded by the device (RXH_DISCARD)",
+            flow.name()
+        ));
     }
     let extra: Vec<&str> = [
         (RXH_L2DA, "destination MAC"),
@@ -215,8 +240,12 @@ struct Gathered {
 }
 
 impl Gathered {
-    fn driver_name(&self) -> &str {
-        self.driver.as_deref().unwrap_or("unknown")
+    /// "the driver (veth)", or "the device (no driver reported)" for lo.
+    fn driver_phrase(&self) -> String {
+        match &self.driver {
+            Some(d) => format!("the driver ({d})"),
+            None => "the device (no driver reported)".to_string(),
+        }
     }
 }
 
@@ -229,26 +258,26 @@ enum Built {
 
 /// Builds the [`RssConfig`] from the gathered parts (pure; unit-tested).
 fn build_config(g: &Gathered, notes: &mut Vec<String>) -> Result<Built, LiveError> {
-    let driver = g.driver_name();
+    let driver = g.driver_phrase();
     let Some(parts) = &g.rss else {
         return Ok(Built::Lacks(format!(
-            "no RSS: the driver ({driver}) implements no RSS hash or indirection table"
+            "no RSS: {driver} implements no RSS hash or indirection table"
         )));
     };
     match (parts.indir.is_empty(), parts.key.is_empty()) {
         (true, true) => {
             return Ok(Built::Lacks(format!(
-                "no RSS: the driver ({driver}) reports no indirection table and no hash key"
+                "no RSS: {driver} reports no indirection table and no hash key"
             )))
         }
         (true, false) => {
             return Ok(Built::Lacks(format!(
-                "no RSS indirection table: the driver ({driver}) reports a hash key but no table"
+                "no RSS indirection table: {driver} reports a hash key but no table"
             )))
         }
         (false, true) => {
             return Ok(Built::Lacks(format!(
-                "no RSS hash key: the driver ({driver}) reports an indirection table but no key"
+                "no RSS hash key: {driver} reports an indirection table but no key"
             )))
         }
         (false, false) => {}
@@ -263,7 +292,7 @@ fn build_config(g: &Gathered, notes: &mut Vec<String>) -> Result<Built, LiveErro
         ethtool_nl::ETH_RSS_HASH_CRC32 => HashFunction::Crc32,
         other => {
             return Ok(Built::Lacks(format!(
-                "no known RSS hash function: the driver ({driver}) reports hash function bits {other:#x}"
+                "no known RSS hash function: {driver} reports hash function bits {other:#x}"
             )))
         }
     };
@@ -273,7 +302,7 @@ fn build_config(g: &Gathered, notes: &mut Vec<String>) -> Result<Built, LiveErro
         ethtool_nl::RXH_XFRM_SYM_OR_XOR => InputTransform::SymOrXor,
         other => {
             return Ok(Built::Lacks(format!(
-                "no known RSS input transform: the driver ({driver}) reports input_xfrm bits {other:#x}"
+                "no known RSS input transform: {driver} reports input_xfrm bits {other:#x}"
             )))
         }
     };
@@ -317,7 +346,12 @@ fn build_config(g: &Gathered, notes: &mut Vec<String>) -> Result<Built, LiveErro
     let mut assumed = Vec::new();
     let queue_cpus: Vec<u32> = (0..queues)
         .map(|q| {
-            match g.queue_irqs.iter().find(|i| i.queue == q).and_then(QueueIrq::cpu) {
+            match g
+                .queue_irqs
+                .iter()
+                .find(|i| i.queue == q)
+                .and_then(QueueIrq::cpu)
+            {
                 Some(cpu) => cpu,
                 None => {
                     assumed.push(q.to_string());
@@ -332,7 +366,12 @@ fn build_config(g: &Gathered, notes: &mut Vec<String>) -> Result<Built, LiveErro
             assumed.join(", ")
         ));
     }
-    let rps_cpus = if g.rps_cpus.iter().take(queues as usize).any(|c| !c.is_empty()) {
+    let rps_cpus = if g
+        .rps_cpus
+        .iter()
+        .take(queues as usize)
+        .any(|c| !c.is_empty())
+    {
         let mut rps: Vec<Vec<u32>> = g.rps_cpus.iter().take(queues as usize).cloned().collect();
         rps.resize(queues as usize, Vec::new());
         rps
@@ -387,9 +426,9 @@ impl EthtoolNl {
 
     /// One GET request; the attributes of the reply with `reply_cmd`.
     fn get(&mut self, cmd: u8, reply_cmd: u8, dev: &str) -> Result<Vec<u8>, NlFailure> {
-        let replies = self
-            .socket
-            .genl_request(self.family, EthtoolMessage::get(cmd, dev), false)?;
+        let replies =
+            self.socket
+                .genl_request(self.family, EthtoolMessage::get(cmd, dev), false)?;
         replies
             .into_iter()
             .find(|m| m.cmd == reply_cmd)
@@ -405,26 +444,60 @@ fn decode_err(what: &str, e: AttrError) -> LiveError {
     }
 }
 
-/// [`inspect`] with /proc and /sys at `roots` (the kernel calls still go to
-/// the running kernel).
-pub fn inspect_with(dev: &str, roots: &Roots) -> Result<DeviceReport, LiveError> {
+/// [`inspect`] with options: /proc and /sys elsewhere (the kernel calls still
+/// go to the running kernel), or without netlink.
+pub fn inspect_with(dev: &str, options: &InspectOptions) -> Result<DeviceReport, LiveError> {
+    let roots = &options.roots;
     check_name(dev)?;
-    let ifindex = sys::if_nametoindex(dev).map_err(|e| LiveError::from_errno("if_nametoindex", dev, e))?;
-    let ioctl = sys::EthtoolIoctl::open().map_err(|e| LiveError::from_errno("socket for SIOCETHTOOL", dev, e))?;
+    let ifindex =
+        sys::if_nametoindex(dev).map_err(|e| LiveError::from_errno("if_nametoindex", dev, e))?;
+    let ioctl = sys::EthtoolIoctl::open()
+        .map_err(|e| LiveError::from_errno("socket for SIOCETHTOOL", dev, e))?;
     let mut notes = Vec::new();
     let mut lacks = Vec::new();
+
+    // sysfs shows the devices of the network namespace it was mounted in,
+    // which need not be this thread's (after setns): trust it only when it
+    // names the same ifindex.
+    let sysfs_ok = match roots.sysfs_ifindex(dev) {
+        Some(i) if i == ifindex => true,
+        Some(other) => {
+            notes.push(format!(
+                "{} shows another network namespace's {dev} (ifindex {other}, not {ifindex}): RPS masks and the device's bus were not read",
+                roots.sys.display()
+            ));
+            false
+        }
+        None => {
+            notes.push(format!(
+                "{dev} is not in {}/class/net (sysfs mounted from another network namespace?): RPS masks were not read",
+                roots.sys.display()
+            ));
+            false
+        }
+    };
+
     let mut g = Gathered {
         driver: ioctl
             .driver(dev)
             .ok()
             .filter(|d| !d.is_empty())
-            .or_else(|| roots.driver(dev)),
+            .or_else(|| if sysfs_ok { roots.driver(dev) } else { None }),
         ..Gathered::default()
     };
 
-    let mut nl = match EthtoolNl::open() {
+    let nl = if options.netlink {
+        EthtoolNl::open().map_err(Some)
+    } else {
+        Err(None)
+    };
+    let mut nl = match nl {
         Ok(nl) => Some(nl),
-        Err(e) => {
+        Err(None) => {
+            notes.push("ethtool netlink not used: channel counts not read".into());
+            None
+        }
+        Err(Some(e)) => {
             notes.push(format!(
                 "ethtool netlink is not available ({}); channel counts not read",
                 e.into_live("resolving the ethtool genl family", dev)
@@ -436,16 +509,22 @@ pub fn inspect_with(dev: &str, roots: &Roots) -> Result<DeviceReport, LiveError>
     // Channels.
     if let Some(nl) = nl.as_mut() {
         const WHAT: &str = "ETHTOOL_MSG_CHANNELS_GET";
-        match nl.get(ethtool_nl::MSG_CHANNELS_GET, ethtool_nl::MSG_CHANNELS_GET_REPLY, dev) {
-            Ok(attrs) => g.channels = Some(Channels::parse(&attrs).map_err(|e| decode_err(WHAT, e))?),
+        match nl.get(
+            ethtool_nl::MSG_CHANNELS_GET,
+            ethtool_nl::MSG_CHANNELS_GET_REPLY,
+            dev,
+        ) {
+            Ok(attrs) => {
+                g.channels = Some(Channels::parse(&attrs).map_err(|e| decode_err(WHAT, e))?)
+            }
             Err(e) => {
                 let e = e.into_live(WHAT, dev);
                 if !e.is_unsupported() {
                     return Err(e);
                 }
                 lacks.push(format!(
-                    "no channel counts: the driver ({}) implements no channel API",
-                    g.driver_name()
+                    "no channel counts: {} implements no channel API",
+                    g.driver_phrase()
                 ));
             }
         }
@@ -458,7 +537,11 @@ pub fn inspect_with(dev: &str, roots: &Roots) -> Result<DeviceReport, LiveError>
         const WHAT: &str = "ETHTOOL_MSG_RSS_GET";
         match nl.get(ethtool_nl::MSG_RSS_GET, ethtool_nl::MSG_RSS_GET_REPLY, dev) {
             Ok(attrs) => {
-                g.rss = Some(RssReply::parse(&attrs).map_err(|e| decode_err(WHAT, e))?.into());
+                g.rss = Some(
+                    RssReply::parse(&attrs)
+                        .map_err(|e| decode_err(WHAT, e))?
+                        .into(),
+                );
                 source = Some("ethtool-netlink".to_string());
             }
             Err(e) => {
@@ -499,7 +582,12 @@ pub fn inspect_with(dev: &str, roots: &Roots) -> Result<DeviceReport, LiveError>
     }
 
     // Queue IRQs and their CPUs.
-    let namer = irq::QueueNamer::new(dev, roots.device_link(dev).as_deref());
+    let device_link = if sysfs_ok {
+        roots.device_link(dev)
+    } else {
+        None
+    };
+    let namer = irq::QueueNamer::new(dev, device_link.as_deref());
     for found in irq::find_queue_irqs(&roots.interrupts()?, &namer) {
         let (cpus, effective_cpus) = roots.irq_affinity(found.irq)?;
         g.queue_irqs.push(QueueIrq {
@@ -511,7 +599,9 @@ pub fn inspect_with(dev: &str, roots: &Roots) -> Result<DeviceReport, LiveError>
         });
     }
     irq_notes(&g.queue_irqs, &mut notes);
-    g.rps_cpus = roots.rps_cpus(dev)?;
+    if sysfs_ok {
+        g.rps_cpus = roots.rps_cpus(dev)?;
+    }
     g.online_cpus = match roots.online_cpus()? {
         Some(list) if !list.is_empty() => list.len() as u32,
         _ => std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
@@ -635,7 +725,10 @@ mod tests {
             all.contains("queue_cpus assumed queue i -> CPU i % 2: no IRQ found for queue 1, 2, 3"),
             "{all}"
         );
-        assert!(all.contains("hashed fields unknown for tcp4 (ETHTOOL_GRXFH: nope)"), "{all}");
+        assert!(
+            all.contains("hashed fields unknown for tcp4 (ETHTOOL_GRXFH: nope)"),
+            "{all}"
+        );
     }
 
     #[test]
@@ -695,7 +788,11 @@ mod tests {
         let f = fields_from_rxh(FlowType::Udp4, RXH_IP_SRC | RXH_IP_DST, &mut notes);
         assert_eq!(f, HashFields::TWO_TUPLE);
         assert!(notes.is_empty());
-        let f = fields_from_rxh(FlowType::Tcp6, RXH_IP_DST | RXH_L4_B_2_3 | RXH_VLAN, &mut notes);
+        let f = fields_from_rxh(
+            FlowType::Tcp6,
+            RXH_IP_DST | RXH_L4_B_2_3 | RXH_VLAN,
+            &mut notes,
+        );
         assert!(!f.src_ip && f.dst_ip && !f.src_port && f.dst_port);
         assert!(notes[0].contains("VLAN"), "{notes:?}");
     }
@@ -707,6 +804,55 @@ mod tests {
             assert!(e.is_bad_input(), "{bad}: {e}");
         }
         assert!(check_name("eth0").is_ok());
+    }
+
+    #[test]
+    fn inspect_reads_injected_files() {
+        let t = files::tests::FakeTree::new("inspect");
+        t.write(
+            "proc/interrupts",
+            "     CPU0 CPU1\n 77: 1 2 PCI-MSI 1-edge lo-rx-0\n 78: 1 2 PCI-MSI 1-edge lo-tx-0\n",
+        );
+        t.write("proc/irq/77/smp_affinity_list", "0-1\n");
+        t.write("proc/sys/net/core/netdev_rss_key", "6d:5a:56:da\n");
+        t.write("sys/class/net/lo/ifindex", "1\n");
+        t.write("sys/class/net/lo/queues/rx-0/rps_cpus", "00000002\n");
+        t.write("sys/devices/system/cpu/online", "0-1\n");
+        let options = InspectOptions {
+            roots: t.roots(),
+            netlink: true,
+        };
+        let report = inspect_with("lo", &options).unwrap();
+        assert_eq!(report.queue_irqs.len(), 1, "{:?}", report.queue_irqs);
+        assert_eq!(report.queue_irqs[0].irq, 77);
+        assert_eq!(report.queue_irqs[0].cpus, vec![0, 1]);
+        assert_eq!(report.rps_cpus, vec![vec![1]]);
+        assert_eq!(
+            report.netdev_rss_key.unwrap().as_bytes(),
+            &[0x6d, 0x5a, 0x56, 0xda]
+        );
+        assert!(
+            report
+                .notes
+                .iter()
+                .any(|n| n.contains("assuming the first (0)")),
+            "{:?}",
+            report.notes
+        );
+        assert!(report.rss.is_none());
+
+        // A sysfs whose lo has another ifindex is not trusted.
+        t.write("sys/class/net/lo/ifindex", "9\n");
+        let report = inspect_with("lo", &options).unwrap();
+        assert!(report.rps_cpus.is_empty());
+        assert!(
+            report
+                .notes
+                .iter()
+                .any(|n| n.contains("another network namespace")),
+            "{:?}",
+            report.notes
+        );
     }
 
     #[test]

@@ -64,7 +64,9 @@ impl NlFailure {
                 };
                 LiveError::from_errno(what, dev, error)
             }
-            NlFailure::Socket(error) => LiveError::from_errno(format!("{what}: netlink socket"), dev, error),
+            NlFailure::Socket(error) => {
+                LiveError::from_errno(format!("{what}: netlink socket"), dev, error)
+            }
             NlFailure::Decode(reason) => LiveError::Decode {
                 what: what.to_string(),
                 reason,
@@ -102,7 +104,10 @@ pub enum Decoded<I> {
     Message(I),
     /// ACK (error code 0) or NLMSG_DONE: the answer is complete.
     End,
-    Error { errno: i32, message: Option<String> },
+    Error {
+        errno: i32,
+        message: Option<String>,
+    },
     /// Noop, overrun, or a message for another sequence number.
     Skip,
 }

@@ -111,7 +111,10 @@ pub fn tcp_sockets() -> Result<Vec<TcpSocket>, LiveError> {
     let what = "sock_diag TCP dump";
     let mut socket = NlSocket::open(NETLINK_SOCK_DIAG).map_err(|e| e.into_live(what, ""))?;
     let mut out = Vec::new();
-    for (family, socket_id) in [(AF_INET, SocketId::new_v4()), (AF_INET6, SocketId::new_v6())] {
+    for (family, socket_id) in [
+        (AF_INET, SocketId::new_v4()),
+        (AF_INET6, SocketId::new_v6()),
+    ] {
         let request = SockDiagMessage::InetRequest(InetRequest {
             family,
             protocol: IPPROTO_TCP,

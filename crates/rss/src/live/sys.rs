@@ -123,7 +123,9 @@ impl EthtoolIoctl {
         if indir_size > MAX_INDIR || key_size > MAX_KEY {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
-                format!("ETHTOOL_GRSSH reports a {indir_size}-entry table and a {key_size}-byte key"),
+                format!(
+                    "ETHTOOL_GRSSH reports a {indir_size}-entry table and a {key_size}-byte key"
+                ),
             ));
         }
         let total = RXFH_HEADER_LEN + indir_size * 4 + key_size;
@@ -134,7 +136,10 @@ impl EthtoolIoctl {
         self.call(dev, &mut buf)?;
         let bytes = to_bytes(&buf);
         parse_rxfh(&bytes).ok_or_else(|| {
-            io::Error::new(io::ErrorKind::InvalidData, "ETHTOOL_GRSSH reply is truncated")
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                "ETHTOOL_GRSSH reply is truncated",
+            )
         })
     }
 }
