@@ -73,7 +73,12 @@ pub(crate) fn remove(dev: &str, netns: Option<&str>) -> Result<(), NicError> {
         remove_file_if_exists(&dir.join(name))?;
     }
     remove_dir_if_exists(&dir)?;
-    remove_file_if_exists(&config_path(dev, netns))?;
+    let config = config_path(dev, netns);
+    remove_file_if_exists(&config)?;
+    // The namespace-level directories go once their last device is gone.
+    for parent in [dir.parent(), config.parent()].into_iter().flatten() {
+        let _ = std::fs::remove_dir(parent);
+    }
     Ok(())
 }
 
