@@ -98,6 +98,14 @@ pub fn inspect(dev: &str) -> Result<DeviceReport, LiveError> {
     inspect_with(dev, &InspectOptions::default())
 }
 
+/// The network devices of the calling thread's network namespace.
+pub fn list_devices() -> Result<Vec<String>, LiveError> {
+    sys::interface_names().map_err(|source| LiveError::Kernel {
+        what: "listing network devices".into(),
+        source,
+    })
+}
+
 /// The device's RSS configuration; an error (never a guess) when the device
 /// has no RSS ([`LiveError::NoRss`], listing what it lacks).
 pub fn read_config(dev: &str) -> Result<RssConfig, LiveError> {

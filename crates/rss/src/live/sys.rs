@@ -243,3 +243,29 @@ mod tests {
         assert!(if_nametoindex("lo").unwrap() > 0);
     }
 }
+
+/// Names of the network devices in the calling thread's network namespace
+/// (if_nameindex(3), which asks the kernel over netlink, so it is netns-aware
+/// where /sys/class/net is not).
+pub fn interface_names() -> io::Result<Vec<String>> {
+    // SAFETY: if_nameindex returns a heap array terminated by an entry with
+    // index 0 and a null name, or null on error; it is freed once below.
+    unsafe {
+        let head = libc::if_nameindex();
+        if head.is_null() {
+            return Err(io::Error::last_os_error());
+        }
+        let mut names = Vec::new();
+        let mut entry = head;
+        while (*entry).if_index != 0 && !(*entry).if_name.is_null() {
+            names.push(
+                std::ffi::CStr::from_ptr((*entry).if_name)
+                    .to_string_lossy()
+                    .into_owned(),
+            );
+            entry = entry.add(1);
+        }
+        libc::if_freenameindex(head);
+        Ok(names)
+    }
+}

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use anyhow::{bail, Context};
-use rss::live::{DeviceReport, TcpSocket};
+use rss::live::{Channels, DeviceReport, QueueIrq, TcpSocket};
 use rss::{
     Endpoint, FlowTuple, HashFieldsByFlow, IndirectionTable, InputTransform, L4Proto, Placement,
     Predictor, RssConfig, RssKey,
@@ -66,7 +66,7 @@ fn print_report(r: &DeviceReport) -> anyhow::Result<()> {
     println!("{} (ifindex {}, {driver})", r.dev, r.ifindex);
     let mut rows: Vec<(&str, String)> = Vec::new();
     if let Some(c) = &r.channels {
-        rows.push(("channels", c.to_string()));
+        rows.push(("channels", channels_summary(c)));
     }
     match &r.rss {
         Some(cfg) => {
@@ -81,7 +81,7 @@ fn print_report(r: &DeviceReport) -> anyhow::Result<()> {
         None => rows.push(("rss", "none".into())),
     }
     for irq in &r.queue_irqs {
-        rows.push(("queue irq", irq.to_string()));
+        rows.push(("queue irq", irq_summary(irq)));
     }
     for (q, cpus) in r.rps_cpus.iter().enumerate() {
         if !cpus.is_empty() {
@@ -98,6 +98,27 @@ fn print_report(r: &DeviceReport) -> anyhow::Result<()> {
         rows.push(("note", note.clone()));
     }
     output::rows(&rows)
+}
+
+fn channels_summary(c: &Channels) -> String {
+    let kinds = [("rx", c.rx), ("tx", c.tx), ("other", c.other), ("combined", c.combined)];
+    let parts: Vec<String> = kinds
+        .iter()
+        .filter_map(|(name, count)| count.map(|n| format!("{name} {} (max {})", n.current, n.max)))
+        .collect();
+    parts.join(", ")
+}
+
+fn irq_summary(irq: &QueueIrq) -> String {
+    let effective = if irq.effective_cpus.is_empty() {
+        String::new()
+    } else {
+        format!(", runs on {:?}", irq.effective_cpus)
+    };
+    format!(
+        "queue {} irq {} ({}) affinity {:?}{effective}",
+        irq.queue, irq.irq, irq.name, irq.cpus
+    )
 }
 
 fn fields_summary(f: &HashFieldsByFlow) -> String {
