@@ -13,7 +13,6 @@
 //! [`check_peer`] finds the peer of a veth (in any named namespace or the
 //! root namespace) and reports it when its tx checksum offload is on.
 
-use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
@@ -28,8 +27,9 @@ struct LinkInfo {
     is_veth: bool,
     /// The peer's ifindex (in the peer's namespace).
     peer_ifindex: Option<u64>,
-    /// Whether the peer is in another namespace.
-    peer_elsewhere: bool,
+    /// The peer's namespace id, relative to this namespace, when the peer
+    /// is in another namespace.
+    peer_netnsid: Option<u64>,
 }
 
 fn links(dev: Option<&str>) -> Option<Vec<LinkInfo>> {
@@ -54,7 +54,7 @@ fn links(dev: Option<&str>) -> Option<Vec<LinkInfo>> {
                 let name = l["ifname"].as_str()?.to_string();
                 let ifindex = l["ifindex"].as_u64()?;
                 let is_veth = l["linkinfo"]["info_kind"].as_str() == Some("veth");
-                let peer_elsewhere = l.get("link_netnsid").is_some();
+                let peer_netnsid = l["link_netnsid"].as_u64();
                 // Same namespace: "link": "peer-name"; elsewhere: "link_index".
                 let peer_ifindex = l["link_index"].as_u64().or_else(|| {
                     let peer = l["link"].as_str()?;
@@ -65,65 +65,63 @@ fn links(dev: Option<&str>) -> Option<Vec<LinkInfo>> {
                     name,
                     is_veth,
                     peer_ifindex,
-                    peer_elsewhere,
+                    peer_netnsid,
                 })
             })
             .collect(),
     )
 }
 
-/// Where to look for a peer in another namespace: every named namespace, and
-/// the initial one.
-fn candidate_namespaces(own: Option<&str>) -> Vec<Option<String>> {
-    let mut out = Vec::new();
-    if own.is_some() {
-        out.push(None);
-    }
-    if let Ok(dir) = std::fs::read_dir(Path::new("/run/netns")) {
-        for entry in dir.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if Some(name.as_str()) != own {
-                out.push(Some(name));
-            }
-        }
-    }
-    out
+/// The names of the namespaces this namespace has ids for
+/// (`ip -j netns list-id`: nsid -> name under /run/netns).
+fn nsid_names() -> Vec<(u64, String)> {
+    let Ok(out) = Command::new("ip").args(["-j", "netns", "list-id"]).output() else {
+        return Vec::new();
+    };
+    let value: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    value
+        .as_array()
+        .map(|list| {
+            list.iter()
+                .filter_map(|e| Some((e["nsid"].as_u64()?, e["name"].as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The peer of veth `dev` (which lives in `netns`): its namespace and name.
 /// `None` when `dev` is not a veth or the peer cannot be found.
+///
+/// A peer in another namespace is found by the namespace id the kernel
+/// reports for the link (`IFLA_LINK_NETNSID`), mapped to a name under
+/// /run/netns; an id without a name is taken to be the initial namespace,
+/// where the peer must be a veth pointing back at `dev`.
 pub fn veth_peer(dev: &str, netns: Option<&str>) -> Option<(Option<String>, String)> {
     let dev_owned = dev.to_string();
-    let me = crate::netns::run_in(netns, move || Ok(links(Some(&dev_owned))))
-        .ok()??
-        .into_iter()
-        .next()?;
+    let (me, all, ids) = crate::netns::run_in(netns, move || {
+        Ok((links(Some(&dev_owned)), links(None), nsid_names()))
+    })
+    .ok()?;
+    let me = me?.into_iter().next()?;
     if !me.is_veth {
         return None;
     }
     let peer_index = me.peer_ifindex?;
-    if !me.peer_elsewhere {
-        let all = crate::netns::run_in(netns, || Ok(links(None))).ok()??;
-        let peer = all.into_iter().find(|l| l.ifindex == peer_index)?;
+    let Some(nsid) = me.peer_netnsid else {
+        let peer = all?.into_iter().find(|l| l.ifindex == peer_index)?;
         return Some((netns.map(str::to_string), peer.name));
-    }
-    for ns in candidate_namespaces(netns) {
-        let found = crate::netns::run_in(ns.as_deref(), move || Ok(links(None)))
-            .ok()
-            .flatten()
-            .and_then(|all| {
-                all.into_iter().find(|l| {
-                    l.is_veth
-                        && l.ifindex == peer_index
-                        && l.peer_elsewhere
-                        && l.peer_ifindex == Some(me.ifindex)
-                })
-            });
-        if let Some(peer) = found {
-            return Some((ns, peer.name));
-        }
-    }
-    None
+    };
+    let peer_netns = match ids.into_iter().find(|(id, _)| *id == nsid) {
+        Some((_, name)) => Some(name),
+        None if netns.is_some() => None, // the initial namespace
+        None => return None,
+    };
+    let found = crate::netns::run_in(peer_netns.as_deref(), move || Ok(links(None)))
+        .ok()
+        .flatten()?
+        .into_iter()
+        .find(|l| l.is_veth && l.ifindex == peer_index && l.peer_ifindex == Some(me.ifindex))?;
+    Some((peer_netns, found.name))
 }
 
 /// Fails with [`NicError::PeerChecksumOffload`] when `dev` is a veth whose
