@@ -1,0 +1,253 @@
+//! The loader against a real kernel (root only): bad input changes nothing,
+//! the checksum pitfall is reported, attach/update/detach work from separate
+//! calls, and a foreign XDP program is not replaced.
+//!
+//! Each test makes its own namespace pair (`nt<pid>-<n>-a`/`-b`) joined by a
+//! veth, removed by a Drop guard.
+
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use nic::{AttachOptions, NicError};
+use rss::{IndirectionTable, RssConfig, RssKey};
+
+fn root() -> bool {
+    if nix::unistd::geteuid().is_root() {
+        return true;
+    }
+    eprintln!("skipped: needs root (network namespaces, XDP)");
+    false
+}
+
+fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "ip {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Two namespaces joined by veth0 <-> veth0; `b` is where XDP goes.
+struct Pair {
+    a: String,
+    b: String,
+}
+
+impl Pair {
+    fn new(tx_checksum_off: bool) -> Pair {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let base = format!(
+            "nt{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
+        let pair = Pair {
+            a: format!("{base}-a"),
+            b: format!("{base}-b"),
+        };
+        ip(&["netns", "add", &pair.a]);
+        ip(&["netns", "add", &pair.b]);
+        ip(&[
+            "link", "add", "veth0", "netns", &pair.a, "type", "veth", "peer", "name", "veth0",
+            "netns", &pair.b,
+        ]);
+        ip(&["-n", &pair.a, "link", "set", "veth0", "up"]);
+        ip(&["-n", &pair.b, "link", "set", "veth0", "up"]);
+        if tx_checksum_off {
+            nic::netns::run_in(Some(&pair.a), || {
+                nic::sys::set_tx_checksum("veth0", false).map_err(|e| NicError::Io {
+                    op: "tx off".into(),
+                    source: e,
+                })
+            })
+            .unwrap();
+        }
+        pair
+    }
+
+    fn b(&self) -> Option<&str> {
+        Some(&self.b)
+    }
+
+    /// The XDP program id on b's veth0 (0: none).
+    fn xdp_prog(&self) -> u64 {
+        let out = Command::new("ip")
+            .args(["-n", &self.b, "-j", "link", "show", "dev", "veth0"])
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v[0]["xdp"]["prog"]["id"].as_u64().unwrap_or(0)
+    }
+}
+
+impl Drop for Pair {
+    fn drop(&mut self) {
+        let _ = nic::detach("veth0", Some(&self.b));
+        for ns in [&self.a, &self.b] {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
+fn config(queues: u32) -> RssConfig {
+    let cpus = libbpf_rs::num_possible_cpus().unwrap() as u32;
+    let mut c =
+        RssConfig::ethtool_default(RssKey::new((1..=52).collect()).unwrap(), queues, 128).unwrap();
+    c.queue_cpus = (0..queues).map(|q| q % cpus).collect();
+    c
+}
+
+fn nothing_left(pair: &Pair) {
+    assert_eq!(pair.xdp_prog(), 0, "an XDP program is attached");
+    assert!(!nic::state::pin_dir("veth0", pair.b()).exists());
+    assert!(!nic::state::config_path("veth0", pair.b()).exists());
+}
+
+#[test]
+fn nonexistent_device_is_no_such_device_and_pins_nothing() {
+    if !root() {
+        return;
+    }
+    let pair = Pair::new(true);
+    let err = nic::attach("nosuch0", pair.b(), &config(4), &AttachOptions::default()).unwrap_err();
+    assert!(matches!(err, NicError::NoSuchDevice { .. }), "{err}");
+    assert!(!err.is_environment());
+    assert!(!nic::state::pin_dir("nosuch0", pair.b()).exists());
+    let err = nic::attach(
+        "veth0",
+        Some("no-such-ns"),
+        &config(4),
+        &AttachOptions::default(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, NicError::NoSuchNetns { .. }), "{err}");
+    nothing_left(&pair);
+}
+
+#[test]
+fn bad_configs_are_rejected_before_attach() {
+    if !root() {
+        return;
+    }
+    let pair = Pair::new(true);
+    let mut c = config(4);
+    c.indirection_table = IndirectionTable::from_entries(vec![0, 1, 2, 3, 4]).unwrap();
+    let err = nic::attach("veth0", pair.b(), &c, &AttachOptions::default()).unwrap_err();
+    assert!(matches!(err, NicError::InvalidConfig(_)), "{err}");
+    assert!(!err.is_environment());
+    nothing_left(&pair);
+
+    let mut c = config(4);
+    c.key = RssKey::new(vec![1; 16]).unwrap();
+    let err = nic::attach("veth0", pair.b(), &c, &AttachOptions::default()).unwrap_err();
+    assert!(matches!(err, NicError::UnsupportedConfig { .. }), "{err}");
+    let opts = AttachOptions {
+        track_flows: false,
+        queue_size: 0,
+    };
+    assert!(nic::attach("veth0", pair.b(), &config(4), &opts).is_err());
+    nothing_left(&pair);
+
+    // An update with a bad config leaves the running one untouched.
+    nic::attach("veth0", pair.b(), &config(4), &AttachOptions::default()).unwrap();
+    let mut c = config(4);
+    c.queues = 2;
+    c.queue_cpus.truncate(2);
+    assert!(nic::update("veth0", pair.b(), &c).is_err());
+    assert_eq!(
+        nic::attached_config("veth0", pair.b()).unwrap(),
+        Some(config(4))
+    );
+}
+
+#[test]
+fn peer_with_tx_checksum_offload_is_reported_with_the_fix() {
+    if !root() {
+        return;
+    }
+    let pair = Pair::new(false);
+    let err = nic::attach("veth0", pair.b(), &config(2), &AttachOptions::default()).unwrap_err();
+    match &err {
+        NicError::PeerChecksumOffload {
+            peer_netns, fix, ..
+        } => {
+            assert_eq!(peer_netns.as_deref(), Some(pair.a.as_str()));
+            assert!(fix.contains("ethtool -K veth0 tx off"), "{fix}");
+        }
+        other => panic!("expected PeerChecksumOffload, got {other}"),
+    }
+    nothing_left(&pair);
+}
+
+#[test]
+fn attach_update_detach_across_calls() {
+    if !root() {
+        return;
+    }
+    let pair = Pair::new(true);
+    assert_eq!(nic::attached_config("veth0", pair.b()).unwrap(), None);
+    assert!(matches!(
+        nic::stats("veth0", pair.b()),
+        Err(NicError::NotAttached { .. })
+    ));
+    nic::attach("veth0", pair.b(), &config(4), &AttachOptions::default()).unwrap();
+    let first = pair.xdp_prog();
+    assert_ne!(first, 0);
+    assert_eq!(
+        nic::attached_config("veth0", pair.b()).unwrap(),
+        Some(config(4))
+    );
+    let stats = nic::stats("veth0", pair.b()).unwrap();
+    assert_eq!(stats.queues.len(), 4);
+    assert!(matches!(
+        nic::flows("veth0", pair.b()),
+        Err(NicError::FlowsNotTracked { .. })
+    ));
+
+    // Re-attach replaces Steer's own program.
+    let opts = AttachOptions {
+        track_flows: true,
+        ..AttachOptions::default()
+    };
+    nic::attach("veth0", pair.b(), &config(8), &opts).unwrap();
+    assert_ne!(pair.xdp_prog(), first);
+    assert_eq!(nic::stats("veth0", pair.b()).unwrap().queues.len(), 8);
+    assert!(nic::flows("veth0", pair.b()).unwrap().is_empty());
+    nic::clear_flows("veth0", pair.b()).unwrap();
+
+    let mut c = config(8);
+    c.key = RssKey::microsoft();
+    nic::update("veth0", pair.b(), &c).unwrap();
+    assert_eq!(nic::attached_config("veth0", pair.b()).unwrap(), Some(c));
+    nic::reset_stats("veth0", pair.b()).unwrap();
+
+    nic::detach("veth0", pair.b()).unwrap();
+    nothing_left(&pair);
+    let err = nic::detach("veth0", pair.b()).unwrap_err();
+    assert!(matches!(err, NicError::NotAttached { .. }), "{err}");
+    assert!(matches!(
+        nic::update("veth0", pair.b(), &config(4)),
+        Err(NicError::NotAttached { .. })
+    ));
+}
+
+#[test]
+fn a_foreign_xdp_program_is_not_replaced() {
+    if !root() {
+        return;
+    }
+    let pair = Pair::new(true);
+    nic::attach("veth0", pair.b(), &config(2), &AttachOptions::default()).unwrap();
+    let id = pair.xdp_prog();
+    // Forget the pins: the running program now looks like someone else's.
+    std::fs::remove_dir_all(nic::state::pin_dir("veth0", pair.b())).unwrap();
+    let err = nic::attach("veth0", pair.b(), &config(2), &AttachOptions::default()).unwrap_err();
+    assert!(matches!(err, NicError::ForeignProgram { .. }), "{err}");
+    assert_eq!(pair.xdp_prog(), id);
+    assert!(matches!(
+        nic::detach("veth0", pair.b()),
+        Err(NicError::NotAttached { .. })
+    ));
+    ip(&["-n", &pair.b, "link", "set", "veth0", "xdp", "off"]);
+}
