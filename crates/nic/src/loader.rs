@@ -432,10 +432,12 @@ pub(crate) fn load_and_attach(
     };
     maps.write(plan)?;
 
-    let xdp = Xdp::new(skel.progs.softrss.as_fd());
-    let attached = match old {
-        Some(old) => xdp.replace(ifindex as i32, old.as_fd()),
-        None => xdp.attach(ifindex as i32, XdpFlags::UPDATE_IF_NOEXIST),
+    let attached = {
+        let xdp = Xdp::new(skel.progs.softrss.as_fd());
+        match old {
+            Some(old) => xdp.replace(ifindex as i32, old.as_fd()),
+            None => xdp.attach(ifindex as i32, XdpFlags::UPDATE_IF_NOEXIST),
+        }
     };
     attached.map_err(|e| match e.kind() {
         libbpf_rs::ErrorKind::PermissionDenied => NicError::Privilege {
@@ -446,7 +448,6 @@ pub(crate) fn load_and_attach(
         },
         _ => NicError::bpf(format!("attach XDP to ifindex {ifindex}"), e),
     })?;
-    drop(xdp);
 
     // From here on the program runs; a failure must undo the attachment.
     let pinned = (|| {
@@ -484,7 +485,7 @@ pub(crate) fn load_and_attach(
 
 /// Detaches the XDP program from `ifindex` if it is `prog` (Steer's).
 pub(crate) fn detach(ifindex: u32, prog: &OwnedFd) -> Result<(), NicError> {
-    let mut opts = libbpf_rs::libbpf_sys::bpf_xdp_attach_opts {
+    let opts = libbpf_rs::libbpf_sys::bpf_xdp_attach_opts {
         sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_xdp_attach_opts>() as _,
         old_prog_fd: prog.as_raw_fd(),
         ..Default::default()
@@ -496,7 +497,7 @@ pub(crate) fn detach(ifindex: u32, prog: &OwnedFd) -> Result<(), NicError> {
             ifindex as i32,
             -1,
             libbpf_rs::libbpf_sys::XDP_FLAGS_REPLACE,
-            &mut opts,
+            &opts,
         )
     };
     if ret < 0 {

@@ -78,12 +78,12 @@ pub fn set_tx_checksum(dev: &str, on: bool) -> io::Result<()> {
     ethtool_value(dev, ETHTOOL_STXCSUM, u32::from(on)).map(|_| ())
 }
 
-const BPF_FS_MAGIC: i64 = 0xcafe_4a11;
 
 /// Mounts bpffs at `/sys/fs/bpf` unless it is mounted there already.
 pub(crate) fn ensure_bpffs(dir: &Path) -> io::Result<()> {
     if let Ok(stat) = nix::sys::statfs::statfs(dir) {
-        if stat.filesystem_type().0 as i64 == BPF_FS_MAGIC {
+        // BPF_FS_MAGIC (include/uapi/linux/magic.h)
+        if stat.filesystem_type() == nix::sys::statfs::FsType(0xcafe_4a11) {
             return Ok(());
         }
     }
