@@ -15,6 +15,8 @@
 //!   eight tuples (a byte transpose done by `VPERMI2B`), so six 512-bit
 //!   vectors cover the 12 x 4 `(p, k)` pairs; XOR them and each lane `k`
 //!   holds byte `k` of eight hashes. One more permute gives the eight `u32`s.
+//! - One IPv4 tuple ([`ToeplitzTable::hash_v4_4tuple`]): the IPv6 layout
+//!   below with one tuple, 15 lanes in two vectors.
 //! - IPv6 (36 bytes): two tuples per step, as in DPDK's `rte_thash_gfni`.
 //!   Lane `m` carries `M(m, 0)`; its slot `k` (`k + 4` for the second tuple)
 //!   holds input byte `m - k`, which contributes to output byte `k`. XOR all
@@ -74,9 +76,14 @@ fn vector_u8(bytes: [u8; 64]) -> __m512i {
 /// Index of a zero byte in the 128-byte `VPERMI2B` source (the second
 /// operand is loaded with a mask that zeroes its top bytes).
 const ZERO_BYTE: u8 = 127;
+/// Index of a zero byte in the single-tuple `VPERMB` source (a 12-byte
+/// masked load).
+const SINGLE_ZERO_BYTE: u8 = 63;
 
 #[derive(Clone)]
 struct Vectors {
+    v4_single_matrices: [__m512i; 2],
+    v4_single_gather: [__m512i; 2],
     v4_matrices: [__m512i; V4_VECTORS],
     v4_gather: [__m512i; V4_VECTORS],
     v4_output: __m512i,
@@ -98,6 +105,12 @@ impl Gfni {
             && is_x86_feature_detected!("avx512bw")
             && is_x86_feature_detected!("avx512vbmi");
         supported.then(|| Gfni(Box::new(Vectors::new(tables))))
+    }
+
+    #[inline]
+    pub(super) fn hash_v4(&self, input: &[u8; V4_TUPLE_LEN]) -> u32 {
+        // SAFETY: `self` exists only if the features were detected.
+        unsafe { single_v4(&self.0, input) }
     }
 
     pub(super) fn hash_batch_v4(&self, inputs: &[[u8; V4_TUPLE_LEN]], out: &mut [u32]) {
@@ -191,7 +204,31 @@ impl Vectors {
                 }
             }))
         });
+        // IPv4, one tuple: as IPv6, with lanes m < 15 and slots 0..3 only
+        // (each lane's matrix fixes p + k, so only four slots can be used).
+        let v4_single_matrices = std::array::from_fn(|v| {
+            vector_u64(std::array::from_fn(|l| {
+                let m = 8 * v + l;
+                let p = m.min(V4_TUPLE_LEN - 1);
+                if m - p < 4 {
+                    matrix(&tables[p], m - p)
+                } else {
+                    0
+                }
+            }))
+        });
+        let v4_single_gather = std::array::from_fn(|v| {
+            vector_u8(std::array::from_fn(|i| {
+                let (m, k) = (8 * v + i / 8, i % 8);
+                match m.checked_sub(k) {
+                    Some(p) if k < 4 && p < V4_TUPLE_LEN => p as u8,
+                    _ => SINGLE_ZERO_BYTE,
+                }
+            }))
+        });
         Vectors {
+            v4_single_matrices,
+            v4_single_gather,
             v4_matrices,
             v4_gather,
             v4_output,
@@ -199,6 +236,33 @@ impl Vectors {
             v6_gather,
         }
     }
+}
+
+/// Hashes one IPv4 tuple: the IPv6 layout with one tuple and 15 lanes.
+///
+/// # Safety
+/// The CPU must support GFNI, AVX-512F, AVX-512BW and AVX-512VBMI.
+#[target_feature(enable = "gfni,avx512f,avx512bw,avx512vbmi,avx2")]
+unsafe fn single_v4(vectors: &Vectors, input: &[u8; V4_TUPLE_LEN]) -> u32 {
+    // SAFETY: the mask reads exactly the 12 bytes of `input`; bytes 12..64
+    // of `x` are zero, and SINGLE_ZERO_BYTE selects one of them.
+    let x = unsafe { _mm512_maskz_loadu_epi8(0xfff, input.as_ptr().cast()) };
+    let [g0, g1] = vectors.v4_single_gather;
+    let [m0, m1] = vectors.v4_single_matrices;
+    let a = _mm512_gf2p8affine_epi64_epi8::<0>(_mm512_permutexvar_epi8(g0, x), m0);
+    let b = _mm512_gf2p8affine_epi64_epi8::<0>(_mm512_permutexvar_epi8(g1, x), m1);
+    (fold_lanes(_mm512_xor_si512(a, b)) as u32).swap_bytes()
+}
+
+/// XOR of the eight 64-bit lanes.
+#[target_feature(enable = "avx512f,avx2")]
+fn fold_lanes(acc: __m512i) -> u64 {
+    let x = _mm256_xor_si256(
+        _mm512_castsi512_si256(acc),
+        _mm512_extracti64x4_epi64::<1>(acc),
+    );
+    let x = _mm_xor_si128(_mm256_castsi256_si128(x), _mm256_extracti128_si256::<1>(x));
+    _mm_cvtsi128_si64(_mm_xor_si128(x, _mm_unpackhi_epi64(x, x))) as u64
 }
 
 /// Hashes each chunk of eight IPv4 tuples into the matching output chunk.
@@ -267,12 +331,7 @@ unsafe fn batch_v6<'a, 'b>(
             let bytes = _mm512_permutex2var_epi8(lo, gather[v], hi);
             acc = _mm512_xor_si512(acc, _mm512_gf2p8affine_epi64_epi8::<0>(bytes, matrices[v]));
         }
-        let x = _mm256_xor_si256(
-            _mm512_castsi512_si256(acc),
-            _mm512_extracti64x4_epi64::<1>(acc),
-        );
-        let x = _mm_xor_si128(_mm256_castsi256_si128(x), _mm256_extracti128_si256::<1>(x));
-        let q = _mm_cvtsi128_si64(_mm_xor_si128(x, _mm_unpackhi_epi64(x, x))) as u64;
+        let q = fold_lanes(acc);
         out[0] = (q as u32).swap_bytes();
         out[1] = ((q >> 32) as u32).swap_bytes();
     }
