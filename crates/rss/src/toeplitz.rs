@@ -326,7 +326,8 @@ mod tests {
     /// through every fast path.
     #[test]
     fn microsoft_vectors_through_fast_paths() {
-        let vectors: [([u8; 4], [u8; 4], u16, u16, u32); 3] = [
+        type Vector = ([u8; 4], [u8; 4], u16, u16, u32);
+        let vectors: [Vector; 3] = [
             (
                 [66, 9, 149, 187],
                 [161, 142, 100, 80],

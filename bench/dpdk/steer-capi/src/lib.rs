@@ -46,7 +46,10 @@ pub unsafe extern "C" fn steer_toeplitz_uses_simd(table: *const ToeplitzTable) -
 /// # Safety
 /// `table` live; `tuple` points to 12 readable bytes.
 #[no_mangle]
-pub unsafe extern "C" fn steer_toeplitz_v4(table: *const ToeplitzTable, tuple: *const [u8; 12]) -> u32 {
+pub unsafe extern "C" fn steer_toeplitz_v4(
+    table: *const ToeplitzTable,
+    tuple: *const [u8; 12],
+) -> u32 {
     // SAFETY: caller contract.
     unsafe { (*table).hash_v4_4tuple(&*tuple) }
 }
