@@ -16,7 +16,8 @@
 //! # API
 //!
 //! ```text
-//! pub struct AttachOptions { pub track_flows: bool, pub queue_size: u32 }   // Default: false, 2048
+//! pub struct AttachOptions { pub track_flows: bool, pub queue_size: u32, pub same_cpu_pass: bool }
+//!     // Default: false, 2048, false (construct with ..Default::default())
 //! pub fn attach(dev, netns: Option<&str>, config: &RssConfig, opts: &AttachOptions) -> Result<(), NicError>
 //! pub fn update(dev, netns, config: &RssConfig) -> Result<(), NicError>
 //! pub fn detach(dev, netns) -> Result<(), NicError>
@@ -71,6 +72,11 @@ pub struct AttachOptions {
     pub track_flows: bool,
     /// Frames buffered per destination CPU in the cpumap (1..=16384).
     pub queue_size: u32,
+    /// Pass a frame up on the CPU running the program when that is its
+    /// queue's CPU, instead of going through the cpumap. Same placement,
+    /// less work per frame, but TCP flows see reordering when the sender
+    /// migrates between CPUs (docs/performance-xdp.md). Default off.
+    pub same_cpu_pass: bool,
 }
 
 impl Default for AttachOptions {
@@ -78,6 +84,7 @@ impl Default for AttachOptions {
         AttachOptions {
             track_flows: false,
             queue_size: 2048,
+            same_cpu_pass: false,
         }
     }
 }
@@ -177,12 +184,13 @@ pub fn attach(
     opts: &AttachOptions,
 ) -> Result<(), NicError> {
     state::check_names(dev, netns)?;
-    let plan = loader::plan(
+    let mut plan = loader::plan(
         config,
         opts.track_flows,
         opts.queue_size,
         loader::possible_cpus()?,
     )?;
+    plan.config.same_cpu_pass = u32::from(opts.same_cpu_pass);
     require_root("attach the software RSS")?;
     sys::ensure_bpffs(std::path::Path::new(state::BPFFS))
         .map_err(|e| NicError::io("mount bpffs at /sys/fs/bpf", e))?;
@@ -238,12 +246,13 @@ pub fn update(dev: &str, netns: Option<&str>, config: &rss::RssConfig) -> Result
         find_attached(dev, netns)?.ok_or_else(|| not_attached(dev, netns))?;
         let maps = loader::Maps::open_pinned(&state::pin_dir(dev, netns))?;
         let current = maps.datapath_config()?;
-        let plan = loader::plan(
+        let mut plan = loader::plan(
             &config,
             current.track_flows != 0,
             current.cpumap_qsize,
             loader::possible_cpus()?,
         )?;
+        plan.config.same_cpu_pass = current.same_cpu_pass;
         maps.write(&plan)?;
         state::write_config(dev, netns, &config)
     })

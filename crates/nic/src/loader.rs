@@ -162,7 +162,7 @@ pub(crate) fn plan(
         track_flows: u32::from(track_flows),
         cpumap_qsize: qsize,
         queues: config.queues,
-        pad: 0,
+        same_cpu_pass: 0,
     };
     Ok(Plan {
         config: datapath,

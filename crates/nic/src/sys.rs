@@ -78,7 +78,6 @@ pub fn set_tx_checksum(dev: &str, on: bool) -> io::Result<()> {
     ethtool_value(dev, ETHTOOL_STXCSUM, u32::from(on)).map(|_| ())
 }
 
-
 /// Mounts bpffs at `/sys/fs/bpf` unless it is mounted there already.
 pub(crate) fn ensure_bpffs(dir: &Path) -> io::Result<()> {
     if let Ok(stat) = nix::sys::statfs::statfs(dir) {

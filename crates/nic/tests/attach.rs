@@ -143,8 +143,8 @@ fn bad_configs_are_rejected_before_attach() {
     let err = nic::attach("veth0", pair.b(), &c, &AttachOptions::default()).unwrap_err();
     assert!(matches!(err, NicError::UnsupportedConfig { .. }), "{err}");
     let opts = AttachOptions {
-        track_flows: false,
         queue_size: 0,
+        ..AttachOptions::default()
     };
     assert!(nic::attach("veth0", pair.b(), &config(4), &opts).is_err());
     nothing_left(&pair);

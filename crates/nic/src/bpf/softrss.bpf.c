@@ -356,9 +356,12 @@ hash:
 	if (cfg->track_flows)
 		track_flow(&pk, entry->queue, len);
 
-	/* Same semantics, cheaper: a frame for the CPU already running us
-	 * goes up the stack here instead of through the cpumap. */
-	if (entry->cpu == bpf_get_smp_processor_id())
+	/* Optional shortcut (config.same_cpu_pass): a frame for the CPU already
+	 * running us goes up the stack here instead of through the cpumap. Same
+	 * CPU, less work, but when the CPU running this program changes (the
+	 * sender migrates), a flow's frames take two paths of different delay
+	 * and TCP sees reordering; see docs/performance-xdp.md. */
+	if (cfg->same_cpu_pass && entry->cpu == bpf_get_smp_processor_id())
 		return XDP_PASS;
 	return bpf_redirect_map(&cpu_map, entry->cpu, XDP_PASS);
 

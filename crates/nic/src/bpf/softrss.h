@@ -66,7 +66,9 @@ struct softrss_config {
 	__u32 cpumap_qsize;
 	/* Number of queues (stats readers; unused by BPF). */
 	__u32 queues;
-	__u32 pad;
+	/* 1: a frame whose queue CPU is the CPU running the program is passed
+	 * up here (XDP_PASS) instead of through the cpumap. */
+	__u32 same_cpu_pass;
 };
 
 /* One indirection table entry: map `indir`, key = table index. */
