@@ -182,6 +182,50 @@ pub struct LabStatus {
     pub queues: Option<u32>,
 }
 
+/// The human view: one line per host, then the software RSS state.
+impl std::fmt::Display for LabStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "lab {}{}",
+            self.name,
+            if self.complete { "" } else { " (incomplete)" }
+        )?;
+        writeln!(
+            f,
+            "{:<12} {:<24} {:<8} {:<16} {:<24} role",
+            "host", "netns", "dev", "ipv4", "ipv6"
+        )?;
+        for h in &self.hosts {
+            let role = if h.host.name == self.receiver {
+                "receiver"
+            } else if h.host.name == self.sender {
+                "sender"
+            } else {
+                ""
+            };
+            let ipv6 = h.host.ipv6.map_or("-".to_string(), |a| a.to_string());
+            let missing = if h.netns_exists {
+                ""
+            } else {
+                " (netns missing)"
+            };
+            writeln!(
+                f,
+                "{:<12} {:<24} {:<8} {:<16} {:<24} {role}{missing}",
+                h.host.name, h.host.netns, h.host.dev, h.host.ipv4, ipv6
+            )?;
+        }
+        if let Some(sw) = &self.switch_netns {
+            writeln!(f, "switch netns: {sw}")?;
+        }
+        match self.queues {
+            Some(q) if self.software_rss => write!(f, "software RSS: attached, {q} queues"),
+            _ => write!(f, "software RSS: not attached"),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct HostStatus {
     #[serde(flatten)]
