@@ -135,7 +135,11 @@ fn run_in_lab(
 }
 
 /// One repetition with kernel-chosen source ports.
-fn repetition_random(lab: &Lab, params: &DemoParams, repetition: u32) -> Result<Repetition, ExpError> {
+fn repetition_random(
+    lab: &Lab,
+    params: &DemoParams,
+    repetition: u32,
+) -> Result<Repetition, ExpError> {
     let rcv = lab.receiver().clone();
     let snd = lab.sender().clone();
     nic::clear_flows(&rcv.dev, Some(&rcv.netns))?;
@@ -160,8 +164,8 @@ fn measure(
 ) -> Result<Repetition, ExpError> {
     let rcv = lab.receiver();
     let flows = nic::flows(&rcv.dev, Some(&rcv.netns))?;
-    let predictor = rss::Predictor::new(lab.rss_config()?)
-        .map_err(|e| ExpError::Parameter(e.to_string()))?;
+    let predictor =
+        rss::Predictor::new(lab.rss_config()?).map_err(|e| ExpError::Parameter(e.to_string()))?;
     let predicted_queues = run
         .source_ports
         .iter()
@@ -219,7 +223,11 @@ fn summarize(name: &str, runs: Vec<Repetition>) -> Way {
         name: name.into(),
         repetitions: runs.len() as u32,
         perfect_fraction: runs.iter().filter(|r| r.collision_free).count() as f64 / n,
-        max_flows_on_a_queue: runs.iter().map(|r| r.max_flows_on_a_queue).max().unwrap_or(0),
+        max_flows_on_a_queue: runs
+            .iter()
+            .map(|r| r.max_flows_on_a_queue)
+            .max()
+            .unwrap_or(0),
         mean_goodput_gbps: runs.iter().map(|r| r.goodput_gbps).sum::<f64>() / n,
         runs,
     }

@@ -25,6 +25,13 @@ struct Report {
     end: End,
 }
 
+/// iperf3 reports failures inside its JSON (`"error": "..."`), sometimes
+/// with exit status 0.
+#[derive(Deserialize)]
+struct ErrorReport {
+    error: Option<String>,
+}
+
 #[derive(Deserialize)]
 struct Start {
     connected: Vec<Connected>,
@@ -47,10 +54,21 @@ struct Sum {
 
 /// Parses `iperf3 --json` client output.
 pub fn parse_report(text: &str) -> Result<IperfRun, ExpError> {
+    if let Ok(ErrorReport { error: Some(error) }) = serde_json::from_str(text) {
+        return Err(ExpError::Program {
+            program: "iperf3".into(),
+            detail: error,
+        });
+    }
     let report: Report =
         serde_json::from_str(text).map_err(|e| ExpError::IperfOutput(e.to_string()))?;
     Ok(IperfRun {
-        source_ports: report.start.connected.iter().map(|c| c.local_port).collect(),
+        source_ports: report
+            .start
+            .connected
+            .iter()
+            .map(|c| c.local_port)
+            .collect(),
         bits_per_second: report.end.sum_received.bits_per_second,
     })
 }
@@ -60,10 +78,17 @@ pub struct Server(Child);
 
 impl Server {
     pub fn start(mut cmd: Command, bind: IpAddr, port: u16) -> Result<Server, ExpError> {
-        cmd.args(["-s", "--one-off", "-B", &bind.to_string(), "-p", &port.to_string()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
+        cmd.args([
+            "-s",
+            "--one-off",
+            "-B",
+            &bind.to_string(),
+            "-p",
+            &port.to_string(),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
         let child = cmd.spawn().map_err(spawn_error)?;
         Ok(Server(child))
     }
@@ -102,16 +127,24 @@ pub fn run_client(
     for _ in 0..50 {
         let output = make_cmd()?
             .args(["-c", &server.to_string(), "-p", &port.to_string()])
-            .args(["-P", &streams.to_string(), "-t", &seconds.to_string(), "--json"])
+            .args([
+                "-P",
+                &streams.to_string(),
+                "-t",
+                &seconds.to_string(),
+                "--json",
+            ])
             .stdin(Stdio::null())
             .output()
             .map_err(spawn_error)?;
         let text = String::from_utf8_lossy(&output.stdout);
-        if output.status.success() {
-            return parse_report(&text);
+        match parse_report(&text) {
+            Ok(run) if output.status.success() => return Ok(run),
+            // The server may not listen yet.
+            Err(ExpError::Program { detail, .. }) if detail.contains("refused") => last = detail,
+            Err(e) => return Err(e),
+            Ok(_) => last = format!("exit status {}", output.status),
         }
-        last = text.chars().take(300).collect();
-        // The server may not listen yet: try again shortly.
         std::thread::sleep(Duration::from_millis(100));
     }
     Err(ExpError::Program {
@@ -135,8 +168,21 @@ mod tests {
     }
 
     #[test]
+    fn error_field_is_an_error_even_with_exit_0() {
+        let text = r#"{"start":{"connected":[]},"intervals":[],"end":{},
+            "error":"unable to connect to server: Connection refused"}"#;
+        match parse_report(text) {
+            Err(ExpError::Program { detail, .. }) => assert!(detail.contains("refused")),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
     fn garbage_is_an_error() {
-        assert!(matches!(parse_report("error - unable to connect"), Err(ExpError::IperfOutput(_))));
+        assert!(matches!(
+            parse_report("error - unable to connect"),
+            Err(ExpError::IperfOutput(_))
+        ));
         assert!(matches!(parse_report("{}"), Err(ExpError::IperfOutput(_))));
     }
 }

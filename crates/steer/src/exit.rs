@@ -3,7 +3,6 @@
 use std::io;
 
 pub const OK: i32 = 0;
-pub const CHECK_FAILED: i32 = 1;
 pub const BAD_INPUT: i32 = 2;
 pub const ENVIRONMENT: i32 = 3;
 

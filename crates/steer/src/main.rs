@@ -1,14 +1,13 @@
 //! `steer`: parses arguments, calls the library crates, prints their results.
 //!
-//! Exit codes (DESIGN.md): 0 ok, 1 the thing checked is false, 2 bad input or
+//! Exit codes (DESIGN.md): 0 ok, 1 the thing checked is false (no command
+//! checks anything yet), 2 bad input or
 //! usage, 3 missing privilege or kernel feature.
 
 mod cli;
 mod cmd;
 mod exit;
 mod output;
-
-use clap::Parser;
 
 fn main() {
     let args = cli::Cli::parse_from_env_or_exit();

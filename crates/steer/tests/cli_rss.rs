@@ -11,13 +11,48 @@ fn steer() -> Command {
 /// (src, dst, 2-tuple hash, 4-tuple hash) from Microsoft's "Verifying the RSS
 /// Hash Calculation".
 const VECTORS: &[(&str, &str, &str, &str)] = &[
-    ("66.9.149.187:2794", "161.142.100.80:1766", "0x323e8fc2", "0x51ccc178"),
-    ("199.92.111.2:14230", "65.69.140.83:4739", "0xd718262a", "0xc626b0ea"),
-    ("24.19.198.95:12898", "12.22.207.184:38024", "0xd2d0a5de", "0x5c2b394a"),
-    ("38.27.205.30:48228", "209.142.163.6:2217", "0x82989176", "0xafc7327f"),
-    ("153.39.163.191:44251", "202.188.127.2:1303", "0x5d1809c5", "0x10e828a2"),
-    ("[3ffe:2501:200:1fff::7]:2794", "[3ffe:2501:200:3::1]:1766", "0x2cc18cd5", "0x40207d3d"),
-    ("[3ffe:501:8::260:97ff:fe40:efab]:14230", "[ff02::1]:4739", "0x0f0c461c", "0xdde51bbf"),
+    (
+        "66.9.149.187:2794",
+        "161.142.100.80:1766",
+        "0x323e8fc2",
+        "0x51ccc178",
+    ),
+    (
+        "199.92.111.2:14230",
+        "65.69.140.83:4739",
+        "0xd718262a",
+        "0xc626b0ea",
+    ),
+    (
+        "24.19.198.95:12898",
+        "12.22.207.184:38024",
+        "0xd2d0a5de",
+        "0x5c2b394a",
+    ),
+    (
+        "38.27.205.30:48228",
+        "209.142.163.6:2217",
+        "0x82989176",
+        "0xafc7327f",
+    ),
+    (
+        "153.39.163.191:44251",
+        "202.188.127.2:1303",
+        "0x5d1809c5",
+        "0x10e828a2",
+    ),
+    (
+        "[3ffe:2501:200:1fff::7]:2794",
+        "[3ffe:2501:200:3::1]:1766",
+        "0x2cc18cd5",
+        "0x40207d3d",
+    ),
+    (
+        "[3ffe:501:8::260:97ff:fe40:efab]:14230",
+        "[ff02::1]:4739",
+        "0x0f0c461c",
+        "0xdde51bbf",
+    ),
     (
         "[3ffe:1900:4545:3:200:f8ff:fe21:67cf]:44251",
         "[fe80::200:f8ff:fe21:67cf]:38024",
@@ -28,17 +63,31 @@ const VECTORS: &[(&str, &str, &str, &str)] = &[
 
 fn where_json(args: &[&str]) -> serde_json::Value {
     let out = steer()
-        .args(["rss", "where", "--json", "--key", "microsoft", "--queues", "4"])
+        .args([
+            "rss",
+            "where",
+            "--json",
+            "--key",
+            "microsoft",
+            "--queues",
+            "4",
+        ])
         .args(args)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
 fn without_port(endpoint: &str) -> String {
     let (addr, _) = endpoint.rsplit_once(':').unwrap();
-    addr.trim_start_matches('[').trim_end_matches(']').to_string()
+    addr.trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string()
 }
 
 #[test]
@@ -67,7 +116,18 @@ fn config_file_round_trips_through_where() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("cfg.json");
     let out = steer()
-        .args(["rss", "config", "--key", "microsoft", "--queues", "3", "--weight", "1", "1", "2"])
+        .args([
+            "rss",
+            "config",
+            "--key",
+            "microsoft",
+            "--queues",
+            "3",
+            "--weight",
+            "1",
+            "1",
+            "2",
+        ])
         .output()
         .unwrap();
     assert!(out.status.success());
@@ -90,28 +150,56 @@ fn fails_with_code_2(args: &[&str], needle: &str) {
         .assert()
         .code(2)
         .stderr(predicate::str::contains(needle))
-        .stderr(predicate::function(|s: &str| s.trim_end().lines().count() == 1));
+        .stderr(predicate::function(|s: &str| {
+            s.trim_end().lines().count() == 1
+        }));
 }
 
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
     let w = ["rss", "where", "--key", "microsoft"];
-    fails_with_code_2(&[&w[..], &["10.0.0.256:1", "10.0.0.1:2"]].concat(), "10.0.0.256:1");
-    fails_with_code_2(&[&w[..], &["10.0.0.1:70000", "10.0.0.2:2"]].concat(), "10.0.0.1:70000");
+    fails_with_code_2(
+        &[&w[..], &["10.0.0.256:1", "10.0.0.1:2"]].concat(),
+        "10.0.0.256:1",
+    );
+    fails_with_code_2(
+        &[&w[..], &["10.0.0.1:70000", "10.0.0.2:2"]].concat(),
+        "10.0.0.1:70000",
+    );
     fails_with_code_2(&[&w[..], &["10.0.0.1:1", "[::1]:2"]].concat(), "IPv4");
     fails_with_code_2(&[&w[..], &["10.0.0.1:1", "10.0.0.2"]].concat(), "port");
     fails_with_code_2(
         &["rss", "where", "--key", "0102", "[::1]:1", "[::2]:2"],
         "needs at least 40 bytes",
     );
-    fails_with_code_2(&["rss", "where", "--key", "xyz", "1.1.1.1:1", "2.2.2.2:2"], "not hex");
+    fails_with_code_2(
+        &["rss", "where", "--key", "xyz", "1.1.1.1:1", "2.2.2.2:2"],
+        "not hex",
+    );
     fails_with_code_2(&["rss", "where", "1.1.1.1:1", "2.2.2.2:2"], "--config");
     fails_with_code_2(
-        &["rss", "where", "--config", "/nonexistent/cfg.json", "1.1.1.1:1", "2.2.2.2:2"],
+        &[
+            "rss",
+            "where",
+            "--config",
+            "/nonexistent/cfg.json",
+            "1.1.1.1:1",
+            "2.2.2.2:2",
+        ],
         "cannot read",
     );
     fails_with_code_2(
-        &["rss", "config", "--key", "microsoft", "--queues", "2", "--weight", "0", "0"],
+        &[
+            "rss",
+            "config",
+            "--key",
+            "microsoft",
+            "--queues",
+            "2",
+            "--weight",
+            "0",
+            "0",
+        ],
         "weights",
     );
 }
@@ -126,16 +214,55 @@ fn config_with_unknown_field_or_bad_queue_is_rejected() {
         .unwrap();
     let good: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let cases = [
-        ("unknown", { let mut v = good.clone(); v["extra"] = 1.into(); v }, "extra"),
-        ("missing", { let mut v = good.clone(); v.as_object_mut().unwrap().remove("queues"); v }, "queues"),
-        ("queue", { let mut v = good.clone(); v["indirection_table"][5] = 7.into(); v }, "queue 7"),
-        ("shortkey", { let mut v = good.clone(); v["key"] = "0102".into(); v }, "needs at least"),
+        (
+            "unknown",
+            {
+                let mut v = good.clone();
+                v["extra"] = 1.into();
+                v
+            },
+            "extra",
+        ),
+        (
+            "missing",
+            {
+                let mut v = good.clone();
+                v.as_object_mut().unwrap().remove("queues");
+                v
+            },
+            "queues",
+        ),
+        (
+            "queue",
+            {
+                let mut v = good.clone();
+                v["indirection_table"][5] = 7.into();
+                v
+            },
+            "queue 7",
+        ),
+        (
+            "shortkey",
+            {
+                let mut v = good.clone();
+                v["key"] = "0102".into();
+                v
+            },
+            "needs at least",
+        ),
     ];
     for (name, value, needle) in cases {
         let path = dir.join(format!("{name}.json"));
         std::fs::write(&path, value.to_string()).unwrap();
         fails_with_code_2(
-            &["rss", "where", "--config", path.to_str().unwrap(), "1.1.1.1:1", "2.2.2.2:2"],
+            &[
+                "rss",
+                "where",
+                "--config",
+                path.to_str().unwrap(),
+                "1.1.1.1:1",
+                "2.2.2.2:2",
+            ],
             needle,
         );
     }

@@ -5,7 +5,10 @@ use assert_cmd::Command;
 
 fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
-        .map(|s| s.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0")))
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+        })
         .unwrap_or(false)
 }
 
@@ -20,7 +23,11 @@ fn quick_demo_measures_flows_per_queue_from_the_datapath() {
         .args(["demo", "--quick", "--json"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let way = &v["ways"][0];
     assert_eq!(way["name"], "random");
@@ -37,13 +44,25 @@ fn quick_demo_measures_flows_per_queue_from_the_datapath() {
             .map(|n| n.as_u64().unwrap())
             .collect();
         assert_eq!(per_queue.len(), 32);
-        assert_eq!(per_queue.iter().sum::<u64>(), 16, "every flow seen on exactly one queue");
+        assert_eq!(
+            per_queue.iter().sum::<u64>(),
+            16,
+            "every flow seen on exactly one queue"
+        );
         let max = *per_queue.iter().max().unwrap();
         assert_eq!(run["max_flows_on_a_queue"].as_u64().unwrap(), max);
         assert_eq!(run["collision_free"].as_bool().unwrap(), max == 1);
         assert!(run["goodput_gbps"].as_f64().unwrap() > 0.0);
-        assert_eq!(run["flow_queues"], run["predicted_queues"], "model == datapath");
+        assert_eq!(
+            run["flow_queues"], run["predicted_queues"],
+            "model == datapath"
+        );
     }
-    let worst = way["runs"].as_array().unwrap().iter().map(|r| r["max_flows_on_a_queue"].as_u64().unwrap()).max();
+    let worst = way["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["max_flows_on_a_queue"].as_u64().unwrap())
+        .max();
     assert_eq!(way["max_flows_on_a_queue"].as_u64(), worst);
 }

@@ -49,9 +49,17 @@ fn progress_line(rep: &Repetition) -> String {
         "  repetition {:>2}: max {} flows on a queue, {} ({:.1} Gbit/s){}",
         rep.repetition,
         rep.max_flows_on_a_queue,
-        if rep.collision_free { "collision-free" } else { "collisions" },
+        if rep.collision_free {
+            "collision-free"
+        } else {
+            "collisions"
+        },
         rep.goodput_gbps,
-        if busy.is_empty() { String::new() } else { format!("; shared: {}", busy.join(" ")) }
+        if busy.is_empty() {
+            String::new()
+        } else {
+            format!("; shared: {}", busy.join(" "))
+        }
     )
 }
 
@@ -72,7 +80,12 @@ fn print_summary(result: &DemoResult) -> anyhow::Result<()> {
             })
             .collect();
         output::table(
-            &["rep", "queues holding 0/1/2/3+ flows", "max flows on a queue", "collision-free"],
+            &[
+                "rep",
+                "queues holding 0/1/2/3+ flows",
+                "max flows on a queue",
+                "collision-free",
+            ],
             &body,
         )?;
         println!(

@@ -95,7 +95,13 @@ fn print_stats(stats: &nic::NicStats, json: bool) -> anyhow::Result<()> {
     let cpus: Vec<Vec<String>> = stats
         .cpus
         .iter()
-        .map(|c| vec![c.cpu.to_string(), c.packets.to_string(), c.bytes.to_string()])
+        .map(|c| {
+            vec![
+                c.cpu.to_string(),
+                c.packets.to_string(),
+                c.bytes.to_string(),
+            ]
+        })
         .collect();
     output::table(&["cpu", "packets", "bytes"], &cpus)?;
     println!("\nnon-IP frames (not hashed): {}", stats.non_ip_packets);

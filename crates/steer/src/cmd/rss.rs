@@ -39,15 +39,16 @@ fn in_netns<T: Send + 'static>(
 }
 
 fn show(dev: Option<String>, netns: Option<String>, json: bool) -> anyhow::Result<i32> {
-    let reports: Vec<DeviceReport> = in_netns(netns, move || -> Result<_, rss::live::LiveError> {
-        match dev {
-            Some(dev) => Ok(vec![rss::live::inspect(&dev)?]),
-            None => rss::live::list_devices()?
-                .iter()
-                .map(|d| rss::live::inspect(d))
-                .collect(),
-        }
-    })??;
+    let reports: Vec<DeviceReport> =
+        in_netns(netns, move || -> Result<_, rss::live::LiveError> {
+            match dev {
+                Some(dev) => Ok(vec![rss::live::inspect(&dev)?]),
+                None => rss::live::list_devices()?
+                    .iter()
+                    .map(|d| rss::live::inspect(d))
+                    .collect(),
+            }
+        })??;
     if json {
         output::json(&reports)?;
         return Ok(0);
@@ -101,7 +102,12 @@ fn print_report(r: &DeviceReport) -> anyhow::Result<()> {
 }
 
 fn channels_summary(c: &Channels) -> String {
-    let kinds = [("rx", c.rx), ("tx", c.tx), ("other", c.other), ("combined", c.combined)];
+    let kinds = [
+        ("rx", c.rx),
+        ("tx", c.tx),
+        ("other", c.other),
+        ("combined", c.combined),
+    ];
     let parts: Vec<String> = kinds
         .iter()
         .filter_map(|(name, count)| count.map(|n| format!("{name} {} (max {})", n.current, n.max)))
@@ -139,7 +145,11 @@ fn table_summary(t: &IndirectionTable) -> String {
 }
 
 fn queue_cpus_summary(cpus: &[u32]) -> String {
-    let parts: Vec<String> = cpus.iter().enumerate().map(|(q, c)| format!("{q}->{c}")).collect();
+    let parts: Vec<String> = cpus
+        .iter()
+        .enumerate()
+        .map(|(q, c)| format!("{q}->{c}"))
+        .collect();
     parts.join(" ")
 }
 
@@ -250,9 +260,19 @@ fn where_flow(args: &WhereArgs, json: bool) -> anyhow::Result<i32> {
     }
     output::rows(&[
         ("flow", describe(&flow)),
-        ("hashed", format!("{} ({} bytes)", result.hashed_bytes, result.hashed_bytes.len() / 2)),
+        (
+            "hashed",
+            format!(
+                "{} ({} bytes)",
+                result.hashed_bytes,
+                result.hashed_bytes.len() / 2
+            ),
+        ),
         ("hash", result.hash.clone()),
-        ("index", format!("{} of {}", result.index, result.table_size)),
+        (
+            "index",
+            format!("{} of {}", result.index, result.table_size),
+        ),
         ("queue", result.queue.to_string()),
         ("cpu", result.cpu.to_string()),
     ])?;
@@ -269,7 +289,11 @@ fn describe(f: &FlowTuple) -> String {
         std::net::IpAddr::V4(_) => format!("{a}:{p}"),
         std::net::IpAddr::V6(_) => format!("[{a}]:{p}"),
     };
-    format!("{proto} {} -> {}", ep(f.src, f.src_port), ep(f.dst, f.dst_port))
+    format!(
+        "{proto} {} -> {}",
+        ep(f.src, f.src_port),
+        ep(f.dst, f.dst_port)
+    )
 }
 
 #[derive(Serialize)]
@@ -326,11 +350,16 @@ fn where_sockets(source: &ConfigSource, json: bool) -> anyhow::Result<i32> {
                 r.placement.hash.clone(),
                 r.placement.queue.to_string(),
                 r.placement.cpu.to_string(),
-                r.socket.bytes_received.map_or("?".into(), |b| b.to_string()),
+                r.socket
+                    .bytes_received
+                    .map_or("?".into(), |b| b.to_string()),
                 if r.shares_cpu { "SHARED CPU" } else { "" }.into(),
             ]
         })
         .collect();
-    output::table(&["remote", "local", "hash", "queue", "cpu", "rx bytes", ""], &body)?;
+    output::table(
+        &["remote", "local", "hash", "queue", "cpu", "rx bytes", ""],
+        &body,
+    )?;
     Ok(0)
 }
