@@ -196,6 +196,32 @@ fn get_u32_checked(bytes: &[u8], offset: usize) -> Option<u32> {
     Some(u32::from_ne_bytes(b))
 }
 
+/// Names of the network devices in the calling thread's network namespace
+/// (if_nameindex(3), which asks the kernel over netlink, so it is netns-aware
+/// where /sys/class/net is not).
+pub fn interface_names() -> io::Result<Vec<String>> {
+    // SAFETY: if_nameindex returns a heap array terminated by an entry with
+    // index 0 and a null name, or null on error; it is freed once below.
+    unsafe {
+        let head = libc::if_nameindex();
+        if head.is_null() {
+            return Err(io::Error::last_os_error());
+        }
+        let mut names = Vec::new();
+        let mut entry = head;
+        while (*entry).if_index != 0 && !(*entry).if_name.is_null() {
+            names.push(
+                std::ffi::CStr::from_ptr((*entry).if_name)
+                    .to_string_lossy()
+                    .into_owned(),
+            );
+            entry = entry.add(1);
+        }
+        libc::if_freenameindex(head);
+        Ok(names)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -241,31 +267,5 @@ mod tests {
         let err = if_nametoindex("steer-nosuch0").unwrap_err();
         assert_eq!(err.raw_os_error(), Some(libc::ENODEV));
         assert!(if_nametoindex("lo").unwrap() > 0);
-    }
-}
-
-/// Names of the network devices in the calling thread's network namespace
-/// (if_nameindex(3), which asks the kernel over netlink, so it is netns-aware
-/// where /sys/class/net is not).
-pub fn interface_names() -> io::Result<Vec<String>> {
-    // SAFETY: if_nameindex returns a heap array terminated by an entry with
-    // index 0 and a null name, or null on error; it is freed once below.
-    unsafe {
-        let head = libc::if_nameindex();
-        if head.is_null() {
-            return Err(io::Error::last_os_error());
-        }
-        let mut names = Vec::new();
-        let mut entry = head;
-        while (*entry).if_index != 0 && !(*entry).if_name.is_null() {
-            names.push(
-                std::ffi::CStr::from_ptr((*entry).if_name)
-                    .to_string_lossy()
-                    .into_owned(),
-            );
-            entry = entry.add(1);
-        }
-        libc::if_freenameindex(head);
-        Ok(names)
     }
 }
