@@ -75,7 +75,7 @@ pub struct AttachOptions {
     /// Pass a frame up on the CPU running the program when that is its
     /// queue's CPU, instead of going through the cpumap. Same placement,
     /// less work per frame, but TCP flows see reordering when the sender
-    /// migrates between CPUs (docs/performance-xdp.md). Default off.
+    /// migrates between CPUs (docs/performance.md). Default off.
     pub same_cpu_pass: bool,
 }
 
