@@ -2,6 +2,7 @@
 
 use std::io::Write;
 
+use rss::{FlowTuple, L4Proto};
 use serde::Serialize;
 
 /// Prints `value` as pretty JSON on stdout.
@@ -44,4 +45,18 @@ pub fn table(header: &[&str], body: &[Vec<String>]) -> anyhow::Result<()> {
         writeln!(out, "{}", line(row.iter().map(String::as_str).collect()))?;
     }
     Ok(())
+}
+
+/// `tcp 10.0.0.1:40000 -> 10.0.0.2:5201`, `[v6]:port`, or `ip a -> b (2-tuple)`.
+pub fn flow(f: &FlowTuple) -> String {
+    let proto = match f.proto {
+        L4Proto::Tcp => "tcp",
+        L4Proto::Udp => "udp",
+        L4Proto::Other => return format!("ip {} -> {} (2-tuple)", f.src, f.dst),
+    };
+    let ep = |a: std::net::IpAddr, p: u16| match a {
+        std::net::IpAddr::V4(_) => format!("{a}:{p}"),
+        std::net::IpAddr::V6(_) => format!("[{a}]:{p}"),
+    };
+    format!("{proto} {} -> {}", ep(f.src, f.src_port), ep(f.dst, f.dst_port))
 }

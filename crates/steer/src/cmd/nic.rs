@@ -58,16 +58,14 @@ pub fn run(cmd: NicCommand, json: bool) -> anyhow::Result<i32> {
                     .iter()
                     .map(|f| {
                         vec![
-                            format!("{:?}", f.tuple.proto).to_lowercase(),
-                            format!("{}:{}", f.tuple.src, f.tuple.src_port),
-                            format!("{}:{}", f.tuple.dst, f.tuple.dst_port),
+                            output::flow(&f.tuple),
                             f.queue.to_string(),
                             f.packets.to_string(),
                             f.bytes.to_string(),
                         ]
                     })
                     .collect();
-                output::table(&["proto", "src", "dst", "queue", "packets", "bytes"], &body)?;
+                output::table(&["flow", "queue", "packets", "bytes"], &body)?;
             }
         }
     }

@@ -259,7 +259,7 @@ fn where_flow(args: &WhereArgs, json: bool) -> anyhow::Result<i32> {
         return Ok(0);
     }
     output::rows(&[
-        ("flow", describe(&flow)),
+        ("flow", output::flow(&flow)),
         (
             "hashed",
             format!(
@@ -277,23 +277,6 @@ fn where_flow(args: &WhereArgs, json: bool) -> anyhow::Result<i32> {
         ("cpu", result.cpu.to_string()),
     ])?;
     Ok(0)
-}
-
-fn describe(f: &FlowTuple) -> String {
-    let proto = match f.proto {
-        L4Proto::Tcp => "tcp",
-        L4Proto::Udp => "udp",
-        L4Proto::Other => return format!("ip {} -> {} (2-tuple)", f.src, f.dst),
-    };
-    let ep = |a: std::net::IpAddr, p: u16| match a {
-        std::net::IpAddr::V4(_) => format!("{a}:{p}"),
-        std::net::IpAddr::V6(_) => format!("[{a}]:{p}"),
-    };
-    format!(
-        "{proto} {} -> {}",
-        ep(f.src, f.src_port),
-        ep(f.dst, f.dst_port)
-    )
 }
 
 #[derive(Serialize)]
