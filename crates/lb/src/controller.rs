@@ -1,0 +1,595 @@
+//! The CrossRSS controller: from agents' reports (per-core load and the
+//! bucket -> core map of each server's RSS) to a bucket -> server table.
+//!
+//! - [`crossrss_table`]: the published algorithm (papers/crossrss-core-aware-lb.txt,
+//!   Section 2): "For each bucket, the controller has information about the
+//!   load of one specific core for each server. The controller computes the
+//!   least loaded core among these cores" and writes that core's server.
+//! - [`summarize_group`] and [`combine_groups`]: hierarchical aggregation
+//!   ("the minimal load of a group of servers is the same as the minimal load
+//!   of any server"): a group controller forwards, per bucket, only its least
+//!   load and the server holding it; the top controller takes the minimum of
+//!   minima. Ties are broken by a rank that depends only on (bucket, server),
+//!   so the result equals the flat controller's exactly.
+//! - [`CrossRssPlus`]: Steer's controller (docs/crossrss.md): damped loads,
+//!   per-bucket new-load rates measured at the load balancer, water-filling
+//!   and a per-core bound on new load per interval.
+//!
+//! The output, [`BucketTable`], is a plain `u32` per bucket: what a data plane
+//! copies into a BPF array map (key: bucket, value: server id).
+
+use std::collections::HashSet;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ReportError;
+use crate::rng::mix64;
+
+/// Largest load accepted in a report. Loads are rates in the agent's unit
+/// (packets or busy-ns per interval); 1e15 is beyond any real core.
+pub const MAX_LOAD: f64 = 1e15;
+
+/// What one server's agent reports each interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentReport {
+    /// Server id (unique among the reports).
+    pub server: u32,
+    /// Load of each core over the last interval (index = core).
+    pub core_loads: Vec<f64>,
+    /// For each RSS bucket (indirection entry), the core that serves it.
+    pub bucket_cores: Vec<u32>,
+}
+
+impl AgentReport {
+    /// Checks one report against the controller's bucket count.
+    pub fn validate(&self, buckets: usize) -> Result<(), ReportError> {
+        let server = self.server;
+        if self.core_loads.is_empty() {
+            return Err(ReportError::NoCores { server });
+        }
+        if self.bucket_cores.len() != buckets {
+            return Err(ReportError::WrongBucketCount {
+                server,
+                got: self.bucket_cores.len(),
+                expected: buckets,
+            });
+        }
+        for (core, &load) in self.core_loads.iter().enumerate() {
+            if !load.is_finite() {
+                return Err(ReportError::NonFiniteLoad { server, core, load });
+            }
+            if load < 0.0 {
+                return Err(ReportError::NegativeLoad { server, core, load });
+            }
+            if load > MAX_LOAD {
+                return Err(ReportError::AbsurdLoad {
+                    server,
+                    core,
+                    load,
+                    max: MAX_LOAD,
+                });
+            }
+        }
+        let cores = self.core_loads.len();
+        if let Some((bucket, &core)) = self
+            .bucket_cores
+            .iter()
+            .enumerate()
+            .find(|(_, &c)| c as usize >= cores)
+        {
+            return Err(ReportError::CoreOutOfRange {
+                server,
+                bucket,
+                core,
+                cores,
+            });
+        }
+        Ok(())
+    }
+
+    /// Load of the core serving `bucket`.
+    #[inline]
+    fn bucket_load(&self, bucket: usize) -> f64 {
+        self.core_loads[self.bucket_cores[bucket] as usize]
+    }
+}
+
+/// Checks every report and that server ids are unique.
+pub fn validate_reports(reports: &[AgentReport], buckets: usize) -> Result<(), ReportError> {
+    if buckets == 0 {
+        return Err(ReportError::NoBuckets);
+    }
+    if reports.is_empty() {
+        return Err(ReportError::NoReports);
+    }
+    let mut seen = HashSet::with_capacity(reports.len());
+    for r in reports {
+        if !seen.insert(r.server) {
+            return Err(ReportError::DuplicateServer(r.server));
+        }
+        r.validate(buckets)?;
+    }
+    Ok(())
+}
+
+/// Bucket -> server id: the load balancer's table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct BucketTable(Vec<u32>);
+
+impl BucketTable {
+    pub fn new(entries: Vec<u32>) -> Self {
+        BucketTable(entries)
+    }
+
+    /// Server ids, index = bucket: the value array of a BPF array map.
+    pub fn entries(&self) -> &[u32] {
+        &self.0
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The server for an RSS hash (bucket = `hash % len`, as the NICs index
+    /// their indirection tables).
+    pub fn server_for_hash(&self, hash: u32) -> u32 {
+        self.0[hash as usize % self.0.len()]
+    }
+
+    /// Buckets whose server differs from `other`'s.
+    pub fn changed_from(&self, other: &BucketTable) -> usize {
+        self.0.iter().zip(&other.0).filter(|(a, b)| a != b).count()
+    }
+}
+
+/// Tie-break rank of (bucket, server): a fixed pseudo-random order, so equal
+/// loads do not all go to the lowest server id, and so that it depends on
+/// nothing but the pair (hierarchical aggregation stays exact).
+#[inline]
+pub fn tie_rank(bucket: usize, server: u32) -> u64 {
+    mix64(((bucket as u64) << 32) | u64::from(server))
+}
+
+#[inline]
+fn better(load: f64, rank: u64, best_load: f64, best_rank: u64) -> bool {
+    load < best_load || (load == best_load && rank < best_rank)
+}
+
+/// The published CrossRSS controller: for each bucket, the server whose core
+/// for that bucket has the least reported load.
+pub fn crossrss_table(reports: &[AgentReport], buckets: usize) -> Result<BucketTable, ReportError> {
+    Ok(combine_groups(
+        &[summarize_group(reports, buckets)?],
+        buckets,
+    )?)
+}
+
+/// Per bucket, the least load in a group and the server that has it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroupSummary {
+    pub minima: Vec<BucketMin>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct BucketMin {
+    pub load: f64,
+    pub server: u32,
+}
+
+/// A group controller's work: validates its members' reports and keeps, per
+/// bucket, the least loaded candidate.
+pub fn summarize_group(
+    reports: &[AgentReport],
+    buckets: usize,
+) -> Result<GroupSummary, ReportError> {
+    validate_reports(reports, buckets)?;
+    let mut minima = Vec::with_capacity(buckets);
+    let mut ranks = vec![u64::MAX; buckets];
+    for (b, rank_slot) in ranks.iter_mut().enumerate() {
+        let mut best = BucketMin {
+            load: f64::INFINITY,
+            server: 0,
+        };
+        for r in reports {
+            let (load, rank) = (r.bucket_load(b), tie_rank(b, r.server));
+            if better(load, rank, best.load, *rank_slot) {
+                best = BucketMin {
+                    load,
+                    server: r.server,
+                };
+                *rank_slot = rank;
+            }
+        }
+        minima.push(best);
+    }
+    Ok(GroupSummary { minima })
+}
+
+/// The top controller: per bucket, the minimum of the groups' minima.
+pub fn combine_groups(groups: &[GroupSummary], buckets: usize) -> Result<BucketTable, ReportError> {
+    if buckets == 0 {
+        return Err(ReportError::NoBuckets);
+    }
+    if groups.is_empty() {
+        return Err(ReportError::NoReports);
+    }
+    for (group, g) in groups.iter().enumerate() {
+        if g.minima.is_empty() {
+            return Err(ReportError::EmptyGroup { group });
+        }
+        if g.minima.len() != buckets {
+            return Err(ReportError::GroupBucketMismatch {
+                got: g.minima.len(),
+                expected: buckets,
+            });
+        }
+    }
+    let table = (0..buckets)
+        .map(|b| {
+            let mut best = groups[0].minima[b];
+            let mut best_rank = tie_rank(b, best.server);
+            for g in &groups[1..] {
+                let m = g.minima[b];
+                let rank = tie_rank(b, m.server);
+                if better(m.load, rank, best.load, best_rank) {
+                    best = m;
+                    best_rank = rank;
+                }
+            }
+            best.server
+        })
+        .collect();
+    Ok(BucketTable(table))
+}
+
+/// Tuning of [`CrossRssPlus`]. The defaults are the values docs/crossrss.md
+/// measures.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PlusParams {
+    /// EWMA weight of the newest report, in (0, 1]: `e = a * report + (1 - a) * e`.
+    pub alpha: f64,
+    /// EWMA weight of the newest per-bucket new-load measurement.
+    pub bucket_alpha: f64,
+    /// A core may be given at most `cap_factor` times its fair share of the
+    /// interval's predicted new load (unless every candidate is at its cap).
+    pub cap_factor: f64,
+    /// Every bucket is assumed to bring at least this fraction of the mean
+    /// bucket's new load, so buckets without history are spread too.
+    pub floor: f64,
+}
+
+impl Default for PlusParams {
+    fn default() -> Self {
+        PlusParams {
+            alpha: 0.5,
+            bucket_alpha: 0.3,
+            cap_factor: 2.0,
+            floor: 0.25,
+        }
+    }
+}
+
+/// Steer's CrossRSS controller. Stateful: it keeps damped loads between
+/// intervals. See docs/crossrss.md for why each step is there.
+///
+/// Each interval:
+/// 1. damp every core's reported load with an EWMA;
+/// 2. damp each bucket's new load (packets of connections that began in the
+///    bucket during the last interval, counted by the load balancer, which
+///    sees every packet);
+/// 3. take buckets from the heaviest new load down, and give each to the
+///    candidate core (one per server: the core that server's RSS uses for the
+///    bucket) with the least *predicted* load, adding the bucket's new load
+///    to that prediction at once (water-filling), so buckets do not herd onto
+///    the core that looked idlest at the start;
+/// 4. skip a candidate whose core was already given `cap_factor` times its
+///    fair share of new load in this interval.
+#[derive(Debug, Clone)]
+pub struct CrossRssPlus {
+    params: PlusParams,
+    buckets: usize,
+    /// Damped loads, per server id (kept in report order; reset when the set
+    /// of servers changes).
+    servers: Vec<u32>,
+    damped: Vec<Vec<f64>>,
+    bucket_load: Vec<f64>,
+    order: Vec<usize>,
+}
+
+impl CrossRssPlus {
+    pub fn new(buckets: usize, params: PlusParams) -> Self {
+        CrossRssPlus {
+            params,
+            buckets,
+            servers: Vec::new(),
+            damped: Vec::new(),
+            bucket_load: vec![0.0; buckets],
+            order: (0..buckets).collect(),
+        }
+    }
+
+    pub fn params(&self) -> PlusParams {
+        self.params
+    }
+
+    /// One interval: the reports and the new load the load balancer counted
+    /// per bucket (any non-negative unit; only ratios matter).
+    pub fn update(
+        &mut self,
+        reports: &[AgentReport],
+        bucket_new_load: &[f64],
+    ) -> Result<BucketTable, ReportError> {
+        validate_reports(reports, self.buckets)?;
+        if bucket_new_load.len() != self.buckets {
+            return Err(ReportError::WrongBucketCount {
+                server: u32::MAX,
+                got: bucket_new_load.len(),
+                expected: self.buckets,
+            });
+        }
+        if let Some((bucket, &load)) = bucket_new_load
+            .iter()
+            .enumerate()
+            .find(|(_, l)| !l.is_finite() || **l < 0.0 || **l > MAX_LOAD)
+        {
+            return Err(ReportError::NonFiniteLoad {
+                server: u32::MAX,
+                core: bucket,
+                load,
+            });
+        }
+        let p = self.params;
+        // 1. Damped core loads.
+        let same_servers = self.servers.len() == reports.len()
+            && self
+                .servers
+                .iter()
+                .zip(reports)
+                .all(|(s, r)| *s == r.server)
+            && self
+                .damped
+                .iter()
+                .zip(reports)
+                .all(|(d, r)| d.len() == r.core_loads.len());
+        if same_servers {
+            for (d, r) in self.damped.iter_mut().zip(reports) {
+                for (e, &l) in d.iter_mut().zip(&r.core_loads) {
+                    *e = p.alpha * l + (1.0 - p.alpha) * *e;
+                }
+            }
+        } else {
+            self.servers = reports.iter().map(|r| r.server).collect();
+            self.damped = reports.iter().map(|r| r.core_loads.clone()).collect();
+        }
+        // 2. Damped per-bucket new load, with a floor.
+        for (e, &l) in self.bucket_load.iter_mut().zip(bucket_new_load) {
+            *e = p.bucket_alpha * l + (1.0 - p.bucket_alpha) * *e;
+        }
+        let mean = self.bucket_load.iter().sum::<f64>() / self.buckets as f64;
+        let floor = (p.floor * mean).max(1e-9);
+        let weight = |b: usize, loads: &[f64]| loads[b].max(floor);
+        let total_new: f64 = (0..self.buckets)
+            .map(|b| weight(b, &self.bucket_load))
+            .sum();
+        let cores: usize = reports.iter().map(|r| r.core_loads.len()).sum();
+        let cap = p.cap_factor * total_new / cores as f64;
+        // 3. Water-filling, heaviest bucket first.
+        let loads = &self.bucket_load;
+        self.order.sort_by(|&a, &b| {
+            weight(b, loads)
+                .total_cmp(&weight(a, loads))
+                .then(a.cmp(&b))
+        });
+        let mut predicted = self.damped.clone();
+        let mut given: Vec<Vec<f64>> = reports
+            .iter()
+            .map(|r| vec![0.0; r.core_loads.len()])
+            .collect();
+        let mut table = vec![0u32; self.buckets];
+        for &b in &self.order {
+            let w = weight(b, loads);
+            let mut best: Option<(bool, f64, u64, usize, usize)> = None;
+            for (i, r) in reports.iter().enumerate() {
+                let core = r.bucket_cores[b] as usize;
+                let within_cap = given[i][core] + w <= cap;
+                let score = predicted[i][core] + w;
+                let rank = tie_rank(b, r.server);
+                let candidate = (within_cap, score, rank, i, core);
+                best = match best {
+                    None => Some(candidate),
+                    Some(cur) => {
+                        let wins = (within_cap && !cur.0)
+                            || (within_cap == cur.0 && better(score, rank, cur.1, cur.2));
+                        Some(if wins { candidate } else { cur })
+                    }
+                };
+            }
+            if let Some((_, _, _, i, core)) = best {
+                predicted[i][core] += w;
+                given[i][core] += w;
+                table[b] = reports[i].server;
+            }
+        }
+        Ok(BucketTable(table))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(server: u32, loads: &[f64], map: &[u32]) -> AgentReport {
+        AgentReport {
+            server,
+            core_loads: loads.to_vec(),
+            bucket_cores: map.to_vec(),
+        }
+    }
+
+    #[test]
+    fn published_picks_least_loaded_core_per_bucket() {
+        let reports = [
+            report(10, &[5.0, 1.0], &[0, 1, 0, 1]),
+            report(20, &[2.0, 9.0], &[1, 1, 0, 0]),
+        ];
+        let t = crossrss_table(&reports, 4).unwrap();
+        // bucket 0: s10 core0=5, s20 core1=9 -> 10; bucket 1: 1 vs 9 -> 10;
+        // bucket 2: 5 vs 2 -> 20; bucket 3: 1 vs 2 -> 10.
+        assert_eq!(t.entries(), &[10, 10, 20, 10]);
+    }
+
+    #[test]
+    fn bad_reports_are_typed_errors() {
+        let ok = report(1, &[1.0, 2.0], &[0, 1]);
+        let cases: Vec<(Vec<AgentReport>, fn(&ReportError) -> bool)> = vec![
+            (vec![], |e| matches!(e, ReportError::NoReports)),
+            (vec![ok.clone(), ok.clone()], |e| {
+                matches!(e, ReportError::DuplicateServer(1))
+            }),
+            (vec![report(2, &[-1.0, 0.0], &[0, 1])], |e| {
+                matches!(
+                    e,
+                    ReportError::NegativeLoad {
+                        server: 2,
+                        core: 0,
+                        ..
+                    }
+                )
+            }),
+            (vec![report(2, &[f64::NAN, 0.0], &[0, 1])], |e| {
+                matches!(e, ReportError::NonFiniteLoad { .. })
+            }),
+            (vec![report(2, &[f64::INFINITY, 0.0], &[0, 1])], |e| {
+                matches!(e, ReportError::NonFiniteLoad { .. })
+            }),
+            (vec![report(2, &[1e300, 0.0], &[0, 1])], |e| {
+                matches!(e, ReportError::AbsurdLoad { .. })
+            }),
+            (vec![report(2, &[1.0, 0.0], &[0, 1, 0])], |e| {
+                matches!(
+                    e,
+                    ReportError::WrongBucketCount {
+                        got: 3,
+                        expected: 2,
+                        ..
+                    }
+                )
+            }),
+            (vec![report(2, &[1.0, 0.0], &[0, 7])], |e| {
+                matches!(
+                    e,
+                    ReportError::CoreOutOfRange {
+                        bucket: 1,
+                        core: 7,
+                        ..
+                    }
+                )
+            }),
+            (vec![report(2, &[], &[0, 0])], |e| {
+                matches!(e, ReportError::NoCores { server: 2 })
+            }),
+        ];
+        for (reports, check) in cases {
+            let err = crossrss_table(&reports, 2).unwrap_err();
+            assert!(check(&err), "{reports:?}: {err}");
+            let mut plus = CrossRssPlus::new(2, PlusParams::default());
+            assert!(plus.update(&reports, &[0.0, 0.0]).is_err());
+        }
+        assert_eq!(
+            crossrss_table(&[ok.clone()], 0),
+            Err(ReportError::NoBuckets)
+        );
+        let mut plus = CrossRssPlus::new(2, PlusParams::default());
+        assert!(plus.update(&[ok.clone()], &[0.0]).is_err());
+        assert!(plus.update(&[ok], &[0.0, f64::NAN]).is_err());
+    }
+
+    fn pseudo_reports(servers: u32, cores: usize, buckets: usize, seed: u64) -> Vec<AgentReport> {
+        let mut rng = crate::rng::SplitMix64::new(seed);
+        (0..servers)
+            .map(|s| AgentReport {
+                server: s * 7 + 3,
+                // Few distinct values, so ties happen.
+                core_loads: (0..cores).map(|_| rng.below(4) as f64).collect(),
+                bucket_cores: (0..buckets)
+                    .map(|_| rng.below(cores as u64) as u32)
+                    .collect(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn hierarchy_equals_flat_controller() {
+        for seed in 0..20 {
+            let reports = pseudo_reports(12, 4, 64, seed);
+            let flat = crossrss_table(&reports, 64).unwrap();
+            for group_size in [1, 3, 5, 12] {
+                let groups: Vec<GroupSummary> = reports
+                    .chunks(group_size)
+                    .map(|g| summarize_group(g, 64).unwrap())
+                    .collect();
+                assert_eq!(combine_groups(&groups, 64).unwrap(), flat, "seed {seed}");
+            }
+            // Two levels: groups of groups.
+            let leaves: Vec<GroupSummary> = reports
+                .chunks(2)
+                .map(|g| summarize_group(g, 64).unwrap())
+                .collect();
+            let mids: Vec<GroupSummary> = leaves
+                .chunks(3)
+                .map(|g| {
+                    let t = combine_groups(g, 64).unwrap();
+                    GroupSummary {
+                        minima: (0..64)
+                            .map(|b| {
+                                let m = g
+                                    .iter()
+                                    .map(|s| s.minima[b])
+                                    .find(|m| m.server == t.entries()[b])
+                                    .unwrap();
+                                m
+                            })
+                            .collect(),
+                    }
+                })
+                .collect();
+            assert_eq!(combine_groups(&mids, 64).unwrap(), flat);
+        }
+    }
+
+    #[test]
+    fn combine_rejects_mismatched_groups() {
+        let g = summarize_group(&pseudo_reports(2, 2, 8, 1), 8).unwrap();
+        assert!(matches!(
+            combine_groups(&[g.clone()], 4),
+            Err(ReportError::GroupBucketMismatch { .. })
+        ));
+        assert!(matches!(
+            combine_groups(&[g, GroupSummary { minima: vec![] }], 8),
+            Err(ReportError::EmptyGroup { group: 1 })
+        ));
+    }
+
+    #[test]
+    fn published_herds_plus_spreads() {
+        // 4 servers x 4 cores, all idle but one busy core each: the published
+        // controller sends every bucket to one of the few least loaded
+        // candidates; water-filling spreads the buckets' new load.
+        let reports = pseudo_reports(4, 4, 128, 9);
+        let mut plus = CrossRssPlus::new(128, PlusParams::default());
+        let t = plus.update(&reports, &vec![1.0; 128]).unwrap();
+        let mut per_core = std::collections::HashMap::new();
+        for (b, &s) in t.entries().iter().enumerate() {
+            let r = reports.iter().find(|r| r.server == s).unwrap();
+            *per_core.entry((s, r.bucket_cores[b])).or_insert(0) += 1;
+        }
+        let cap = (PlusParams::default().cap_factor * 128.0 / 16.0).ceil() as i32;
+        assert!(per_core.values().all(|&n| n <= cap), "{per_core:?}");
+    }
+}
