@@ -23,7 +23,8 @@ pub fn rows(rows: &[(&str, String)]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Prints a table with a header row, columns padded to their widest cell.
+/// Prints a table with a header row, columns padded to their widest cell;
+/// a first column of names is left-aligned, numbers are right-aligned.
 pub fn table(header: &[&str], body: &[Vec<String>]) -> anyhow::Result<()> {
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for row in body {
@@ -31,12 +32,19 @@ pub fn table(header: &[&str], body: &[Vec<String>]) -> anyhow::Result<()> {
             *w = (*w).max(cell.len());
         }
     }
+    let names_first = body
+        .iter()
+        .any(|row| row.first().is_some_and(|c| c.parse::<f64>().is_err()));
     let mut out = std::io::stdout().lock();
     let line = |cells: Vec<&str>| -> String {
         cells
             .iter()
             .zip(&widths)
-            .map(|(c, w)| format!("{c:>w$}"))
+            .enumerate()
+            .map(|(i, (c, w))| match i {
+                0 if names_first => format!("{c:<w$}"),
+                _ => format!("{c:>w$}"),
+            })
             .collect::<Vec<_>>()
             .join("  ")
     };
@@ -58,5 +66,9 @@ pub fn flow(f: &FlowTuple) -> String {
         std::net::IpAddr::V4(_) => format!("{a}:{p}"),
         std::net::IpAddr::V6(_) => format!("[{a}]:{p}"),
     };
-    format!("{proto} {} -> {}", ep(f.src, f.src_port), ep(f.dst, f.dst_port))
+    format!(
+        "{proto} {} -> {}",
+        ep(f.src, f.src_port),
+        ep(f.dst, f.dst_port)
+    )
 }
