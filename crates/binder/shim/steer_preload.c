@@ -1,0 +1,375 @@
+// SPDX-License-Identifier: (MIT OR Apache-2.0)
+/*
+ * steer_preload.c: the LD_PRELOAD binder of Steer (SRAP's "transparent port
+ * binder", papers/srap-source-port-selection.txt section 3 (3)).
+ *
+ * It wraps connect(). For an unbound TCP socket connecting to an IPv4 or a
+ * (non-mapped) IPv6 address it asks Steer's allocator (a Unix stream socket,
+ * STEER_ALLOC_SOCK or /run/steer/alloc.sock, one JSON object per line) for a
+ * source port, pins it, and connects:
+ *
+ *   {"v":1,"op":"lease","proto":"tcp","local":L,"remote":R,"remote_port":P}
+ *   -> {"v":1,"port":40123,"queue":3,"cpu":3,"lease":17} | {"v":1,"error":"..."}
+ *
+ * Pinning: setsockopt(IP_LOCAL_PORT_RANGE, (port << 16) | port) plus
+ * IP_BIND_ADDRESS_NO_PORT (Linux 6.3+): the kernel still chooses the port at
+ * connect time, from a range of one, and only the 4-tuple must be unique. On
+ * older kernels (ENOPROTOOPT) it bind()s the address and port instead.
+ *
+ * Every failure falls back to the plain connect(): the program never sees an
+ * error caused by the binder, and errno is what the plain connect() leaves.
+ * See docs/binders.md for the full list of cases.
+ *
+ * The lease is not released explicitly: the allocator releases it when the
+ * 4-tuple's socket disappears.
+ *
+ * Thread-safe: no global mutable state besides the once-resolved pointer to
+ * the real connect(); no heap allocation; nothing is written to stdout
+ * (STEER_PRELOAD_DEBUG=1 logs one line per decision to stderr).
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef IP_BIND_ADDRESS_NO_PORT
+#define IP_BIND_ADDRESS_NO_PORT 24
+#endif
+#ifndef IP_LOCAL_PORT_RANGE
+#define IP_LOCAL_PORT_RANGE 51
+#endif
+
+#define DEFAULT_SOCK "/run/steer/alloc.sock"
+/* The whole allocator exchange (connect, write, read) must finish in this. */
+#define ALLOC_TIMEOUT_MS 200
+#define LINE_MAX_BYTES 512
+
+typedef int (*connect_fn)(int, const struct sockaddr *, socklen_t);
+
+static connect_fn real_connect;
+static int debug;
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+static void init(void)
+{
+	real_connect = (connect_fn)dlsym(RTLD_NEXT, "connect");
+	const char *d = getenv("STEER_PRELOAD_DEBUG");
+	debug = d && d[0] == '1';
+}
+
+/* One line on stderr, with write(2): no stdio buffers, no allocation. */
+__attribute__((format(printf, 1, 2))) static void logf_(const char *fmt, ...)
+{
+	if (!debug)
+		return;
+	char buf[256];
+	int n = snprintf(buf, sizeof(buf), "steer-preload[%d]: ", (int)getpid());
+	va_list ap;
+	va_start(ap, fmt);
+	int m = vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	if (m < 0)
+		return;
+	size_t len = (size_t)n + ((size_t)m < sizeof(buf) - (size_t)n - 1 ? (size_t)m : sizeof(buf) - (size_t)n - 2);
+	buf[len++] = '\n';
+	ssize_t w = write(2, buf, len);
+	(void)w;
+}
+
+static long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Waits for `events` on fd until `deadline` (monotonic ms). */
+static int wait_fd(int fd, short events, long deadline)
+{
+	for (;;) {
+		long left = deadline - now_ms();
+		if (left <= 0)
+			return -1;
+		struct pollfd p = { .fd = fd, .events = events };
+		int r = poll(&p, 1, (int)left);
+		if (r > 0)
+			return 0;
+		if (r == 0 || errno != EINTR)
+			return -1;
+	}
+}
+
+/* Finds "key": in a flat JSON object and parses the unsigned integer after
+ * it. Returns -1 if absent or not a number in 0..=max. */
+static long json_uint(const char *line, const char *key, long max)
+{
+	char pat[32];
+	snprintf(pat, sizeof(pat), "\"%s\"", key);
+	const char *p = strstr(line, pat);
+	if (!p)
+		return -1;
+	p += strlen(pat);
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (*p++ != ':')
+		return -1;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (*p < '0' || *p > '9')
+		return -1;
+	long v = 0;
+	while (*p >= '0' && *p <= '9') {
+		v = v * 10 + (*p++ - '0');
+		if (v > max)
+			return -1;
+	}
+	return v;
+}
+
+/* Asks the allocator for a port; 0 on any failure (absent, slow, error,
+ * garbage, other protocol version). */
+static unsigned short lease_port(const char *local, const char *remote, unsigned remote_port)
+{
+	const char *path = getenv("STEER_ALLOC_SOCK");
+	if (!path || !path[0])
+		path = DEFAULT_SOCK;
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return 0;
+	strcpy(sun.sun_path, path);
+
+	long deadline = now_ms() + ALLOC_TIMEOUT_MS;
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s < 0)
+		return 0;
+	unsigned short port = 0;
+	char line[LINE_MAX_BYTES];
+	int n = snprintf(line, sizeof(line),
+			 "{\"v\":1,\"op\":\"lease\",\"proto\":\"tcp\",\"local\":\"%s\","
+			 "\"remote\":\"%s\",\"remote_port\":%u}\n",
+			 local, remote, remote_port);
+	if (n <= 0 || n >= (int)sizeof(line))
+		goto out;
+	if (real_connect(s, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+		if (errno != EINPROGRESS && errno != EAGAIN)
+			goto out;
+		if (wait_fd(s, POLLOUT, deadline) < 0)
+			goto out;
+		int err = 0;
+		socklen_t el = sizeof(err);
+		if (getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &el) < 0 || err)
+			goto out;
+	}
+	for (int off = 0; off < n;) {
+		ssize_t w = send(s, line + off, (size_t)(n - off), MSG_NOSIGNAL);
+		if (w > 0) {
+			off += (int)w;
+			continue;
+		}
+		if (w < 0 && errno != EAGAIN && errno != EINTR)
+			goto out;
+		if (wait_fd(s, POLLOUT, deadline) < 0)
+			goto out;
+	}
+	size_t got = 0;
+	for (;;) {
+		ssize_t r = recv(s, line + got, sizeof(line) - 1 - got, 0);
+		if (r > 0) {
+			got += (size_t)r;
+			line[got] = '\0';
+			if (memchr(line, '\n', got))
+				break;
+			if (got == sizeof(line) - 1)
+				goto out; /* too long: garbage */
+			continue;
+		}
+		if (r == 0 || (errno != EAGAIN && errno != EINTR))
+			goto out;
+		if (wait_fd(s, POLLIN, deadline) < 0) {
+			logf_("allocator did not answer within %d ms", ALLOC_TIMEOUT_MS);
+			goto out;
+		}
+	}
+	if (line[0] != '{' || json_uint(line, "v", 1000) != 1 || strstr(line, "\"error\"")) {
+		logf_("allocator refused or answered garbage: %.*s", (int)strcspn(line, "\n"), line);
+		goto out;
+	}
+	long p = json_uint(line, "port", 65535);
+	if (p > 0)
+		port = (unsigned short)p;
+	else
+		logf_("allocator answer without a port: %.*s", (int)strcspn(line, "\n"), line);
+out:
+	close(s);
+	return port;
+}
+
+/* The local address the kernel will use towards `dst` (a throwaway UDP
+ * connect does the route lookup without sending anything). */
+static int route_source(const struct sockaddr *dst, socklen_t len, struct sockaddr_storage *src)
+{
+	int u = socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (u < 0)
+		return -1;
+	int ok = -1;
+	socklen_t sl = sizeof(*src);
+	if (real_connect(u, dst, len) == 0 && getsockname(u, (struct sockaddr *)src, &sl) == 0)
+		ok = 0;
+	close(u);
+	return ok;
+}
+
+static int addr_is_any(const struct sockaddr_storage *a)
+{
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr == htonl(INADDR_ANY);
+	return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)a)->sin6_addr);
+}
+
+static const void *addr_bytes(const struct sockaddr *a)
+{
+	if (a->sa_family == AF_INET)
+		return &((const struct sockaddr_in *)a)->sin_addr;
+	return &((const struct sockaddr_in6 *)a)->sin6_addr;
+}
+
+enum pin_how { PIN_NONE, PIN_RANGE, PIN_BIND };
+
+/* Decides whether to steer this connect and pins the port. Never changes
+ * anything on a socket it does not steer. */
+static enum pin_how steer(int fd, const struct sockaddr *addr, socklen_t len, int *old_no_port)
+{
+	if (!addr || len < (socklen_t)sizeof(sa_family_t))
+		return PIN_NONE;
+	int fam = addr->sa_family;
+	unsigned remote_port;
+	if (fam == AF_INET && len >= (socklen_t)sizeof(struct sockaddr_in)) {
+		remote_port = ntohs(((const struct sockaddr_in *)addr)->sin_port);
+	} else if (fam == AF_INET6 && len >= (socklen_t)sizeof(struct sockaddr_in6)) {
+		const struct in6_addr *a6 = &((const struct sockaddr_in6 *)addr)->sin6_addr;
+		if (IN6_IS_ADDR_V4MAPPED(a6)) {
+			logf_("fd %d: IPv4-mapped IPv6 destination: plain connect", fd);
+			return PIN_NONE;
+		}
+		remote_port = ntohs(((const struct sockaddr_in6 *)addr)->sin6_port);
+	} else {
+		return PIN_NONE; /* AF_UNIX, AF_UNSPEC (disconnect), short addresses, ... */
+	}
+	if (remote_port == 0)
+		return PIN_NONE;
+
+	int type = 0, proto = 0;
+	socklen_t ol = sizeof(int);
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &ol) < 0 || type != SOCK_STREAM)
+		return PIN_NONE;
+	ol = sizeof(int);
+	if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &ol) < 0 || proto != IPPROTO_TCP)
+		return PIN_NONE;
+
+	struct sockaddr_storage bound;
+	socklen_t bl = sizeof(bound);
+	if (getsockname(fd, (struct sockaddr *)&bound, &bl) < 0 || bound.ss_family != fam)
+		return PIN_NONE;
+	/* sin_port and sin6_port are at the same offset. */
+	if (((struct sockaddr_in *)&bound)->sin_port != 0) {
+		logf_("fd %d: already bound to a port: plain connect", fd);
+		return PIN_NONE;
+	}
+	int bound_addr = !addr_is_any(&bound);
+
+	struct sockaddr_storage local;
+	if (bound_addr)
+		local = bound;
+	else if (route_source(addr, len, &local) < 0)
+		return PIN_NONE;
+
+	char lbuf[INET6_ADDRSTRLEN], rbuf[INET6_ADDRSTRLEN];
+	if (!inet_ntop(fam, addr_bytes((struct sockaddr *)&local), lbuf, sizeof(lbuf)) ||
+	    !inet_ntop(fam, addr_bytes(addr), rbuf, sizeof(rbuf)))
+		return PIN_NONE;
+	unsigned short port = lease_port(lbuf, rbuf, remote_port);
+	if (!port) {
+		logf_("fd %d: no port from the allocator for %s -> %s:%u: plain connect", fd, lbuf, rbuf, remote_port);
+		return PIN_NONE;
+	}
+
+	unsigned range = ((unsigned)port << 16) | port;
+	if (setsockopt(fd, IPPROTO_IP, IP_LOCAL_PORT_RANGE, &range, sizeof(range)) == 0) {
+		ol = sizeof(int);
+		if (getsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, old_no_port, &ol) < 0)
+			*old_no_port = 0;
+		int one = 1;
+		(void)setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
+		logf_("fd %d: %s -> %s:%u pinned to port %u (IP_LOCAL_PORT_RANGE)", fd, lbuf, rbuf, remote_port, port);
+		return PIN_RANGE;
+	}
+	if (errno != ENOPROTOOPT && errno != EINVAL)
+		return PIN_NONE;
+	/* Before Linux 6.3: bind the port (and the address the app bound, or
+	 * the wildcard, so routing still picks the source address). */
+	struct sockaddr_storage b;
+	memset(&b, 0, sizeof(b));
+	socklen_t blen;
+	if (fam == AF_INET) {
+		struct sockaddr_in *b4 = (struct sockaddr_in *)&b;
+		b4->sin_family = AF_INET;
+		b4->sin_port = htons(port);
+		if (bound_addr)
+			b4->sin_addr = ((struct sockaddr_in *)&bound)->sin_addr;
+		blen = sizeof(*b4);
+	} else {
+		struct sockaddr_in6 *b6 = (struct sockaddr_in6 *)&b;
+		b6->sin6_family = AF_INET6;
+		b6->sin6_port = htons(port);
+		if (bound_addr) {
+			b6->sin6_addr = ((struct sockaddr_in6 *)&bound)->sin6_addr;
+			b6->sin6_scope_id = ((struct sockaddr_in6 *)&bound)->sin6_scope_id;
+		}
+		blen = sizeof(*b6);
+	}
+	if (bind(fd, (struct sockaddr *)&b, blen) == 0) {
+		logf_("fd %d: %s -> %s:%u bound to port %u (bind)", fd, lbuf, rbuf, remote_port, port);
+		return PIN_BIND;
+	}
+	logf_("fd %d: bind to port %u failed (errno %d): plain connect", fd, port, errno);
+	return PIN_NONE;
+}
+
+int connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	pthread_once(&init_once, init);
+	if (!real_connect) {
+		errno = ENOSYS;
+		return -1;
+	}
+	int saved = errno;
+	int old_no_port = 0;
+	enum pin_how how = steer(fd, addr, len, &old_no_port);
+	errno = saved;
+	int r = real_connect(fd, addr, len);
+	if (r == 0 || how != PIN_RANGE)
+		return r;
+	int err = errno;
+	if (err != EADDRNOTAVAIL && err != EADDRINUSE)
+		return r; /* EINPROGRESS, ECONNREFUSED, ...: the connect's own result */
+	/* The pinned port's 4-tuple is taken (e.g. TIME_WAIT): undo the pin
+	 * and let the kernel choose. */
+	unsigned zero = 0;
+	(void)setsockopt(fd, IPPROTO_IP, IP_LOCAL_PORT_RANGE, &zero, sizeof(zero));
+	(void)setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &old_no_port, sizeof(old_no_port));
+	logf_("fd %d: pinned port unavailable (errno %d): plain connect", fd, err);
+	errno = saved;
+	return real_connect(fd, addr, len);
+}

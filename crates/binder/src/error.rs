@@ -1,0 +1,67 @@
+//! The binders' errors: one enum, each variant carrying what failed.
+
+use std::io;
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BinderError {
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{what}: {source}")]
+    Bpf {
+        what: String,
+        #[source]
+        source: libbpf_rs::Error,
+    },
+    #[error("needs root (CAP_BPF, CAP_NET_ADMIN, CAP_SYS_ADMIN): {what}")]
+    Privilege { what: String },
+    #[error("missing kernel feature: {what}")]
+    KernelFeature { what: String },
+    #[error("no cgroup v2 hierarchy is mounted (none in /proc/self/mounts)")]
+    NoCgroup2,
+    #[error("{path} is not a directory of a cgroup v2 hierarchy")]
+    NotACgroup { path: String },
+    #[error("the cgroup binder is not attached to {path} (no pins in {pins})")]
+    NotAttached { path: String, pins: String },
+    #[error("no network namespace named {name} (/run/netns/{name})")]
+    NoSuchNetns { name: String },
+    #[error("cannot plan ports: {0}")]
+    Plan(String),
+    #[error(transparent)]
+    Rss(#[from] rss::RssError),
+}
+
+impl BinderError {
+    pub(crate) fn io(what: impl Into<String>, source: io::Error) -> Self {
+        BinderError::Io {
+            what: what.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn bpf(what: impl Into<String>, source: libbpf_rs::Error) -> Self {
+        BinderError::Bpf {
+            what: what.into(),
+            source,
+        }
+    }
+
+    /// True when the error is about privilege or the kernel (exit code 3),
+    /// false for bad input (exit code 2).
+    pub fn is_environment(&self) -> bool {
+        match self {
+            BinderError::Privilege { .. }
+            | BinderError::KernelFeature { .. }
+            | BinderError::NoCgroup2 => true,
+            BinderError::Io { source, .. } => source.kind() == io::ErrorKind::PermissionDenied,
+            BinderError::Bpf { source, .. } => {
+                source.kind() == libbpf_rs::ErrorKind::PermissionDenied
+            }
+            _ => false,
+        }
+    }
+}
