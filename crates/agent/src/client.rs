@@ -514,8 +514,11 @@ impl AgentClient {
                             limit: MAX_RESPONSE,
                         });
                     }
-                    // Stop early once a Content-Length body is complete.
+                    // Complete by its Content-Length: wait briefly for the
+                    // agent to close first, so that the TIME_WAIT state stays
+                    // on its side and the same source port can ask again.
                     if let Ok(Some(a)) = parse_answer(&raw, false) {
+                        Self::wait_for_close(&mut stream, deadline);
                         return Ok(a);
                     }
                 }
@@ -543,6 +546,22 @@ impl AgentClient {
                 url: self.url.clone(),
                 reason,
             }),
+        }
+    }
+
+    /// Reads until EOF for at most 100 ms (and not past the deadline).
+    fn wait_for_close(stream: &mut TcpStream, deadline: Instant) {
+        let until = deadline.min(Instant::now() + Duration::from_millis(100));
+        let mut buf = [0u8; 512];
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
+                return;
+            }
+            match stream.read(&mut buf) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
         }
     }
 
