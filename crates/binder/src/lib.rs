@@ -32,6 +32,7 @@ pub mod error;
 pub mod netns;
 pub mod plan;
 pub mod preload;
+pub mod run;
 
 pub use cgroup::{BinderStats, CgroupBinder, TempCgroup};
 pub use error::BinderError;

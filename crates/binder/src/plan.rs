@@ -41,6 +41,10 @@ pub struct PortSet {
     pub low: u16,
     pub high: u16,
     pub reserved: BTreeSet<u16>,
+    /// Where the search starts, as an offset into `low..=high` (wrapping).
+    /// Plans made with different offsets use different ports, so a new
+    /// plan does not run into the TIME_WAIT sockets of the last one.
+    pub offset: u32,
 }
 
 impl Default for PortSet {
@@ -50,15 +54,21 @@ impl Default for PortSet {
             low: 32768,
             high: 60999,
             reserved: BTreeSet::new(),
+            offset: 0,
         }
     }
 }
 
 impl PortSet {
     /// This namespace's `net.ipv4.ip_local_port_range` and
-    /// `ip_local_reserved_ports` (the defaults if unreadable).
+    /// `ip_local_reserved_ports` (the defaults if unreadable), searched from
+    /// a random offset.
     pub fn from_system() -> PortSet {
+        use std::hash::{BuildHasher, Hasher};
         let mut set = PortSet::default();
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        set.offset = h.finish() as u32;
         if let Ok(text) = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range") {
             let v: Vec<u16> = text
                 .split_whitespace()
@@ -78,7 +88,12 @@ impl PortSet {
     }
 
     fn ports(&self) -> impl Iterator<Item = u16> + '_ {
-        (self.low..=self.high).filter(|p| *p != 0 && !self.reserved.contains(p))
+        let (low, high) = (u32::from(self.low), u32::from(self.high.max(self.low)));
+        let n = high - low + 1;
+        let start = self.offset % n;
+        (0..n)
+            .map(move |i| (low + (start + i) % n) as u16)
+            .filter(|p| *p != 0 && !self.reserved.contains(p))
     }
 }
 
@@ -259,6 +274,7 @@ mod tests {
             low: 40000,
             high: 40100,
             reserved: parse_port_list("40000-40050, 40060\n"),
+            offset: 77,
         };
         let plan = plan_ports(
             &c,

@@ -42,6 +42,11 @@ pub enum Command {
     /// Show, on a real datapath, how kernel-chosen source ports make parallel
     /// flows collide on receive queues.
     Demo(DemoArgs),
+    /// Run a command with steered source ports (LD_PRELOAD, or `--bpf`: a
+    /// cgroup BPF binder).
+    Exec(crate::cmd::exec::ExecArgs),
+    /// Attach the cgroup BPF binder to a cgroup (or `--detach` it).
+    Attach(crate::cmd::exec::AttachArgs),
 }
 
 #[derive(Debug, Subcommand)]

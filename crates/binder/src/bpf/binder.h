@@ -59,7 +59,7 @@ enum binder_stat {
 	BINDER_STAT_BIND_FAILED,   /* bpf_bind attempts that failed (port in use, ...) */
 	BINDER_STAT_FALLBACK,      /* connects left to the kernel after BINDER_MAX_TRIES failures */
 	BINDER_STAT_NO_PLAN,       /* TCP connects to a destination without a plan */
-	BINDER_STAT_SKIPPED,       /* not TCP, already bound, or IPv4-mapped IPv6 */
+	BINDER_STAT_SKIPPED,       /* not TCP, already bound, SO_REUSEADDR/SO_REUSEPORT, IPv4-mapped IPv6 */
 	BINDER_STAT_MAX,
 };
 

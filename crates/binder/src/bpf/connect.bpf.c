@@ -24,6 +24,9 @@
 #include "binder.h"
 
 #define SOCK_STREAM 1
+#define SOL_SOCKET 1
+#define SO_REUSEADDR 2
+#define SO_REUSEPORT 15
 #define AF_INET 2
 #define AF_INET6 10
 
@@ -71,6 +74,16 @@ static __always_inline int bind_planned(struct bpf_sock_addr *ctx, const struct 
 					 const struct binder_host *host, void *sa, int len,
 					 __u16 *port_be, __u8 *local, __u32 local_len)
 {
+	/* A socket with SO_REUSEADDR/SO_REUSEPORT may bind a port another
+	 * such socket holds; connect() would then fail with EADDRNOTAVAIL if
+	 * both went to the same destination. Leave those to the kernel. */
+	int reuse = 0, reuseport = 0;
+	if (bpf_getsockopt(ctx, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof(reuse)) != 0 ||
+	    bpf_getsockopt(ctx, SOL_SOCKET, SO_REUSEPORT, &reuseport, sizeof(reuseport)) != 0 ||
+	    reuse || reuseport) {
+		count(BINDER_STAT_SKIPPED);
+		return 1;
+	}
 	struct binder_plan *plan = bpf_map_lookup_elem(&plans, dest);
 	struct binder_counter *ctr = bpf_map_lookup_elem(&counters, host);
 	if (!plan || !ctr || plan->count == 0 || plan->count > BINDER_MAX_PORTS) {
@@ -83,9 +96,12 @@ static __always_inline int bind_planned(struct bpf_sock_addr *ctx, const struct 
 		__builtin_memcpy(local, plan->local, 16);
 	for (int i = 0; i < BINDER_MAX_TRIES; i++) {
 		__u64 n = __sync_fetch_and_add(&ctr->next, 1);
-		__u32 slot = n % plan->count;
+		__u32 slot = (__u32)(n % plan->count);
 		if (slot >= BINDER_MAX_PORTS)
 			break;
+		/* A no-op after the check, but a 32-bit AND zero-extends, which
+		 * gives the verifier the 64-bit bound it needs for the index. */
+		slot &= BINDER_MAX_PORTS - 1;
 		__u16 port = plan->ports[slot];
 		if (port == 0)
 			continue;

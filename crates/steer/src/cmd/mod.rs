@@ -1,6 +1,7 @@
 //! Command dispatch: each module turns arguments into library calls and prints.
 
 mod demo;
+pub mod exec;
 mod lab;
 mod nic;
 mod rss;
@@ -15,5 +16,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Nic(cmd) => nic::run(cmd, json),
         Command::Lab(cmd) => lab::run(cmd, json),
         Command::Demo(args) => demo::run(args, json),
+        Command::Exec(args) => exec::run_exec(args, json),
+        Command::Attach(args) => exec::run_attach(args, json),
     }
 }
