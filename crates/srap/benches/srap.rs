@@ -1,0 +1,61 @@
+//! Port steering costs, excluding the network and /proc reads.
+//!
+//! `cargo bench -p srap --bench srap`
+//!
+//! - `plan_64_flows_64_cpus`: ports for 64 flows over a 64-queue receiver
+//!   (52-byte random key, 128-entry table), full range free. Goal < 100 us.
+//! - `port_for_queue`: one port for a given queue (64 queues), random
+//!   start. Goal < 1 us.
+//! - `queue_of`: one candidate port's queue (two table lookups).
+//! - `predictor_new`: building the per-destination tables.
+
+use std::hint::black_box;
+use std::net::IpAddr;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use rss::{L4Proto, RssConfig, RssKey};
+use srap::{plan, PlanOptions, PortPredictor, PortRange};
+
+fn config(queues: u32) -> RssConfig {
+    let mut rng = StdRng::seed_from_u64(52);
+    let key: Vec<u8> = (0..52).map(|_| rng.gen()).collect();
+    RssConfig::ethtool_default(RssKey::new(key).expect("52 bytes"), queues, 128).expect("valid")
+}
+
+fn predictor(queues: u32) -> PortPredictor {
+    let local: IpAddr = "10.77.1.1".parse().expect("address");
+    let remote: IpAddr = "10.77.1.2".parse().expect("address");
+    PortPredictor::new(&config(queues), local, remote, 5201, L4Proto::Tcp).expect("predictor")
+}
+
+fn bench(c: &mut Criterion) {
+    let p = predictor(64);
+    let options = PlanOptions::default();
+    c.bench_function("plan_64_flows_64_cpus", |b| {
+        b.iter(|| plan(black_box(&p), 64, &options).expect("plan"))
+    });
+    let range = PortRange::LINUX_DEFAULT;
+    let mut q = 0u32;
+    c.bench_function("port_for_queue", |b| {
+        b.iter(|| {
+            q = (q + 1) % 64;
+            p.port_for_queue(black_box(q), range, |_| true)
+        })
+    });
+    let mut port = 32768u16;
+    c.bench_function("queue_of", |b| {
+        b.iter(|| {
+            port = port.wrapping_add(1);
+            p.queue_of(black_box(port))
+        })
+    });
+    let cfg = config(64);
+    let (l, r): (IpAddr, IpAddr) = ("10.77.1.1".parse().expect("a"), "10.77.1.2".parse().expect("a"));
+    c.bench_function("predictor_new", |b| {
+        b.iter(|| PortPredictor::new(black_box(&cfg), l, r, 5201, L4Proto::Tcp).expect("p"))
+    });
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,53 @@
+//! Errors of the port predictor and planner. Each variant names what is wrong
+//! and, where there is one, what to do about it.
+
+use std::io;
+use std::path::PathBuf;
+
+use rss::RssError;
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum SrapError {
+    #[error(transparent)]
+    Rss(#[from] RssError),
+    /// The receiver does not hash the source port for this flow type, so no
+    /// choice of port changes where the flow lands.
+    #[error(
+        "the receiver hashes only {hashed} of {flow_type} flows, not the source port, so source ports \
+         cannot steer them (the receiver would need e.g. `ethtool -N DEV rx-flow-hash {flow_type} sdfn`)"
+    )]
+    PortNotHashed {
+        flow_type: &'static str,
+        hashed: String,
+    },
+    #[error("protocol {0} has no ports; only TCP and UDP flows can be steered by source port")]
+    NoPorts(String),
+    #[error("local and remote address must be the same family ({local} vs {remote})")]
+    MixedFamilies { local: String, remote: String },
+    #[error(
+        "port range {low}-{high} has {found} usable source ports for the requested {wanted} flows \
+         (ports in use, reserved or outside ip_local_port_range are skipped); widen the range or close connections"
+    )]
+    Exhausted {
+        wanted: usize,
+        found: usize,
+        low: u16,
+        high: u16,
+    },
+    #[error("bad port range '{0}' (expected LOW-HIGH with 1 <= LOW <= HIGH <= 65535)")]
+    BadPortRange(String),
+    #[error("bad port list '{0}' (expected PORT or LOW-HIGH, comma separated)")]
+    BadPortList(String),
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{path}: unexpected line '{line}'")]
+    Parse { path: PathBuf, line: String },
+    #[error("invalid parameter: {0}")]
+    Parameter(String),
+}

@@ -1,0 +1,255 @@
+//! Planning N flows: source ports round-robin over the receiver's distinct
+//! CPUs (SRAP paper, section 3: "returns collision-free ports via
+//! round-robin allocation"), least-loaded CPU first when flows outnumber
+//! cores, skipping ports that are in use or reserved.
+//!
+//! The planner scans the port range once from a random offset, buckets each
+//! free port by the CPU its flow lands on, and stops as soon as every CPU has
+//! as many candidates as the assignment can give it. With the two-lookup
+//! predictor ([`crate::predict`]) that is a few hundred ports for 64 CPUs.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use rss::{L4Proto, RssConfig};
+use serde::{Deserialize, Serialize};
+
+use crate::error::SrapError;
+use crate::ports::{LocalPorts, PortRange, PortSet};
+use crate::predict::PortPredictor;
+
+/// Inputs of a plan besides the receiver's config.
+#[derive(Debug, Clone)]
+pub struct PlanOptions {
+    /// Source ports to choose from (the host's `ip_local_port_range`).
+    pub range: PortRange,
+    /// Ports never to choose: in use or reserved.
+    pub excluded: PortSet,
+    /// Load per receiver CPU, any unit, lower is better (e.g. the agent's
+    /// softirq share). CPUs not listed count as 0.
+    pub loads: BTreeMap<u32, f64>,
+    /// Flows already on each receiver CPU (e.g. live leases to the same
+    /// receiver); the plan evens out the total.
+    pub existing: BTreeMap<u32, u32>,
+    /// Seed of the scan's random starting offset; `None` for a random one.
+    pub seed: Option<u64>,
+}
+
+impl Default for PlanOptions {
+    fn default() -> Self {
+        PlanOptions {
+            range: PortRange::LINUX_DEFAULT,
+            excluded: PortSet::new(),
+            loads: BTreeMap::new(),
+            existing: BTreeMap::new(),
+            seed: None,
+        }
+    }
+}
+
+impl PlanOptions {
+    /// The host's port range, reserved ports and ports in use.
+    pub fn from_local(local: &LocalPorts) -> Self {
+        PlanOptions {
+            range: local.range,
+            excluded: local.excluded(),
+            ..PlanOptions::default()
+        }
+    }
+}
+
+/// One planned flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanEntry {
+    /// Source port to bind.
+    pub port: u16,
+    /// Receive queue the flow lands on.
+    pub queue: u32,
+    /// CPU that processes it.
+    pub cpu: u32,
+    /// The receiver's RSS hash of the flow.
+    pub hash: u32,
+}
+
+/// Ports for N flows and where each lands.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub local: IpAddr,
+    pub remote: IpAddr,
+    pub remote_port: u16,
+    pub flows: usize,
+    /// In assignment order: distinct CPUs first, least loaded first.
+    pub entries: Vec<PlanEntry>,
+    /// CPUs the receiver's indirection table can reach.
+    pub cpus: Vec<u32>,
+    /// Distinct CPUs the plan uses.
+    pub cpus_used: usize,
+    /// Most flows on one CPU after the plan (counting `existing`).
+    pub max_per_cpu: u32,
+    /// The best possible: ceil((flows + existing) / CPUs).
+    pub ideal_max_per_cpu: u32,
+    /// CPUs no free port in the range reaches (known only when the whole
+    /// range was scanned; empty otherwise).
+    pub unreachable_cpus: Vec<u32>,
+    /// Ports examined.
+    pub ports_scanned: u32,
+}
+
+/// The CPUs the indirection table reaches: each entry's queue's IRQ CPU, or
+/// its RPS CPUs.
+pub fn reachable_cpus(config: &RssConfig) -> Vec<u32> {
+    let mut cpus: Vec<u32> = Vec::new();
+    let mut queues: Vec<u32> = config.indirection_table.entries().to_vec();
+    queues.sort_unstable();
+    queues.dedup();
+    for q in queues {
+        match config.rps_cpus.get(q as usize) {
+            Some(rps) if !rps.is_empty() => cpus.extend(rps),
+            _ => cpus.push(config.queue_cpus.get(q as usize).copied().unwrap_or(q)),
+        }
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    cpus
+}
+
+/// The assignment order: lowest (flows so far, load, CPU) first.
+fn pick(counts: &[u32], loads: &[f64], available: impl Fn(usize) -> bool) -> Option<usize> {
+    (0..counts.len()).filter(|&i| available(i)).min_by(|&a, &b| {
+        counts[a]
+            .cmp(&counts[b])
+            .then(loads[a].total_cmp(&loads[b]))
+            .then(a.cmp(&b))
+    })
+}
+
+/// Plans `flows` source ports for the predictor's (local, remote, remote port).
+pub fn plan(
+    predictor: &PortPredictor,
+    flows: usize,
+    options: &PlanOptions,
+) -> Result<Plan, SrapError> {
+    let targets = reachable_cpus(predictor.config());
+    let n = targets.len();
+    let loads: Vec<f64> = targets
+        .iter()
+        .map(|c| options.loads.get(c).copied().unwrap_or(0.0))
+        .collect();
+    let existing: Vec<u32> = targets
+        .iter()
+        .map(|c| options.existing.get(c).copied().unwrap_or(0))
+        .collect();
+
+    // How many flows each CPU gets if every CPU is reachable.
+    let mut need = vec![0usize; n];
+    let mut counts = existing.clone();
+    for _ in 0..flows {
+        if let Some(i) = pick(&counts, &loads, |_| true) {
+            need[i] += 1;
+            counts[i] += 1;
+        }
+    }
+    let mut unsatisfied = need.iter().filter(|&&k| k > 0).count();
+
+    // One pass over the range, bucketing free ports by CPU.
+    let range = options.range;
+    let start = match options.seed {
+        Some(seed) => StdRng::seed_from_u64(seed).gen_range(0..range.len()),
+        None => rand::thread_rng().gen_range(0..range.len()),
+    };
+    let mut candidates: Vec<Vec<u16>> = vec![Vec::new(); n];
+    let mut scanned = 0u32;
+    let mut complete = true;
+    if unsatisfied > 0 {
+        for port in predictor.scan(range, start) {
+            scanned += 1;
+            if options.excluded.contains(port) {
+                continue;
+            }
+            let Ok(slot) = targets.binary_search(&predictor.cpu_of(port)) else {
+                continue;
+            };
+            let bucket = &mut candidates[slot];
+            if bucket.len() < flows {
+                bucket.push(port);
+                if bucket.len() == need[slot] {
+                    unsatisfied -= 1;
+                    if unsatisfied == 0 {
+                        complete = false;
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    let found: usize = candidates.iter().map(Vec::len).sum();
+    if found < flows {
+        return Err(SrapError::Exhausted {
+            wanted: flows,
+            found,
+            low: range.low,
+            high: range.high,
+        });
+    }
+
+    // Round-robin over CPUs, least flows then least load first.
+    let mut counts = existing;
+    let mut used = vec![0usize; n];
+    let mut entries = Vec::with_capacity(flows);
+    for _ in 0..flows {
+        let Some(i) = pick(&counts, &loads, |i| used[i] < candidates[i].len()) else {
+            break;
+        };
+        let port = candidates[i][used[i]];
+        used[i] += 1;
+        counts[i] += 1;
+        let placement = predictor.place(port);
+        entries.push(PlanEntry {
+            port,
+            queue: placement.queue,
+            cpu: placement.cpu,
+            hash: placement.hash,
+        });
+    }
+    let total: u32 = counts.iter().sum();
+    let unreachable_cpus = if complete {
+        targets
+            .iter()
+            .zip(&candidates)
+            .filter(|(_, c)| c.is_empty())
+            .map(|(&cpu, _)| cpu)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Ok(Plan {
+        local: predictor.local(),
+        remote: predictor.remote(),
+        remote_port: predictor.remote_port(),
+        flows,
+        entries,
+        cpus_used: used.iter().filter(|&&u| u > 0).count(),
+        max_per_cpu: counts.iter().copied().max().unwrap_or(0),
+        ideal_max_per_cpu: total.div_ceil(n.max(1) as u32),
+        cpus: targets,
+        unreachable_cpus,
+        ports_scanned: scanned,
+    })
+}
+
+/// The seam every front end calls: a plan for `flows` flows from `local` to
+/// `remote:remote_port`, given the receiver's config (from a file, stated
+/// assumptions, or an agent).
+pub fn plan_from_config(
+    config: &RssConfig,
+    local: IpAddr,
+    remote: IpAddr,
+    remote_port: u16,
+    proto: L4Proto,
+    flows: usize,
+    options: &PlanOptions,
+) -> Result<Plan, SrapError> {
+    let predictor = PortPredictor::new(config, local, remote, remote_port, proto)?;
+    plan(&predictor, flows, options)
+}
