@@ -275,6 +275,53 @@ impl Default for PlusParams {
     }
 }
 
+/// How many ranked candidate servers [`PlusTable`] keeps per bucket.
+pub const PLUS_CANDIDATES: usize = 4;
+
+/// What [`CrossRssPlus`] gives the data plane for one interval.
+///
+/// Two plain arrays and a number, so a data plane can copy them into BPF
+/// maps: the primary table, the ranked candidates of each bucket, and the
+/// budget of new connections each core may take until the next update.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlusTable {
+    /// Bucket -> server id (the first candidate).
+    pub table: BucketTable,
+    /// `candidates[b * k .. (b + 1) * k]`: servers for bucket `b`, best first.
+    pub candidates: Vec<u32>,
+    /// Candidates per bucket (`min(servers, PLUS_CANDIDATES)`).
+    pub k: usize,
+    /// New connections any one core may receive per interval (at least 1).
+    /// Per new connection, the data plane takes the first candidate whose
+    /// core for the bucket is under budget, else the candidate whose core has
+    /// taken the fewest (see [`PlusTable::pick`]).
+    pub conn_budget: u32,
+}
+
+impl PlusTable {
+    /// The data plane's choice for a new connection in `bucket`: `core_of(server
+    /// index in candidates order -> core)` gives the candidate's core and
+    /// `taken(server, core)` what that core took this interval.
+    pub fn pick(
+        &self,
+        bucket: usize,
+        mut taken: impl FnMut(u32) -> u32,
+    ) -> u32 {
+        let cands = &self.candidates[bucket * self.k..(bucket + 1) * self.k];
+        let mut best = (u32::MAX, cands[0]);
+        for &server in cands {
+            let t = taken(server);
+            if t < self.conn_budget {
+                return server;
+            }
+            if t < best.0 {
+                best = (t, server);
+            }
+        }
+        best.1
+    }
+}
+
 /// Steer's CrossRSS controller. Stateful: it keeps damped loads between
 /// intervals. See docs/crossrss.md for why each step is there.
 ///
@@ -282,14 +329,19 @@ impl Default for PlusParams {
 /// 1. damp every core's reported load with an EWMA;
 /// 2. damp each bucket's new load (packets of connections that began in the
 ///    bucket during the last interval, counted by the load balancer, which
-///    sees every packet);
+///    sees every packet) and the number of new connections per interval;
 /// 3. take buckets from the heaviest new load down, and give each to the
 ///    candidate core (one per server: the core that server's RSS uses for the
 ///    bucket) with the least *predicted* load, adding the bucket's new load
 ///    to that prediction at once (water-filling), so buckets do not herd onto
 ///    the core that looked idlest at the start;
 /// 4. skip a candidate whose core was already given `cap_factor` times its
-///    fair share of new load in this interval.
+///    fair share of new load in this interval;
+/// 5. rank the other candidates of each bucket and give every core a budget of
+///    new connections (`cap_factor` times its fair share, at least 1) that
+///    the data plane enforces per connection ([`PlusTable::pick`]), so that
+///    connections arriving together (a burst, or the first interval, when
+///    nothing is known yet) still spread.
 #[derive(Debug, Clone)]
 pub struct CrossRssPlus {
     params: PlusParams,
@@ -299,6 +351,7 @@ pub struct CrossRssPlus {
     servers: Vec<u32>,
     damped: Vec<Vec<f64>>,
     bucket_load: Vec<f64>,
+    new_conns: f64,
     order: Vec<usize>,
 }
 
@@ -310,6 +363,7 @@ impl CrossRssPlus {
             servers: Vec::new(),
             damped: Vec::new(),
             bucket_load: vec![0.0; buckets],
+            new_conns: 0.0,
             order: (0..buckets).collect(),
         }
     }
@@ -318,13 +372,15 @@ impl CrossRssPlus {
         self.params
     }
 
-    /// One interval: the reports and the new load the load balancer counted
-    /// per bucket (any non-negative unit; only ratios matter).
+    /// One interval: the reports, the new load the load balancer counted per
+    /// bucket (any non-negative unit; only ratios matter) and the number of
+    /// new connections it saw.
     pub fn update(
         &mut self,
         reports: &[AgentReport],
         bucket_new_load: &[f64],
-    ) -> Result<BucketTable, ReportError> {
+        new_connections: f64,
+    ) -> Result<PlusTable, ReportError> {
         validate_reports(reports, self.buckets)?;
         if bucket_new_load.len() != self.buckets {
             return Err(ReportError::WrongBucketCount {
@@ -333,25 +389,25 @@ impl CrossRssPlus {
                 expected: self.buckets,
             });
         }
-        if let Some((bucket, &load)) = bucket_new_load
-            .iter()
-            .enumerate()
-            .find(|(_, l)| !l.is_finite() || **l < 0.0 || **l > MAX_LOAD)
-        {
+        let bad = |l: f64| !l.is_finite() || l < 0.0 || l > MAX_LOAD;
+        if let Some((bucket, &load)) = bucket_new_load.iter().enumerate().find(|(_, l)| bad(**l)) {
             return Err(ReportError::NonFiniteLoad {
                 server: u32::MAX,
                 core: bucket,
                 load,
             });
         }
+        if bad(new_connections) {
+            return Err(ReportError::NonFiniteLoad {
+                server: u32::MAX,
+                core: usize::MAX,
+                load: new_connections,
+            });
+        }
         let p = self.params;
         // 1. Damped core loads.
         let same_servers = self.servers.len() == reports.len()
-            && self
-                .servers
-                .iter()
-                .zip(reports)
-                .all(|(s, r)| *s == r.server)
+            && self.servers.iter().zip(reports).all(|(s, r)| *s == r.server)
             && self
                 .damped
                 .iter()
@@ -367,10 +423,11 @@ impl CrossRssPlus {
             self.servers = reports.iter().map(|r| r.server).collect();
             self.damped = reports.iter().map(|r| r.core_loads.clone()).collect();
         }
-        // 2. Damped per-bucket new load, with a floor.
+        // 2. Damped per-bucket new load, with a floor; damped new connections.
         for (e, &l) in self.bucket_load.iter_mut().zip(bucket_new_load) {
             *e = p.bucket_alpha * l + (1.0 - p.bucket_alpha) * *e;
         }
+        self.new_conns = p.bucket_alpha * new_connections + (1.0 - p.bucket_alpha) * self.new_conns;
         let mean = self.bucket_load.iter().sum::<f64>() / self.buckets as f64;
         let floor = (p.floor * mean).max(1e-9);
         let weight = |b: usize, loads: &[f64]| loads[b].max(floor);
@@ -379,45 +436,66 @@ impl CrossRssPlus {
             .sum();
         let cores: usize = reports.iter().map(|r| r.core_loads.len()).sum();
         let cap = p.cap_factor * total_new / cores as f64;
-        // 3. Water-filling, heaviest bucket first.
+        let k = reports.len().min(PLUS_CANDIDATES);
+        let conn_budget = (p.cap_factor * self.new_conns / cores as f64).ceil().max(1.0);
+        let conn_budget = conn_budget.min(f64::from(u32::MAX)) as u32;
+        // 3.-5. Water-filling, heaviest bucket first.
         let loads = &self.bucket_load;
-        self.order.sort_by(|&a, &b| {
-            weight(b, loads)
-                .total_cmp(&weight(a, loads))
-                .then(a.cmp(&b))
-        });
+        self.order
+            .sort_by(|&a, &b| weight(b, loads).total_cmp(&weight(a, loads)).then(a.cmp(&b)));
         let mut predicted = self.damped.clone();
         let mut given: Vec<Vec<f64>> = reports
             .iter()
             .map(|r| vec![0.0; r.core_loads.len()])
             .collect();
         let mut table = vec![0u32; self.buckets];
+        let mut candidates = vec![0u32; self.buckets * k];
+        // (over cap, score, rank, report index), best first.
+        let mut top: Vec<(bool, f64, u64, usize)> = Vec::with_capacity(k + 1);
         for &b in &self.order {
             let w = weight(b, loads);
-            let mut best: Option<(bool, f64, u64, usize, usize)> = None;
+            top.clear();
             for (i, r) in reports.iter().enumerate() {
                 let core = r.bucket_cores[b] as usize;
-                let within_cap = given[i][core] + w <= cap;
-                let score = predicted[i][core] + w;
-                let rank = tie_rank(b, r.server);
-                let candidate = (within_cap, score, rank, i, core);
-                best = match best {
-                    None => Some(candidate),
-                    Some(cur) => {
-                        let wins = (within_cap && !cur.0)
-                            || (within_cap == cur.0 && better(score, rank, cur.1, cur.2));
-                        Some(if wins { candidate } else { cur })
+                let key = (
+                    given[i][core] + w > cap,
+                    predicted[i][core] + w,
+                    tie_rank(b, r.server),
+                    i,
+                );
+                if top.len() == k {
+                    let last = top[k - 1];
+                    if !ahead(&key, &last) {
+                        continue;
                     }
-                };
+                    top.pop();
+                }
+                let at = top.iter().position(|t| ahead(&key, t)).unwrap_or(top.len());
+                top.insert(at, key);
             }
-            if let Some((_, _, _, i, core)) = best {
-                predicted[i][core] += w;
-                given[i][core] += w;
-                table[b] = reports[i].server;
+            let i = top[0].3;
+            let core = reports[i].bucket_cores[b] as usize;
+            predicted[i][core] += w;
+            given[i][core] += w;
+            table[b] = reports[i].server;
+            for (slot, t) in candidates[b * k..(b + 1) * k].iter_mut().zip(&top) {
+                *slot = reports[t.3].server;
             }
         }
-        Ok(BucketTable(table))
+        Ok(PlusTable {
+            table: BucketTable(table),
+            candidates,
+            k,
+            conn_budget,
+        })
     }
+}
+
+/// Whether candidate `a` ranks before `b`: within the cap first, then lower
+/// predicted load, then the tie rank.
+#[inline]
+fn ahead(a: &(bool, f64, u64, usize), b: &(bool, f64, u64, usize)) -> bool {
+    (!a.0 && b.0) || (a.0 == b.0 && better(a.1, a.2, b.1, b.2))
 }
 
 #[cfg(test)]
@@ -499,15 +577,16 @@ mod tests {
             let err = crossrss_table(&reports, 2).unwrap_err();
             assert!(check(&err), "{reports:?}: {err}");
             let mut plus = CrossRssPlus::new(2, PlusParams::default());
-            assert!(plus.update(&reports, &[0.0, 0.0]).is_err());
+            assert!(plus.update(&reports, &[0.0, 0.0], 0.0).is_err());
         }
         assert_eq!(
             crossrss_table(&[ok.clone()], 0),
             Err(ReportError::NoBuckets)
         );
         let mut plus = CrossRssPlus::new(2, PlusParams::default());
-        assert!(plus.update(&[ok.clone()], &[0.0]).is_err());
-        assert!(plus.update(&[ok], &[0.0, f64::NAN]).is_err());
+        assert!(plus.update(&[ok.clone()], &[0.0], 0.0).is_err());
+        assert!(plus.update(&[ok.clone()], &[0.0, f64::NAN], 0.0).is_err());
+        assert!(plus.update(&[ok], &[0.0, 0.0], -1.0).is_err());
     }
 
     fn pseudo_reports(servers: u32, cores: usize, buckets: usize, seed: u64) -> Vec<AgentReport> {
@@ -583,7 +662,7 @@ mod tests {
         // candidates; water-filling spreads the buckets' new load.
         let reports = pseudo_reports(4, 4, 128, 9);
         let mut plus = CrossRssPlus::new(128, PlusParams::default());
-        let t = plus.update(&reports, &vec![1.0; 128]).unwrap();
+        let t = plus.update(&reports, &vec![1.0; 128], 10.0).unwrap().table;
         let mut per_core = std::collections::HashMap::new();
         for (b, &s) in t.entries().iter().enumerate() {
             let r = reports.iter().find(|r| r.server == s).unwrap();

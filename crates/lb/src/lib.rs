@@ -20,6 +20,7 @@ pub mod error;
 pub mod maglev;
 pub mod rng;
 pub mod servers;
+pub mod sim;
 pub mod trace;
 
 pub use controller::{
@@ -28,4 +29,5 @@ pub use controller::{
 };
 pub use error::{ReportError, SimError, TraceError};
 pub use maglev::Maglev;
+pub use sim::{simulate, Policy, PolicyResult, Replay, SimConfig, SimReport, Simulator};
 pub use trace::{Trace, TracePacket, TraceStats};
