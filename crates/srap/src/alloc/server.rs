@@ -1,0 +1,637 @@
+//! The allocator: decisions ([`Allocator`]) and the Unix socket server
+//! ([`Server`]) around them.
+//!
+//! A lease picks, for its (local, remote, remote port), the CPU with the
+//! fewest flows (live leases plus connections that already exist to the
+//! same destination), then a free port that lands there. One mutex
+//! serializes decisions, so racing clients never get the same port and, while
+//! cores remain, never the same CPU. A lease ends with `release`, or when no
+//! socket with its 4-tuple exists any more once the grace period after the
+//! lease has passed (so a connect still in progress is not released).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::{self, BufRead, BufReader, Write};
+use std::net::{IpAddr, SocketAddr};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rss::{L4Proto, RssConfig};
+
+use super::protocol::{
+    parse_request, to_line, ErrorCode, LeaseInfo, LeaseResponse, OkResponse, Refusal, Request,
+    StatusResponse, MAX_LINE, VERSION,
+};
+use super::{source_address_for, AllocError};
+use crate::error::SrapError;
+use crate::plan::{plan, PlanOptions};
+use crate::ports::{LocalPorts, PortSet};
+use crate::predict::PortPredictor;
+
+/// Predictors kept per (proto, local, remote, remote port) before the cache
+/// is emptied.
+const PREDICTOR_CACHE: usize = 4096;
+
+/// TCP states that are not a connection (include/net/tcp_states.h).
+const TCP_TIME_WAIT: u8 = 6;
+const TCP_CLOSE: u8 = 7;
+const TCP_LISTEN: u8 = 10;
+
+#[derive(Debug, Clone)]
+struct Lease {
+    proto: L4Proto,
+    local: IpAddr,
+    remote: IpAddr,
+    remote_port: u16,
+    port: u16,
+    queue: u32,
+    cpu: u32,
+    granted: Instant,
+    connected: bool,
+}
+
+impl Lease {
+    fn tuple(&self) -> (SocketAddr, SocketAddr) {
+        (
+            SocketAddr::new(self.local, self.port),
+            SocketAddr::new(self.remote, self.remote_port),
+        )
+    }
+}
+
+type PredictorKey = (L4Proto, IpAddr, IpAddr, u16);
+
+#[derive(Default)]
+struct State {
+    configs: HashMap<IpAddr, RssConfig>,
+    predictors: HashMap<PredictorKey, PortPredictor>,
+    leases: BTreeMap<u64, Lease>,
+    leased_ports: PortSet,
+    next_id: u64,
+}
+
+/// The allocator's decisions, without a socket.
+pub struct Allocator {
+    state: Mutex<State>,
+    proc_root: PathBuf,
+    grace: Duration,
+}
+
+/// IPv4-mapped IPv6 addresses (`::ffff:a.b.c.d`) as plain IPv4.
+fn canonical(addr: SocketAddr) -> SocketAddr {
+    SocketAddr::new(addr.ip().to_canonical(), addr.port())
+}
+
+fn refuse(err: SrapError) -> Refusal {
+    let code = match &err {
+        SrapError::Exhausted { .. } => ErrorCode::Exhausted,
+        SrapError::Read { .. } | SrapError::Parse { .. } => ErrorCode::Internal,
+        _ => ErrorCode::NotSteerable,
+    };
+    Refusal::new(code, err.to_string())
+}
+
+impl Allocator {
+    /// `proc_root` is where ports in use are read (`/proc`); `grace` how
+    /// long a lease lives without a matching socket.
+    pub fn new(proc_root: impl Into<PathBuf>, grace: Duration) -> Self {
+        Allocator {
+            state: Mutex::new(State {
+                next_id: 1,
+                ..State::default()
+            }),
+            proc_root: proc_root.into(),
+            grace,
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Registers (or replaces) the receiver config for `remote`.
+    pub fn set_config(&self, remote: IpAddr, config: RssConfig) -> Result<(), Refusal> {
+        config
+            .validate()
+            .map_err(|e| Refusal::new(ErrorCode::BadRequest, format!("config: {e}")))?;
+        let remote = remote.to_canonical();
+        let mut state = self.state();
+        state.predictors.retain(|key, _| key.2 != remote);
+        state.configs.insert(remote, config);
+        Ok(())
+    }
+
+    /// Grants a source port for a new flow from `local` (or the routed
+    /// source address) to `remote:remote_port`.
+    pub fn lease(
+        &self,
+        proto: L4Proto,
+        local: Option<IpAddr>,
+        remote: IpAddr,
+        remote_port: u16,
+    ) -> Result<LeaseResponse, Refusal> {
+        let remote = remote.to_canonical();
+        let local = match local {
+            Some(l) => l.to_canonical(),
+            None => source_address_for(SocketAddr::new(remote, remote_port))
+                .map_err(|e| {
+                    Refusal::new(
+                        ErrorCode::Internal,
+                        format!("no route to {remote} to pick a local address: {e}"),
+                    )
+                })?
+                .to_canonical(),
+        };
+        if !matches!(proto, L4Proto::Tcp | L4Proto::Udp) {
+            return Err(Refusal::new(ErrorCode::BadRequest, "proto is tcp or udp"));
+        }
+        let mut state = self.state();
+        let State {
+            configs,
+            predictors,
+            leases,
+            leased_ports,
+            next_id,
+        } = &mut *state;
+        let key = (proto, local, remote, remote_port);
+        if !predictors.contains_key(&key) {
+            let Some(config) = configs.get(&remote) else {
+                return Err(Refusal::new(
+                    ErrorCode::NoConfig,
+                    format!("no RSS config for remote {remote} (send set_config, or start the allocator with --config FILE --for {remote})"),
+                ));
+            };
+            let predictor = PortPredictor::new(config, local, remote, remote_port, proto)
+                .map_err(refuse)?;
+            if predictors.len() >= PREDICTOR_CACHE {
+                predictors.clear();
+            }
+            predictors.insert(key, predictor);
+        }
+        let Some(predictor) = predictors.get(&key) else {
+            return Err(Refusal::new(ErrorCode::Internal, "predictor cache"));
+        };
+        let host = LocalPorts::read_from(&self.proc_root, proto).map_err(refuse)?;
+        let mut options = PlanOptions::from_local(&host);
+        options.excluded.union_with(leased_ports);
+        // Flows already on each CPU for this destination: leases, and
+        // connections made without the allocator.
+        for lease in leases.values() {
+            if (lease.proto, lease.local, lease.remote, lease.remote_port) == key {
+                *options.existing.entry(lease.cpu).or_default() += 1;
+            }
+        }
+        let destination = SocketAddr::new(remote, remote_port);
+        for socket in &host.sockets {
+            let (l, r) = (canonical(socket.local), canonical(socket.remote));
+            let connection = !matches!(socket.state, TCP_TIME_WAIT | TCP_CLOSE | TCP_LISTEN);
+            if connection
+                && r == destination
+                && l.ip() == local
+                && !leased_ports.contains(l.port())
+            {
+                *options.existing.entry(predictor.cpu_of(l.port())).or_default() += 1;
+            }
+        }
+        let planned = plan(predictor, 1, &options).map_err(refuse)?;
+        let Some(entry) = planned.entries.first().copied() else {
+            return Err(Refusal::new(ErrorCode::Exhausted, "no port planned"));
+        };
+        let id = *next_id;
+        *next_id += 1;
+        leased_ports.insert(entry.port);
+        leases.insert(
+            id,
+            Lease {
+                proto,
+                local,
+                remote,
+                remote_port,
+                port: entry.port,
+                queue: entry.queue,
+                cpu: entry.cpu,
+                granted: Instant::now(),
+                connected: false,
+            },
+        );
+        Ok(LeaseResponse {
+            v: VERSION,
+            port: entry.port,
+            queue: entry.queue,
+            cpu: entry.cpu,
+            lease: id,
+        })
+    }
+
+    /// Ends a lease.
+    pub fn release(&self, lease: u64) -> Result<(), Refusal> {
+        let mut state = self.state();
+        match state.leases.remove(&lease) {
+            Some(l) => {
+                state.leased_ports.remove(l.port);
+                Ok(())
+            }
+            None => Err(Refusal::new(
+                ErrorCode::UnknownLease,
+                format!("no lease {lease} (released already, or its connection closed)"),
+            )),
+        }
+    }
+
+    /// Live leases and the remotes with a config.
+    pub fn status(&self) -> StatusResponse {
+        let state = self.state();
+        let mut remotes: Vec<IpAddr> = state.configs.keys().copied().collect();
+        remotes.sort();
+        StatusResponse {
+            v: VERSION,
+            leases: state
+                .leases
+                .iter()
+                .map(|(&id, l)| LeaseInfo {
+                    lease: id,
+                    proto: l.proto,
+                    local: l.local,
+                    remote: l.remote,
+                    remote_port: l.remote_port,
+                    port: l.port,
+                    queue: l.queue,
+                    cpu: l.cpu,
+                    age_ms: l.granted.elapsed().as_millis() as u64,
+                    connected: l.connected,
+                })
+                .collect(),
+            remotes,
+        }
+    }
+
+    /// True when some lease is past its grace period, so [`Self::sweep`]
+    /// has something to check.
+    pub fn needs_sweep(&self) -> bool {
+        let now = Instant::now();
+        self.state()
+            .leases
+            .values()
+            .any(|l| now.duration_since(l.granted) >= self.grace)
+    }
+
+    /// Releases every lease past its grace period whose 4-tuple is not in
+    /// `live` (local, remote) for its protocol. Returns how many were released.
+    pub fn sweep(&self, live: &HashMap<L4Proto, HashSet<(SocketAddr, SocketAddr)>>) -> usize {
+        let now = Instant::now();
+        let mut state = self.state();
+        let mut gone = Vec::new();
+        for (&id, lease) in state.leases.iter_mut() {
+            let Some(sockets) = live.get(&lease.proto) else {
+                continue;
+            };
+            if sockets.contains(&lease.tuple()) {
+                lease.connected = true;
+            } else if now.duration_since(lease.granted) >= self.grace {
+                gone.push(id);
+            }
+        }
+        for id in &gone {
+            if let Some(l) = state.leases.remove(id) {
+                state.leased_ports.remove(l.port);
+            }
+        }
+        gone.len()
+    }
+
+    /// Reads the live sockets of each protocol with a lease and sweeps.
+    /// TCP from sock_diag (`rss::live::tcp_sockets`), falling back to
+    /// `/proc/net/tcp*`; UDP from `/proc/net/udp*`. A protocol whose
+    /// sockets cannot be read is left alone.
+    pub fn sweep_now(&self) -> usize {
+        if !self.needs_sweep() {
+            return 0;
+        }
+        let protos: HashSet<L4Proto> = self.state().leases.values().map(|l| l.proto).collect();
+        let mut live = HashMap::new();
+        for proto in protos {
+            let sockets = match proto {
+                L4Proto::Tcp => match rss::live::tcp_sockets() {
+                    Ok(list) => Some(
+                        list.iter()
+                            .map(|s| (canonical(s.local), canonical(s.remote)))
+                            .collect(),
+                    ),
+                    Err(_) => self.proc_sockets(proto),
+                },
+                _ => self.proc_sockets(proto),
+            };
+            if let Some(sockets) = sockets {
+                live.insert(proto, sockets);
+            }
+        }
+        self.sweep(&live)
+    }
+
+    fn proc_sockets(&self, proto: L4Proto) -> Option<HashSet<(SocketAddr, SocketAddr)>> {
+        let host = LocalPorts::read_from(&self.proc_root, proto).ok()?;
+        Some(
+            host.sockets
+                .iter()
+                .filter(|s| !matches!(s.state, TCP_TIME_WAIT | TCP_CLOSE | TCP_LISTEN))
+                .map(|s| (canonical(s.local), canonical(s.remote)))
+                .collect(),
+        )
+    }
+
+    /// Answers one request line. `may_configure` says whether the peer may
+    /// send `set_config` (root or the allocator's own user).
+    pub fn handle_line(&self, line: &str, may_configure: bool) -> String {
+        let result = parse_request(line).and_then(|request| match request {
+            Request::Lease {
+                proto,
+                local,
+                remote,
+                remote_port,
+            } => self
+                .lease(proto, local, remote, remote_port)
+                .map(|r| to_line(&r)),
+            Request::Release { lease } => self.release(lease).map(|()| ok_line()),
+            Request::SetConfig { remote, config } => {
+                if !may_configure {
+                    return Err(Refusal::new(
+                        ErrorCode::Forbidden,
+                        "set_config is allowed only for root and the allocator's user",
+                    ));
+                }
+                self.set_config(remote, *config).map(|()| ok_line())
+            }
+            Request::Status => Ok(to_line(&self.status())),
+        });
+        result.unwrap_or_else(|refusal| refusal.to_line())
+    }
+}
+
+fn ok_line() -> String {
+    to_line(&OkResponse {
+        v: VERSION,
+        ok: true,
+    })
+}
+
+/// How the server runs.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    pub socket: PathBuf,
+    /// A lease without a matching socket lives this long (default 2 s).
+    pub grace: Duration,
+    /// How often leases are checked against live sockets.
+    pub sweep_interval: Duration,
+    /// Clients connected at once; more get a `busy` error.
+    pub max_clients: usize,
+    /// A client silent this long is disconnected.
+    pub idle_timeout: Duration,
+    /// procfs root for ports in use.
+    pub proc_root: PathBuf,
+}
+
+impl ServerOptions {
+    pub fn new(socket: impl Into<PathBuf>) -> Self {
+        ServerOptions {
+            socket: socket.into(),
+            grace: Duration::from_secs(2),
+            sweep_interval: Duration::from_millis(500),
+            max_clients: 256,
+            idle_timeout: Duration::from_secs(30),
+            proc_root: PathBuf::from("/proc"),
+        }
+    }
+}
+
+/// The allocator on a Unix socket.
+pub struct Server {
+    listener: UnixListener,
+    allocator: Arc<Allocator>,
+    options: ServerOptions,
+    stop: Arc<AtomicBool>,
+    /// Held while the server lives: a second allocator on the same path
+    /// fails instead of stealing the socket.
+    _lock: nix::fcntl::Flock<std::fs::File>,
+}
+
+fn lock_path(socket: &Path) -> PathBuf {
+    let mut name = socket.as_os_str().to_owned();
+    name.push(".lock");
+    PathBuf::from(name)
+}
+
+impl Server {
+    /// Creates the socket (and its directory), mode 0666 so any local user
+    /// can lease; a stale socket file from a dead allocator is replaced.
+    pub fn bind(options: ServerOptions) -> Result<Self, AllocError> {
+        let path = options.socket.clone();
+        let io_err = |source: io::Error| AllocError::Listen {
+            path: path.clone(),
+            source,
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(io_err)?;
+        }
+        let lock_file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(lock_path(&path))
+            .map_err(io_err)?;
+        let lock = nix::fcntl::Flock::lock(lock_file, nix::fcntl::FlockArg::LockExclusiveNonblock)
+            .map_err(|_| AllocError::AlreadyRunning(path.clone()))?;
+        if path.exists() {
+            if UnixStream::connect(&path).is_ok() {
+                return Err(AllocError::AlreadyRunning(path));
+            }
+            std::fs::remove_file(&path).map_err(io_err)?;
+        }
+        let listener = UnixListener::bind(&path).map_err(io_err)?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).map_err(io_err)?;
+        Ok(Server {
+            listener,
+            allocator: Arc::new(Allocator::new(&options.proc_root, options.grace)),
+            options,
+            stop: Arc::new(AtomicBool::new(false)),
+            _lock: lock,
+        })
+    }
+
+    pub fn allocator(&self) -> &Arc<Allocator> {
+        &self.allocator
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.options.socket
+    }
+
+    /// Serves until the stop flag of a [`ServerHandle`] is set.
+    pub fn run(self) -> Result<(), AllocError> {
+        let sweeper = {
+            let (allocator, stop) = (self.allocator.clone(), self.stop.clone());
+            let interval = self.options.sweep_interval;
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(interval);
+                    allocator.sweep_now();
+                }
+            })
+        };
+        let active = Arc::new(AtomicUsize::new(0));
+        let my_uid = nix::unistd::geteuid().as_raw();
+        for stream in self.listener.incoming() {
+            if self.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let mut stream = match stream {
+                Ok(s) => s,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if matches!(e.raw_os_error(), Some(23 | 24)) => {
+                    // ENFILE/EMFILE
+                    // Out of file descriptors: back off instead of spinning.
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
+                }
+                Err(source) => {
+                    return Err(AllocError::Io {
+                        path: self.options.socket.clone(),
+                        source,
+                    })
+                }
+            };
+            if active.load(Ordering::Relaxed) >= self.options.max_clients {
+                let busy = Refusal::new(ErrorCode::Busy, "too many clients; try again");
+                let _ = stream.write_all(busy.to_line().as_bytes());
+                continue;
+            }
+            let may_configure =
+                nix::sys::socket::getsockopt(&stream, nix::sys::socket::sockopt::PeerCredentials)
+                    .is_ok_and(|c| c.uid() == 0 || c.uid() == my_uid);
+            active.fetch_add(1, Ordering::Relaxed);
+            let (allocator, active) = (self.allocator.clone(), active.clone());
+            let idle = self.options.idle_timeout;
+            std::thread::spawn(move || {
+                let _ = serve_client(stream, &allocator, may_configure, idle);
+                active.fetch_sub(1, Ordering::Relaxed);
+            });
+        }
+        let _ = sweeper.join();
+        let _ = std::fs::remove_file(&self.options.socket);
+        Ok(())
+    }
+
+    /// Runs the server on a background thread.
+    pub fn spawn(self) -> ServerHandle {
+        let stop = self.stop.clone();
+        let path = self.options.socket.clone();
+        let allocator = self.allocator.clone();
+        let thread = std::thread::spawn(move || self.run());
+        ServerHandle {
+            stop,
+            path,
+            allocator,
+            thread: Some(thread),
+        }
+    }
+}
+
+/// A server running on a background thread; dropping it stops the server
+/// and removes the socket.
+pub struct ServerHandle {
+    stop: Arc<AtomicBool>,
+    path: PathBuf,
+    allocator: Arc<Allocator>,
+    thread: Option<JoinHandle<Result<(), AllocError>>>,
+}
+
+impl ServerHandle {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn allocator(&self) -> &Arc<Allocator> {
+        &self.allocator
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        // Wake the accept loop.
+        let _ = UnixStream::connect(&self.path);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+enum Line {
+    Text(Vec<u8>),
+    TooLong,
+    Eof,
+}
+
+/// Reads one line of at most [`MAX_LINE`] bytes, never buffering more.
+fn read_line<R: BufRead>(reader: &mut R) -> io::Result<Line> {
+    let mut buf = Vec::new();
+    let n = io::Read::take(reader, MAX_LINE as u64 + 1).read_until(b'\n', &mut buf)?;
+    if n == 0 {
+        return Ok(Line::Eof);
+    }
+    if buf.last() != Some(&b'\n') && buf.len() > MAX_LINE {
+        return Ok(Line::TooLong);
+    }
+    Ok(Line::Text(buf))
+}
+
+fn serve_client(
+    stream: UnixStream,
+    allocator: &Allocator,
+    may_configure: bool,
+    idle: Duration,
+) -> io::Result<()> {
+    stream.set_read_timeout(Some(idle))?;
+    stream.set_write_timeout(Some(idle))?;
+    let mut writer = stream.try_clone()?;
+    let mut reader = BufReader::new(stream);
+    loop {
+        let response = match read_line(&mut reader)? {
+            Line::Eof => return Ok(()),
+            Line::TooLong => {
+                let refusal = Refusal::new(
+                    ErrorCode::TooLong,
+                    format!("request line longer than {MAX_LINE} bytes"),
+                );
+                writer.write_all(refusal.to_line().as_bytes())?;
+                return Ok(());
+            }
+            Line::Text(bytes) => match std::str::from_utf8(&bytes) {
+                Ok(text) if text.trim().is_empty() => continue,
+                Ok(text) => allocator.handle_line(text.trim(), may_configure),
+                Err(_) => Refusal::new(ErrorCode::BadRequest, "request is not UTF-8").to_line(),
+            },
+        };
+        writer.write_all(response.as_bytes())?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_lines_are_cut_without_buffering_them() {
+        let mut big = vec![b'x'; MAX_LINE + 10];
+        big.push(b'\n');
+        let mut reader = io::Cursor::new(big);
+        assert!(matches!(read_line(&mut reader).unwrap(), Line::TooLong));
+        let mut reader = io::Cursor::new(b"{}\nrest".to_vec());
+        assert!(matches!(read_line(&mut reader).unwrap(), Line::Text(t) if t == b"{}\n"));
+        assert!(matches!(read_line(&mut reader).unwrap(), Line::Text(t) if t == b"rest"));
+        assert!(matches!(read_line(&mut reader).unwrap(), Line::Eof));
+    }
+}
