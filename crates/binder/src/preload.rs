@@ -61,7 +61,9 @@ pub fn install_shim_in(dir: &Path) -> Result<PathBuf, BinderError> {
     }
     std::fs::create_dir_all(dir)
         .map_err(|e| BinderError::io(format!("create {}", dir.display()), e))?;
-    let tmp = dir.join(format!(".{SHIM_NAME}.{}", std::process::id()));
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".{SHIM_NAME}.{}.{n}", std::process::id()));
     let write = || -> std::io::Result<()> {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(SHIM)?;

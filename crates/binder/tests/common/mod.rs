@@ -1,0 +1,139 @@
+//! Test helpers: a minimal allocator (the protocol of docs/binders.md, the
+//! server side only as far as the tests need it) and a "probe": this test
+//! binary re-executed as a child process (with LD_PRELOAD, in a cgroup or a
+//! namespace) to run one connect scenario and print its result.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixListener;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// What the fake allocator answers.
+#[derive(Clone, Debug)]
+pub enum Answer {
+    /// Ports handed out in turn (one lease per request, cycling).
+    Ports(Vec<u16>),
+    Error,
+    Garbage,
+    OldVersion,
+    /// Answers after this long (longer than the shim waits).
+    Slow(Duration),
+    /// Closes without answering.
+    Hangup,
+}
+
+pub struct Allocator {
+    pub path: PathBuf,
+    pub requests: Arc<Mutex<Vec<serde_json::Value>>>,
+    answer: Arc<Mutex<Answer>>,
+}
+
+impl Allocator {
+    pub fn start(answer: Answer) -> Allocator {
+        let dir = std::env::temp_dir().join(format!(
+            "binder-test-{}-{}",
+            std::process::id(),
+            rand::random::<u32>()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("alloc.sock");
+        let listener = UnixListener::bind(&path).unwrap();
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let answer = Arc::new(Mutex::new(answer));
+        let (r, a) = (requests.clone(), answer.clone());
+        std::thread::spawn(move || {
+            let mut next = 0usize;
+            let mut lease = 0u64;
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { return };
+                let mut line = String::new();
+                if BufReader::new(&conn).read_line(&mut line).is_err() {
+                    continue;
+                }
+                if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) {
+                    r.lock().unwrap().push(v);
+                }
+                let answer = a.lock().unwrap().clone();
+                let reply = match answer {
+                    Answer::Ports(ports) => {
+                        let port = ports[next % ports.len()];
+                        next += 1;
+                        lease += 1;
+                        format!(
+                            "{{\"v\":1,\"port\":{port},\"queue\":0,\"cpu\":0,\"lease\":{lease}}}\n"
+                        )
+                    }
+                    Answer::Error => "{\"v\":1,\"error\":\"no port\"}\n".to_string(),
+                    Answer::Garbage => "\u{1}\u{2}not json at all\n".to_string(),
+                    Answer::OldVersion => "{\"v\":0,\"port\":45000}\n".to_string(),
+                    Answer::Slow(d) => {
+                        std::thread::sleep(d);
+                        "{\"v\":1,\"port\":45000,\"queue\":0,\"cpu\":0,\"lease\":1}\n".to_string()
+                    }
+                    Answer::Hangup => continue,
+                };
+                let _ = conn.write_all(reply.as_bytes());
+            }
+        });
+        Allocator {
+            path,
+            requests,
+            answer,
+        }
+    }
+
+    pub fn set(&self, answer: Answer) {
+        *self.answer.lock().unwrap() = answer;
+    }
+
+    pub fn request_count(&self) -> usize {
+        self.requests.lock().unwrap().len()
+    }
+}
+
+impl Drop for Allocator {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+        if let Some(dir) = self.path.parent() {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+}
+
+/// A command that re-runs this test binary's `probe` test with `scenario`
+/// and its arguments in the environment.
+pub fn probe_command(scenario: &str, args: &[String]) -> Command {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", "probe", "--nocapture", "--test-threads=1", "-q"])
+        .env("BINDER_PROBE", scenario)
+        .env("BINDER_PROBE_ARGS", args.join(" "))
+        .env_remove("LD_PRELOAD");
+    cmd
+}
+
+/// The probe's result line (`PROBE {json}`) from a finished child.
+pub fn probe_result(out: &std::process::Output) -> serde_json::Value {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("PROBE "))
+        .unwrap_or_else(|| {
+            panic!(
+                "probe printed no result; stdout: {stdout}; stderr: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    serde_json::from_str(line).unwrap()
+}
+
+pub fn root(what: &str) -> bool {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    eprintln!("skipped: needs root ({what})");
+    false
+}
