@@ -1,0 +1,476 @@
+//! The SRPIC sorter: Listing 1 of "Sorting Reordered Packets with Interrupt
+//! Coalescing" (Wu, Crawford, Mhashilkar, section 3.3), over descriptors.
+//!
+//! A receive loop calls [`Sorter::push`] for each packet it takes from the
+//! ring, in ring order, and [`Sorter::end_batch`] when the ring is empty (the
+//! end of interrupt coalescing). Both append the ids of packets to deliver
+//! upward, in delivery order, to `out`. The sorter never sees a payload: a
+//! packet is an id chosen by the caller (an index into its batch or ring)
+//! plus a [`Descriptor`]. [`Sorter::sort_batch`] does a whole batch at once.
+//!
+//! Per flow (the 4-tuple) a *manager* holds `NextExp` and three lists:
+//! - **Prev**: sorted, packets whose first sequence number is below `NextExp`;
+//! - **Curr**: in sequence; the first packet of a block starts it, and every
+//!   packet whose sequence number equals `NextExp` is appended and advances
+//!   `NextExp` to its end (`seq + payload length`);
+//! - **After**: sorted, packets above `NextExp`.
+//!
+//! A manager is flushed (Prev, then Curr, then After) when its packet count
+//! reaches the block size; all managers are flushed when the number of
+//! packets held since the last full flush reaches the ring size, and at the
+//! end of every batch. Unsuitable packets ([`Descriptor::Pass`]) go up at once.
+//!
+//! Decisions (see docs/srpic.md):
+//! - Comparisons with `NextExp` use serial-number arithmetic (RFC 1982), and
+//!   Prev/After are sorted by the distance from the block's first sequence
+//!   number, so a block that spans the 2^32 wrap sorts correctly.
+//! - Insertion is stable: equal sequence numbers keep their arrival order.
+//! - The block-size check runs after every held packet, the first of a block
+//!   included. Listing 1 skips it for the first packet, which only matters for
+//!   a block size of 1: there Listing 1 would form blocks of 2, here a block
+//!   size of 1 means "no sorting", as in the paper's Table 1.
+//! - Per-flow state is bounded by `max_flows`. A packet of a new flow that
+//!   finds the table full is delivered at once (it holds nothing, so nothing
+//!   is reordered) and counted in [`SorterStats::passed_table_full`].
+//!   Managers are stateless across blocks; one that has not seen a packet for
+//!   `idle_batches` batches is reclaimed at the end of a batch.
+//! - Flush-all visits managers in the order they first held a packet since
+//!   the previous flush-all, so flows come up roughly in arrival order.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::flow::{FlowKey, FxBuildHasher};
+use crate::seq;
+
+/// A TCP segment the sorter may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpSegment {
+    pub flow: FlowKey,
+    /// Sequence number of the first payload byte.
+    pub seq: u32,
+    /// Payload length in bytes.
+    pub len: u32,
+}
+
+/// What the sorter needs to know about one packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Descriptor {
+    /// A segment suitable for SRPIC (see `wire::PacketInfo::suitability`).
+    Hold(TcpSegment),
+    /// A packet to deliver at once; `flow` when it has a 4-tuple (used by
+    /// [`UnsuitablePolicy::FlushFlowFirst`]).
+    Pass { flow: Option<FlowKey> },
+}
+
+/// What to do with an unsuitable packet whose flow has packets held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnsuitablePolicy {
+    /// Listing 1: deliver it at once, ahead of its flow's held packets.
+    #[default]
+    DeliverAtOnce,
+    /// Deviation (opt-in): flush the flow's manager first, so a FIN or RST
+    /// never overtakes the data before it.
+    FlushFlowFirst,
+}
+
+/// Sorter parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SorterConfig {
+    /// BlockSize: a manager is flushed when it holds this many packets (paper default 32).
+    pub block_size: u32,
+    /// Ringbuffer_Size: all managers are flushed after this many held packets.
+    pub ring_size: u32,
+    /// Most flows with a manager at once.
+    pub max_flows: usize,
+    /// A manager unused for this many batches is reclaimed.
+    pub idle_batches: u32,
+    pub unsuitable: UnsuitablePolicy,
+}
+
+impl Default for SorterConfig {
+    fn default() -> Self {
+        SorterConfig {
+            block_size: 32,
+            ring_size: 512,
+            max_flows: 4096,
+            idle_batches: 64,
+            unsuitable: UnsuitablePolicy::DeliverAtOnce,
+        }
+    }
+}
+
+/// A configuration the sorter cannot run with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("block size must be at least 1")]
+    ZeroBlockSize,
+    #[error("ring size must be at least 1")]
+    ZeroRingSize,
+    #[error("max flows must be at least 1")]
+    ZeroMaxFlows,
+}
+
+/// Counters, cumulative since the sorter was made.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct SorterStats {
+    /// Every packet pushed.
+    pub packets_in: u64,
+    /// Every packet delivered (equals `packets_in` after `end_batch`).
+    pub packets_out: u64,
+    /// Packets held in a manager.
+    pub held: u64,
+    /// Held packets that went to Prev or After (arrived out of sequence).
+    pub out_of_sequence: u64,
+    /// Unsuitable packets delivered at once.
+    pub passed_unsuitable: u64,
+    /// Suitable packets delivered at once because the flow table was full.
+    pub passed_table_full: u64,
+    /// Manager flushes because a block reached the block size.
+    pub block_flushes: u64,
+    /// Flush-alls because the ring size was reached.
+    pub ring_flushes: u64,
+    /// Batches ended (each flushes all).
+    pub batches: u64,
+    /// Manager flushes forced by an unsuitable packet (`FlushFlowFirst`).
+    pub unsuitable_flushes: u64,
+    /// Blocks delivered (non-empty manager flushes of any cause).
+    pub blocks: u64,
+    pub managers_created: u64,
+    pub managers_reclaimed: u64,
+}
+
+impl SorterStats {
+    /// Mean packets per delivered block.
+    pub fn mean_block(&self) -> f64 {
+        if self.blocks == 0 {
+            0.0
+        } else {
+            self.held as f64 / self.blocks as f64
+        }
+    }
+}
+
+/// A copy of one manager's state, for tests and debugging.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ManagerView {
+    pub next_exp: u32,
+    pub packet_count: u32,
+    pub prev: Vec<u32>,
+    pub curr: Vec<u32>,
+    pub after: Vec<u32>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    id: u32,
+    /// Serial distance from the block's first sequence number.
+    key: i32,
+}
+
+#[derive(Debug)]
+struct Manager {
+    flow: FlowKey,
+    count: u32,
+    next_exp: u32,
+    base: u32,
+    prev: Vec<Held>,
+    curr: Vec<u32>,
+    after: Vec<Held>,
+    last_batch: u64,
+    listed: bool,
+}
+
+impl Manager {
+    fn new(flow: FlowKey) -> Self {
+        Manager {
+            flow,
+            count: 0,
+            next_exp: 0,
+            base: 0,
+            prev: Vec::new(),
+            curr: Vec::new(),
+            after: Vec::new(),
+            last_batch: 0,
+            listed: false,
+        }
+    }
+
+    /// Add_packet_to_list_and_sort, stable.
+    fn insert_sorted(list: &mut Vec<Held>, h: Held) {
+        if list.last().is_none_or_le(h.key) {
+            list.push(h);
+        } else {
+            let at = list.partition_point(|x| x.key <= h.key);
+            list.insert(at, h);
+        }
+    }
+
+    /// Flush_SRPIC_manager: Prev, Curr, After, then reinitialise.
+    fn flush(&mut self, out: &mut Vec<u32>) -> u32 {
+        out.extend(self.prev.iter().map(|h| h.id));
+        out.extend_from_slice(&self.curr);
+        out.extend(self.after.iter().map(|h| h.id));
+        self.prev.clear();
+        self.curr.clear();
+        self.after.clear();
+        std::mem::take(&mut self.count)
+    }
+}
+
+trait LastKey {
+    fn is_none_or_le(self, key: i32) -> bool;
+}
+
+impl LastKey for Option<&Held> {
+    #[inline]
+    fn is_none_or_le(self, key: i32) -> bool {
+        match self {
+            None => true,
+            Some(h) => h.key <= key,
+        }
+    }
+}
+
+const NO_SLOT: u32 = u32::MAX;
+
+/// The SRPIC sorter. See the module documentation.
+#[derive(Debug)]
+pub struct Sorter {
+    cfg: SorterConfig,
+    index: HashMap<FlowKey, u32, FxBuildHasher>,
+    managers: Vec<Manager>,
+    free: Vec<u32>,
+    /// Managers that held a packet since the last flush-all, in that order.
+    listed: Vec<u32>,
+    /// Global_SRPIC_PacketCnt.
+    global: u32,
+    /// Packets held right now, over all managers.
+    holding: usize,
+    batch: u64,
+    last_sweep: u64,
+    /// The slot of the last flow looked up (a one-entry cache: a batch is
+    /// mostly runs of one flow).
+    last: u32,
+    stats: SorterStats,
+}
+
+impl Sorter {
+    pub fn new(cfg: SorterConfig) -> Result<Self, ConfigError> {
+        if cfg.block_size == 0 {
+            return Err(ConfigError::ZeroBlockSize);
+        }
+        if cfg.ring_size == 0 {
+            return Err(ConfigError::ZeroRingSize);
+        }
+        if cfg.max_flows == 0 {
+            return Err(ConfigError::ZeroMaxFlows);
+        }
+        Ok(Sorter {
+            cfg,
+            index: HashMap::with_capacity_and_hasher(cfg.max_flows.min(1024), FxBuildHasher::default()),
+            managers: Vec::new(),
+            free: Vec::new(),
+            listed: Vec::new(),
+            global: 0,
+            holding: 0,
+            batch: 0,
+            last_sweep: 0,
+            last: NO_SLOT,
+            stats: SorterStats::default(),
+        })
+    }
+
+    pub fn config(&self) -> &SorterConfig {
+        &self.cfg
+    }
+
+    pub fn stats(&self) -> &SorterStats {
+        &self.stats
+    }
+
+    /// Packets held right now.
+    pub fn holding(&self) -> usize {
+        self.holding
+    }
+
+    /// Flows with a manager right now (at most `max_flows`).
+    pub fn flows(&self) -> usize {
+        self.index.len()
+    }
+
+    /// The state of `flow`'s manager, if it has one.
+    pub fn manager(&self, flow: &FlowKey) -> Option<ManagerView> {
+        let m = &self.managers[*self.index.get(flow)? as usize];
+        Some(ManagerView {
+            next_exp: m.next_exp,
+            packet_count: m.count,
+            prev: m.prev.iter().map(|h| h.id).collect(),
+            curr: m.curr.clone(),
+            after: m.after.iter().map(|h| h.id).collect(),
+        })
+    }
+
+    /// Takes one packet from the ring (the body of Listing 1's loop).
+    /// Appends to `out` the ids of packets this makes deliverable.
+    pub fn push(&mut self, id: u32, desc: &Descriptor, out: &mut Vec<u32>) {
+        self.stats.packets_in += 1;
+        let seg = match desc {
+            Descriptor::Hold(seg) => seg,
+            Descriptor::Pass { flow } => {
+                if let (UnsuitablePolicy::FlushFlowFirst, Some(flow)) = (self.cfg.unsuitable, flow) {
+                    if let Some(&slot) = self.index.get(flow) {
+                        if self.managers[slot as usize].count > 0 {
+                            self.stats.unsuitable_flushes += 1;
+                            self.flush_one(slot, out);
+                        }
+                    }
+                }
+                self.stats.passed_unsuitable += 1;
+                self.deliver(id, out);
+                return;
+            }
+        };
+        let Some(slot) = self.find_or_create(&seg.flow) else {
+            self.stats.passed_table_full += 1;
+            self.deliver(id, out);
+            return;
+        };
+        let batch = self.batch;
+        let m = &mut self.managers[slot as usize];
+        m.last_batch = batch;
+        if m.count == 0 {
+            m.base = seg.seq;
+            m.next_exp = seg.seq.wrapping_add(seg.len);
+            m.curr.push(id);
+            if !m.listed {
+                m.listed = true;
+                self.listed.push(slot);
+            }
+        } else {
+            let key = seg.seq.wrapping_sub(m.base) as i32;
+            match seq::distance(m.next_exp, seg.seq) {
+                0 => {
+                    m.curr.push(id);
+                    m.next_exp = seg.seq.wrapping_add(seg.len);
+                }
+                d if d < 0 => {
+                    Manager::insert_sorted(&mut m.prev, Held { id, key });
+                    self.stats.out_of_sequence += 1;
+                }
+                _ => {
+                    Manager::insert_sorted(&mut m.after, Held { id, key });
+                    self.stats.out_of_sequence += 1;
+                }
+            }
+        }
+        m.count += 1;
+        self.holding += 1;
+        self.stats.held += 1;
+        if m.count >= self.cfg.block_size {
+            self.stats.block_flushes += 1;
+            self.flush_one(slot, out);
+        }
+        self.global += 1;
+        if self.global >= self.cfg.ring_size {
+            self.stats.ring_flushes += 1;
+            self.flush_all(out);
+        }
+    }
+
+    /// The ring is empty: flush all managers (end of interrupt coalescing),
+    /// and reclaim managers idle for `idle_batches` batches.
+    pub fn end_batch(&mut self, out: &mut Vec<u32>) {
+        self.flush_all(out);
+        self.batch += 1;
+        self.stats.batches += 1;
+        let idle = u64::from(self.cfg.idle_batches);
+        if self.batch - self.last_sweep >= idle.max(1) {
+            self.last_sweep = self.batch;
+            let batch = self.batch;
+            let managers = &self.managers;
+            let free = &mut self.free;
+            let before = self.index.len();
+            self.index.retain(|_, slot| {
+                let keep = batch - managers[*slot as usize].last_batch <= idle;
+                if !keep {
+                    free.push(*slot);
+                }
+                keep
+            });
+            let reclaimed = before - self.index.len();
+            if reclaimed > 0 {
+                self.stats.managers_reclaimed += reclaimed as u64;
+                self.last = NO_SLOT;
+            }
+        }
+    }
+
+    /// Sorts one batch: ids are indices into `batch`. Appends every index
+    /// exactly once to `out`, in delivery order. `batch.len()` must fit a u32.
+    pub fn sort_batch(&mut self, batch: &[Descriptor], out: &mut Vec<u32>) {
+        for (id, desc) in (0u32..).zip(batch) {
+            self.push(id, desc, out);
+        }
+        self.end_batch(out);
+    }
+
+    #[inline]
+    fn deliver(&mut self, id: u32, out: &mut Vec<u32>) {
+        out.push(id);
+        self.stats.packets_out += 1;
+    }
+
+    fn flush_one(&mut self, slot: u32, out: &mut Vec<u32>) {
+        let n = self.managers[slot as usize].flush(out);
+        if n > 0 {
+            self.holding -= n as usize;
+            self.stats.packets_out += u64::from(n);
+            self.stats.blocks += 1;
+        }
+    }
+
+    /// Flush_all_SRPIC_managers, and Global_SRPIC_PacketCnt = 0.
+    fn flush_all(&mut self, out: &mut Vec<u32>) {
+        let mut listed = std::mem::take(&mut self.listed);
+        for &slot in &listed {
+            self.managers[slot as usize].listed = false;
+            self.flush_one(slot, out);
+        }
+        listed.clear();
+        self.listed = listed;
+        self.global = 0;
+    }
+
+    #[inline]
+    fn find_or_create(&mut self, flow: &FlowKey) -> Option<u32> {
+        if self.last != NO_SLOT && self.managers[self.last as usize].flow == *flow {
+            return Some(self.last);
+        }
+        if let Some(&slot) = self.index.get(flow) {
+            self.last = slot;
+            return Some(slot);
+        }
+        if self.index.len() >= self.cfg.max_flows {
+            return None;
+        }
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                let m = &mut self.managers[slot as usize];
+                m.flow = *flow;
+                m.count = 0;
+                slot
+            }
+            None => {
+                self.managers.push(Manager::new(*flow));
+                (self.managers.len() - 1) as u32
+            }
+        };
+        self.index.insert(*flow, slot);
+        self.stats.managers_created += 1;
+        self.last = slot;
+        Some(slot)
+    }
+}
