@@ -1,0 +1,537 @@
+//! Declared test cases and their expansion into a matrix.
+//!
+//! A case is declared once (in `cases.toml`, built in, or in a user's file
+//! passed with `--cases`) as a command line with `{placeholders}`, a table of
+//! parameters whose cross product is the matrix, the metrics to read from
+//! the command's JSON (a JSON pointer, a unit, which direction is better)
+//! and checks that decide PASS or FAIL. See docs/bench.md.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::BenchError;
+
+/// The cases that ship with Steer: one `[[case]]` block per experiment or benchmark.
+pub const BUILTIN_CASES: &str = include_str!("../cases.toml");
+
+/// A file of case declarations (`[[case]]` tables).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaseFile {
+    #[serde(default, rename = "case")]
+    pub cases: Vec<CaseSpec>,
+}
+
+/// One declared case, before expansion.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaseSpec {
+    /// Short name, first part of every case id (`demo`, `xdp-overhead`).
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// Program and arguments. `{steer}` is the running `steer` binary,
+    /// `{root}` the directory the run starts in, `{PARAM}` a parameter value.
+    pub command: Vec<String>,
+    /// Arguments appended with `--quick` (usually `["--quick"]`).
+    #[serde(default)]
+    pub quick_args: Vec<String>,
+    /// A different command line for `--quick` (instead of `quick_args`).
+    #[serde(default)]
+    pub quick_command: Option<Vec<String>>,
+    /// Parameter name -> values; the matrix is their cross product.
+    #[serde(default)]
+    pub params: BTreeMap<String, Vec<Value>>,
+    /// Seconds before the case is killed (TIMEOUT).
+    #[serde(default = "default_timeout")]
+    pub timeout: u64,
+    /// Timeout for the quick variant; `timeout` when absent.
+    #[serde(default)]
+    pub quick_timeout: Option<u64>,
+    #[serde(default)]
+    pub requires: Requires,
+    /// Values read from the JSON output; each must be present (else NOVALUE).
+    #[serde(default)]
+    pub metrics: Vec<MetricSpec>,
+    /// Conditions on the JSON output; a false one makes the case FAIL.
+    #[serde(default)]
+    pub checks: Vec<CheckSpec>,
+}
+
+fn default_timeout() -> u64 {
+    600
+}
+
+/// Preconditions; a missing one makes the case NORUN (with the reason).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Requires {
+    /// Needs euid 0.
+    #[serde(default)]
+    pub root: bool,
+    /// Programs that must be on PATH.
+    #[serde(default)]
+    pub programs: Vec<String>,
+    /// Files that must exist (relative to the run directory).
+    #[serde(default)]
+    pub files: Vec<String>,
+    /// A `steer` subcommand that must exist, e.g. `["lb", "sim"]` (checked
+    /// with `steer lb sim --help`): lets a case be declared before its command lands.
+    #[serde(default)]
+    pub steer_command: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Better {
+    Higher,
+    Lower,
+    /// Informational: changes are shown, never judged.
+    None,
+}
+
+/// A number (or array of numbers) in the output.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricSpec {
+    pub name: String,
+    /// JSON pointer (RFC 6901), plus `key=value` segments that pick the
+    /// array element whose `key` equals `value` (`/ways/name=random/perfect_fraction`).
+    pub pointer: String,
+    #[serde(default)]
+    pub unit: String,
+    pub better: Better,
+}
+
+/// `pointer op value` or `pointer op same_as`, e.g. `/ratio > 0`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckSpec {
+    pub pointer: String,
+    /// One of `==`, `!=`, `<`, `<=`, `>`, `>=`, `exists`.
+    pub op: String,
+    #[serde(default)]
+    pub value: Option<Value>,
+    /// Compare with the value at this other pointer instead of `value`.
+    #[serde(default)]
+    pub same_as: Option<String>,
+    /// What the check means, for the report.
+    #[serde(default)]
+    pub about: String,
+}
+
+/// One cell of the matrix: a spec with every parameter fixed.
+#[derive(Debug, Clone, Serialize)]
+pub struct Case {
+    /// `name/param=value/...` (parameters in name order); unique in a run.
+    pub id: String,
+    pub spec: CaseSpec,
+    pub params: BTreeMap<String, String>,
+}
+
+impl CaseFile {
+    pub fn parse(text: &str, origin: &str) -> Result<CaseFile, BenchError> {
+        let file: CaseFile = toml::from_str(text).map_err(|e| BenchError::CaseFile {
+            path: origin.into(),
+            reason: e.to_string().replace('\n', " "),
+        })?;
+        for spec in &file.cases {
+            spec.validate()?;
+        }
+        Ok(file)
+    }
+
+    pub fn load(path: &Path) -> Result<CaseFile, BenchError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| BenchError::io(format!("read {}", path.display()), e))?;
+        Self::parse(&text, &path.display().to_string())
+    }
+
+    pub fn builtin() -> Result<CaseFile, BenchError> {
+        Self::parse(BUILTIN_CASES, "built-in cases.toml")
+    }
+}
+
+impl CaseSpec {
+    fn validate(&self) -> Result<(), BenchError> {
+        let bad = |reason: String| {
+            Err(BenchError::Case {
+                case: self.name.clone(),
+                reason,
+            })
+        };
+        if self.name.is_empty() || self.name.contains(['/', '=', ',', ' ']) {
+            return bad("a name is non-empty, without '/', '=', ',' or spaces".into());
+        }
+        if self.command.is_empty() || self.quick_command.as_ref().is_some_and(Vec::is_empty) {
+            return bad("empty command".into());
+        }
+        for (k, values) in &self.params {
+            if values.is_empty() {
+                return bad(format!("parameter '{k}' has no values"));
+            }
+            if matches!(k.as_str(), "steer" | "root") {
+                return bad(format!("parameter name '{k}' is reserved"));
+            }
+        }
+        let quick = self.quick_command.iter().flatten();
+        let files = self.requires.files.iter();
+        for arg in self
+            .command
+            .iter()
+            .chain(&self.quick_args)
+            .chain(quick)
+            .chain(files)
+        {
+            for p in placeholders(arg) {
+                if p != "steer" && p != "root" && !self.params.contains_key(&p) {
+                    return bad(format!("unknown placeholder {{{p}}} in '{arg}'"));
+                }
+            }
+        }
+        for c in &self.checks {
+            let known = ["==", "!=", "<", "<=", ">", ">=", "exists"];
+            if !known.contains(&c.op.as_str()) {
+                return bad(format!("check op '{}' is not one of {known:?}", c.op));
+            }
+            if c.op != "exists" && c.value.is_none() == c.same_as.is_none() {
+                return bad(format!(
+                    "check on {} needs exactly one of value, same_as",
+                    c.pointer
+                ));
+            }
+        }
+        if self.timeout == 0 || self.quick_timeout == Some(0) {
+            return bad("timeout must be at least 1 second".into());
+        }
+        Ok(())
+    }
+
+    /// The cross product of the parameters, in a stable order.
+    pub fn expand(&self) -> Vec<Case> {
+        let mut combos: Vec<BTreeMap<String, String>> = vec![BTreeMap::new()];
+        for (k, values) in &self.params {
+            let mut next = Vec::new();
+            for combo in &combos {
+                for v in values {
+                    let mut c = combo.clone();
+                    c.insert(k.clone(), value_text(v));
+                    next.push(c);
+                }
+            }
+            combos = next;
+        }
+        combos
+            .into_iter()
+            .map(|params| {
+                let mut id = self.name.clone();
+                for (k, v) in &params {
+                    id.push_str(&format!("/{k}={v}"));
+                }
+                Case {
+                    id,
+                    spec: self.clone(),
+                    params,
+                }
+            })
+            .collect()
+    }
+}
+
+impl Case {
+    /// The argv to run, placeholders filled in.
+    pub fn argv(&self, quick: bool, steer: &str, root: &str) -> Vec<String> {
+        let args: Vec<&String> = match (quick, &self.spec.quick_command) {
+            (true, Some(cmd)) => cmd.iter().collect(),
+            (true, None) => self
+                .spec
+                .command
+                .iter()
+                .chain(&self.spec.quick_args)
+                .collect(),
+            (false, _) => self.spec.command.iter().collect(),
+        };
+        args.into_iter()
+            .map(|a| self.fill(a, steer, root))
+            .collect()
+    }
+
+    /// `arg` with `{steer}`, `{root}` and the parameters filled in.
+    pub fn fill(&self, arg: &str, steer: &str, root: &str) -> String {
+        let mut out = arg.replace("{steer}", steer).replace("{root}", root);
+        for (k, v) in &self.params {
+            out = out.replace(&format!("{{{k}}}"), v);
+        }
+        out
+    }
+
+    pub fn timeout(&self, quick: bool) -> u64 {
+        match (quick, self.spec.quick_timeout) {
+            (true, Some(t)) => t,
+            _ => self.spec.timeout,
+        }
+    }
+}
+
+fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The `{name}` placeholders in `arg`.
+fn placeholders(arg: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = arg;
+    while let Some(start) = rest.find('{') {
+        let Some(len) = rest[start..].find('}') else {
+            break;
+        };
+        let name = &rest[start + 1..start + len];
+        if !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+        {
+            out.push(name.to_string());
+        }
+        rest = &rest[start + len + 1..];
+    }
+    out
+}
+
+/// All cases: built-ins then `extra` files, expanded; ids must be unique.
+pub fn load_matrix(extra: &[&Path], builtin: bool) -> Result<Vec<Case>, BenchError> {
+    let mut files = Vec::new();
+    if builtin {
+        files.push(CaseFile::builtin()?);
+    }
+    for path in extra {
+        files.push(CaseFile::load(path)?);
+    }
+    let mut cases: Vec<Case> = Vec::new();
+    for file in files {
+        for spec in &file.cases {
+            for case in spec.expand() {
+                if cases.iter().any(|c| c.id == case.id) {
+                    return Err(BenchError::Case {
+                        case: case.id,
+                        reason: "declared twice".into(),
+                    });
+                }
+                cases.push(case);
+            }
+        }
+    }
+    Ok(cases)
+}
+
+/// `--filter`: comma-separated patterns; a case runs when its id matches
+/// any. `*` matches any run of characters; a pattern without `*` matches
+/// ids containing it (`demo/flows=16`, `xdp-overhead*`, `*streams=4`).
+pub fn matches_filter(id: &str, filter: &str) -> bool {
+    filter
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .any(|p| {
+            if p.contains('*') {
+                glob_match(p.as_bytes(), id.as_bytes())
+            } else {
+                id.contains(p)
+            }
+        })
+}
+
+fn glob_match(p: &[u8], s: &[u8]) -> bool {
+    match p.split_first() {
+        None => s.is_empty(),
+        Some((b'*', rest)) => (0..=s.len()).any(|i| glob_match(rest, &s[i..])),
+        Some((c, rest)) => s.first() == Some(c) && glob_match(rest, &s[1..]),
+    }
+}
+
+/// Resolves a JSON pointer with `key=value` selector segments.
+pub fn lookup<'a>(root: &'a Value, pointer: &str) -> Option<&'a Value> {
+    if pointer.is_empty() {
+        return Some(root);
+    }
+    let mut cur = root;
+    for raw in pointer.strip_prefix('/')?.split('/') {
+        let seg = raw.replace("~1", "/").replace("~0", "~");
+        cur = match cur {
+            Value::Object(map) => map.get(&seg)?,
+            Value::Array(items) => match seg.split_once('=') {
+                Some((key, want)) => items
+                    .iter()
+                    .find(|item| item.get(key).map(value_text).as_deref() == Some(want))?,
+                None => items.get(seg.parse::<usize>().ok()?)?,
+            },
+            _ => return None,
+        };
+    }
+    Some(cur)
+}
+
+/// The numbers at a metric's pointer: a number, or an array of numbers.
+pub fn metric_values(root: &Value, pointer: &str) -> Option<Vec<f64>> {
+    match lookup(root, pointer)? {
+        Value::Number(n) => n.as_f64().map(|x| vec![x]),
+        Value::Bool(b) => Some(vec![if *b { 1.0 } else { 0.0 }]),
+        Value::Array(items) if !items.is_empty() => items.iter().map(Value::as_f64).collect(),
+        _ => None,
+    }
+}
+
+impl CheckSpec {
+    /// `Ok(())` when true, else what was found.
+    pub fn evaluate(&self, root: &Value) -> Result<(), String> {
+        let got = lookup(root, &self.pointer);
+        if self.op == "exists" {
+            return got
+                .map(|_| ())
+                .ok_or_else(|| format!("{} is missing", self.pointer));
+        }
+        let got = got.ok_or_else(|| format!("{} is missing", self.pointer))?;
+        let want = match (&self.value, &self.same_as) {
+            (Some(v), _) => v,
+            (None, Some(p)) => lookup(root, p).ok_or_else(|| format!("{p} is missing"))?,
+            (None, None) => return Err("check has no value".into()),
+        };
+        let ok = match (got.as_f64(), want.as_f64()) {
+            (Some(a), Some(b)) => match self.op.as_str() {
+                "==" => a == b,
+                "!=" => a != b,
+                "<" => a < b,
+                "<=" => a <= b,
+                ">" => a > b,
+                ">=" => a >= b,
+                _ => false,
+            },
+            _ => match self.op.as_str() {
+                "==" => got == want,
+                "!=" => got != want,
+                _ => false,
+            },
+        };
+        if ok {
+            Ok(())
+        } else {
+            let want_text = match &self.same_as {
+                Some(p) => format!("{p} ({})", short(want)),
+                None => short(want),
+            };
+            Err(format!(
+                "{} {} {want_text} is false (got {})",
+                self.pointer,
+                self.op,
+                short(got)
+            ))
+        }
+    }
+}
+
+fn short(v: &Value) -> String {
+    let s = v.to_string();
+    if s.len() > 60 {
+        format!(
+            "{}...",
+            &s[..s.char_indices().nth(57).map_or(s.len(), |(i, _)| i)]
+        )
+    } else {
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn builtin_cases_parse_and_expand_to_unique_ids() {
+        let cases = load_matrix(&[], true).unwrap();
+        assert!(cases.iter().any(|c| c.id == "demo/flows=16/queues=32"));
+        assert!(cases.iter().any(|c| c.id.starts_with("xdp-overhead/")));
+        let argv = cases
+            .iter()
+            .find(|c| c.id == "demo/flows=16/queues=32")
+            .unwrap()
+            .argv(true, "/bin/steer", "/r");
+        assert_eq!(argv[0], "/bin/steer");
+        assert!(argv.contains(&"16".to_string()));
+        assert_eq!(argv.last().unwrap(), "--quick");
+    }
+
+    #[test]
+    fn matrix_is_the_cross_product() {
+        let file = CaseFile::parse(
+            r#"[[case]]
+name = "x"
+command = ["echo", "{a}", "{b}"]
+params = { a = [1, 2], b = ["u", "v", "w"] }
+"#,
+            "t",
+        )
+        .unwrap();
+        let cases = file.cases[0].expand();
+        assert_eq!(cases.len(), 6);
+        assert_eq!(cases[0].id, "x/a=1/b=u");
+        assert_eq!(cases[5].argv(false, "s", "r"), ["echo", "2", "w"]);
+    }
+
+    #[test]
+    fn bad_declarations_are_refused() {
+        for text in [
+            "[[case]]\nname = \"a b\"\ncommand = [\"x\"]",
+            "[[case]]\nname = \"a\"\ncommand = []",
+            "[[case]]\nname = \"a\"\ncommand = [\"{nope}\"]",
+            "[[case]]\nname = \"a\"\ncommand = [\"x\"]\nchecks = [{pointer = \"/a\", op = \"~\", value = 1}]",
+            "[[case]]\nname = \"a\"\ncommand = [\"x\"]\nbogus = 1",
+            "[[case]\n",
+        ] {
+            assert!(CaseFile::parse(text, "t").is_err(), "{text}");
+        }
+    }
+
+    #[test]
+    fn filter_patterns() {
+        assert!(matches_filter("demo/flows=16/queues=32", "flows=16"));
+        assert!(matches_filter("demo/flows=16/queues=32", "lb*,demo/*=32"));
+        assert!(!matches_filter("demo/flows=16/queues=32", "xdp*"));
+        assert!(!matches_filter("demo/flows=1/queues=32", "demo/flows=16*"));
+    }
+
+    #[test]
+    fn pointers_with_selectors() {
+        let v = json!({"ways": [{"name": "random", "p": 0.5}, {"name": "bpf", "p": 1.0, "xs": [1, 2]}],
+                       "a/b": 3});
+        assert_eq!(lookup(&v, "/ways/name=bpf/p"), Some(&json!(1.0)));
+        assert_eq!(lookup(&v, "/ways/0/p"), Some(&json!(0.5)));
+        assert_eq!(lookup(&v, "/a~1b"), Some(&json!(3)));
+        assert_eq!(lookup(&v, "/ways/name=none/p"), None);
+        assert_eq!(metric_values(&v, "/ways/1/xs"), Some(vec![1.0, 2.0]));
+        assert_eq!(metric_values(&v, "/ways"), None);
+    }
+
+    #[test]
+    fn checks() {
+        let v = json!({"r": 0.75, "q": [1, 2], "p": [1, 2], "s": "x"});
+        let c = |op: &str, value: Option<Value>, same_as: Option<&str>, ptr: &str| CheckSpec {
+            pointer: ptr.into(),
+            op: op.into(),
+            value,
+            same_as: same_as.map(Into::into),
+            about: String::new(),
+        };
+        assert!(c(">", Some(json!(0)), None, "/r").evaluate(&v).is_ok());
+        assert!(c("<", Some(json!(0.5)), None, "/r").evaluate(&v).is_err());
+        assert!(c("==", None, Some("/p"), "/q").evaluate(&v).is_ok());
+        assert!(c("==", Some(json!("x")), None, "/s").evaluate(&v).is_ok());
+        assert!(c("exists", None, None, "/zz").evaluate(&v).is_err());
+    }
+}

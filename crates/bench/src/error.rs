@@ -1,0 +1,48 @@
+//! Errors of the test matrix.
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum BenchError {
+    #[error("case file {path}: {reason}")]
+    CaseFile { path: String, reason: String },
+    #[error("case '{case}': {reason}")]
+    Case { case: String, reason: String },
+    #[error("the filter '{0}' matches no case (see `steer bench list`)")]
+    NoCaseMatches(String),
+    #[error(
+        "history database {path} is unreadable or corrupted ({detail}); it was left untouched: \
+         move it away or pass another --db"
+    )]
+    Corrupt { path: String, detail: String },
+    #[error("history database {path} is not a steer bench database; it was left untouched")]
+    Foreign { path: String },
+    #[error("no history database at {path} (run `steer bench run` first)")]
+    NoDatabase { path: String },
+    #[error("history database {path}: {source}")]
+    Sql {
+        path: String,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error("no run '{0}' in the history (use a run id, `last` or `prev`)")]
+    NoSuchRun(String),
+    #[error("baseline {path}: {reason}")]
+    Baseline { path: String, reason: String },
+    #[error("{op}: {source}")]
+    Io {
+        op: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl BenchError {
+    pub(crate) fn io(op: impl Into<String>, source: std::io::Error) -> Self {
+        BenchError::Io {
+            op: op.into(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! A run of the matrix: every selected case, recorded as it finishes.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::case::{matches_filter, Case};
+use crate::db::History;
+use crate::runner::{run_case, CaseResult, RepResult, RunConfig};
+use crate::{BenchError, State};
+
+/// What `steer bench run` was asked for.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    pub quick: bool,
+    pub filter: Option<String>,
+    pub repetitions: u32,
+    pub timeout: Option<Duration>,
+    pub steer: PathBuf,
+    pub root: PathBuf,
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSummary {
+    pub run: i64,
+    pub status: String,
+    pub db: String,
+    pub raw_dir: String,
+    pub results: Vec<CaseResult>,
+}
+
+impl RunSummary {
+    pub fn interrupted(&self) -> bool {
+        self.status == "interrupted"
+    }
+
+    pub fn count(&self, state: State) -> usize {
+        self.results.iter().filter(|r| r.state == state).count()
+    }
+}
+
+/// Progress events for a terminal display.
+pub enum Event<'a> {
+    Start {
+        index: usize,
+        total: usize,
+        case: &'a Case,
+    },
+    Repetition {
+        case: &'a Case,
+        rep: &'a RepResult,
+    },
+    Done {
+        index: usize,
+        total: usize,
+        result: &'a CaseResult,
+    },
+}
+
+/// The cases `filter` selects, or an error when it selects none.
+pub fn select(cases: Vec<Case>, filter: Option<&str>) -> Result<Vec<Case>, BenchError> {
+    let Some(f) = filter else {
+        return Ok(cases);
+    };
+    let selected: Vec<Case> = cases
+        .into_iter()
+        .filter(|c| matches_filter(&c.id, f))
+        .collect();
+    if selected.is_empty() {
+        return Err(BenchError::NoCaseMatches(f.into()));
+    }
+    Ok(selected)
+}
+
+/// A flag set by SIGINT, SIGTERM and SIGHUP (instead of dying): the runner
+/// stops the current case, cleans up, and records the run as interrupted.
+pub fn interrupt_flag() -> Result<Arc<AtomicBool>, BenchError> {
+    let flag = Arc::new(AtomicBool::new(false));
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register(sig, Arc::clone(&flag))
+            .map_err(|e| BenchError::io("install signal handler", e))?;
+    }
+    Ok(flag)
+}
+
+/// Runs `cases`, recording each result in `history` as soon as it is known.
+pub fn run_matrix(
+    history: &mut History,
+    cases: &[Case],
+    req: &RunRequest,
+    interrupted: Arc<AtomicBool>,
+    mut on_event: impl FnMut(Event<'_>),
+) -> Result<RunSummary, BenchError> {
+    let meta = exp::meta::Meta::collect();
+    let raw_root = raw_root(history.path());
+    let run = history.begin_run(
+        &meta,
+        req.quick,
+        req.filter.as_deref(),
+        req.repetitions,
+        &raw_root.display().to_string(),
+    )?;
+    let raw_dir = raw_root.join(run.to_string());
+    history.set_raw_dir(run, &raw_dir.display().to_string())?;
+    let cfg = RunConfig {
+        quick: req.quick,
+        repetitions: req.repetitions.max(1),
+        timeout: req.timeout,
+        steer: req.steer.clone(),
+        root: req.root.clone(),
+        raw_dir: raw_dir.clone(),
+        interrupted: Arc::clone(&interrupted),
+    };
+    let total = cases.len();
+    let mut results = Vec::new();
+    for (index, case) in cases.iter().enumerate() {
+        let result = if interrupted.load(Ordering::SeqCst) {
+            let argv = case.argv(
+                req.quick,
+                &req.steer.display().to_string(),
+                &req.root.display().to_string(),
+            );
+            CaseResult::not_run(case, argv, "run interrupted before this case".into())
+        } else {
+            on_event(Event::Start { index, total, case });
+            let mut result = run_case(case, &cfg, |rep| {
+                on_event(Event::Repetition { case, rep });
+            });
+            if interrupted.load(Ordering::SeqCst) && result.state != State::NoRun {
+                result.state = State::NoRun;
+                result.reason = "interrupted (SIGINT/SIGTERM)".into();
+            }
+            result
+        };
+        history.record(run, &meta, &result)?;
+        on_event(Event::Done {
+            index,
+            total,
+            result: &result,
+        });
+        results.push(result);
+    }
+    let status = if interrupted.load(Ordering::SeqCst) {
+        "interrupted"
+    } else {
+        "complete"
+    };
+    history.finish_run(run, status)?;
+    Ok(RunSummary {
+        run,
+        status: status.into(),
+        db: history.path().display().to_string(),
+        raw_dir: raw_dir.display().to_string(),
+        results,
+    })
+}
+
+/// Raw outputs live beside the database: `<db>.raw/<run>/`.
+pub fn raw_root(db: &Path) -> PathBuf {
+    let mut name = db.file_name().unwrap_or_default().to_os_string();
+    name.push(".raw");
+    db.with_file_name(name)
+}
