@@ -16,6 +16,9 @@ use std::time::Duration;
 pub enum Answer {
     /// Ports handed out in turn (one lease per request, cycling).
     Ports(Vec<u16>),
+    /// Per remote port, the plan's ports in slot order; one slot counter
+    /// shared by all remote ports (like the allocator's per-host spread).
+    Plans(Vec<(u16, Vec<u16>)>),
     Error,
     Garbage,
     OldVersion,
@@ -65,6 +68,25 @@ impl Allocator {
                         format!(
                             "{{\"v\":1,\"port\":{port},\"queue\":0,\"cpu\":0,\"lease\":{lease}}}\n"
                         )
+                    }
+                    Answer::Plans(plans) => {
+                        let want = r
+                            .lock()
+                            .unwrap()
+                            .last()
+                            .and_then(|v| v["remote_port"].as_u64())
+                            .unwrap_or(0);
+                        match plans.iter().find(|(p, _)| u64::from(*p) == want) {
+                            Some((_, ports)) => {
+                                let port = ports[next % ports.len()];
+                                next += 1;
+                                lease += 1;
+                                format!(
+                                    "{{\"v\":1,\"port\":{port},\"queue\":0,\"cpu\":0,\"lease\":{lease}}}\n"
+                                )
+                            }
+                            None => "{\"v\":1,\"error\":\"no plan\"}\n".to_string(),
+                        }
                     }
                     Answer::Error => "{\"v\":1,\"error\":\"no port\"}\n".to_string(),
                     Answer::Garbage => "\u{1}\u{2}not json at all\n".to_string(),

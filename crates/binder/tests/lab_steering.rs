@@ -1,0 +1,240 @@
+//! Both binders on a real datapath: in a lab whose receiver runs the XDP
+//! software RSS (8 queues, a random key, per-flow counters), `iperf3 -P 8`
+//! and 8 separate client processes are run through each binder; the
+//! receiver's flow table must show every data flow on the queue its port
+//! was planned for, and the 8 flows on 8 different queues.
+
+mod common;
+#[path = "common/probe.rs"]
+mod probe_impl;
+
+use std::collections::BTreeSet;
+use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::os::fd::AsRawFd;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use binder::{CgroupBinder, Plan, PortSet, TempCgroup};
+use common::{probe_command, root, Allocator, Answer};
+use lab::{unique_name, Lab, LabSpec};
+
+const IPERF_PORT: u16 = 5201;
+const SINK_PORT: u16 = 6000;
+const FLOWS: usize = 8;
+
+#[test]
+fn probe() {
+    let Ok(scenario) = std::env::var("BINDER_PROBE") else {
+        return;
+    };
+    let args: Vec<String> = std::env::var("BINDER_PROBE_ARGS")
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    println!("PROBE {}", probe_impl::run(&scenario, &args));
+}
+
+fn spec(name: &str) -> LabSpec {
+    let mut spec = LabSpec::new(name);
+    spec.queues = 8;
+    spec.ipv6 = false;
+    spec.track_flows = true;
+    spec
+}
+
+fn plans(lab: &Lab) -> (Plan, Plan) {
+    let config = lab.rss_config().unwrap();
+    let (snd, rcv) = (lab.sender().ipv4.into(), lab.receiver().ipv4.into());
+    let ports = PortSet {
+        offset: rand::random(),
+        ..PortSet::default()
+    };
+    let plan = |port| binder::plan_ports(&config, snd, rcv, port, 64, &ports).unwrap();
+    (plan(IPERF_PORT), plan(SINK_PORT))
+}
+
+/// A server in the receiver's namespace that accepts and drains.
+fn sink(lab: &Lab) {
+    let netns = binder::netns::open(&lab.receiver().netns).unwrap();
+    let addr = SocketAddr::new(lab.receiver().ipv4.into(), SINK_PORT);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        // SAFETY: setns on this thread only.
+        assert_eq!(
+            unsafe { libc::setns(netns.as_raw_fd(), libc::CLONE_NEWNET) },
+            0
+        );
+        let l = TcpListener::bind(addr).unwrap();
+        tx.send(()).unwrap();
+        for c in l.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut c = c;
+                let _ = std::io::copy(&mut c, &mut std::io::sink());
+            });
+        }
+    });
+    rx.recv().unwrap();
+}
+
+fn iperf_server(lab: &Lab) -> Child {
+    let child = lab
+        .command("rcv", "iperf3")
+        .unwrap()
+        .args(["-s", "-1", "-p", &IPERF_PORT.to_string()])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    child
+}
+
+fn iperf_client(lab: &Lab) -> Command {
+    let mut cmd = Command::new("iperf3");
+    cmd.args([
+        "-c",
+        &lab.receiver().ipv4.to_string(),
+        "-p",
+        &IPERF_PORT.to_string(),
+        "-P",
+        &FLOWS.to_string(),
+        "-t",
+        "2",
+    ])
+    .stdout(Stdio::null());
+    binder::netns::enter_in_child(&mut cmd, &lab.sender().netns).unwrap();
+    cmd
+}
+
+fn stream_client(lab: &Lab) -> Command {
+    let target = SocketAddr::new(lab.receiver().ipv4.into(), SINK_PORT);
+    let mut cmd = probe_command("stream", &[target.to_string(), "1500".into()]);
+    cmd.stdout(Stdio::piped());
+    binder::netns::enter_in_child(&mut cmd, &lab.sender().netns).unwrap();
+    cmd
+}
+
+/// The `n` biggest flows from the sender to `port`, as the datapath saw them.
+fn data_flows(lab: &Lab, port: u16, n: usize) -> Vec<nic::FlowStats> {
+    let r = lab.receiver();
+    let snd: IpAddr = lab.sender().ipv4.into();
+    let mut flows: Vec<nic::FlowStats> = nic::flows(&r.dev, Some(&r.netns))
+        .unwrap()
+        .into_iter()
+        .filter(|f| f.tuple.src == snd && f.tuple.dst_port == port)
+        .collect();
+    flows.sort_by_key(|f| std::cmp::Reverse(f.bytes));
+    flows.truncate(n);
+    flows
+}
+
+/// Every flow is on the queue planned for its port, and on its own queue.
+fn check_as_planned(flows: &[nic::FlowStats], plan: &Plan, what: &str) {
+    assert_eq!(flows.len(), FLOWS, "{what}: flows seen {flows:?}");
+    let mut queues = BTreeSet::new();
+    for f in flows {
+        let entry = plan
+            .entries
+            .iter()
+            .find(|e| e.port == f.tuple.src_port)
+            .unwrap_or_else(|| panic!("{what}: port {} is not planned", f.tuple.src_port));
+        assert_eq!(
+            f.queue, entry.queue,
+            "{what}: port {} planned for queue {}, datapath put it on {}",
+            f.tuple.src_port, entry.queue, f.queue
+        );
+        queues.insert(f.queue);
+    }
+    assert_eq!(queues.len(), FLOWS, "{what}: queues {queues:?}");
+    eprintln!("{what}: {FLOWS} flows on queues {queues:?}, as planned");
+}
+
+fn run_streams(lab: &Lab, configure: impl Fn(&mut Command)) {
+    let children: Vec<Child> = (0..FLOWS)
+        .map(|_| {
+            let mut cmd = stream_client(lab);
+            configure(&mut cmd);
+            cmd.spawn().unwrap()
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+    }
+}
+
+#[test]
+fn preload_steers_iperf3_and_separate_processes() {
+    if !root("network namespaces, XDP") {
+        return;
+    }
+    let lab = Lab::up(&spec(&unique_name("bpre")))
+        .unwrap()
+        .teardown_on_drop();
+    let (p_iperf, p_sink) = plans(&lab);
+    let ports = |p: &Plan| p.entries.iter().map(|e| e.port).collect::<Vec<_>>();
+    let alloc = Allocator::start(Answer::Plans(vec![
+        (IPERF_PORT, ports(&p_iperf)),
+        (SINK_PORT, ports(&p_sink)),
+    ]));
+    let shim = binder::preload::install_shim().unwrap();
+
+    let mut server = iperf_server(&lab);
+    let mut cmd = iperf_client(&lab);
+    binder::preload::configure(&mut cmd, &shim, Some(&alloc.path));
+    assert!(cmd.status().unwrap().success());
+    let _ = server.wait();
+    check_as_planned(
+        &data_flows(&lab, IPERF_PORT, FLOWS),
+        &p_iperf,
+        "preload iperf3 -P 8",
+    );
+
+    sink(&lab);
+    run_streams(&lab, |cmd| {
+        binder::preload::configure(cmd, &shim, Some(&alloc.path))
+    });
+    check_as_planned(
+        &data_flows(&lab, SINK_PORT, FLOWS),
+        &p_sink,
+        "preload 8 processes",
+    );
+    assert_eq!(alloc.request_count(), FLOWS + 1 + FLOWS);
+}
+
+#[test]
+fn cgroup_bpf_steers_iperf3_and_separate_processes() {
+    if !root("network namespaces, XDP, cgroup BPF") {
+        return;
+    }
+    let lab = Lab::up(&spec(&unique_name("bbpf")))
+        .unwrap()
+        .teardown_on_drop();
+    let (p_iperf, p_sink) = plans(&lab);
+    let cgroup = TempCgroup::create().unwrap();
+    let binder = CgroupBinder::attach(cgroup.path()).unwrap();
+    binder.set_plan(&p_iperf).unwrap();
+    binder.set_plan(&p_sink).unwrap();
+
+    let mut server = iperf_server(&lab);
+    let mut cmd = iperf_client(&lab);
+    cgroup.enter_in_child(&mut cmd).unwrap();
+    assert!(cmd.status().unwrap().success());
+    let _ = server.wait();
+    check_as_planned(
+        &data_flows(&lab, IPERF_PORT, FLOWS),
+        &p_iperf,
+        "bpf iperf3 -P 8",
+    );
+
+    sink(&lab);
+    run_streams(&lab, |cmd| cgroup.enter_in_child(cmd).unwrap());
+    check_as_planned(
+        &data_flows(&lab, SINK_PORT, FLOWS),
+        &p_sink,
+        "bpf 8 processes",
+    );
+    let stats = binder.stats().unwrap();
+    assert_eq!(stats.bound, (FLOWS + 1 + FLOWS) as u64, "{stats:?}");
+    assert_eq!(stats.fallback, 0, "{stats:?}");
+}
