@@ -5,13 +5,29 @@ use std::path::PathBuf;
 
 use thiserror::Error;
 
-/// Why a device's config could not be read.
+/// Why a device's config could not be read. The message names the part;
+/// the cause is the `source` (so the CLI finds it for its exit code).
 #[derive(Debug, Error)]
 pub enum DeviceError {
-    #[error(transparent)]
+    #[error("software RSS")]
     Nic(#[from] nic::NicError),
-    #[error(transparent)]
+    #[error("NIC RSS")]
     Live(#[from] rss::live::LiveError),
+}
+
+/// An error and its causes on one line, `a: b: c`.
+pub fn chain(err: &dyn std::error::Error) -> String {
+    let mut line = err.to_string();
+    let mut cause = err.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !line.ends_with(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+        cause = c.source();
+    }
+    line
 }
 
 impl DeviceError {
@@ -45,7 +61,8 @@ pub enum AgentError {
     #[error("config file {}: {reason}", path.display())]
     ConfigFile { path: PathBuf, reason: String },
 
-    #[error("device {dev}: {source}")]
+    /// Display is only the device; the cause is the source (see [`chain`]).
+    #[error("device {dev}")]
     Device {
         dev: String,
         #[source]

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use crate::api::LoadReply;
+use crate::api::{CpuLoad, LoadReply, QueueLoad};
 use crate::served::{EntryKey, Snapshot};
 
 /// Request counters, by path and by rejection reason.
@@ -25,6 +25,9 @@ fn header(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}");
     let _ = writeln!(out, "# TYPE {name} {kind}");
 }
+
+/// A metric: name, type, help, and how to read its value.
+type Metric<T> = (&'static str, &'static str, &'static str, fn(&T) -> f64);
 
 /// Renders every metric.
 pub fn render(snapshot: &Snapshot, load: &LoadReply, counters: &Counters) -> String {
@@ -49,7 +52,7 @@ pub fn render(snapshot: &Snapshot, load: &LoadReply, counters: &Counters) -> Str
             e.version
         );
     }
-    let cpu_metrics: [(&str, &str, &str, fn(&crate::api::CpuLoad) -> f64); 4] = [
+    let cpu_metrics: [Metric<CpuLoad>; 4] = [
         (
             "steer_agent_net_rx_softirqs_total",
             "counter",
@@ -81,7 +84,7 @@ pub fn render(snapshot: &Snapshot, load: &LoadReply, counters: &Counters) -> Str
             let _ = writeln!(out, "{name}{{cpu=\"{}\"}} {}", c.cpu, value(c));
         }
     }
-    let queue_metrics: [(&str, &str, &str, fn(&crate::api::QueueLoad) -> f64); 2] = [
+    let queue_metrics: [Metric<QueueLoad>; 2] = [
         (
             "steer_agent_queue_packets_total",
             "counter",
@@ -137,7 +140,7 @@ pub fn render(snapshot: &Snapshot, load: &LoadReply, counters: &Counters) -> Str
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::{CpuLoad, API_VERSION};
+    use crate::api::API_VERSION;
 
     #[test]
     fn text_format() {

@@ -115,7 +115,8 @@ pub fn file_config(path: &std::path::Path) -> Result<RssConfig, AgentError> {
 impl Sources {
     /// Reads every entry once (in the calling thread's namespace). With
     /// `strict`, a listed device or a file that gives no config is an error
-    /// (used at start); otherwise the entry records why.
+    /// (used at start); otherwise, and always for [`Devices::All`] (lo has
+    /// no RSS), the entry records why.
     pub fn read(&self, strict: bool) -> Result<Vec<Reading>, AgentError> {
         let ifaddrs = interface_addrs()?;
         let mut out = Vec::new();
@@ -124,11 +125,12 @@ impl Sources {
             Devices::Listed(d) => d.clone(),
             Devices::None => Vec::new(),
         };
+        let listed = matches!(self.devices, Devices::Listed(_));
         for dev in devs {
             let config = match device_config(&dev, self.netns.as_deref()) {
                 Ok(c) => Ok(c),
-                Err(source) if strict => return Err(AgentError::Device { dev, source }),
-                Err(e) => Err(e.to_string()),
+                Err(source) if strict && listed => return Err(AgentError::Device { dev, source }),
+                Err(e) => Err(crate::error::chain(&e)),
             };
             out.push(Reading {
                 key: EntryKey::Dev(dev.clone()),

@@ -42,11 +42,17 @@ pub enum Command {
     /// Show, on a real datapath, how kernel-chosen source ports make parallel
     /// flows collide on receive queues.
     Demo(DemoArgs),
+    /// Core-aware load balancing (CrossRSS): trace-driven comparison of policies.
+    #[command(subcommand)]
+    Lb(crate::cmd::lb::LbCommand),
     /// Run a command with steered source ports (LD_PRELOAD, or `--bpf`: a
     /// cgroup BPF binder).
     Exec(crate::cmd::exec::ExecArgs),
     /// Attach the cgroup BPF binder to a cgroup (or `--detach` it).
     Attach(crate::cmd::exec::AttachArgs),
+    /// Serve this host's RSS configs, softirq load and the requester's seen
+    /// address to senders over HTTP/JSON (docs/agent.md).
+    Agent(crate::cmd::agent::AgentArgs),
 }
 
 #[derive(Debug, Subcommand)]

@@ -1,8 +1,10 @@
 //! Command dispatch: each module turns arguments into library calls and prints.
 
+pub mod agent;
 mod demo;
 pub mod exec;
 mod lab;
+pub mod lb;
 mod nic;
 mod rss;
 
@@ -16,7 +18,9 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Nic(cmd) => nic::run(cmd, json),
         Command::Lab(cmd) => lab::run(cmd, json),
         Command::Demo(args) => demo::run(args, json),
+        Command::Lb(cmd) => lb::run(cmd, json),
         Command::Exec(args) => exec::run_exec(args, json),
         Command::Attach(args) => exec::run_attach(args, json),
+        Command::Agent(args) => agent::run(args, json),
     }
 }
