@@ -21,6 +21,7 @@ pub mod maglev;
 pub mod rng;
 pub mod servers;
 pub mod sim;
+pub mod svg;
 pub mod trace;
 
 pub use controller::{

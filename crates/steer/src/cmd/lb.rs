@@ -1,0 +1,223 @@
+//! `steer lb sim`: the trace-driven comparison of load-balancing policies
+//! (crate `lb`, docs/crossrss.md).
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use lb::sim::{simulate, Policy, SimConfig, SimReport};
+use lb::Trace;
+
+use crate::output;
+
+#[derive(Debug, Subcommand)]
+pub enum LbCommand {
+    /// Replay a capture through load-balancing policies and compare the
+    /// per-server and per-core balance (CrossRSS, CoNEXT '20, Fig. 2).
+    ///
+    /// Each connection stays on the server chosen at its first packet; the
+    /// server's RSS (same key everywhere, indirection table shuffled by a PRNG
+    /// seeded with the server id) picks the core; agents report per-core
+    /// packet counts at --rate-hz.
+    ///
+    /// Example: steer lb sim --trace auckland.pcap --speedup 10 --amplify 16 --svg out/
+    Sim(SimArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    /// A pcap capture (Ethernet, raw IP, Linux SLL; not pcapng).
+    #[arg(long)]
+    pub trace: PathBuf,
+    /// Servers behind the load balancer.
+    #[arg(long, default_value_t = 4)]
+    pub servers: u32,
+    /// Cores (RSS queues) per server.
+    #[arg(long, default_value_t = 4)]
+    pub cores: u32,
+    /// Policies, comma-separated: rr, hash, pow2, maglev, crossrss,
+    /// crossrss-plus, or all.
+    #[arg(long, default_value = "all")]
+    pub policy: String,
+    /// Agent report / controller rate (Hz).
+    #[arg(long, default_value_t = 10.0)]
+    pub rate_hz: f64,
+    /// Replay this many times faster than captured.
+    #[arg(long, default_value_t = 1.0)]
+    pub speedup: f64,
+    /// Replay N copies of the trace, copy k with both addresses shifted by k
+    /// (first octet, or first IPv6 group) and its timeline rotated by k/N of
+    /// the trace's duration.
+    #[arg(long, default_value_t = 1)]
+    pub amplify: u32,
+    /// Seed XORed (high half) with each server id for its indirection table,
+    /// and used by Pow2's choices.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// RSS buckets (indirection table entries), on every server and in the
+    /// load balancer's table.
+    #[arg(long, default_value_t = lb::servers::DEFAULT_BUCKETS)]
+    pub buckets: usize,
+    /// Toeplitz key shared by all servers: hex, or `microsoft`.
+    #[arg(long, default_value = "microsoft")]
+    pub key: String,
+    /// Use only the first N packets of the capture.
+    #[arg(long)]
+    pub max_packets: Option<usize>,
+    /// Shorten idle gaps in the capture longer than this many seconds.
+    #[arg(long, default_value_t = 10.0)]
+    pub max_gap: f64,
+    /// Write variance.svg and throughput.svg into this directory.
+    #[arg(long)]
+    pub svg: Option<PathBuf>,
+}
+
+pub fn run(cmd: LbCommand, json: bool) -> anyhow::Result<i32> {
+    match cmd {
+        LbCommand::Sim(args) => sim(args, json),
+    }
+}
+
+fn sim(args: SimArgs, json: bool) -> anyhow::Result<i32> {
+    let policies = Policy::parse_list(&args.policy)?;
+    let key = match args.key.as_str() {
+        "microsoft" => rss::RssKey::microsoft(),
+        hex => rss::RssKey::from_hex(hex).context("--key")?,
+    };
+    key.check_input_len(rss::toeplitz::V6_TUPLE_LEN)
+        .context("--key")?;
+    let config = SimConfig {
+        servers: args.servers,
+        cores: args.cores,
+        buckets: args.buckets,
+        rate_hz: args.rate_hz,
+        speedup: args.speedup,
+        amplify: args.amplify,
+        seed: args.seed,
+        key,
+        max_gap_s: args.max_gap,
+        ..SimConfig::default()
+    };
+    config.validate()?;
+    let mut trace =
+        Trace::open(&args.trace).with_context(|| format!("--trace {}", args.trace.display()))?;
+    if let Some(n) = args.max_packets {
+        anyhow::ensure!(n > 0, "--max-packets must be at least 1");
+        trace.truncate(n);
+    }
+    let terminal = std::io::stderr().is_terminal();
+    let n = policies.len();
+    let name = args.trace.display().to_string();
+    let report = simulate(&name, &trace, config, &policies, |i, p| {
+        if terminal {
+            eprint!("\rsteer lb sim: replaying policy {}/{n} ({})    ", i + 1, p.name());
+        }
+    })?;
+    if terminal {
+        eprint!("\r{:60}\r", "");
+    }
+    if let Some(dir) = &args.svg {
+        std::fs::create_dir_all(dir).with_context(|| format!("--svg {}", dir.display()))?;
+        for (file, text) in [
+            ("variance.svg", lb::svg::variance_plot(&report)),
+            ("throughput.svg", lb::svg::throughput_plot(&report)),
+        ] {
+            let path = dir.join(file);
+            std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        }
+    }
+    if json {
+        output::json(&report)?;
+    } else {
+        print_report(&report)?;
+    }
+    Ok(0)
+}
+
+fn print_report(r: &SimReport) -> anyhow::Result<()> {
+    let s = &r.trace_stats;
+    let c = &r.config;
+    output::rows(&[
+        ("trace", r.trace.clone()),
+        (
+            "frames",
+            format!(
+                "{} read, {} kept (IPv4 {}, IPv6 {}; {} fragments and {} non-TCP/UDP hashed on addresses), {} skipped ({} truncated, {} non-IP, {} malformed){}",
+                s.frames,
+                s.kept(),
+                s.ipv4,
+                s.ipv6,
+                s.fragments,
+                s.other_l4,
+                s.skipped(),
+                s.truncated,
+                s.non_ip,
+                s.malformed,
+                if s.truncated_tail { "; last record cut short" } else { "" }
+            ),
+        ),
+        (
+            "set-up",
+            format!(
+                "{} servers x {} cores, {} buckets, reports at {} Hz, seed {}",
+                c.servers, c.cores, c.buckets, c.rate_hz, c.seed
+            ),
+        ),
+        (
+            "replay",
+            format!(
+                "speedup {}, amplify {} -> {} packets, {} flows over {:.1} s ({:.0} packets/s, {:.1} per core per 1 s window; {} idle gaps > {} s shortened)",
+                r.replay.speedup,
+                r.replay.amplify,
+                r.replay.packets,
+                r.replay.flows,
+                r.replay.duration_s,
+                r.replay.mean_pps,
+                r.replay.packets_per_core_window,
+                r.replay.gaps_shortened,
+                c.max_gap_s
+            ),
+        ),
+        ("metric", r.metric.to_string()),
+    ])?;
+    println!();
+    let body: Vec<Vec<String>> = r
+        .policies
+        .iter()
+        .map(|p| {
+            let at_capacity = p
+                .throughput
+                .iter()
+                .find(|t| (t.offered - 1.0).abs() < 1e-9)
+                .map_or("-".to_string(), |t| {
+                    format!("{:.1}%", 100.0 * t.processed_pps / t.offered_pps)
+                });
+            vec![
+                p.name.to_string(),
+                format!("{:.3}%", p.server_variance * 100.0),
+                format!("{:.3}%", p.core_variance * 100.0),
+                format!("{:.3}%", p.core_variance_max * 100.0),
+                format!("{:.3}", p.peak_to_mean),
+                at_capacity,
+                p.windows.to_string(),
+                p.connections.to_string(),
+                p.table_changes.to_string(),
+            ]
+        })
+        .collect();
+    output::table(
+        &[
+            "policy",
+            "server var",
+            "core var",
+            "worst window",
+            "peak/mean",
+            "processed at 100% load",
+            "windows",
+            "connections",
+            "table changes",
+        ],
+        &body,
+    )
+}
