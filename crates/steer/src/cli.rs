@@ -45,9 +45,6 @@ pub enum Command {
     /// Core-aware load balancing (CrossRSS): trace-driven comparison of policies.
     #[command(subcommand)]
     Lb(crate::cmd::lb::LbCommand),
-    /// Core-aware load balancing (CrossRSS): trace-driven comparison of policies.
-    #[command(subcommand)]
-    Lb(crate::cmd::lb::LbCommand),
     /// Run a command with steered source ports (LD_PRELOAD, or `--bpf`: a
     /// cgroup BPF binder).
     Exec(crate::cmd::exec::ExecArgs),

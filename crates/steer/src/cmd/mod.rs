@@ -5,7 +5,6 @@ mod demo;
 pub mod exec;
 mod lab;
 pub mod lb;
-pub mod lb;
 mod nic;
 mod rss;
 
@@ -19,7 +18,6 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Nic(cmd) => nic::run(cmd, json),
         Command::Lab(cmd) => lab::run(cmd, json),
         Command::Demo(args) => demo::run(args, json),
-        Command::Lb(cmd) => lb::run(cmd, json),
         Command::Lb(cmd) => lb::run(cmd, json),
         Command::Exec(args) => exec::run_exec(args, json),
         Command::Attach(args) => exec::run_attach(args, json),
