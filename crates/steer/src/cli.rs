@@ -53,6 +53,10 @@ pub enum Command {
     /// Serve this host's RSS configs, softirq load and the requester's seen
     /// address to senders over HTTP/JSON (docs/agent.md).
     Agent(crate::cmd::agent::AgentArgs),
+    /// Port steering (SRAP): choose source ports so parallel flows land on
+    /// distinct receiver cores; odds of random ports; the port allocator.
+    #[command(subcommand)]
+    Ports(crate::cmd::ports::PortsCommand),
 }
 
 #[derive(Debug, Subcommand)]

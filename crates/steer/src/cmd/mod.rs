@@ -6,6 +6,7 @@ pub mod exec;
 mod lab;
 pub mod lb;
 mod nic;
+pub mod ports;
 mod rss;
 
 use crate::cli::{Cli, Command};
@@ -22,5 +23,6 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Exec(args) => exec::run_exec(args, json),
         Command::Attach(args) => exec::run_attach(args, json),
         Command::Agent(args) => agent::run(args, json),
+        Command::Ports(cmd) => ports::run(cmd, json),
     }
 }
