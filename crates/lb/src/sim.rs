@@ -436,6 +436,16 @@ impl<'a> Simulator<'a> {
         }
     }
 
+    /// Where a flow lands if sent to `server`: (bucket, core), as the
+    /// simulator computes it (one shared Toeplitz hash, the server's table).
+    pub fn place(&self, flow: u32, server: u32) -> (usize, u32) {
+        let bucket = self.hash(flow) as usize % self.config.buckets;
+        (
+            bucket,
+            self.core_of[server as usize * self.config.buckets + bucket],
+        )
+    }
+
     /// Replays the trace under one policy and returns the per-window counts.
     pub fn run_counts(&self, policy: Policy) -> Result<RunCounts, SimError> {
         let cfg = &self.config;
