@@ -5,6 +5,7 @@ pub mod demo;
 pub mod iperf;
 pub mod meta;
 pub mod odds;
+pub mod xdp_overhead;
 
 use thiserror::Error;
 

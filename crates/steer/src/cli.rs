@@ -42,6 +42,13 @@ pub enum Command {
     /// Show, on a real datapath, how kernel-chosen source ports make parallel
     /// flows collide on receive queues.
     Demo(DemoArgs),
+    /// Experiments, each writing one JSON result (`--json`) and a table.
+    #[command(subcommand)]
+    Exp(crate::cmd::exp::ExpCommand),
+    /// The test matrix: run every experiment and benchmark as cases, keep a
+    /// history, compare runs, check for state regressions, write a report.
+    #[command(subcommand)]
+    Bench(crate::cmd::bench::BenchCommand),
     /// Core-aware load balancing (CrossRSS): trace-driven comparison of policies.
     #[command(subcommand)]
     Lb(crate::cmd::lb::LbCommand),

@@ -1,7 +1,9 @@
 //! Command dispatch: each module turns arguments into library calls and prints.
 
 pub mod agent;
+pub mod bench;
 mod demo;
+pub mod exp;
 pub mod exec;
 mod lab;
 pub mod lb;
@@ -19,6 +21,8 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Nic(cmd) => nic::run(cmd, json),
         Command::Lab(cmd) => lab::run(cmd, json),
         Command::Demo(args) => demo::run(args, json),
+        Command::Exp(cmd) => exp::run(cmd, json),
+        Command::Bench(cmd) => bench::run(cmd, json),
         Command::Lb(cmd) => lb::run(cmd, json),
         Command::Exec(args) => exec::run_exec(args, json),
         Command::Attach(args) => exec::run_attach(args, json),

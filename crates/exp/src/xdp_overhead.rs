@@ -1,0 +1,288 @@
+//! `steer exp xdp-overhead`: what the XDP software RSS costs TCP throughput
+//! (docs/performance.md, "What the XDP software RSS costs TCP").
+//!
+//! One lab (sender `snd`, receiver `rcv`, IPv6 off, tx checksum offload off
+//! on the sender's veth in both modes), `streams` parallel iperf3 flows,
+//! alternating in one run between "software RSS attached" and "no program"
+//! (the order flips every repetition, so drift hits both alike). Every
+//! sample comes from `iperf3 --json`: received Gbit/s and sender retransmits.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use lab::{Lab, LabSpec};
+use serde::Serialize;
+
+use crate::iperf;
+use crate::meta::Meta;
+use crate::ExpError;
+
+/// The iperf3 port.
+const PORT: u16 = 5201;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct XdpOverheadParams {
+    pub repetitions: u32,
+    pub seconds: u32,
+    pub streams: u32,
+    pub queues: u32,
+    /// XDP_PASS when the target CPU is the current one (reorders TCP).
+    pub same_cpu_pass: bool,
+    /// cpumap queue size.
+    pub queue_size: u32,
+    pub quick: bool,
+}
+
+impl Default for XdpOverheadParams {
+    fn default() -> Self {
+        XdpOverheadParams {
+            repetitions: 5,
+            seconds: 5,
+            streams: 4,
+            queues: 4,
+            same_cpu_pass: false,
+            queue_size: 2048,
+            quick: false,
+        }
+    }
+}
+
+impl XdpOverheadParams {
+    /// The reduced run for CI and the matrix: 2 repetitions of 2 s.
+    pub fn quick(mut self) -> Self {
+        self.repetitions = 2;
+        self.seconds = 2;
+        self.quick = true;
+        self
+    }
+
+    pub fn check(&self) -> Result<(), ExpError> {
+        let bad = |m: &str| Err(ExpError::Parameter(m.into()));
+        if self.repetitions == 0 {
+            return bad("--repetitions must be at least 1");
+        }
+        if self.seconds == 0 {
+            return bad("--seconds must be at least 1");
+        }
+        if self.streams == 0 || self.streams > 128 {
+            return bad("--streams must be 1..=128");
+        }
+        if self.queues == 0 || self.queues > 256 {
+            return bad("--queues must be 1..=256");
+        }
+        if self.queue_size == 0 {
+            return bad("--qsize must be at least 1");
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    SoftwareRss,
+    NoProgram,
+}
+
+/// One iperf3 run in one mode.
+#[derive(Debug, Clone, Serialize)]
+pub struct Sample {
+    pub repetition: u32,
+    pub mode: Mode,
+    pub gbit_per_s: f64,
+    pub retransmits: u64,
+}
+
+/// Mean and 95% confidence interval (Student t) of one mode's samples.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModeSummary {
+    pub n: usize,
+    pub mean_gbit: f64,
+    pub ci95_gbit: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct XdpOverheadResult {
+    pub experiment: &'static str,
+    pub params: XdpOverheadParams,
+    pub samples: Vec<Sample>,
+    pub with_software_rss: ModeSummary,
+    pub without_program: ModeSummary,
+    pub mean_with_gbit: f64,
+    pub mean_without_gbit: f64,
+    /// mean with / mean without (goal: >= 0.70).
+    pub ratio: f64,
+    pub meta: Meta,
+}
+
+/// Runs the benchmark; `progress` sees every sample.
+pub fn run(
+    params: &XdpOverheadParams,
+    mut progress: impl FnMut(&Sample),
+) -> Result<XdpOverheadResult, ExpError> {
+    params.check()?;
+    let mut spec = LabSpec::new(&lab::unique_name("xo"));
+    spec.queues = params.queues;
+    spec.ipv6 = false;
+    let lab = Lab::up(&spec)?.teardown_on_drop();
+    let rcv = lab.receiver().clone();
+    let config = lab.rss_config()?;
+    let addr = std::net::IpAddr::V4(rcv.ipv4);
+    let opts = nic::AttachOptions {
+        same_cpu_pass: params.same_cpu_pass,
+        queue_size: params.queue_size,
+        ..nic::AttachOptions::default()
+    };
+    // The lab attached with defaults; apply this run's options.
+    nic::attach(&rcv.dev, Some(&rcv.netns), &config, &opts)?;
+    let mut samples = Vec::new();
+    for repetition in 0..params.repetitions {
+        let order = if repetition % 2 == 0 {
+            [Mode::SoftwareRss, Mode::NoProgram]
+        } else {
+            [Mode::NoProgram, Mode::SoftwareRss]
+        };
+        for mode in order {
+            let attached = nic::attached_config(&rcv.dev, Some(&rcv.netns))?.is_some();
+            match (mode, attached) {
+                (Mode::SoftwareRss, false) => {
+                    nic::attach(&rcv.dev, Some(&rcv.netns), &config, &opts)?
+                }
+                (Mode::NoProgram, true) => nic::detach(&rcv.dev, Some(&rcv.netns))?,
+                _ => {}
+            }
+            let _server = iperf::Server::start(lab.command(&rcv.name, "iperf3")?, addr, PORT)?;
+            let (gbit_per_s, retransmits) = client(&lab, addr, params)?;
+            let sample = Sample {
+                repetition,
+                mode,
+                gbit_per_s,
+                retransmits,
+            };
+            progress(&sample);
+            samples.push(sample);
+            // Let the one-off server exit before the next one binds the port.
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    let of = |m: Mode| -> Vec<f64> {
+        samples
+            .iter()
+            .filter(|s| s.mode == m)
+            .map(|s| s.gbit_per_s)
+            .collect()
+    };
+    let with = summarize(&of(Mode::SoftwareRss));
+    let without = summarize(&of(Mode::NoProgram));
+    Ok(XdpOverheadResult {
+        experiment: "xdp-overhead",
+        params: params.clone(),
+        mean_with_gbit: with.mean_gbit,
+        mean_without_gbit: without.mean_gbit,
+        ratio: if without.mean_gbit > 0.0 {
+            with.mean_gbit / without.mean_gbit
+        } else {
+            0.0
+        },
+        with_software_rss: with,
+        without_program: without,
+        samples,
+        meta: Meta::collect(),
+    })
+}
+
+/// One `iperf3 -c --json` run: (received Gbit/s, sender retransmits).
+/// Retries while the one-off server is still starting.
+fn client(
+    lab: &Lab,
+    server: std::net::IpAddr,
+    params: &XdpOverheadParams,
+) -> Result<(f64, u64), ExpError> {
+    let mut last = String::new();
+    for _ in 0..50 {
+        let output = lab
+            .command(&lab.sender().name, "iperf3")?
+            .args(["-c", &server.to_string(), "-p", &PORT.to_string()])
+            .args(["-P", &params.streams.to_string()])
+            .args(["-t", &params.seconds.to_string(), "--json"])
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| ExpError::Program {
+                program: "iperf3 -c".into(),
+                detail: e.to_string(),
+            })?;
+        match iperf::parse_report(&String::from_utf8_lossy(&output.stdout)) {
+            Ok(run) if output.status.success() => {
+                let retransmits = serde_json::from_slice::<serde_json::Value>(&output.stdout)
+                    .ok()
+                    .and_then(|v| v["end"]["sum_sent"]["retransmits"].as_u64())
+                    .unwrap_or(0);
+                return Ok((run.bits_per_second / 1e9, retransmits));
+            }
+            Err(ExpError::Program { detail, .. }) if detail.contains("refused") => last = detail,
+            Err(e) => return Err(e),
+            Ok(_) => last = format!("exit status {}", output.status),
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Err(ExpError::Program {
+        program: "iperf3 -c".into(),
+        detail: last,
+    })
+}
+
+/// Mean and 95% CI half-width (Student t, two-sided).
+pub fn summarize(xs: &[f64]) -> ModeSummary {
+    let n = xs.len();
+    let mean = xs.iter().sum::<f64>() / n.max(1) as f64;
+    let ci95_gbit = if n > 1 {
+        let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+        t95(n - 1) * (var / n as f64).sqrt()
+    } else {
+        0.0
+    };
+    ModeSummary {
+        n,
+        mean_gbit: mean,
+        ci95_gbit,
+    }
+}
+
+/// Two-sided 95% Student t quantile for `df` degrees of freedom.
+fn t95(df: usize) -> f64 {
+    const T: [f64; 10] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    ];
+    match df {
+        0 => f64::NAN,
+        1..=10 => T[df - 1],
+        11..=20 => 2.1,
+        21..=30 => 2.05,
+        _ => 1.96,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_of_samples() {
+        let s = summarize(&[4.0, 5.0, 6.0]);
+        assert_eq!(s.n, 3);
+        assert!((s.mean_gbit - 5.0).abs() < 1e-12);
+        // sd 1, se 1/sqrt(3), t(2) = 4.303
+        assert!((s.ci95_gbit - 4.303 / 3f64.sqrt()).abs() < 1e-9);
+        assert_eq!(summarize(&[3.0]).ci95_gbit, 0.0);
+    }
+
+    #[test]
+    fn bad_parameters() {
+        let p = XdpOverheadParams {
+            streams: 0,
+            ..XdpOverheadParams::default()
+        };
+        assert!(p.check().is_err());
+        assert!(XdpOverheadParams::default().quick().check().is_ok());
+    }
+}
