@@ -100,6 +100,23 @@ pub fn device_config(
     Ok((ConfigOrigin::Nic, rss::live::read_config(dev)?))
 }
 
+/// `ip netns exec` gives the command a fresh /sys without the BPF
+/// filesystem, so Steer's pinned software RSS cannot be seen from there.
+fn with_bpffs_hint(message: String, err: &DeviceError) -> String {
+    let hidden = !std::path::Path::new(nic::state::BPFFS)
+        .join("steer")
+        .exists();
+    if hidden && matches!(err, DeviceError::Live(rss::live::LiveError::NoRss { .. })) {
+        format!(
+            "{message} (if Steer's software RSS runs on it: {} is not visible here; \
+             run `steer agent --netns NS` instead of `ip netns exec NS steer agent`)",
+            nic::state::BPFFS
+        )
+    } else {
+        message
+    }
+}
+
 /// Reads and validates a config file.
 pub fn file_config(path: &std::path::Path) -> Result<RssConfig, AgentError> {
     let text = std::fs::read_to_string(path).map_err(|e| AgentError::ConfigFile {
@@ -130,7 +147,7 @@ impl Sources {
             let config = match device_config(&dev, self.netns.as_deref()) {
                 Ok(c) => Ok(c),
                 Err(source) if strict && listed => return Err(AgentError::Device { dev, source }),
-                Err(e) => Err(crate::error::chain(&e)),
+                Err(e) => Err(with_bpffs_hint(crate::error::chain(&e), &e)),
             };
             out.push(Reading {
                 key: EntryKey::Dev(dev.clone()),

@@ -38,7 +38,8 @@ pub struct AgentArgs {
     pub dev: Vec<String>,
     /// Network namespace (a name under /run/netns) to serve: the listener,
     /// the devices and their software RSS state are taken from it.
-    /// Default: the namespace the agent runs in.
+    /// Default: the namespace the agent runs in. Prefer this to `ip netns
+    /// exec`, whose fresh /sys hides the pinned software RSS.
     #[arg(long)]
     pub netns: Option<String>,
     /// An RssConfig JSON file for a host whose NIC cannot be read; pair each
