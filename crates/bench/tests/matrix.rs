@@ -25,11 +25,7 @@ fn request(root: &Path, quick: bool, repetitions: u32) -> RunRequest {
     }
 }
 
-fn run(
-    dir: &Path,
-    quick: bool,
-    repetitions: u32,
-) -> (History, bench::run::RunSummary) {
+fn run(dir: &Path, quick: bool, repetitions: u32) -> (History, bench::run::RunSummary) {
     let cases = load_matrix(&[&cases_file()], false).unwrap();
     let mut h = History::open(&dir.join("h.sqlite")).unwrap();
     let s = run_matrix(
@@ -71,7 +67,9 @@ fn every_state_from_test_cases() {
     }
     assert!(state_of(&s, "garbage").1.contains("not JSON"));
     assert!(state_of(&s, "exit-nonzero").1.contains("something broke"));
-    assert!(state_of(&s, "missing-program").1.contains("no-such-program"));
+    assert!(state_of(&s, "missing-program")
+        .1
+        .contains("no-such-program"));
     // Everything is in the history, with the raw output file.
     let rows = h.results(s.run).unwrap();
     assert_eq!(rows.len(), expect.len());
@@ -95,7 +93,14 @@ fn a_case_that_never_exits_is_killed_with_its_process_group() {
     let mut req = request(dir.path(), false, 1);
     req.timeout = Some(Duration::from_millis(300));
     let started = std::time::Instant::now();
-    let s = run_matrix(&mut h, &cases, &req, Arc::new(AtomicBool::new(false)), |_| {}).unwrap();
+    let s = run_matrix(
+        &mut h,
+        &cases,
+        &req,
+        Arc::new(AtomicBool::new(false)),
+        |_| {},
+    )
+    .unwrap();
     assert_eq!(s.results[0].state, State::Timeout);
     assert!(started.elapsed() < Duration::from_secs(30));
     // The background `sleep 1000` the case started is gone too.
@@ -123,7 +128,14 @@ fn quick_variant_and_repetitions_give_samples() {
         .collect();
     let mut h = History::open(&dir.path().join("h.sqlite")).unwrap();
     let req = request(dir.path(), true, 3);
-    let s = run_matrix(&mut h, &cases, &req, Arc::new(AtomicBool::new(false)), |_| {}).unwrap();
+    let s = run_matrix(
+        &mut h,
+        &cases,
+        &req,
+        Arc::new(AtomicBool::new(false)),
+        |_| {},
+    )
+    .unwrap();
     assert_eq!(s.results[0].state, State::Pass);
     assert_eq!(s.results[0].metrics["v"].values, vec![2.0, 2.0, 2.0]);
     assert_eq!(s.results[0].repetitions.len(), 3);
@@ -147,7 +159,8 @@ fn compare_flags_state_changes_and_noise() {
 fn a_corrupted_database_is_an_error_and_is_left_untouched() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bench.sqlite");
-    let garbage = b"this is not an SQLite database, it is a text file that lost its way\n".repeat(100);
+    let garbage =
+        b"this is not an SQLite database, it is a text file that lost its way\n".repeat(100);
     std::fs::write(&path, &garbage).unwrap();
     for result in [
         History::open(&path).map(|_| ()),
@@ -167,14 +180,24 @@ fn a_corrupted_database_is_an_error_and_is_left_untouched() {
     // A valid SQLite file of another program is not ours either.
     let foreign = dir.path().join("other.sqlite");
     assert!(foreign_sqlite(&foreign));
-    assert!(matches!(History::open(&foreign), Err(BenchError::Foreign { .. })));
+    assert!(matches!(
+        History::open(&foreign),
+        Err(BenchError::Foreign { .. })
+    ));
 
     // A truncated history (half a file) is refused, not repaired.
     let good = dir.path().join("good.sqlite");
     let (h, _) = {
         let cases = load_matrix(&[&cases_file()], false).unwrap();
         let mut h = History::open(&good).unwrap();
-        let s = run_matrix(&mut h, &cases[..1], &request(dir.path(), false, 1), Arc::new(AtomicBool::new(false)), |_| {}).unwrap();
+        let s = run_matrix(
+            &mut h,
+            &cases[..1],
+            &request(dir.path(), false, 1),
+            Arc::new(AtomicBool::new(false)),
+            |_| {},
+        )
+        .unwrap();
         (h, s)
     };
     drop(h);
@@ -213,12 +236,20 @@ fn report_has_a_row_per_case_and_links_the_raw_output() {
     for id in ["ok", "fail", "garbage", "hang", "silent", "missing-program"] {
         assert!(html.contains(&format!("data-case=\"{id}\"")), "{id}");
     }
-    for st in ["PASS", "FAIL", "NOVALUE", "NOEXIT", "TIMEOUT", "NORUN", "NOLOG"] {
+    for st in [
+        "PASS", "FAIL", "NOVALUE", "NOEXIT", "TIMEOUT", "NORUN", "NOLOG",
+    ] {
         assert!(html.contains(&format!("data-state=\"{st}\"")), "{st}");
     }
     assert!(html.contains("<svg"));
-    assert!(html.contains("chg-worse"), "ok's v dropped beyond the noise");
-    assert!(!html.contains("<script src") && !html.contains("<link"), "no external resources");
+    assert!(
+        html.contains("chg-worse"),
+        "ok's v dropped beyond the noise"
+    );
+    assert!(
+        !html.contains("<script src") && !html.contains("<link"),
+        "no external resources"
+    );
     let link = "raw/1/ok.r1.json";
     assert!(html.contains(link));
     assert!(out.join(link).exists());
