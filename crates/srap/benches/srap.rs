@@ -7,6 +7,8 @@
 //! - `port_for_queue`: one port for a given queue (64 queues), random
 //!   start. Goal < 1 us.
 //! - `queue_of`: one candidate port's queue (two table lookups).
+//! - `plan_from_config_64_flows_64_cpus`: the same including building the
+//!   predictor (what `steer ports plan` does once it has the config).
 //! - `predictor_new`: building the per-destination tables.
 
 use std::hint::black_box;
@@ -35,6 +37,17 @@ fn bench(c: &mut Criterion) {
     c.bench_function("plan_64_flows_64_cpus", |b| {
         b.iter(|| plan(black_box(&p), 64, &options).expect("plan"))
     });
+    let cfg = config(64);
+    let (l, r): (IpAddr, IpAddr) = (
+        "10.77.1.1".parse().expect("a"),
+        "10.77.1.2".parse().expect("a"),
+    );
+    c.bench_function("plan_from_config_64_flows_64_cpus", |b| {
+        b.iter(|| {
+            srap::plan_from_config(black_box(&cfg), l, r, 5201, L4Proto::Tcp, 64, &options)
+                .expect("plan")
+        })
+    });
     let range = PortRange::LINUX_DEFAULT;
     let mut q = 0u32;
     c.bench_function("port_for_queue", |b| {
@@ -50,8 +63,6 @@ fn bench(c: &mut Criterion) {
             p.queue_of(black_box(port))
         })
     });
-    let cfg = config(64);
-    let (l, r): (IpAddr, IpAddr) = ("10.77.1.1".parse().expect("a"), "10.77.1.2".parse().expect("a"));
     c.bench_function("predictor_new", |b| {
         b.iter(|| PortPredictor::new(black_box(&cfg), l, r, 5201, L4Proto::Tcp).expect("p"))
     });

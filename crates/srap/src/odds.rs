@@ -217,7 +217,13 @@ pub struct Odds {
 pub fn odds(flows: u32, cores: u32, trials: u64, seed: u64) -> Result<Odds, SrapError> {
     let exact = max_load_distribution(flows, cores)?;
     let counts = monte_carlo(flows, cores, trials, seed)?;
-    let frac = |c: u64| if trials == 0 { 0.0 } else { c as f64 / trials as f64 };
+    let frac = |c: u64| {
+        if trials == 0 {
+            0.0
+        } else {
+            c as f64 / trials as f64
+        }
+    };
     Ok(Odds {
         flows,
         cores,

@@ -116,12 +116,14 @@ pub fn reachable_cpus(config: &RssConfig) -> Vec<u32> {
 
 /// The assignment order: lowest (flows so far, load, CPU) first.
 fn pick(counts: &[u32], loads: &[f64], available: impl Fn(usize) -> bool) -> Option<usize> {
-    (0..counts.len()).filter(|&i| available(i)).min_by(|&a, &b| {
-        counts[a]
-            .cmp(&counts[b])
-            .then(loads[a].total_cmp(&loads[b]))
-            .then(a.cmp(&b))
-    })
+    (0..counts.len())
+        .filter(|&i| available(i))
+        .min_by(|&a, &b| {
+            counts[a]
+                .cmp(&counts[b])
+                .then(loads[a].total_cmp(&loads[b]))
+                .then(a.cmp(&b))
+        })
 }
 
 /// Plans `flows` source ports for the predictor's (local, remote, remote port).

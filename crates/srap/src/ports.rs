@@ -156,7 +156,12 @@ impl PortSet {
     pub fn parse_list(text: &str) -> Result<Self, SrapError> {
         let mut set = PortSet::new();
         let bad = || SrapError::BadPortList(text.trim().to_string());
-        for item in text.trim().split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        for item in text
+            .trim()
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
             match item.split_once('-') {
                 Some((lo, hi)) => {
                     let lo: u16 = lo.trim().parse().map_err(|_| bad())?;

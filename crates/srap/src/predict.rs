@@ -30,8 +30,8 @@ use std::net::IpAddr;
 
 use rand::Rng;
 use rss::{
-    FlowTuple, HashFields, HashFunction, InputTransform, L4Proto, Placement, RssConfig, RssError,
-    ToeplitzTable,
+    toeplitz_reference, FlowTuple, HashFields, HashFunction, InputTransform, L4Proto, Placement,
+    RssConfig, RssError, ToeplitzTable,
 };
 
 use crate::error::SrapError;
@@ -116,28 +116,36 @@ impl PortPredictor {
                 hashed: describe_fields(fields),
             });
         }
-        let table = ToeplitzTable::new(&config.key);
         let input = config.hash_input(&flow)?;
-        let fixed = table.hash(input.as_bytes())?;
         let mode = if config.input_transform == InputTransform::None {
+            // Two byte tables from 16 key windows; no full table needed.
+            let bytes = input.as_bytes();
+            let fixed = toeplitz_reference(&config.key, bytes)?;
             let addr_len = if local.is_ipv4() { 4 } else { 16 };
             let off = addr_len * (usize::from(fields.src_ip) + usize::from(fields.dst_ip));
-            let mut zero = vec![0u8; input.as_bytes().len()];
-            let mut byte_table = |pos: usize| -> Result<Box<[u32; 256]>, SrapError> {
-                let mut t = Box::new([0u32; 256]);
-                for (v, slot) in t.iter_mut().enumerate() {
-                    zero[pos] = v as u8;
-                    *slot = table.hash(&zero)?;
-                }
-                zero[pos] = 0;
-                Ok(t)
+            let mut one_bit = vec![0u8; bytes.len()];
+            let mut windows = [0u32; 16];
+            for (bit, w) in windows.iter_mut().enumerate() {
+                let pos = off + bit / 8;
+                one_bit[pos] = 0x80 >> (bit % 8);
+                *w = toeplitz_reference(&config.key, &one_bit)?;
+                one_bit[pos] = 0;
+            }
+            let byte_table = |w: &[u32]| -> Box<[u32; 256]> {
+                Box::new(std::array::from_fn(|v| {
+                    (0..8)
+                        .filter(|j| v & (0x80 >> j) != 0)
+                        .fold(0, |acc, j| acc ^ w[j])
+                }))
             };
             Mode::Linear {
                 fixed,
-                hi: byte_table(off)?,
-                lo: byte_table(off + 1)?,
+                hi: byte_table(&windows[..8]),
+                lo: byte_table(&windows[8..]),
             }
         } else {
+            let table = ToeplitzTable::new(&config.key);
+            table.hash(input.as_bytes())?;
             Mode::General { table }
         };
         let entries = config.indirection_table.entries();
@@ -189,13 +197,7 @@ impl PortPredictor {
 
     /// The flow with source port `port`, as the receiver sees it.
     pub fn flow(&self, port: u16) -> FlowTuple {
-        FlowTuple::new(
-            self.local,
-            port,
-            self.remote,
-            self.remote_port,
-            self.proto,
-        )
+        FlowTuple::new(self.local, port, self.remote, self.remote_port, self.proto)
     }
 
     /// The receiver's RSS hash of the flow from source port `port`.
@@ -324,14 +326,8 @@ mod tests {
     fn agrees_with_the_full_tuple_hash() {
         let config = RssConfig::ethtool_default(RssKey::microsoft(), 8, 128).unwrap();
         let rss = rss::Predictor::new(config.clone()).unwrap();
-        let p = PortPredictor::new(
-            &config,
-            v4("10.0.0.1"),
-            v4("10.0.0.2"),
-            5201,
-            L4Proto::Tcp,
-        )
-        .unwrap();
+        let p = PortPredictor::new(&config, v4("10.0.0.1"), v4("10.0.0.2"), 5201, L4Proto::Tcp)
+            .unwrap();
         assert!(p.is_linear());
         for port in [1u16, 80, 255, 256, 40000, 65535] {
             let want = rss.place(&p.flow(port)).unwrap();
@@ -346,7 +342,16 @@ mod tests {
         let config = RssConfig::ethtool_default(RssKey::microsoft(), 8, 128).unwrap();
         let err = PortPredictor::new(&config, v4("1.1.1.1"), v4("2.2.2.2"), 53, L4Proto::Udp)
             .unwrap_err();
-        assert!(matches!(err, SrapError::PortNotHashed { flow_type: "udp4", .. }), "{err}");
+        assert!(
+            matches!(
+                err,
+                SrapError::PortNotHashed {
+                    flow_type: "udp4",
+                    ..
+                }
+            ),
+            "{err}"
+        );
         assert!(err.to_string().contains("cannot steer"), "{err}");
         let mut config = config;
         config.fields = HashFieldsByFlow::all_four_tuple();
@@ -368,16 +373,16 @@ mod tests {
             Err(SrapError::NoPorts(_))
         ));
         config.hash_function = rss::HashFunction::Xor;
-        let err = PortPredictor::new(&config, v4("1.1.1.1"), v4("2.2.2.2"), 1, L4Proto::Tcp)
-            .unwrap_err();
+        let err =
+            PortPredictor::new(&config, v4("1.1.1.1"), v4("2.2.2.2"), 1, L4Proto::Tcp).unwrap_err();
         assert!(err.to_string().contains("Toeplitz"), "{err}");
     }
 
     #[test]
     fn port_for_queue_finds_every_queue_or_none() {
         let config = RssConfig::ethtool_default(RssKey::microsoft(), 16, 128).unwrap();
-        let p = PortPredictor::new(&config, v4("10.0.0.1"), v4("10.0.0.2"), 80, L4Proto::Tcp)
-            .unwrap();
+        let p =
+            PortPredictor::new(&config, v4("10.0.0.1"), v4("10.0.0.2"), 80, L4Proto::Tcp).unwrap();
         let range = PortRange::LINUX_DEFAULT;
         for q in 0..16 {
             let port = p.port_for_queue(q, range, |_| true).unwrap();
@@ -393,8 +398,8 @@ mod tests {
     #[test]
     fn scan_visits_each_port_once() {
         let config = RssConfig::ethtool_default(RssKey::microsoft(), 2, 8).unwrap();
-        let p = PortPredictor::new(&config, v4("10.0.0.1"), v4("10.0.0.2"), 80, L4Proto::Tcp)
-            .unwrap();
+        let p =
+            PortPredictor::new(&config, v4("10.0.0.1"), v4("10.0.0.2"), 80, L4Proto::Tcp).unwrap();
         let r = PortRange::new(100, 104).unwrap();
         assert_eq!(p.scan(r, 3).collect::<Vec<_>>(), [103, 104, 100, 101, 102]);
         assert_eq!(p.scan(r, 0).collect::<Vec<_>>(), [100, 101, 102, 103, 104]);

@@ -90,7 +90,10 @@ fn racing_clients_get_distinct_ports_and_cpus() {
     assert_eq!(cpus.len(), 8, "{second:?}");
     let ports: HashSet<u16> = first.iter().chain(&second).map(|l| l.0).collect();
     assert_eq!(ports.len(), 16);
-    let status = AllocClient::connect(server.path()).unwrap().status().unwrap();
+    let status = AllocClient::connect(server.path())
+        .unwrap()
+        .status()
+        .unwrap();
     assert_eq!(status.leases.len(), 16);
     assert_eq!(status.remotes, [remote]);
 }
@@ -112,7 +115,13 @@ fn leases_are_predicted_correctly_and_released() {
     assert!(client.status().unwrap().leases.is_empty());
     let err = client.release(lease.lease).unwrap_err();
     assert!(
-        matches!(err, ClientError::Refused { code: ErrorCode::UnknownLease, .. }),
+        matches!(
+            err,
+            ClientError::Refused {
+                code: ErrorCode::UnknownLease,
+                ..
+            }
+        ),
         "{err}"
     );
 }
@@ -174,7 +183,10 @@ fn oversized_line_is_refused_and_server_keeps_running() {
     BufReader::new(&s2).read_line(&mut reply).unwrap();
     assert!(reply.contains("bad_request"), "{reply}");
     // Still serving.
-    let status = AllocClient::connect(server.path()).unwrap().status().unwrap();
+    let status = AllocClient::connect(server.path())
+        .unwrap()
+        .status()
+        .unwrap();
     assert!(status.leases.is_empty());
 }
 
@@ -199,14 +211,22 @@ fn dead_or_missing_allocator_fails_fast() {
 #[test]
 fn second_allocator_on_the_same_path_is_refused() {
     let server = start(Duration::from_secs(60));
-    let err = Server::bind(ServerOptions::new(server.path())).err().unwrap();
+    let err = Server::bind(ServerOptions::new(server.path()))
+        .err()
+        .unwrap();
     assert!(err.to_string().contains("already"), "{err}");
 }
 
 /// A TCP socket bound to `local` and connected to `remote`.
 fn connect_from(local: SocketAddr, remote: SocketAddr) -> TcpStream {
     use nix::sys::socket::{bind, connect, socket, AddressFamily, SockFlag, SockType, SockaddrIn};
-    let fd = socket(AddressFamily::Inet, SockType::Stream, SockFlag::empty(), None).unwrap();
+    let fd = socket(
+        AddressFamily::Inet,
+        SockType::Stream,
+        SockFlag::empty(),
+        None,
+    )
+    .unwrap();
     let to_sin = |a: SocketAddr| match a {
         SocketAddr::V4(v4) => SockaddrIn::from(v4),
         SocketAddr::V6(_) => unreachable!(),
@@ -225,14 +245,22 @@ fn lease_lives_while_its_connection_does() {
     let lo = addr("127.0.0.1");
     let mut client = AllocClient::connect(server.path()).unwrap();
     client.set_config(lo, &config(2)).unwrap();
-    let unused = client.lease(L4Proto::Tcp, Some(lo), lo, dst.port()).unwrap();
-    let used = client.lease(L4Proto::Tcp, Some(lo), lo, dst.port()).unwrap();
+    let unused = client
+        .lease(L4Proto::Tcp, Some(lo), lo, dst.port())
+        .unwrap();
+    let used = client
+        .lease(L4Proto::Tcp, Some(lo), lo, dst.port())
+        .unwrap();
     let stream = connect_from(SocketAddr::new(lo, used.port), dst);
     let (accepted, _) = listener.accept().unwrap();
     std::thread::sleep(Duration::from_millis(800));
     let leases = client.status().unwrap().leases;
     let ids: Vec<u64> = leases.iter().map(|l| l.lease).collect();
-    assert_eq!(ids, [used.lease], "the unused lease is released after the grace period");
+    assert_eq!(
+        ids,
+        [used.lease],
+        "the unused lease is released after the grace period"
+    );
     assert!(leases[0].connected);
     drop(stream);
     drop(accepted);

@@ -52,8 +52,8 @@ fn case() -> impl Strategy<Value = Case> {
         proptest::collection::vec(any::<u8>(), 40),
         proptest::collection::vec(any::<u8>(), 40..=64),
     ];
-    let v4 = (any::<[u8; 4]>(), any::<[u8; 4]>())
-        .prop_map(|(a, b)| (IpAddr::from(a), IpAddr::from(b)));
+    let v4 =
+        (any::<[u8; 4]>(), any::<[u8; 4]>()).prop_map(|(a, b)| (IpAddr::from(a), IpAddr::from(b)));
     let v6 = (any::<[u8; 16]>(), any::<[u8; 16]>())
         .prop_map(|(a, b)| (IpAddr::from(a), IpAddr::from(b)));
     let addrs = prop_oneof![v4, v6];
@@ -71,13 +71,26 @@ fn case() -> impl Strategy<Value = Case> {
         any::<u64>(),
     )
         .prop_map(
-            |(key, (local, remote), queues, remote_port, size, weighted, per_cpu, transform, udp, seed)| {
+            |(
+                key,
+                (local, remote),
+                queues,
+                remote_port,
+                size,
+                weighted,
+                per_cpu,
+                transform,
+                udp,
+                seed,
+            )| {
                 let mut config =
                     RssConfig::ethtool_default(RssKey::new(key).unwrap(), queues, size).unwrap();
                 if weighted {
-                    let weights: Vec<u32> =
-                        (0..queues).map(|q| (seed >> (q % 60)) as u32 % 4 + u32::from(q == 0)).collect();
-                    config.indirection_table = IndirectionTable::weighted(size, &weights, 0).unwrap();
+                    let weights: Vec<u32> = (0..queues)
+                        .map(|q| (seed >> (q % 60)) as u32 % 4 + u32::from(q == 0))
+                        .collect();
+                    config.indirection_table =
+                        IndirectionTable::weighted(size, &weights, 0).unwrap();
                 }
                 // Several queues per CPU.
                 config.queue_cpus = (0..queues).map(|q| q / per_cpu).collect();
@@ -153,8 +166,14 @@ proptest! {
 #[test]
 fn flows_outnumber_cores_least_loaded_first() {
     let config = microsoft(4);
-    let p = PortPredictor::new(&config, addr("10.0.0.1"), addr("10.0.0.2"), 5201, L4Proto::Tcp)
-        .unwrap();
+    let p = PortPredictor::new(
+        &config,
+        addr("10.0.0.1"),
+        addr("10.0.0.2"),
+        5201,
+        L4Proto::Tcp,
+    )
+    .unwrap();
     let mut options = PlanOptions {
         seed: Some(1),
         ..PlanOptions::default()
@@ -178,14 +197,23 @@ fn flows_outnumber_cores_least_loaded_first() {
         &options,
     )
     .unwrap();
-    assert_eq!(two.entries.iter().map(|e| e.cpu).collect::<Vec<_>>(), [1, 3]);
+    assert_eq!(
+        two.entries.iter().map(|e| e.cpu).collect::<Vec<_>>(),
+        [1, 3]
+    );
 }
 
 #[test]
 fn existing_flows_are_evened_out() {
     let config = microsoft(4);
-    let p = PortPredictor::new(&config, addr("10.0.0.1"), addr("10.0.0.2"), 80, L4Proto::Tcp)
-        .unwrap();
+    let p = PortPredictor::new(
+        &config,
+        addr("10.0.0.1"),
+        addr("10.0.0.2"),
+        80,
+        L4Proto::Tcp,
+    )
+    .unwrap();
     let options = PlanOptions {
         existing: BTreeMap::from([(0, 2), (1, 1)]),
         ..PlanOptions::default()
@@ -202,8 +230,14 @@ fn sixty_four_flows_on_sixty_four_cpus_one_each() {
     let config = RssConfig::ethtool_default(RssKey::symmetric(52), 64, 128).unwrap();
     let mut config = config;
     config.key = RssKey::new((0..52u8).map(|i| i.wrapping_mul(151) ^ 0x5c).collect()).unwrap();
-    let p = PortPredictor::new(&config, addr("10.0.0.1"), addr("10.0.0.2"), 5201, L4Proto::Tcp)
-        .unwrap();
+    let p = PortPredictor::new(
+        &config,
+        addr("10.0.0.1"),
+        addr("10.0.0.2"),
+        5201,
+        L4Proto::Tcp,
+    )
+    .unwrap();
     let plan = plan(&p, 64, &PlanOptions::default()).unwrap();
     check_plan_against_rss(&config, &p, &plan);
     assert_eq!(plan.cpus_used, 64);
@@ -213,8 +247,14 @@ fn sixty_four_flows_on_sixty_four_cpus_one_each() {
 #[test]
 fn exhaustion_is_a_clear_error() {
     let config = microsoft(8);
-    let p = PortPredictor::new(&config, addr("10.0.0.1"), addr("10.0.0.2"), 80, L4Proto::Tcp)
-        .unwrap();
+    let p = PortPredictor::new(
+        &config,
+        addr("10.0.0.1"),
+        addr("10.0.0.2"),
+        80,
+        L4Proto::Tcp,
+    )
+    .unwrap();
     let options = PlanOptions {
         range: PortRange::new(40000, 40003).unwrap(),
         ..PlanOptions::default()
@@ -242,8 +282,14 @@ fn exhaustion_is_a_clear_error() {
 #[test]
 fn reserved_and_used_ports_are_skipped() {
     let config = microsoft(2);
-    let p = PortPredictor::new(&config, addr("10.0.0.1"), addr("10.0.0.2"), 80, L4Proto::Tcp)
-        .unwrap();
+    let p = PortPredictor::new(
+        &config,
+        addr("10.0.0.1"),
+        addr("10.0.0.2"),
+        80,
+        L4Proto::Tcp,
+    )
+    .unwrap();
     let mut excluded = PortSet::parse_list("40000-40095,40097-40099").unwrap();
     excluded.insert(40101);
     let options = PlanOptions {

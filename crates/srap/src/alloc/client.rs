@@ -14,8 +14,7 @@ use serde::Serialize;
 use thiserror::Error;
 
 use super::protocol::{
-    ErrorCode, ErrorResponse, LeaseResponse, OkResponse, Request, StatusResponse, MAX_LINE,
-    VERSION,
+    ErrorCode, ErrorResponse, LeaseResponse, OkResponse, Request, StatusResponse, MAX_LINE, VERSION,
 };
 
 /// Default bound on one request/response exchange.
@@ -117,8 +116,8 @@ impl AllocClient {
                 "connection closed before a complete line".into(),
             ));
         }
-        let value: serde_json::Value = serde_json::from_slice(&buf)
-            .map_err(|e| ClientError::BadResponse(e.to_string()))?;
+        let value: serde_json::Value =
+            serde_json::from_slice(&buf).map_err(|e| ClientError::BadResponse(e.to_string()))?;
         if value.get("v").and_then(serde_json::Value::as_u64) != Some(u64::from(VERSION)) {
             return Err(ClientError::BadResponse(format!(
                 "protocol version is not {VERSION}: {value}"

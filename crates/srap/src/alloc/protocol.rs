@@ -203,7 +203,14 @@ mod tests {
             }
         );
         let r = parse_request(r#"{"v":1,"op":"lease","remote":"::1","remote_port":1}"#).unwrap();
-        assert!(matches!(r, Request::Lease { proto: L4Proto::Tcp, local: None, .. }));
+        assert!(matches!(
+            r,
+            Request::Lease {
+                proto: L4Proto::Tcp,
+                local: None,
+                ..
+            }
+        ));
         assert_eq!(
             parse_request(r#"{"v":1,"op":"release","lease":17}"#).unwrap(),
             Request::Release { lease: 17 }
@@ -223,9 +230,18 @@ mod tests {
             (r#"{"op":"status"}"#, ErrorCode::UnsupportedVersion),
             (r#"{"v":2,"op":"status"}"#, ErrorCode::UnsupportedVersion),
             (r#"{"v":1,"op":"fly"}"#, ErrorCode::BadRequest),
-            (r#"{"v":1,"op":"lease","remote":"10.0.0.1"}"#, ErrorCode::BadRequest),
-            (r#"{"v":1,"op":"lease","remote":"x","remote_port":1}"#, ErrorCode::BadRequest),
-            (r#"{"v":1,"op":"lease","remote":"10.0.0.1","remote_port":70000}"#, ErrorCode::BadRequest),
+            (
+                r#"{"v":1,"op":"lease","remote":"10.0.0.1"}"#,
+                ErrorCode::BadRequest,
+            ),
+            (
+                r#"{"v":1,"op":"lease","remote":"x","remote_port":1}"#,
+                ErrorCode::BadRequest,
+            ),
+            (
+                r#"{"v":1,"op":"lease","remote":"10.0.0.1","remote_port":70000}"#,
+                ErrorCode::BadRequest,
+            ),
         ] {
             assert_eq!(parse_request(line).unwrap_err().code, code, "{line}");
         }
@@ -240,7 +256,10 @@ mod tests {
             cpu: 3,
             lease: 17,
         });
-        assert_eq!(line, "{\"v\":1,\"port\":40123,\"queue\":3,\"cpu\":3,\"lease\":17}\n");
+        assert_eq!(
+            line,
+            "{\"v\":1,\"port\":40123,\"queue\":3,\"cpu\":3,\"lease\":17}\n"
+        );
         let line = Refusal::new(ErrorCode::NoConfig, "no").to_line();
         assert_eq!(line, "{\"v\":1,\"error\":\"no\",\"code\":\"no_config\"}\n");
     }

@@ -165,8 +165,8 @@ impl Allocator {
                     format!("no RSS config for remote {remote} (send set_config, or start the allocator with --config FILE --for {remote})"),
                 ));
             };
-            let predictor = PortPredictor::new(config, local, remote, remote_port, proto)
-                .map_err(refuse)?;
+            let predictor =
+                PortPredictor::new(config, local, remote, remote_port, proto).map_err(refuse)?;
             if predictors.len() >= PREDICTOR_CACHE {
                 predictors.clear();
             }
@@ -189,12 +189,12 @@ impl Allocator {
         for socket in &host.sockets {
             let (l, r) = (canonical(socket.local), canonical(socket.remote));
             let connection = !matches!(socket.state, TCP_TIME_WAIT | TCP_CLOSE | TCP_LISTEN);
-            if connection
-                && r == destination
-                && l.ip() == local
-                && !leased_ports.contains(l.port())
+            if connection && r == destination && l.ip() == local && !leased_ports.contains(l.port())
             {
-                *options.existing.entry(predictor.cpu_of(l.port())).or_default() += 1;
+                *options
+                    .existing
+                    .entry(predictor.cpu_of(l.port()))
+                    .or_default() += 1;
             }
         }
         let planned = plan(predictor, 1, &options).map_err(refuse)?;

@@ -216,20 +216,17 @@ fn odds(args: &OddsArgs, json: bool) -> anyhow::Result<i32> {
                 odds.seed
             ),
         ),
-        ("expected max", format!("{:.3} flows on one core", odds.expected_max)),
+        (
+            "expected max",
+            format!("{:.3} flows on one core", odds.expected_max),
+        ),
     ])?;
     println!();
     let body: Vec<Vec<String>> = odds
         .distribution
         .iter()
         .filter(|r| r.exact >= 1e-12 || r.sampled > 0.0)
-        .map(|r| {
-            vec![
-                r.max.to_string(),
-                percent(r.exact),
-                percent(r.sampled),
-            ]
-        })
+        .map(|r| vec![r.max.to_string(), percent(r.exact), percent(r.sampled)])
         .collect();
     output::table(&["max flows on a core", "exact", "monte carlo"], &body)?;
     let shown = body.len();
@@ -337,8 +334,9 @@ fn plan(args: &PlanArgs, json: bool) -> anyhow::Result<i32> {
     let (from, from_source) = match args.from {
         Some(a) => (a, "given"),
         None => (
-            srap::alloc::source_address_for(to)
-                .with_context(|| format!("no route to {to} to pick a source address; give --from"))?,
+            srap::alloc::source_address_for(to).with_context(|| {
+                format!("no route to {to} to pick a source address; give --from")
+            })?,
             "route",
         ),
     };
@@ -376,7 +374,10 @@ fn plan(args: &PlanArgs, json: bool) -> anyhow::Result<i32> {
     output::table(&["port", "queue", "cpu", "hash"], &body)?;
     println!();
     let mut rows = vec![
-        ("flow", format!("{from} -> {to} ({from_source} source address)")),
+        (
+            "flow",
+            format!("{from} -> {to} ({from_source} source address)"),
+        ),
         (
             "cpus",
             format!(
@@ -423,8 +424,7 @@ fn serve(args: &ServeArgs) -> anyhow::Result<i32> {
     for (path, addr) in args.config.iter().zip(&args.for_addr) {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read {}", path.display()))?;
-        let config =
-            RssConfig::from_json(&text).with_context(|| format!("{}", path.display()))?;
+        let config = RssConfig::from_json(&text).with_context(|| format!("{}", path.display()))?;
         configs.push((*addr, config));
     }
     let mut options = ServerOptions::new(args.socket.path());
@@ -481,7 +481,15 @@ fn status(args: &SocketArg, json: bool) -> anyhow::Result<i32> {
         })
         .collect();
     output::table(
-        &["lease", "local", "remote", "queue", "cpu", "age ms", "connected"],
+        &[
+            "lease",
+            "local",
+            "remote",
+            "queue",
+            "cpu",
+            "age ms",
+            "connected",
+        ],
         &body,
     )?;
     Ok(0)
