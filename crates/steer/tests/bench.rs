@@ -1,0 +1,262 @@
+//! `steer bench` as a user runs it: an interrupted run (SIGINT to the
+//! child `steer bench run`), a corrupted history, the regression check's
+//! exit codes. Test-only cases come from a `--cases` file.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::cargo::cargo_bin;
+
+const CASES: &str = r#"
+[[case]]
+name = "first"
+command = ["sh", "-c", "echo '{\"v\": 1}'"]
+metrics = [{ name = "v", pointer = "/v", unit = "u", better = "higher" }]
+
+[[case]]
+name = "stuck"
+command = ["sh", "-c", "touch '{root}/stuck.started'; sleep 1000 & echo $! > '{root}/stuck.pid'; wait"]
+timeout = 600
+
+[[case]]
+name = "never-reached"
+command = ["sh", "-c", "echo '{\"v\": 1}'"]
+metrics = [{ name = "v", pointer = "/v", unit = "u", better = "higher" }]
+"#;
+
+/// A directory under the system's temp dir, removed on drop.
+struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    fn new() -> TempDir {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static N: AtomicU32 = AtomicU32::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let p = std::env::temp_dir().join(format!("steer-bench-test-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn steer(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(cargo_bin("steer"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+fn write_cases(dir: &Path) {
+    std::fs::write(dir.join("cases.toml"), CASES).unwrap();
+}
+
+#[test]
+fn sigint_stops_the_case_records_norun_and_keeps_the_history() {
+    let dir = TempDir::new();
+    write_cases(dir.path());
+    let mut child = Command::new(cargo_bin("steer"))
+        .args(["bench", "run", "--cases", "cases.toml", "--no-builtin"])
+        .args(["--db", "h.sqlite"])
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !dir.path().join("stuck.pid").exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "stuck never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("interrupted"), "{stdout}");
+
+    // The case's own child died with its process group.
+    let pid = std::fs::read_to_string(dir.path().join("stuck.pid")).unwrap();
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+    assert!(
+        stat.is_empty() || stat.split(") ").nth(1).is_some_and(|r| r.starts_with('Z')),
+        "sleep survived: {stat}"
+    );
+
+    // The history is intact and says what happened.
+    let runs = steer(
+        dir.path(),
+        &["bench", "history", "--db", "h.sqlite", "--json"],
+    );
+    assert!(runs.status.success());
+    let runs: serde_json::Value = serde_json::from_slice(&runs.stdout).unwrap();
+    assert_eq!(runs[0]["status"], "interrupted");
+    let check = steer(
+        dir.path(),
+        &[
+            "bench",
+            "check",
+            "--baseline",
+            "none.json",
+            "--run",
+            "last",
+            "--db",
+            "h.sqlite",
+            "--update",
+        ],
+    );
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let baseline: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("none.json")).unwrap())
+            .unwrap();
+    assert_eq!(baseline["cases"]["first"], "PASS");
+    assert_eq!(baseline["cases"]["stuck"], "NORUN");
+    assert_eq!(baseline["cases"]["never-reached"], "NORUN");
+
+    let report = steer(
+        dir.path(),
+        &["bench", "report", "-o", "report", "--db", "h.sqlite"],
+    );
+    assert!(
+        report.status.success(),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    let html = std::fs::read_to_string(dir.path().join("report/index.html")).unwrap();
+    assert!(html.contains("interrupted"));
+    assert!(html.contains("data-case=\"stuck\""));
+    assert!(html.contains("run interrupted before this case"));
+}
+
+#[test]
+fn a_corrupted_history_is_a_one_line_error_exit_2_and_untouched() {
+    let dir = TempDir::new();
+    write_cases(dir.path());
+    let garbage = b"SQLite format 3\0 but then garbage ".repeat(200);
+    std::fs::write(dir.path().join("h.sqlite"), &garbage).unwrap();
+    for args in [
+        &[
+            "bench",
+            "run",
+            "--cases",
+            "cases.toml",
+            "--no-builtin",
+            "--filter",
+            "first",
+            "--db",
+            "h.sqlite",
+        ][..],
+        &["bench", "report", "-o", "r", "--db", "h.sqlite"][..],
+        &["bench", "compare", "--db", "h.sqlite"][..],
+    ] {
+        let out = steer(dir.path(), args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(
+            err.contains("h.sqlite") && err.contains("untouched"),
+            "{err}"
+        );
+    }
+    assert_eq!(std::fs::read(dir.path().join("h.sqlite")).unwrap(), garbage);
+}
+
+#[test]
+fn check_exits_1_on_a_state_regression_only() {
+    let dir = TempDir::new();
+    write_cases(dir.path());
+    let run = steer(
+        dir.path(),
+        &[
+            "bench",
+            "run",
+            "--cases",
+            "cases.toml",
+            "--no-builtin",
+            "--filter",
+            "first,never",
+            "--db",
+            "h.sqlite",
+        ],
+    );
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let check = |baseline: &str| {
+        std::fs::write(dir.path().join("b.json"), baseline).unwrap();
+        steer(
+            dir.path(),
+            &["bench", "check", "--baseline", "b.json", "--db", "h.sqlite"],
+        )
+        .status
+        .code()
+    };
+    assert_eq!(
+        check(r#"{"cases": {"first": "PASS", "never-reached": "PASS"}}"#),
+        Some(0)
+    );
+    // A case that is not in the run is not judged; NORUN in the baseline is no promise.
+    assert_eq!(
+        check(r#"{"cases": {"first": "NORUN", "stuck": "PASS"}}"#),
+        Some(0)
+    );
+    // Make `first` fail: same id, a check that is false now.
+    std::fs::write(
+        dir.path().join("cases.toml"),
+        CASES.replacen("unit = \"u\", better = \"higher\" }]", "unit = \"u\", better = \"higher\" }]\nchecks = [{ pointer = \"/v\", op = \">\", value = 5 }]", 1),
+    )
+    .unwrap();
+    let run = steer(
+        dir.path(),
+        &[
+            "bench",
+            "run",
+            "--cases",
+            "cases.toml",
+            "--no-builtin",
+            "--filter",
+            "first",
+            "--db",
+            "h.sqlite",
+        ],
+    );
+    assert!(run.status.success());
+    assert_eq!(check(r#"{"cases": {"first": "PASS"}}"#), Some(1));
+    let cmp = steer(
+        dir.path(),
+        &[
+            "bench", "compare", "prev", "last", "--db", "h.sqlite", "--json",
+        ],
+    );
+    let cmp: serde_json::Value = serde_json::from_slice(&cmp.stdout).unwrap();
+    assert_eq!(cmp["cases"][0]["verdict"], "regression");
+    // A bad baseline file is bad input.
+    assert_eq!(check("{not json"), Some(2));
+}
