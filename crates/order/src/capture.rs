@@ -16,7 +16,9 @@ use std::time::Duration;
 
 use pcap_file::pcap::{PcapHeader, PcapParser, PcapWriter, RawPcapPacket};
 use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketBlock;
-use pcap_file::pcapng::blocks::interface_description::{InterfaceDescriptionBlock, InterfaceDescriptionOption};
+use pcap_file::pcapng::blocks::interface_description::{
+    InterfaceDescriptionBlock, InterfaceDescriptionOption,
+};
 use pcap_file::pcapng::blocks::section_header::SectionHeaderBlock;
 use pcap_file::pcapng::{Block, PcapNgParser, PcapNgWriter};
 use pcap_file::{PcapError, TsResolution};
@@ -27,7 +29,7 @@ use crate::wire::LinkType;
 /// Why a capture could not be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum CaptureError {
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}")]
     Io {
         path: String,
         #[source]
@@ -151,9 +153,10 @@ impl Capture {
             return Err(CaptureError::NotACapture);
         }
         match &bytes[..4] {
-            [0xd4, 0xc3, 0xb2, 0xa1] | [0xa1, 0xb2, 0xc3, 0xd4] | [0x4d, 0x3c, 0xb2, 0xa1] | [0xa1, 0xb2, 0x3c, 0x4d] => {
-                read_pcap(bytes)
-            }
+            [0xd4, 0xc3, 0xb2, 0xa1]
+            | [0xa1, 0xb2, 0xc3, 0xd4]
+            | [0x4d, 0x3c, 0xb2, 0xa1]
+            | [0xa1, 0xb2, 0x3c, 0x4d] => read_pcap(bytes),
             [0x0a, 0x0d, 0x0d, 0x0a] => read_pcapng(bytes),
             _ => Err(CaptureError::NotACapture),
         }
@@ -162,17 +165,27 @@ impl Capture {
     /// Writes `order` (indices into `packets`) as a capture of the same
     /// format and header; `times[k]`, when given, replaces the timestamp of
     /// the k-th packet written by that of packet `times[k]`.
-    pub fn write<W: Write>(&self, out: W, order: &[usize], times: Option<&[usize]>) -> Result<(), CaptureError> {
+    pub fn write<W: Write>(
+        &self,
+        out: W,
+        order: &[usize],
+        times: Option<&[usize]>,
+    ) -> Result<(), CaptureError> {
         let werr = |e: PcapError| CaptureError::Write(e.to_string());
         let time_of = |k: usize, i: usize| -> RawTime {
             let src = times.and_then(|t| t.get(k)).copied().unwrap_or(i);
-            self.packets.get(src).map(|p| p.raw_time).unwrap_or(RawTime::PcapNg(0))
+            self.packets
+                .get(src)
+                .map(|p| p.raw_time)
+                .unwrap_or(RawTime::PcapNg(0))
         };
         match &self.header {
             Header::Pcap(h) => {
                 let mut w = PcapWriter::with_header(out, *h).map_err(werr)?;
                 for (k, &i) in order.iter().enumerate() {
-                    let Some(p) = self.packets.get(i) else { continue };
+                    let Some(p) = self.packets.get(i) else {
+                        continue;
+                    };
                     let (ts_sec, ts_frac) = match time_of(k, i) {
                         RawTime::Pcap { sec, frac } => (sec, frac),
                         RawTime::PcapNg(_) => (0, 0),
@@ -187,13 +200,19 @@ impl Capture {
                     w.write_raw_packet(&raw).map_err(werr)?;
                 }
             }
-            Header::PcapNg { section, interfaces } => {
-                let mut w = PcapNgWriter::with_section_header(out, section.clone()).map_err(werr)?;
+            Header::PcapNg {
+                section,
+                interfaces,
+            } => {
+                let mut w =
+                    PcapNgWriter::with_section_header(out, section.clone()).map_err(werr)?;
                 for idb in interfaces {
                     w.write_pcapng_block(idb.clone()).map_err(werr)?;
                 }
                 for (k, &i) in order.iter().enumerate() {
-                    let Some(p) = self.packets.get(i) else { continue };
+                    let Some(p) = self.packets.get(i) else {
+                        continue;
+                    };
                     let units = match time_of(k, i) {
                         RawTime::PcapNg(u) => u,
                         RawTime::Pcap { .. } => 0,
@@ -214,10 +233,12 @@ impl Capture {
 }
 
 fn read_pcap(bytes: &[u8]) -> Result<(Capture, Option<CaptureError>), CaptureError> {
-    let (mut rest, parser) = PcapParser::new(bytes).map_err(|e| CaptureError::BadHeader(e.to_string()))?;
+    let (mut rest, parser) =
+        PcapParser::new(bytes).map_err(|e| CaptureError::BadHeader(e.to_string()))?;
     let header = parser.header();
     let link_code = u32::from(header.datalink);
-    let link = LinkType::from_pcap(link_code).ok_or(CaptureError::UnsupportedLinkType(link_code))?;
+    let link =
+        LinkType::from_pcap(link_code).ok_or(CaptureError::UnsupportedLinkType(link_code))?;
     let nanos = header.ts_resolution == TsResolution::NanoSecond;
     let mut packets = Vec::new();
     let mut damage = None;
@@ -234,7 +255,11 @@ fn read_pcap(bytes: &[u8]) -> Result<(Capture, Option<CaptureError>), CaptureErr
                     });
                     break;
                 }
-                let frac_ns = if nanos { u64::from(raw.ts_frac) } else { u64::from(raw.ts_frac) * 1000 };
+                let frac_ns = if nanos {
+                    u64::from(raw.ts_frac)
+                } else {
+                    u64::from(raw.ts_frac) * 1000
+                };
                 packets.push(Packet {
                     time_ns: u64::from(raw.ts_sec) * 1_000_000_000 + frac_ns,
                     raw_time: RawTime::Pcap {
@@ -297,7 +322,8 @@ fn tsresol_ns(idb: &InterfaceDescriptionBlock) -> (u64, u64) {
 }
 
 fn read_pcapng(bytes: &[u8]) -> Result<(Capture, Option<CaptureError>), CaptureError> {
-    let (mut rest, mut parser) = PcapNgParser::new(bytes).map_err(|e| CaptureError::BadHeader(e.to_string()))?;
+    let (mut rest, mut parser) =
+        PcapNgParser::new(bytes).map_err(|e| CaptureError::BadHeader(e.to_string()))?;
     let section = parser.section().clone();
     let mut packets = Vec::new();
     let mut interfaces: Vec<InterfaceDescriptionBlock<'static>> = Vec::new();
@@ -339,14 +365,19 @@ fn read_pcapng(bytes: &[u8]) -> Result<(Capture, Option<CaptureError>), CaptureE
                     damage = Some(CaptureError::Corrupt {
                         packets: packets.len(),
                         offset,
-                        reason: format!("packet names interface {} which is not described", epb.interface_id),
+                        reason: format!(
+                            "packet names interface {} which is not described",
+                            epb.interface_id
+                        ),
                     });
                     break;
                 };
-                let link = LinkType::from_pcap(u32::from(idb.linktype)).ok_or(CaptureError::UnsupportedLinkType(u32::from(idb.linktype)))?;
+                let link = LinkType::from_pcap(u32::from(idb.linktype))
+                    .ok_or(CaptureError::UnsupportedLinkType(u32::from(idb.linktype)))?;
                 let units = u64::try_from(epb.timestamp.as_nanos()).unwrap_or(u64::MAX);
                 let (mul, div) = tsresol_ns(idb);
-                let time_ns = u64::try_from(u128::from(units) * u128::from(mul) / u128::from(div)).unwrap_or(u64::MAX);
+                let time_ns = u64::try_from(u128::from(units) * u128::from(mul) / u128::from(div))
+                    .unwrap_or(u64::MAX);
                 packets.push(Packet {
                     time_ns,
                     raw_time: RawTime::PcapNg(units),
@@ -373,7 +404,10 @@ fn read_pcapng(bytes: &[u8]) -> Result<(Capture, Option<CaptureError>), CaptureE
         packets,
         skipped_blocks: skipped,
         damage: None,
-        header: Header::PcapNg { section, interfaces },
+        header: Header::PcapNg {
+            section,
+            interfaces,
+        },
     };
     Ok((cap, damage))
 }

@@ -24,6 +24,10 @@ pub mod wire;
 
 pub use capture::{Capture, CaptureError};
 pub use flow::FlowKey;
-pub use metrics::{flow_reports, reorder_metrics, Arrival, FlowReport, MetricsConfig, ReorderMetrics};
+pub use metrics::{
+    flow_reports, reorder_metrics, Arrival, FlowReport, MetricsConfig, ReorderMetrics,
+};
 pub use replay::{replay, ReplayConfig};
-pub use sorter::{Descriptor, Sorter, SorterConfig, SorterStats, TcpSegment, UnsuitablePolicy};
+pub use sorter::{
+    Descriptor, DuplicatePolicy, Sorter, SorterConfig, SorterStats, TcpSegment, UnsuitablePolicy,
+};

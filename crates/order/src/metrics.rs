@@ -178,7 +178,13 @@ where
             *slot += 1;
         }
     }
-    let mean = |sum: f64| if reordered == 0 { 0.0 } else { sum / reordered as f64 };
+    let mean = |sum: f64| {
+        if reordered == 0 {
+            0.0
+        } else {
+            sum / reordered as f64
+        }
+    };
 
     // Ranks by sequence number (stable), for RD and RBD.
     let mut order: Vec<usize> = (0..n).collect();
@@ -204,7 +210,11 @@ where
         packets: n as u64,
         duplicates,
         reordered,
-        reordered_ratio: if n == 0 { 0.0 } else { reordered as f64 / n as f64 },
+        reordered_ratio: if n == 0 {
+            0.0
+        } else {
+            reordered as f64 / n as f64
+        },
         max_extent,
         mean_extent: mean(sum_extent as f64),
         n_reordering,
@@ -261,7 +271,11 @@ fn density(counts: &BTreeMap<i64, u64>) -> Vec<Bin> {
         .map(|(&value, &count)| Bin {
             value,
             count,
-            fraction: if total == 0 { 0.0 } else { count as f64 / total as f64 },
+            fraction: if total == 0 {
+                0.0
+            } else {
+                count as f64 / total as f64
+            },
         })
         .collect()
 }
@@ -319,6 +333,6 @@ where
             })
         })
         .collect();
-    reports.sort_by(|a, b| b.metrics.packets.cmp(&a.metrics.packets));
+    reports.sort_by_key(|r| std::cmp::Reverse(r.metrics.packets));
     reports
 }

@@ -46,7 +46,10 @@ pub struct Replay {
 /// Parses every packet of a capture; `None` for frames that do not parse
 /// (they are delivered at once, like any non-TCP packet).
 pub fn parse_capture(cap: &Capture) -> Vec<Option<PacketInfo>> {
-    cap.packets.iter().map(|p| wire::parse(p.link, &p.data).ok()).collect()
+    cap.packets
+        .iter()
+        .map(|p| wire::parse(p.link, &p.data).ok())
+        .collect()
 }
 
 /// Runs `(arrival time ns, descriptor)` pairs through a sorter in batches.

@@ -21,7 +21,11 @@ fn shared_traces_read_and_parse() {
     ] {
         let cap = Capture::read_file(&dir.join(name)).unwrap();
         assert_eq!(cap.packets.len(), packets, "{name}");
-        let tcp = cap.packets.iter().filter(|p| matches!(parse(p.link, &p.data), Ok(i) if i.tcp().is_some())).count();
+        let tcp = cap
+            .packets
+            .iter()
+            .filter(|p| matches!(parse(p.link, &p.data), Ok(i) if i.tcp().is_some()))
+            .count();
         assert!(tcp > packets / 2, "{name}: {tcp} TCP packets");
     }
     // The NASA bulk transfer: 11,594 data segments in one direction (SOURCES.md).
@@ -30,7 +34,10 @@ fn shared_traces_read_and_parse() {
         .packets
         .iter()
         .filter_map(|p| parse(p.link, &p.data).ok())
-        .filter(|i| i.tcp().is_some_and(|t| t.payload_len > 0 && t.sport == 1024))
+        .filter(|i| {
+            i.tcp()
+                .is_some_and(|t| t.payload_len > 0 && t.sport == 1024)
+        })
         .count();
     assert_eq!(data, 11_594);
 }
@@ -48,20 +55,39 @@ fn damaged_files_are_errors() {
         let lenient = Capture::read_lenient(&bytes[..cut]).unwrap();
         assert!(lenient.damage.is_some());
     }
-    assert!(matches!(Capture::read(b"hello world, not a capture"), Err(CaptureError::NotACapture)));
+    assert!(matches!(
+        Capture::read(b"hello world, not a capture"),
+        Err(CaptureError::NotACapture)
+    ));
     assert!(matches!(Capture::read(&[]), Err(CaptureError::NotACapture)));
     assert!(Capture::read(&bytes[..10]).is_err());
 }
 
 #[test]
 fn pcap_round_trip_keeps_bytes_and_order() {
-    let frames: Vec<(u64, Vec<u8>)> = (0..5u32).map(|i| (u64::from(i) * 7, common::tcp_frame(common::A, 1, common::B, 2, i * 10, common::ACK, 10))).collect();
+    let frames: Vec<(u64, Vec<u8>)> = (0..5u32)
+        .map(|i| {
+            (
+                u64::from(i) * 7,
+                common::tcp_frame(common::A, 1, common::B, 2, i * 10, common::ACK, 10),
+            )
+        })
+        .collect();
     let cap = Capture::read(&common::pcap(1, &frames)).unwrap();
     let mut out = Vec::new();
     cap.write(&mut out, &[4, 3, 2, 1, 0], None).unwrap();
     let back = Capture::read(&out).unwrap();
     let data: Vec<&Vec<u8>> = back.packets.iter().map(|p| &p.data).collect();
-    assert_eq!(data, [&frames[4].1, &frames[3].1, &frames[2].1, &frames[1].1, &frames[0].1]);
+    assert_eq!(
+        data,
+        [
+            &frames[4].1,
+            &frames[3].1,
+            &frames[2].1,
+            &frames[1].1,
+            &frames[0].1
+        ]
+    );
 }
 
 #[test]
@@ -74,13 +100,30 @@ fn linux_cooked_and_raw_ip() {
     let mut sll2 = vec![0x08, 0x00];
     sll2.extend_from_slice(&[0u8; 18]);
     sll2.extend_from_slice(ip);
-    for (link, frame) in [(LinkType::RawIp, ip.to_vec()), (LinkType::LinuxSll, sll), (LinkType::LinuxSll2, sll2)] {
+    for (link, frame) in [
+        (LinkType::RawIp, ip.to_vec()),
+        (LinkType::LinuxSll, sll),
+        (LinkType::LinuxSll2, sll2),
+    ] {
         let info = parse(link, &frame).unwrap();
         let t = info.tcp().unwrap();
-        assert_eq!((t.seq, t.payload_len, info.suitability()), (7, 10, Suitability::Suitable), "{link:?}");
+        assert_eq!(
+            (t.seq, t.payload_len, info.suitability()),
+            (7, 10, Suitability::Suitable),
+            "{link:?}"
+        );
     }
     // Through a capture with the Linux cooked link type.
-    let cap = Capture::read(&common::pcap(113, &[(0, { let mut s = vec![0u8; 14]; s.extend_from_slice(&[8, 0]); s.extend_from_slice(ip); s })])).unwrap();
+    let cap = Capture::read(&common::pcap(
+        113,
+        &[(0, {
+            let mut s = vec![0u8; 14];
+            s.extend_from_slice(&[8, 0]);
+            s.extend_from_slice(ip);
+            s
+        })],
+    ))
+    .unwrap();
     assert_eq!(cap.packets[0].link, LinkType::LinuxSll);
 }
 
@@ -106,23 +149,35 @@ fn ipv6_extension_headers_are_skipped_and_make_it_unsuitable() {
     assert!(info.ip_options);
     assert_eq!(info.suitability(), Suitability::Fragment);
     // Cut inside the extension headers.
-    assert_eq!(parse(LinkType::Ipv6, &p[..45]).unwrap_err(), ParseError::Truncated);
+    assert_eq!(
+        parse(LinkType::Ipv6, &p[..45]).unwrap_err(),
+        ParseError::Truncated
+    );
 }
 
 #[test]
 fn unsuitable_packets() {
     let syn = common::tcp_frame(common::A, 1, common::B, 2, 7, 0x02, 0);
-    assert_eq!(parse(LinkType::Ethernet, &syn).unwrap().suitability(), Suitability::ControlFlags);
+    assert_eq!(
+        parse(LinkType::Ethernet, &syn).unwrap().suitability(),
+        Suitability::ControlFlags
+    );
     let mut frag = common::tcp_frame(common::A, 1, common::B, 2, 7, common::ACK, 10);
     frag[14 + 6] = 0x20; // MF
-    assert_eq!(parse(LinkType::Ethernet, &frag).unwrap().suitability(), Suitability::Fragment);
+    assert_eq!(
+        parse(LinkType::Ethernet, &frag).unwrap().suitability(),
+        Suitability::Fragment
+    );
     let mut later = frag.clone();
     later[14 + 7] = 0x10; // offset 16: no TCP header
     let info = parse(LinkType::Ethernet, &later).unwrap();
     assert_eq!(info.transport, Transport::Other);
     assert_eq!(info.suitability(), Suitability::NotTcp);
     let pure_ack = common::tcp_frame(common::A, 1, common::B, 2, 7, common::ACK, 0);
-    assert_eq!(parse(LinkType::Ethernet, &pure_ack).unwrap().suitability(), Suitability::Suitable);
+    assert_eq!(
+        parse(LinkType::Ethernet, &pure_ack).unwrap().suitability(),
+        Suitability::Suitable
+    );
 }
 
 proptest! {

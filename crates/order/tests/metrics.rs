@@ -37,11 +37,14 @@ fn naive(arrivals: &[(u64, u64, u64)], max_n: usize) -> Naive {
         }
     }
     let n = uniq.len();
-    let (mut reordered, mut max_extent, mut sum_extent, mut max_late, mut max_bytes) = (0, 0, 0, 0, 0);
+    let (mut reordered, mut max_extent, mut sum_extent, mut max_late, mut max_bytes) =
+        (0, 0, 0, 0, 0);
     let mut n_reordering = vec![0u64; max_n];
     for i in 0..n {
         // Reordered: some earlier packet has a greater sequence number.
-        let Some(j) = (0..i).find(|&j| uniq[j].0 > uniq[i].0) else { continue };
+        let Some(j) = (0..i).find(|&j| uniq[j].0 > uniq[i].0) else {
+            continue;
+        };
         reordered += 1;
         let e = (i - j) as u64;
         max_extent = max_extent.max(e);
@@ -103,7 +106,10 @@ fn fast(m: &order::ReorderMetrics) -> Naive {
     }
 }
 
-const CFG: MetricsConfig = MetricsConfig { threshold: 1 << 20, max_n: 6 };
+const CFG: MetricsConfig = MetricsConfig {
+    threshold: 1 << 20,
+    max_n: 6,
+};
 
 /// A flow as (seq, len, time) with seq relative to `start`, sent through a
 /// real pcap and the parser; returns the metrics of that flow.
@@ -112,13 +118,22 @@ fn through_capture(start: u32, arrivals: &[(u64, u64, u64)]) -> order::ReorderMe
         .iter()
         .map(|&(s, l, t)| {
             let seq = start.wrapping_add(s as u32);
-            (t / 1000, common::tcp_frame(common::A, 5000, common::B, 80, seq, common::ACK, l as usize))
+            (
+                t / 1000,
+                common::tcp_frame(common::A, 5000, common::B, 80, seq, common::ACK, l as usize),
+            )
         })
         .collect();
     let bytes = common::pcap(1, &records);
     let cap = Capture::read(&bytes).unwrap();
     let infos = parse_capture(&cap);
-    let reports = flow_reports(cap.packets.iter().zip(&infos).filter_map(|(p, i)| Some((p.time_ns, i.as_ref()?))), &CFG);
+    let reports = flow_reports(
+        cap.packets
+            .iter()
+            .zip(&infos)
+            .filter_map(|(p, i)| Some((p.time_ns, i.as_ref()?))),
+        &CFG,
+    );
     assert_eq!(reports.len(), 1);
     reports[0].metrics.clone()
 }
@@ -126,9 +141,22 @@ fn through_capture(start: u32, arrivals: &[(u64, u64, u64)]) -> order::ReorderMe
 #[test]
 fn known_answer_small() {
     // 1 2 4 3 5: one reordered (3), extent 1, late by 1 packet time, 100 bytes.
-    let a: Vec<(u64, u64, u64)> = [0u64, 1, 3, 2, 4].iter().enumerate().map(|(i, &k)| (k * 100, 100, i as u64 * 1000)).collect();
+    let a: Vec<(u64, u64, u64)> = [0u64, 1, 3, 2, 4]
+        .iter()
+        .enumerate()
+        .map(|(i, &k)| (k * 100, 100, i as u64 * 1000))
+        .collect();
     let m = through_capture(1000, &a);
-    assert_eq!((m.packets, m.reordered, m.max_extent, m.max_byte_offset, m.max_late_time_ns), (5, 1, 1, 100, 1000));
+    assert_eq!(
+        (
+            m.packets,
+            m.reordered,
+            m.max_extent,
+            m.max_byte_offset,
+            m.max_late_time_ns
+        ),
+        (5, 1, 1, 100, 1000)
+    );
     assert_eq!(m.n_reordering[..2], [1, 0]);
     assert_eq!(fast(&m), naive(&a, CFG.max_n));
 }
@@ -138,17 +166,41 @@ fn known_answer_across_wrap_with_retransmission() {
     // Segments of 1000 bytes from 2^32 - 3500: the 4th starts after the wrap.
     // Arrival: 0 1 3 4 2 5 6 (2 is late by 2) plus a retransmission of 1.
     let order = [0u64, 1, 3, 4, 2, 5, 1, 6];
-    let a: Vec<(u64, u64, u64)> = order.iter().enumerate().map(|(i, &k)| (k * 1000, 1000, i as u64 * 10_000)).collect();
+    let a: Vec<(u64, u64, u64)> = order
+        .iter()
+        .enumerate()
+        .map(|(i, &k)| (k * 1000, 1000, i as u64 * 10_000))
+        .collect();
     let m = through_capture(u32::MAX - 3499, &a);
-    assert_eq!((m.packets, m.duplicates, m.reordered, m.max_extent, m.max_byte_offset), (7, 1, 1, 2, 2000));
+    assert_eq!(
+        (
+            m.packets,
+            m.duplicates,
+            m.reordered,
+            m.max_extent,
+            m.max_byte_offset
+        ),
+        (7, 1, 1, 2, 2000)
+    );
     assert_eq!(m.max_late_time_ns, 20_000);
     assert_eq!(fast(&m), naive(&a, CFG.max_n));
 }
 
 #[test]
 fn table1_metrics() {
-    let a: Vec<(u64, u64, u64)> = common::TABLE1.iter().enumerate().map(|(i, &k)| (u64::from(k), 1, i as u64)).collect();
-    let m = reorder_metrics(a.iter().map(|&(s, l, t)| Arrival { seq: s as u32, len: l as u32, time_ns: t }), &CFG);
+    let a: Vec<(u64, u64, u64)> = common::TABLE1
+        .iter()
+        .enumerate()
+        .map(|(i, &k)| (u64::from(k), 1, i as u64))
+        .collect();
+    let m = reorder_metrics(
+        a.iter().map(|&(s, l, t)| Arrival {
+            seq: s as u32,
+            len: l as u32,
+            time_ns: t,
+        }),
+        &CFG,
+    );
     assert_eq!((m.reordered, m.reordered_ratio, m.max_extent), (6, 0.30, 3));
     assert_eq!(fast(&m), naive(&a, CFG.max_n));
 }
@@ -157,17 +209,41 @@ fn table1_metrics() {
 fn empty_and_single() {
     let m = reorder_metrics(std::iter::empty(), &CFG);
     assert_eq!((m.packets, m.reordered, m.reordered_ratio), (0, 0, 0.0));
-    let m = reorder_metrics([Arrival { seq: 5, len: 1, time_ns: 0 }], &CFG);
+    let m = reorder_metrics(
+        [Arrival {
+            seq: 5,
+            len: 1,
+            time_ns: 0,
+        }],
+        &CFG,
+    );
     assert_eq!((m.packets, m.reordered), (1, 0));
 }
 
 #[test]
 fn rd_threshold_excludes_far_displacements() {
     // Packet 0 arrives last of 10: displacement 9 (late), others -1 (early).
-    let a: Vec<Arrival> = (1..10u32).chain([0]).enumerate().map(|(i, k)| Arrival { seq: k * 10, len: 10, time_ns: i as u64 }).collect();
-    let m = reorder_metrics(a.clone(), &MetricsConfig { threshold: 5, max_n: 4 });
+    let a: Vec<Arrival> = (1..10u32)
+        .chain([0])
+        .enumerate()
+        .map(|(i, k)| Arrival {
+            seq: k * 10,
+            len: 10,
+            time_ns: i as u64,
+        })
+        .collect();
+    let m = reorder_metrics(
+        a.clone(),
+        &MetricsConfig {
+            threshold: 5,
+            max_n: 4,
+        },
+    );
     assert_eq!(m.rd_beyond_threshold, 1);
-    assert_eq!(m.rd.iter().map(|b| (b.value, b.count)).collect::<Vec<_>>(), [(-1, 9)]);
+    assert_eq!(
+        m.rd.iter().map(|b| (b.value, b.count)).collect::<Vec<_>>(),
+        [(-1, 9)]
+    );
     // RBD with DT 5: the buffer gives up on packet 0 once 6 are held.
     assert_eq!(m.max_buffer_occupancy, 5);
 }

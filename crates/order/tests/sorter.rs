@@ -7,16 +7,27 @@ mod common;
 use std::net::{IpAddr, Ipv4Addr};
 
 use order::metrics::{reorder_metrics, Arrival, MetricsConfig};
-use order::sorter::{Descriptor, Sorter, SorterConfig, TcpSegment, UnsuitablePolicy};
+use order::sorter::{
+    Descriptor, DuplicatePolicy, Sorter, SorterConfig, TcpSegment, UnsuitablePolicy,
+};
 use order::FlowKey;
 use proptest::prelude::*;
 
 fn flow(n: u8) -> FlowKey {
-    FlowKey::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, n)), 1000 + u16::from(n), IpAddr::V4(Ipv4Addr::new(10, 0, 1, 1)), 80)
+    FlowKey::new(
+        IpAddr::V4(Ipv4Addr::new(10, 0, 0, n)),
+        1000 + u16::from(n),
+        IpAddr::V4(Ipv4Addr::new(10, 0, 1, 1)),
+        80,
+    )
 }
 
 fn seg(f: u8, seq: u32, len: u32) -> Descriptor {
-    Descriptor::Hold(TcpSegment { flow: flow(f), seq, len })
+    Descriptor::Hold(TcpSegment {
+        flow: flow(f),
+        seq,
+        len,
+    })
 }
 
 fn sorter(block: u32, ring: u32) -> Sorter {
@@ -28,6 +39,9 @@ fn sorter(block: u32, ring: u32) -> Sorter {
     .unwrap()
 }
 
+/// (arrival, Prev, Curr, After, NextExp)
+type Step = (u32, &'static [u32], &'static [u32], &'static [u32], u32);
+
 /// Table 2: payload length 1, block of 7, arrivals 2 3 1 4 6 7 5. Ids are
 /// the sequence numbers, so lists read as in the paper.
 #[test]
@@ -37,7 +51,7 @@ fn table2_walk_through() {
     let mut out = Vec::new();
     let f = flow(1);
     // (arrival, Prev, Curr, After, NextExp) after each step.
-    let steps: [(u32, &[u32], &[u32], &[u32], u32); 7] = [
+    let steps: [Step; 7] = [
         (2, &[], &[2], &[], 3),
         (3, &[], &[2, 3], &[], 4),
         (1, &[1], &[2, 3], &[], 4),
@@ -49,7 +63,12 @@ fn table2_walk_through() {
     for (i, (p, prev, curr, after, next)) in steps.iter().enumerate() {
         s.push(*p, &seg(1, *p, 1), &mut out);
         let m = s.manager(&f).unwrap();
-        assert_eq!((m.prev.as_slice(), m.curr.as_slice(), m.after.as_slice()), (*prev, *curr, *after), "step {}", i + 1);
+        assert_eq!(
+            (m.prev.as_slice(), m.curr.as_slice(), m.after.as_slice()),
+            (*prev, *curr, *after),
+            "step {}",
+            i + 1
+        );
         assert_eq!(m.next_exp, *next, "step {}", i + 1);
         assert_eq!(m.packet_count, i as u32 + 1);
         assert!(out.is_empty());
@@ -90,7 +109,14 @@ fn sorted_in_blocks(block: u32) -> Vec<u32> {
 }
 
 fn table1_row(seqs: &[u32]) -> (u64, f64, u64) {
-    let m = reorder_metrics(seqs.iter().map(|&s| Arrival { seq: s, len: 1, time_ns: 0 }), &MetricsConfig::default());
+    let m = reorder_metrics(
+        seqs.iter().map(|&s| Arrival {
+            seq: s,
+            len: 1,
+            time_ns: 0,
+        }),
+        &MetricsConfig::default(),
+    );
     (m.reordered, m.reordered_ratio, m.max_extent)
 }
 
@@ -114,14 +140,21 @@ fn table1_block_sizes() {
         }
         late
     };
-    assert_eq!(reordered_after_5, [5, 10], "the packets section 3.2 names as inter-block");
+    assert_eq!(
+        reordered_after_5,
+        [5, 10],
+        "the packets section 3.2 names as inter-block"
+    );
     assert_eq!(table1_row(&sorted_in_blocks(10)), (1, 0.05, 1));
     // A SRPIC block of 5 is exactly "sort each run of 5 arrivals".
-    let by_sort: Vec<u32> = common::TABLE1.chunks(5).flat_map(|c| {
-        let mut c = c.to_vec();
-        c.sort();
-        c
-    }).collect();
+    let by_sort: Vec<u32> = common::TABLE1
+        .chunks(5)
+        .flat_map(|c| {
+            let mut c = c.to_vec();
+            c.sort();
+            c
+        })
+        .collect();
     assert_eq!(sorted_in_blocks(5), by_sort);
 }
 
@@ -145,18 +178,34 @@ fn unsuitable_packets_go_up_at_once() {
     let mut s = sorter(32, 512);
     let mut out = Vec::new();
     s.push(0, &seg(1, 10, 1), &mut out);
-    s.push(1, &Descriptor::Pass { flow: Some(flow(1)) }, &mut out);
+    s.push(
+        1,
+        &Descriptor::Pass {
+            flow: Some(flow(1)),
+        },
+        &mut out,
+    );
     s.push(2, &Descriptor::Pass { flow: None }, &mut out);
     assert_eq!(out, [1, 2]);
     s.end_batch(&mut out);
     assert_eq!(out, [1, 2, 0]);
 
     // Opt-in: flush the flow first so a FIN does not overtake its data.
-    let mut s = Sorter::new(SorterConfig { unsuitable: UnsuitablePolicy::FlushFlowFirst, ..SorterConfig::default() }).unwrap();
+    let mut s = Sorter::new(SorterConfig {
+        unsuitable: UnsuitablePolicy::FlushFlowFirst,
+        ..SorterConfig::default()
+    })
+    .unwrap();
     let mut out = Vec::new();
     s.push(0, &seg(1, 10, 1), &mut out);
     s.push(1, &seg(2, 10, 1), &mut out);
-    s.push(2, &Descriptor::Pass { flow: Some(flow(1)) }, &mut out);
+    s.push(
+        2,
+        &Descriptor::Pass {
+            flow: Some(flow(1)),
+        },
+        &mut out,
+    );
     assert_eq!(out, [0, 2]);
     s.end_batch(&mut out);
     assert_eq!(out, [0, 2, 1]);
@@ -164,7 +213,12 @@ fn unsuitable_packets_go_up_at_once() {
 
 #[test]
 fn full_table_passes_new_flows_through_and_idle_flows_are_reclaimed() {
-    let mut s = Sorter::new(SorterConfig { max_flows: 2, idle_batches: 2, ..SorterConfig::default() }).unwrap();
+    let mut s = Sorter::new(SorterConfig {
+        max_flows: 2,
+        idle_batches: 2,
+        ..SorterConfig::default()
+    })
+    .unwrap();
     let mut out = Vec::new();
     s.push(0, &seg(1, 10, 1), &mut out);
     s.push(1, &seg(2, 10, 1), &mut out);
@@ -188,6 +242,29 @@ fn full_table_passes_new_flows_through_and_idle_flows_are_reclaimed() {
     assert!(s.manager(&flow(3)).is_some());
 }
 
+/// A segment repeating data already in Curr (e.g. a zero-window probe):
+/// Listing 1 puts it in Prev, ahead of the block; `AfterCurr` right after Curr.
+#[test]
+fn repeated_segment_placement() {
+    let arrivals = [
+        seg(1, 100, 10),
+        seg(1, 110, 1),
+        seg(1, 110, 1),
+        seg(1, 200, 5),
+    ];
+    let mut out = Vec::new();
+    sorter(32, 512).sort_batch(&arrivals, &mut out);
+    assert_eq!(out, [2, 0, 1, 3]);
+    let mut s = Sorter::new(SorterConfig {
+        duplicates: DuplicatePolicy::AfterCurr,
+        ..SorterConfig::default()
+    })
+    .unwrap();
+    out.clear();
+    s.sort_batch(&arrivals, &mut out);
+    assert_eq!(out, [0, 1, 2, 3]);
+}
+
 #[test]
 fn block_size_one_does_not_sort() {
     let mut s = sorter(1, 512);
@@ -198,9 +275,21 @@ fn block_size_one_does_not_sort() {
 
 #[test]
 fn bad_config_is_refused() {
-    assert!(Sorter::new(SorterConfig { block_size: 0, ..SorterConfig::default() }).is_err());
-    assert!(Sorter::new(SorterConfig { ring_size: 0, ..SorterConfig::default() }).is_err());
-    assert!(Sorter::new(SorterConfig { max_flows: 0, ..SorterConfig::default() }).is_err());
+    assert!(Sorter::new(SorterConfig {
+        block_size: 0,
+        ..SorterConfig::default()
+    })
+    .is_err());
+    assert!(Sorter::new(SorterConfig {
+        ring_size: 0,
+        ..SorterConfig::default()
+    })
+    .is_err());
+    assert!(Sorter::new(SorterConfig {
+        max_flows: 0,
+        ..SorterConfig::default()
+    })
+    .is_err());
 }
 
 // ---- properties -------------------------------------------------------------
@@ -215,13 +304,30 @@ fn any_descriptor() -> impl Strategy<Value = Descriptor> {
 }
 
 fn any_config() -> impl Strategy<Value = SorterConfig> {
-    (1u32..40, 1u32..100, 1usize..5, 1u32..4, any::<bool>()).prop_map(|(block, ring, flows, idle, flush)| SorterConfig {
-        block_size: block,
-        ring_size: ring,
-        max_flows: flows,
-        idle_batches: idle,
-        unsuitable: if flush { UnsuitablePolicy::FlushFlowFirst } else { UnsuitablePolicy::DeliverAtOnce },
-    })
+    (
+        1u32..40,
+        1u32..100,
+        1usize..5,
+        1u32..4,
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(block, ring, flows, idle, flush, dup)| SorterConfig {
+            block_size: block,
+            ring_size: ring,
+            max_flows: flows,
+            idle_batches: idle,
+            unsuitable: if flush {
+                UnsuitablePolicy::FlushFlowFirst
+            } else {
+                UnsuitablePolicy::DeliverAtOnce
+            },
+            duplicates: if dup {
+                DuplicatePolicy::AfterCurr
+            } else {
+                DuplicatePolicy::Prev
+            },
+        })
 }
 
 /// A flow's segments: contiguous, non-overlapping, from `start` (may wrap),

@@ -64,6 +64,9 @@ pub enum Command {
     /// distinct receiver cores; odds of random ports; the port allocator.
     #[command(subcommand)]
     Ports(crate::cmd::ports::PortsCommand),
+    /// Reorder repair (SRPIC) and reordering metrics of captures.
+    #[command(subcommand)]
+    Reorder(crate::cmd::reorder::ReorderCommand),
 }
 
 #[derive(Debug, Subcommand)]

@@ -66,6 +66,9 @@ mod tests {
         assert_eq!(frame.ethertype(), ETHERTYPE_IPV4);
         assert_eq!(frame.vlan_tags(), 1);
         assert_eq!(frame.payload(), &[0x45]);
-        assert_eq!(Frame::new_checked(&f[..16]).unwrap_err(), ParseError::Truncated);
+        assert_eq!(
+            Frame::new_checked(&f[..16]).unwrap_err(),
+            ParseError::Truncated
+        );
     }
 }

@@ -55,7 +55,10 @@ impl LinkType {
 #[serde(rename_all = "snake_case")]
 pub enum Transport {
     Tcp(TcpInfo),
-    Udp { sport: u16, dport: u16 },
+    Udp {
+        sport: u16,
+        dport: u16,
+    },
     /// Another protocol, or a non-first fragment (no transport header).
     Other,
 }
@@ -209,7 +212,9 @@ pub fn parse_ip(ip: &[u8]) -> Result<PacketInfo, ParseError> {
             let declared = usize::from(p.total_len());
             // Total Length 0 happens in captures of TSO/GSO sends: fall back to the captured length.
             let total = if declared == 0 { ip.len() } else { declared };
-            let upper_len = total.checked_sub(p.header_len()).ok_or(ParseError::Malformed)?;
+            let upper_len = total
+                .checked_sub(p.header_len())
+                .ok_or(ParseError::Malformed)?;
             let transport = if p.is_first_fragment() {
                 parse_transport(p.protocol(), p.payload(), upper_len)?
             } else {
@@ -228,7 +233,11 @@ pub fn parse_ip(ip: &[u8]) -> Result<PacketInfo, ParseError> {
             let p = ipv6::Packet::new_checked(ip)?;
             let declared = usize::from(p.payload_len());
             // Payload Length 0: a jumbogram or a GSO capture; use the captured length.
-            let payload = if declared == 0 { ip.len() - 40 } else { declared };
+            let payload = if declared == 0 {
+                ip.len() - 40
+            } else {
+                declared
+            };
             let upper_len = payload
                 .checked_sub(p.header_len() - 40)
                 .ok_or(ParseError::Malformed)?;

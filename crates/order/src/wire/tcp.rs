@@ -137,20 +137,42 @@ mod tests {
     #[test]
     fn options_are_classified() {
         let ts = [1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2];
-        assert_eq!(Segment::new_checked(&header(&ts)).unwrap().options(), Options::TimestampOnly);
+        assert_eq!(
+            Segment::new_checked(&header(&ts)).unwrap().options(),
+            Options::TimestampOnly
+        );
         let sack = [1, 1, 5, 10, 0, 0, 0, 1, 0, 0, 0, 2];
-        assert_eq!(Segment::new_checked(&header(&sack)).unwrap().options(), Options::Other);
+        assert_eq!(
+            Segment::new_checked(&header(&sack)).unwrap().options(),
+            Options::Other
+        );
         let bad = [1, 1, 8, 0];
-        assert_eq!(Segment::new_checked(&header(&bad)).unwrap().options(), Options::Unreadable);
+        assert_eq!(
+            Segment::new_checked(&header(&bad)).unwrap().options(),
+            Options::Unreadable
+        );
         let cut = header(&ts);
-        assert_eq!(Segment::new_checked(&cut[..24]).unwrap().options(), Options::Unreadable);
-        assert_eq!(Segment::new_checked(&header(&[])).unwrap().options(), Options::None);
+        assert_eq!(
+            Segment::new_checked(&cut[..24]).unwrap().options(),
+            Options::Unreadable
+        );
+        assert_eq!(
+            Segment::new_checked(&header(&[])).unwrap().options(),
+            Options::None
+        );
     }
 
     #[test]
     fn control_bits() {
         assert!(!Flags(Flags::ACK | Flags::PSH).needs_immediate_delivery());
-        for bit in [Flags::SYN, Flags::FIN, Flags::RST, Flags::URG, Flags::ECE, Flags::CWR] {
+        for bit in [
+            Flags::SYN,
+            Flags::FIN,
+            Flags::RST,
+            Flags::URG,
+            Flags::ECE,
+            Flags::CWR,
+        ] {
             assert!(Flags(Flags::ACK | bit).needs_immediate_delivery());
         }
     }

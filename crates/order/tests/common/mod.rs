@@ -4,11 +4,32 @@
 use std::net::Ipv4Addr;
 
 /// An Ethernet + IPv4 + TCP frame with `payload` bytes of zeros.
-pub fn tcp_frame(src: Ipv4Addr, sport: u16, dst: Ipv4Addr, dport: u16, seq: u32, flags: u8, payload: usize) -> Vec<u8> {
+pub fn tcp_frame(
+    src: Ipv4Addr,
+    sport: u16,
+    dst: Ipv4Addr,
+    dport: u16,
+    seq: u32,
+    flags: u8,
+    payload: usize,
+) -> Vec<u8> {
     let mut f = vec![0u8; 12];
     f.extend_from_slice(&[0x08, 0x00]);
     let total = 20 + 20 + payload;
-    let mut ip = vec![0x45, 0, (total >> 8) as u8, total as u8, 0, 1, 0x40, 0, 64, 6, 0, 0];
+    let mut ip = vec![
+        0x45,
+        0,
+        (total >> 8) as u8,
+        total as u8,
+        0,
+        1,
+        0x40,
+        0,
+        64,
+        6,
+        0,
+        0,
+    ];
     ip.extend_from_slice(&src.octets());
     ip.extend_from_slice(&dst.octets());
     f.extend_from_slice(&ip);
@@ -60,4 +81,6 @@ pub fn traces_dir() -> Option<std::path::PathBuf> {
 /// 10%, extent 1); in blocks of 10 only packet 10 (5%, extent 1).
 /// Table 1 prints "3" incidents for blocks of 5 next to "10%": 3 of 20 would
 /// be 15%, so the table contradicts itself; the text and the ratio say 2.
-pub const TABLE1: [u32; 20] = [1, 3, 6, 2, 4, 5, 7, 8, 9, 11, 10, 13, 15, 12, 14, 16, 17, 18, 19, 20];
+pub const TABLE1: [u32; 20] = [
+    1, 3, 6, 2, 4, 5, 7, 8, 9, 11, 10, 13, 15, 12, 14, 16, 17, 18, 19, 20,
+];

@@ -9,6 +9,7 @@ mod lab;
 pub mod lb;
 mod nic;
 pub mod ports;
+pub mod reorder;
 mod rss;
 
 use crate::cli::{Cli, Command};
@@ -28,5 +29,6 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Attach(args) => exec::run_attach(args, json),
         Command::Agent(args) => agent::run(args, json),
         Command::Ports(cmd) => ports::run(cmd, json),
+        Command::Reorder(cmd) => reorder::run(cmd, json),
     }
 }

@@ -1,0 +1,226 @@
+//! `steer reorder`: stats and sort on the shared traces and on a crafted
+//! reordered capture; bad input exits 2 with one line.
+
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+
+use assert_cmd::Command;
+
+fn steer() -> Command {
+    Command::cargo_bin("steer").unwrap()
+}
+
+fn traces() -> Option<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces");
+    dir.is_dir().then_some(dir)
+}
+
+fn tcp_frame(seq: u32, payload: usize) -> Vec<u8> {
+    let mut f = vec![0u8; 12];
+    f.extend_from_slice(&[0x08, 0x00]);
+    let total = 40 + payload;
+    f.extend_from_slice(&[
+        0x45,
+        0,
+        (total >> 8) as u8,
+        total as u8,
+        0,
+        1,
+        0x40,
+        0,
+        64,
+        6,
+        0,
+        0,
+    ]);
+    f.extend_from_slice(&Ipv4Addr::new(10, 0, 0, 1).octets());
+    f.extend_from_slice(&Ipv4Addr::new(10, 0, 0, 2).octets());
+    let mut tcp = vec![0u8; 20];
+    tcp[0..2].copy_from_slice(&5000u16.to_be_bytes());
+    tcp[2..4].copy_from_slice(&80u16.to_be_bytes());
+    tcp[4..8].copy_from_slice(&seq.to_be_bytes());
+    tcp[12] = 5 << 4;
+    tcp[13] = 0x10;
+    f.extend_from_slice(&tcp);
+    f.resize(f.len() + payload, 0);
+    f
+}
+
+/// 20 segments of 100 bytes in the order of the paper's Table 1 example
+/// (6 reordered, max extent 3), starting just below the 2^32 wrap.
+fn crafted() -> Vec<u8> {
+    const ORDER: [u32; 20] = [
+        1, 3, 6, 2, 4, 5, 7, 8, 9, 11, 10, 13, 15, 12, 14, 16, 17, 18, 19, 20,
+    ];
+    let mut b = Vec::new();
+    b.extend_from_slice(&0xa1b2c3d4u32.to_le_bytes());
+    b.extend_from_slice(&[2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    b.extend_from_slice(&65535u32.to_le_bytes());
+    b.extend_from_slice(&1u32.to_le_bytes());
+    for (i, k) in ORDER.iter().enumerate() {
+        let frame = tcp_frame((u32::MAX - 1000).wrapping_add(k * 100), 100);
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&(i as u32 * 10).to_le_bytes());
+        b.extend_from_slice(&(frame.len() as u32).to_le_bytes());
+        b.extend_from_slice(&(frame.len() as u32).to_le_bytes());
+        b.extend_from_slice(&frame);
+    }
+    b
+}
+
+fn stats_json(path: &std::path::Path) -> serde_json::Value {
+    let out = steer()
+        .args(["reorder", "stats", "--json"])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn crafted_capture_stats_and_sort() {
+    let dir = tempdir();
+    let input = dir.join("crafted.pcap");
+    std::fs::write(&input, crafted()).unwrap();
+    let v = stats_json(&input);
+    let flows = v["flows"].as_array().unwrap();
+    assert_eq!(flows.len(), 1);
+    let f = &flows[0];
+    assert_eq!(
+        (
+            f["src"].as_str(),
+            f["dst"].as_str(),
+            f["sport"].as_u64(),
+            f["dport"].as_u64()
+        ),
+        (Some("10.0.0.1"), Some("10.0.0.2"), Some(5000), Some(80))
+    );
+    assert_eq!(
+        (
+            f["packets"].as_u64(),
+            f["reordered"].as_u64(),
+            f["max_extent"].as_u64()
+        ),
+        (Some(20), Some(6), Some(3))
+    );
+    assert!((f["reordered_ratio"].as_f64().unwrap() - 0.3).abs() < 1e-9);
+
+    for (block, reordered, ratio) in [(5, 2, 0.10), (10, 1, 0.05)] {
+        let output = dir.join(format!("sorted{block}.pcap"));
+        steer()
+            .args(["reorder", "sort"])
+            .arg(&input)
+            .args(["--block", &block.to_string(), "--batch", "20", "-o"])
+            .arg(&output)
+            .assert()
+            .success();
+        let v = stats_json(&output);
+        let f = &v["flows"][0];
+        assert_eq!(
+            (
+                f["packets"].as_u64(),
+                f["reordered"].as_u64(),
+                f["max_extent"].as_u64()
+            ),
+            (Some(20), Some(reordered), Some(1)),
+            "block {block}"
+        );
+        assert!((f["reordered_ratio"].as_f64().unwrap() - ratio).abs() < 1e-9);
+    }
+    // The table form names the flow.
+    steer()
+        .args(["reorder", "stats"])
+        .arg(&input)
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("10.0.0.1:5000"));
+}
+
+#[test]
+fn shared_traces() {
+    let Some(dir) = traces() else {
+        eprintln!("skipping: ../shared/traces not found");
+        return;
+    };
+    let v = stats_json(&dir.join("tcptrace_sack_nasa_sim_bulk_1996.pcap"));
+    let f = &v["flows"][0];
+    assert_eq!(
+        (f["sport"].as_u64(), f["dport"].as_u64()),
+        (Some(1024), Some(5001))
+    );
+    assert_eq!(f["duplicates"].as_u64(), Some(7));
+    let v = stats_json(&dir.join("pcapplusplus_tls2_browsing_v4v6.pcap"));
+    assert!(
+        v["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["src"].as_str().is_some_and(|s| s.contains(':'))),
+        "IPv6 flows"
+    );
+
+    let out = tempdir().join("chargen-sorted.pcap");
+    let res = steer()
+        .args(["--json", "reorder", "sort"])
+        .arg(dir.join("tcptrace_urgent_chargen_bulk_2001.pcap"))
+        .args(["--block", "32", "--variant", "ordered", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(res.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&res.stdout).unwrap();
+    assert_eq!(v["packets"].as_u64(), Some(9476));
+    assert_eq!(v["sorter"]["packets_in"], v["sorter"]["packets_out"]);
+    assert!(v["reordered_after"].as_u64() <= v["reordered_before"].as_u64());
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line() {
+    let dir = tempdir();
+    let not_capture = dir.join("not.pcap");
+    std::fs::write(&not_capture, b"this is not a capture file").unwrap();
+    let truncated = dir.join("cut.pcap");
+    let c = crafted();
+    std::fs::write(&truncated, &c[..c.len() - 50]).unwrap();
+    for path in [dir.join("missing.pcap"), not_capture, truncated] {
+        let out = steer()
+            .args(["reorder", "stats"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{path:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with("steer: "));
+        let out = steer()
+            .args(["reorder", "sort"])
+            .arg(&path)
+            .args(["--block", "8", "-o"])
+            .arg(dir.join("o.pcap"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+    }
+    steer()
+        .args(["reorder", "sort"])
+        .arg(dir.join("x.pcap"))
+        .args(["--block", "0", "-o", "/dev/null"])
+        .assert()
+        .code(2);
+}
+
+fn tempdir() -> PathBuf {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let d = std::env::temp_dir().join(format!(
+        "steer-reorder-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
