@@ -7,11 +7,12 @@ STEER := target/release/steer
 
 # What the build and the lab need: clang and libbpf headers build the XDP
 # program; libelf/zlib/pkg-config build libbpf-sys; iperf3 is the demo's
-# traffic; iproute2 and ethtool set up the namespace lab.
+# traffic; iproute2 and ethtool set up the namespace lab; chromium renders the
+# test matrix's report in its browser test.
 APT_PACKAGES := clang llvm libelf-dev zlib1g-dev pkg-config libbpf-dev linux-libc-dev \
-                iperf3 iproute2 ethtool bpftool
+                iperf3 iproute2 ethtool bpftool chromium
 
-.PHONY: all deps build demo test lint bench fuzz clean
+.PHONY: all deps build demo test lint bench bench-matrix fuzz clean
 
 all: build
 
@@ -36,6 +37,21 @@ lint: deps
 
 test: build lint
 	$(CARGO) test --workspace --release
+	$(MAKE) bench-matrix
+
+# The quick subset of the test matrix (docs/bench.md): run it, write the
+# report, render it in headless Chromium (screenshot under target/), then fail
+# on a state regression against bench/matrix/baseline.json (never on noisy
+# numbers). The history in target/bench-ci/ accumulates over runs.
+BENCH_CI_DB := target/bench-ci/bench.sqlite
+BENCH_CI_FILTER := demo/flows=16/*,xdp-overhead/streams=4,lb-sim/policy=crossrss/*
+bench-matrix: build
+	mkdir -p target/bench-ci
+	$(STEER) bench run --quick --filter '$(BENCH_CI_FILTER)' --db $(BENCH_CI_DB)
+	$(STEER) bench report -o target/bench-ci/report --db $(BENCH_CI_DB)
+	STEER_BENCH_REPORT=target/bench-ci/report/index.html STEER_BENCH_DB=$(BENCH_CI_DB) \
+		$(CARGO) test --release -p bench --test report_browser -- --nocapture
+	$(STEER) bench check --baseline bench/matrix/baseline.json --run last --db $(BENCH_CI_DB)
 
 bench: build
 	$(CARGO) bench -p rss --bench toeplitz
