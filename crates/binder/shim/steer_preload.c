@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -138,82 +139,155 @@ static long json_uint(const char *line, const char *key, long max)
 	return v;
 }
 
-/* Asks the allocator for a port; 0 on any failure (absent, slow, error,
- * garbage, other protocol version). */
-static unsigned short lease_port(const char *local, const char *remote, unsigned remote_port)
+/* One allocator connection per thread, reused while it behaves: it saves a
+ * Unix connect (and the allocator an accept) per connect(). Recognised by
+ * pid (a forked child opens its own) and by inode (the program may have
+ * closed the fd number and reused it for something else). Closed by a
+ * thread-exit destructor. */
+static __thread int conn_fd = -1;
+static __thread pid_t conn_pid;
+static __thread ino_t conn_ino;
+static pthread_key_t conn_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+
+static void conn_close(void)
+{
+	if (conn_fd >= 0 && conn_pid == getpid())
+		close(conn_fd);
+	conn_fd = -1;
+}
+
+static void conn_destructor(void *unused)
+{
+	(void)unused;
+	conn_close();
+}
+
+static void make_key(void)
+{
+	(void)pthread_key_create(&conn_key, conn_destructor);
+}
+
+static int conn_is_ours(void)
+{
+	struct stat st;
+	return conn_fd >= 0 && conn_pid == getpid() && fstat(conn_fd, &st) == 0 &&
+	       S_ISSOCK(st.st_mode) && st.st_ino == conn_ino;
+}
+
+static int conn_open(long deadline)
 {
 	const char *path = getenv("STEER_ALLOC_SOCK");
 	if (!path || !path[0])
 		path = DEFAULT_SOCK;
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	if (strlen(path) >= sizeof(sun.sun_path))
-		return 0;
+		return -1;
 	strcpy(sun.sun_path, path);
-
-	long deadline = now_ms() + ALLOC_TIMEOUT_MS;
 	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (s < 0)
-		return 0;
-	unsigned short port = 0;
-	char line[LINE_MAX_BYTES];
-	int n = snprintf(line, sizeof(line),
-			 "{\"v\":1,\"op\":\"lease\",\"proto\":\"tcp\",\"local\":\"%s\","
-			 "\"remote\":\"%s\",\"remote_port\":%u}\n",
-			 local, remote, remote_port);
-	if (n <= 0 || n >= (int)sizeof(line))
-		goto out;
+		return -1;
 	if (real_connect(s, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
-		if (errno != EINPROGRESS && errno != EAGAIN)
-			goto out;
-		if (wait_fd(s, POLLOUT, deadline) < 0)
-			goto out;
 		int err = 0;
 		socklen_t el = sizeof(err);
-		if (getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &el) < 0 || err)
-			goto out;
+		if ((errno != EINPROGRESS && errno != EAGAIN) || wait_fd(s, POLLOUT, deadline) < 0 ||
+		    getsockopt(s, SOL_SOCKET, SO_ERROR, &err, &el) < 0 || err) {
+			close(s);
+			return -1;
+		}
 	}
+	struct stat st;
+	if (fstat(s, &st) < 0) {
+		close(s);
+		return -1;
+	}
+	pthread_once(&key_once, make_key);
+	(void)pthread_setspecific(conn_key, (void *)1);
+	conn_fd = s;
+	conn_pid = getpid();
+	conn_ino = st.st_ino;
+	return 0;
+}
+
+/* One request/response on the thread's connection. Returns the answer's
+ * length, or -1 (the connection is then closed: after a timeout a late
+ * answer must not be read as the next one's). */
+static int exchange(const char *req, int n, char *line, size_t cap, long deadline)
+{
 	for (int off = 0; off < n;) {
-		ssize_t w = send(s, line + off, (size_t)(n - off), MSG_NOSIGNAL);
+		ssize_t w = send(conn_fd, req + off, (size_t)(n - off), MSG_NOSIGNAL);
 		if (w > 0) {
 			off += (int)w;
 			continue;
 		}
-		if (w < 0 && errno != EAGAIN && errno != EINTR)
-			goto out;
-		if (wait_fd(s, POLLOUT, deadline) < 0)
-			goto out;
+		if ((w < 0 && errno != EAGAIN && errno != EINTR) || wait_fd(conn_fd, POLLOUT, deadline) < 0)
+			goto fail;
 	}
 	size_t got = 0;
 	for (;;) {
-		ssize_t r = recv(s, line + got, sizeof(line) - 1 - got, 0);
+		ssize_t r = recv(conn_fd, line + got, cap - 1 - got, 0);
 		if (r > 0) {
 			got += (size_t)r;
 			line[got] = '\0';
-			if (memchr(line, '\n', got))
-				break;
-			if (got == sizeof(line) - 1)
-				goto out; /* too long: garbage */
+			char *nl = memchr(line, '\n', got);
+			if (nl) {
+				if ((size_t)(nl - line) + 1 != got)
+					conn_close(); /* more than one line: out of step */
+				return (int)got;
+			}
+			if (got == cap - 1)
+				goto fail; /* too long: garbage */
 			continue;
 		}
 		if (r == 0 || (errno != EAGAIN && errno != EINTR))
-			goto out;
-		if (wait_fd(s, POLLIN, deadline) < 0) {
+			goto fail;
+		if (wait_fd(conn_fd, POLLIN, deadline) < 0) {
 			logf_("allocator did not answer within %d ms", ALLOC_TIMEOUT_MS);
-			goto out;
+			goto fail;
 		}
 	}
+fail:
+	conn_close();
+	return -1;
+}
+
+/* Asks the allocator for a port; 0 on any failure (absent, slow, error,
+ * garbage, other protocol version). */
+static unsigned short lease_port(const char *local, const char *remote, unsigned remote_port)
+{
+	long deadline = now_ms() + ALLOC_TIMEOUT_MS;
+	char req[LINE_MAX_BYTES], line[LINE_MAX_BYTES];
+	int n = snprintf(req, sizeof(req),
+			 "{\"v\":1,\"op\":\"lease\",\"proto\":\"tcp\",\"local\":\"%s\","
+			 "\"remote\":\"%s\",\"remote_port\":%u}\n",
+			 local, remote, remote_port);
+	if (n <= 0 || n >= (int)sizeof(req))
+		return 0;
+	int got = -1;
+	if (conn_is_ours()) {
+		got = exchange(req, n, line, sizeof(line), deadline);
+		/* The allocator may have closed an idle connection: one retry
+		 * on a fresh one. */
+	} else {
+		conn_fd = -1;
+	}
+	if (got < 0) {
+		if (conn_open(deadline) < 0)
+			return 0;
+		got = exchange(req, n, line, sizeof(line), deadline);
+	}
+	if (got < 0)
+		return 0;
 	if (line[0] != '{' || json_uint(line, "v", 1000) != 1 || strstr(line, "\"error\"")) {
 		logf_("allocator refused or answered garbage: %.*s", (int)strcspn(line, "\n"), line);
-		goto out;
+		conn_close();
+		return 0;
 	}
 	long p = json_uint(line, "port", 65535);
 	if (p > 0)
-		port = (unsigned short)p;
-	else
-		logf_("allocator answer without a port: %.*s", (int)strcspn(line, "\n"), line);
-out:
-	close(s);
-	return port;
+		return (unsigned short)p;
+	logf_("allocator answer without a port: %.*s", (int)strcspn(line, "\n"), line);
+	return 0;
 }
 
 /* The local address the kernel will use towards `dst` (a throwaway UDP
@@ -246,6 +320,17 @@ static const void *addr_bytes(const struct sockaddr *a)
 }
 
 enum pin_how { PIN_NONE, PIN_RANGE, PIN_BIND };
+
+/* How long a route lookup is trusted (routes rarely change; a stale source
+ * address only makes the prediction wrong, never the connect fail). */
+#define ROUTE_CACHE_MS 1000
+
+static __thread struct {
+	int family;
+	unsigned char dst[16];
+	struct sockaddr_storage src;
+	long at_ms;
+} route_cache;
 
 /* Decides whether to steer this connect and pins the port. Never changes
  * anything on a socket it does not steer. */
@@ -290,10 +375,25 @@ static enum pin_how steer(int fd, const struct sockaddr *addr, socklen_t len, in
 	int bound_addr = !addr_is_any(&bound);
 
 	struct sockaddr_storage local;
-	if (bound_addr)
+	if (bound_addr) {
 		local = bound;
-	else if (route_source(addr, len, &local) < 0)
-		return PIN_NONE;
+	} else {
+		/* The route's source towards the last destination of this
+		 * thread, remembered for ROUTE_CACHE_MS. */
+		size_t alen = fam == AF_INET ? 4 : 16;
+		long now = now_ms();
+		if (route_cache.family == fam && now - route_cache.at_ms < ROUTE_CACHE_MS &&
+		    memcmp(route_cache.dst, addr_bytes(addr), alen) == 0) {
+			local = route_cache.src;
+		} else {
+			if (route_source(addr, len, &local) < 0)
+				return PIN_NONE;
+			route_cache.family = fam;
+			memcpy(route_cache.dst, addr_bytes(addr), alen);
+			route_cache.src = local;
+			route_cache.at_ms = now;
+		}
+	}
 
 	char lbuf[INET6_ADDRSTRLEN], rbuf[INET6_ADDRSTRLEN];
 	if (!inet_ntop(fam, addr_bytes((struct sockaddr *)&local), lbuf, sizeof(lbuf)) ||

@@ -233,9 +233,8 @@ impl CgroupBinder {
             let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
                 .map_err(|_| BinderError::Plan(format!("bad pin path {}", path.display())))?;
             // SAFETY: a valid map fd and a NUL-terminated path.
-            let r = unsafe {
-                libbpf_rs::libbpf_sys::bpf_obj_pin(map.as_fd().as_raw_fd(), c.as_ptr())
-            };
+            let r =
+                unsafe { libbpf_rs::libbpf_sys::bpf_obj_pin(map.as_fd().as_raw_fd(), c.as_ptr()) };
             if r < 0 {
                 return Err(BinderError::io(
                     format!("pin map {}", path.display()),
@@ -373,8 +372,7 @@ pub fn detach_pinned(cgroup: &Path) -> Result<(), BinderError> {
             _ => {}
         }
     }
-    std::fs::remove_dir(&dir)
-        .map_err(|e| BinderError::io(format!("remove {}", dir.display()), e))
+    std::fs::remove_dir(&dir).map_err(|e| BinderError::io(format!("remove {}", dir.display()), e))
 }
 
 /// A cgroup made for one command, removed on drop.

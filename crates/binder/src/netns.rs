@@ -35,10 +35,7 @@ pub fn run_in<T: Send + 'static>(
     std::thread::spawn(move || {
         // SAFETY: setns on a valid namespace fd only affects this thread.
         if unsafe { libc::setns(fd.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-            return Err(BinderError::io(
-                "setns",
-                std::io::Error::last_os_error(),
-            ));
+            return Err(BinderError::io("setns", std::io::Error::last_os_error()));
         }
         f()
     })

@@ -100,7 +100,12 @@ impl PortSet {
 /// `1000,2000-2005` as in ip_local_reserved_ports; bad items are skipped.
 fn parse_port_list(text: &str) -> BTreeSet<u16> {
     let mut out = BTreeSet::new();
-    for item in text.trim().split(',').map(str::trim).filter(|s| !s.is_empty()) {
+    for item in text
+        .trim()
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
         match item.split_once('-') {
             Some((a, b)) => {
                 if let (Ok(a), Ok(b)) = (a.parse::<u16>(), b.parse::<u16>()) {

@@ -110,8 +110,14 @@ mod tests {
     #[test]
     fn preload_keeps_existing_libraries() {
         let shim = Path::new("/run/steer/libsteer_preload.so");
-        assert_eq!(ld_preload_value(shim, None), "/run/steer/libsteer_preload.so");
-        assert_eq!(ld_preload_value(shim, Some("  ")), "/run/steer/libsteer_preload.so");
+        assert_eq!(
+            ld_preload_value(shim, None),
+            "/run/steer/libsteer_preload.so"
+        );
+        assert_eq!(
+            ld_preload_value(shim, Some("  ")),
+            "/run/steer/libsteer_preload.so"
+        );
         assert_eq!(
             ld_preload_value(shim, Some("libfoo.so")),
             "/run/steer/libsteer_preload.so libfoo.so"

@@ -22,6 +22,11 @@ const IPERF_PORT: u16 = 5201;
 const SINK_PORT: u16 = 6000;
 const FLOWS: usize = 8;
 
+/// The two labs run one after the other: on a 2-core machine, one lab's
+/// iperf3 traffic can starve the other's allocator past the shim's 200 ms
+/// timeout, and the shim then (correctly) falls back to a kernel port.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn probe() {
     let Ok(scenario) = std::env::var("BINDER_PROBE") else {
@@ -168,6 +173,7 @@ fn preload_steers_iperf3_and_separate_processes() {
     if !root("network namespaces, XDP") {
         return;
     }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let lab = Lab::up(&spec(&unique_name("bpre")))
         .unwrap()
         .teardown_on_drop();
@@ -182,6 +188,7 @@ fn preload_steers_iperf3_and_separate_processes() {
     let mut server = iperf_server(&lab);
     let mut cmd = iperf_client(&lab);
     binder::preload::configure(&mut cmd, &shim, Some(&alloc.path));
+    cmd.env(binder::preload::DEBUG_ENV, "1");
     assert!(cmd.status().unwrap().success());
     let _ = server.wait();
     check_as_planned(
@@ -207,6 +214,7 @@ fn cgroup_bpf_steers_iperf3_and_separate_processes() {
     if !root("network namespaces, XDP, cgroup BPF") {
         return;
     }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let lab = Lab::up(&spec(&unique_name("bbpf")))
         .unwrap()
         .teardown_on_drop();

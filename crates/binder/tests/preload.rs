@@ -63,7 +63,10 @@ fn run(alloc: &Allocator, scenario: &str, args: &[String]) -> serde_json::Value 
     binder::preload::configure(&mut cmd, &shim(), Some(&alloc.path));
     cmd.env("STEER_PRELOAD_DEBUG", "1");
     let out = cmd.output().unwrap();
-    eprintln!("{scenario}: {}", String::from_utf8_lossy(&out.stderr).trim());
+    eprintln!(
+        "{scenario}: {}",
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
     probe_result(&out)
 }
 
@@ -177,7 +180,11 @@ fn bound_sockets_udp_and_unix_are_untouched() {
     let r = run(&alloc, "unix", &[]);
     assert_eq!(r["r"], -1);
     assert_eq!(r["errno"], libc::ENOENT);
-    assert_eq!(alloc.request_count(), 0, "none of these asked the allocator");
+    assert_eq!(
+        alloc.request_count(),
+        0,
+        "none of these asked the allocator"
+    );
 }
 
 #[test]
@@ -187,10 +194,7 @@ fn nonblocking_connect_is_steered() {
     let target = listener("127.0.0.1:0");
     let r = run(&alloc, "nonblock", &[target.to_string()]);
     // Loopback may complete at once; otherwise EINPROGRESS, as without the shim.
-    assert!(
-        r["r"] == 0 || r["errno"] == libc::EINPROGRESS,
-        "{r}"
-    );
+    assert!(r["r"] == 0 || r["errno"] == libc::EINPROGRESS, "{r}");
     assert_eq!(r["so_error"], 0);
     assert_eq!(r["local_port"], port);
 }

@@ -1,0 +1,167 @@
+//! Benchmark: what the LD_PRELOAD binder adds to one connect().
+//!
+//! The same client (this program, re-executed) connects N times to a
+//! loopback listener, timing each connect() call, in three modes run
+//! alternately in R rounds of one process each:
+//!
+//! - `plain`: no LD_PRELOAD;
+//! - `preload`: the shim, with an allocator (a minimal in-process one that
+//!   answers from a list of ports; the real allocator's own work is extra);
+//! - `preload-no-allocator`: the shim, nothing listening on the socket
+//!   path (the fallback cost).
+//!
+//! Sockets are closed with SO_LINGER 0 (RST), so no TIME_WAIT piles up.
+//! Prints median and p90 per mode and the median difference.
+//!
+//! cargo run --release -p binder --example preload_overhead -- [N] [R]
+
+use std::io::{BufRead, BufReader, Write};
+
+use std::net::{SocketAddr, TcpListener};
+use std::os::unix::net::UnixListener;
+use std::process::Command;
+use std::time::Instant;
+
+fn client(target: SocketAddr, n: usize) {
+    let SocketAddr::V4(t) = target else {
+        panic!("IPv4 target")
+    };
+    // SAFETY: zeroed sockaddr_in is valid.
+    let mut sin: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+    sin.sin_family = libc::AF_INET as _;
+    sin.sin_port = t.port().to_be();
+    sin.sin_addr.s_addr = u32::from_ne_bytes(t.ip().octets());
+    let mut samples = Vec::with_capacity(n);
+    for _ in 0..n {
+        // SAFETY: plain socket calls on an fd this loop owns.
+        unsafe {
+            let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+            let t0 = Instant::now();
+            let r = libc::connect(
+                fd,
+                &sin as *const _ as *const libc::sockaddr,
+                size_of::<libc::sockaddr_in>() as u32,
+            );
+            samples.push(t0.elapsed().as_nanos() as u64);
+            assert_eq!(r, 0, "connect: {}", std::io::Error::last_os_error());
+            let lin = libc::linger {
+                l_onoff: 1,
+                l_linger: 0,
+            };
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_LINGER,
+                &lin as *const _ as *const libc::c_void,
+                size_of::<libc::linger>() as u32,
+            );
+            libc::close(fd);
+        }
+    }
+    let line: Vec<String> = samples.iter().map(u64::to_string).collect();
+    println!("{}", line.join(" "));
+}
+
+fn allocator(path: &std::path::Path) {
+    let l = UnixListener::bind(path).unwrap();
+    std::thread::spawn(move || {
+        let port = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(20000));
+        for c in l.incoming().flatten() {
+            let port = port.clone();
+            // One thread per connection, one answer per request line.
+            std::thread::spawn(move || {
+                let mut w = c.try_clone().unwrap();
+                for line in BufReader::new(c).lines() {
+                    if line.is_err() {
+                        return;
+                    }
+                    let p = 20000 + port.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 10000;
+                    if writeln!(
+                        w,
+                        "{{\"v\":1,\"port\":{p},\"queue\":0,\"cpu\":0,\"lease\":{p}}}"
+                    )
+                    .is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+}
+
+fn quantile(sorted: &[u64], q: f64) -> f64 {
+    sorted[((sorted.len() - 1) as f64 * q).round() as usize] as f64 / 1000.0
+}
+
+fn main() {
+    if let Ok(target) = std::env::var("OVERHEAD_CHILD") {
+        let n = std::env::var("OVERHEAD_N").unwrap().parse().unwrap();
+        client(target.parse().unwrap(), n);
+        return;
+    }
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let n = args.first().copied().unwrap_or(2000);
+    let rounds = args.get(1).copied().unwrap_or(5);
+
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let target = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for c in listener.incoming() {
+            drop(c);
+        }
+    });
+    let dir = std::env::temp_dir().join(format!("steer-overhead-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sock = dir.join("alloc.sock");
+    allocator(&sock);
+    let shim = binder::preload::install_shim_in(&dir).unwrap();
+    let modes = ["plain", "preload", "preload-no-allocator"];
+    let mut samples: Vec<Vec<u64>> = vec![Vec::new(); modes.len()];
+    for _ in 0..rounds {
+        for (i, mode) in modes.iter().enumerate() {
+            let mut cmd = Command::new(std::env::current_exe().unwrap());
+            cmd.env("OVERHEAD_CHILD", target.to_string())
+                .env("OVERHEAD_N", n.to_string());
+            match *mode {
+                "preload" => binder::preload::configure(&mut cmd, &shim, Some(&sock)),
+                "preload-no-allocator" => {
+                    binder::preload::configure(&mut cmd, &shim, Some(&dir.join("absent.sock")))
+                }
+                _ => {}
+            }
+            let out = cmd.output().unwrap();
+            assert!(out.status.success(), "{out:?}");
+            samples[i].extend(
+                String::from_utf8_lossy(&out.stdout)
+                    .split_whitespace()
+                    .filter_map(|s| s.parse::<u64>().ok()),
+            );
+        }
+    }
+    println!("connect() to {target}, {n} per process, {rounds} rounds (us)");
+    println!(
+        "{:<22} {:>8} {:>8} {:>8}",
+        "mode", "samples", "median", "p90"
+    );
+    let mut medians = Vec::new();
+    for (mode, s) in modes.iter().zip(&mut samples) {
+        s.sort_unstable();
+        medians.push(quantile(s, 0.5));
+        println!(
+            "{mode:<22} {:>8} {:>8.1} {:>8.1}",
+            s.len(),
+            quantile(s, 0.5),
+            quantile(s, 0.9)
+        );
+    }
+    println!(
+        "added by the shim (median): {:.1} us with allocator, {:.1} us without",
+        medians[1] - medians[0],
+        medians[2] - medians[0]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
