@@ -77,9 +77,9 @@ fn combine(x: &Group, y: &Group, w: &[Vec<f64>]) -> Group {
         below: vec![0.0; n + 1],
         hit: vec![0.0; n + 1],
     };
-    for t in 0..=n {
+    for (t, wt) in w.iter().enumerate().take(n + 1) {
         let (mut f, mut fb, mut g) = (0.0, 0.0, 0.0);
-        for (j, &wj) in w[t].iter().enumerate() {
+        for (j, &wj) in wt.iter().enumerate() {
             let r = t - j;
             f += wj * x.at_most[j] * y.at_most[r];
             fb += wj * x.below[j] * y.below[r];
@@ -279,11 +279,11 @@ mod tests {
     fn exact_against_integer_counting_16_on_32() {
         let dist = max_load_distribution(16, 32).unwrap();
         let total = 32u128.pow(16);
-        for k in 1..=16 {
+        for (k, &p) in dist.iter().enumerate().skip(1) {
             let count = count_at_most(16, 32, k) - count_at_most(16, 32, k - 1);
             let want = count as f64 / total as f64;
-            let rel = (dist[k] - want).abs() / want;
-            assert!(rel < 1e-9, "k={k}: {} vs {want}", dist[k]);
+            let rel = (p - want).abs() / want;
+            assert!(rel < 1e-9, "k={k}: {p} vs {want}");
         }
         assert!((dist[1] - collision_free(16, 32)).abs() < 1e-15);
         // The tail: all 16 on one core, 32 / 32^16.

@@ -8,7 +8,8 @@
 //! as many candidates as the assignment can give it. With the two-lookup
 //! predictor ([`crate::predict`]) that is a few hundred ports for 64 CPUs.
 
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
 use std::net::IpAddr;
 
 use rand::{rngs::StdRng, Rng, SeedableRng};
@@ -114,16 +115,33 @@ pub fn reachable_cpus(config: &RssConfig) -> Vec<u32> {
     cpus
 }
 
-/// The assignment order: lowest (flows so far, load, CPU) first.
-fn pick(counts: &[u32], loads: &[f64], available: impl Fn(usize) -> bool) -> Option<usize> {
-    (0..counts.len())
-        .filter(|&i| available(i))
-        .min_by(|&a, &b| {
-            counts[a]
-                .cmp(&counts[b])
-                .then(loads[a].total_cmp(&loads[b]))
-                .then(a.cmp(&b))
-        })
+/// The assignment order: lowest (flows so far, load rank) first, as a heap
+/// so N flows over C CPUs cost O(N log C).
+struct Order {
+    heap: BinaryHeap<Reverse<(u32, usize, usize)>>,
+}
+
+impl Order {
+    /// `rank[i]`: CPU `i`'s position when sorted by (load, CPU id).
+    fn new(counts: &[u32], rank: &[usize]) -> Self {
+        Order {
+            heap: (0..counts.len())
+                .map(|i| Reverse((counts[i], rank[i], i)))
+                .collect(),
+        }
+    }
+
+    /// The next CPU for which `available` holds; CPUs that fail it are
+    /// dropped for good.
+    fn next(&mut self, available: impl Fn(usize) -> bool) -> Option<usize> {
+        while let Some(Reverse((count, rank, i))) = self.heap.pop() {
+            if available(i) {
+                self.heap.push(Reverse((count + 1, rank, i)));
+                return Some(i);
+            }
+        }
+        None
+    }
 }
 
 /// Plans `flows` source ports for the predictor's (local, remote, remote port).
@@ -143,13 +161,19 @@ pub fn plan(
         .map(|c| options.existing.get(c).copied().unwrap_or(0))
         .collect();
 
+    let mut by_load: Vec<usize> = (0..n).collect();
+    by_load.sort_by(|&a, &b| loads[a].total_cmp(&loads[b]).then(a.cmp(&b)));
+    let mut rank = vec![0usize; n];
+    for (r, &i) in by_load.iter().enumerate() {
+        rank[i] = r;
+    }
+
     // How many flows each CPU gets if every CPU is reachable.
     let mut need = vec![0usize; n];
-    let mut counts = existing.clone();
+    let mut order = Order::new(&existing, &rank);
     for _ in 0..flows {
-        if let Some(i) = pick(&counts, &loads, |_| true) {
+        if let Some(i) = order.next(|_| true) {
             need[i] += 1;
-            counts[i] += 1;
         }
     }
     let mut unsatisfied = need.iter().filter(|&&k| k > 0).count();
@@ -199,8 +223,9 @@ pub fn plan(
     let mut counts = existing;
     let mut used = vec![0usize; n];
     let mut entries = Vec::with_capacity(flows);
+    let mut order = Order::new(&counts, &rank);
     for _ in 0..flows {
-        let Some(i) = pick(&counts, &loads, |i| used[i] < candidates[i].len()) else {
+        let Some(i) = order.next(|i| used[i] < candidates[i].len()) else {
             break;
         };
         let port = candidates[i][used[i]];
