@@ -65,7 +65,7 @@ fn write_cases(dir: &Path) {
 fn sigint_stops_the_case_records_norun_and_keeps_the_history() {
     let dir = TempDir::new();
     write_cases(dir.path());
-    let mut child = Command::new(cargo_bin("steer"))
+    let child = Command::new(cargo_bin("steer"))
         .args(["bench", "run", "--cases", "cases.toml", "--no-builtin"])
         .args(["--db", "h.sqlite"])
         .current_dir(dir.path())

@@ -194,7 +194,9 @@ fn run_matrix(args: RunArgs, json: bool) -> anyhow::Result<i32> {
     Ok(if summary.interrupted() { 130 } else { 0 })
 }
 
-fn first_metric(metrics: &std::collections::BTreeMap<String, bench::runner::MetricSamples>) -> String {
+fn first_metric(
+    metrics: &std::collections::BTreeMap<String, bench::runner::MetricSamples>,
+) -> String {
     metrics
         .iter()
         .find_map(|(name, m)| {
@@ -217,7 +219,10 @@ fn print_run(s: &RunSummary) -> anyhow::Result<()> {
             ]
         })
         .collect();
-    output::table(&["case", "state", "seconds", "first metric", "reason"], &body)?;
+    output::table(
+        &["case", "state", "seconds", "first metric", "reason"],
+        &body,
+    )?;
     let counts: Vec<String> = State::ALL
         .iter()
         .filter(|st| s.count(**st) > 0)
@@ -259,7 +264,12 @@ fn list(args: ListArgs, json: bool) -> anyhow::Result<i32> {
             vec![
                 c.id.clone(),
                 c.timeout(args.quick).to_string(),
-                c.spec.metrics.iter().map(|m| m.name.as_str()).collect::<Vec<_>>().join(","),
+                c.spec
+                    .metrics
+                    .iter()
+                    .map(|m| m.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(","),
                 c.argv(args.quick, "steer", ".").join(" "),
             ]
         })
@@ -288,7 +298,10 @@ fn history(args: DbArgs, json: bool) -> anyhow::Result<i32> {
             r.filter.clone().unwrap_or_default(),
         ]);
     }
-    output::table(&["run", "status", "kind", "commit", "pass", "filter"], &body)?;
+    output::table(
+        &["run", "status", "kind", "commit", "pass", "filter"],
+        &body,
+    )?;
     Ok(0)
 }
 
@@ -332,7 +345,18 @@ fn compare(args: CompareArgs, json: bool) -> anyhow::Result<i32> {
             ]);
         }
     }
-    output::table(&["case / metric", "state", "verdict", "A mean [band]", "B mean [band]", "change", "unit"], &body)?;
+    output::table(
+        &[
+            "case / metric",
+            "state",
+            "verdict",
+            "A mean [band]",
+            "B mean [band]",
+            "change",
+            "unit",
+        ],
+        &body,
+    )?;
     println!(
         "{} state regressions (PASS -> not PASS); metric changes are flagged only beyond the noise band",
         cmp.regressions()
@@ -373,7 +397,10 @@ fn check(args: CheckArgs, json: bool) -> anyhow::Result<i32> {
             info.cores
         );
         old.updated(&rows, about).save(&args.baseline)?;
-        eprintln!("baseline {} updated from run {run}", args.baseline.display());
+        eprintln!(
+            "baseline {} updated from run {run}",
+            args.baseline.display()
+        );
         return Ok(0);
     }
     let baseline = Baseline::load(&args.baseline)?;

@@ -136,6 +136,9 @@ fn print_table(r: &XdpOverheadResult) -> anyhow::Result<()> {
     })
     .collect();
     output::table(&["mode", "samples", "mean Gbit/s", "95% CI ±"], &body)?;
-    println!("ratio {:.2} (software RSS / no program; goal >= 0.70)", r.ratio);
+    println!(
+        "ratio {:.2} (software RSS / no program; goal >= 0.70)",
+        r.ratio
+    );
     Ok(())
 }
