@@ -128,7 +128,11 @@ fn plans(args: &PlanArgs, netns: Option<&str>) -> anyhow::Result<Result<Vec<Plan
     let path = args.config.as_ref().context("--config is required")?;
     let config = read_config(path)?;
     if args.ports == 0 || args.ports > binder::cgroup::MAX_PORTS {
-        anyhow::bail!("--ports {}: must be 1..={}", args.ports, binder::cgroup::MAX_PORTS);
+        anyhow::bail!(
+            "--ports {}: must be 1..={}",
+            args.ports,
+            binder::cgroup::MAX_PORTS
+        );
     }
     let mut out = Vec::new();
     for to in &args.to {
