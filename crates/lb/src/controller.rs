@@ -164,10 +164,7 @@ fn better(load: f64, rank: u64, best_load: f64, best_rank: u64) -> bool {
 /// The published CrossRSS controller: for each bucket, the server whose core
 /// for that bucket has the least reported load.
 pub fn crossrss_table(reports: &[AgentReport], buckets: usize) -> Result<BucketTable, ReportError> {
-    Ok(combine_groups(
-        &[summarize_group(reports, buckets)?],
-        buckets,
-    )?)
+    combine_groups(&[summarize_group(reports, buckets)?], buckets)
 }
 
 /// Per bucket, the least load in a group and the server that has it.
@@ -190,21 +187,32 @@ pub fn summarize_group(
 ) -> Result<GroupSummary, ReportError> {
     validate_reports(reports, buckets)?;
     let mut minima = Vec::with_capacity(buckets);
-    let mut ranks = vec![u64::MAX; buckets];
-    for (b, rank_slot) in ranks.iter_mut().enumerate() {
+    for b in 0..buckets {
         let mut best = BucketMin {
             load: f64::INFINITY,
             server: 0,
         };
+        // The rank is computed only when loads tie (it costs a hash).
+        let mut best_rank: Option<u64> = None;
         for r in reports {
-            let (load, rank) = (r.bucket_load(b), tie_rank(b, r.server));
-            if better(load, rank, best.load, *rank_slot) {
-                best = BucketMin {
-                    load,
-                    server: r.server,
-                };
-                *rank_slot = rank;
+            let load = r.bucket_load(b);
+            if load > best.load {
+                continue;
             }
+            if load == best.load {
+                let rank = tie_rank(b, r.server);
+                let current = *best_rank.get_or_insert_with(|| tie_rank(b, best.server));
+                if rank >= current {
+                    continue;
+                }
+                best_rank = Some(rank);
+            } else {
+                best_rank = None;
+            }
+            best = BucketMin {
+                load,
+                server: r.server,
+            };
         }
         minima.push(best);
     }
@@ -302,11 +310,7 @@ impl PlusTable {
     /// The data plane's choice for a new connection in `bucket`: `core_of(server
     /// index in candidates order -> core)` gives the candidate's core and
     /// `taken(server, core)` what that core took this interval.
-    pub fn pick(
-        &self,
-        bucket: usize,
-        mut taken: impl FnMut(u32) -> u32,
-    ) -> u32 {
+    pub fn pick(&self, bucket: usize, mut taken: impl FnMut(u32) -> u32) -> u32 {
         let cands = &self.candidates[bucket * self.k..(bucket + 1) * self.k];
         let mut best = (u32::MAX, cands[0]);
         for &server in cands {
@@ -389,7 +393,7 @@ impl CrossRssPlus {
                 expected: self.buckets,
             });
         }
-        let bad = |l: f64| !l.is_finite() || l < 0.0 || l > MAX_LOAD;
+        let bad = |l: f64| !(0.0..=MAX_LOAD).contains(&l);
         if let Some((bucket, &load)) = bucket_new_load.iter().enumerate().find(|(_, l)| bad(**l)) {
             return Err(ReportError::NonFiniteLoad {
                 server: u32::MAX,
@@ -407,7 +411,11 @@ impl CrossRssPlus {
         let p = self.params;
         // 1. Damped core loads.
         let same_servers = self.servers.len() == reports.len()
-            && self.servers.iter().zip(reports).all(|(s, r)| *s == r.server)
+            && self
+                .servers
+                .iter()
+                .zip(reports)
+                .all(|(s, r)| *s == r.server)
             && self
                 .damped
                 .iter()
@@ -437,17 +445,34 @@ impl CrossRssPlus {
         let cores: usize = reports.iter().map(|r| r.core_loads.len()).sum();
         let cap = p.cap_factor * total_new / cores as f64;
         let k = reports.len().min(PLUS_CANDIDATES);
-        let conn_budget = (p.cap_factor * self.new_conns / cores as f64).ceil().max(1.0);
+        let conn_budget = (p.cap_factor * self.new_conns / cores as f64)
+            .ceil()
+            .max(1.0);
         let conn_budget = conn_budget.min(f64::from(u32::MAX)) as u32;
         // 3.-5. Water-filling, heaviest bucket first.
         let loads = &self.bucket_load;
-        self.order
-            .sort_by(|&a, &b| weight(b, loads).total_cmp(&weight(a, loads)).then(a.cmp(&b)));
-        let mut predicted = self.damped.clone();
-        let mut given: Vec<Vec<f64>> = reports
-            .iter()
-            .map(|r| vec![0.0; r.core_loads.len()])
-            .collect();
+        self.order.sort_by(|&a, &b| {
+            weight(b, loads)
+                .total_cmp(&weight(a, loads))
+                .then(a.cmp(&b))
+        });
+        // Flat arrays: core `c` of report `i` is at `offsets[i] + c`.
+        let mut offsets = Vec::with_capacity(reports.len());
+        // Per core: [predicted load, new load given this interval], side by
+        // side so the scan touches one cache line per candidate.
+        let mut state: Vec<[f64; 2]> = Vec::with_capacity(cores);
+        for d in &self.damped {
+            offsets.push(state.len());
+            state.extend(d.iter().map(|&l| [l, 0.0]));
+        }
+        // Bucket-major candidate cores, so the scan below reads memory in order.
+        let n = reports.len();
+        let mut cand = vec![0u32; self.buckets * n];
+        for (i, r) in reports.iter().enumerate() {
+            for (b, &c) in r.bucket_cores.iter().enumerate() {
+                cand[b * n + i] = (offsets[i] + c as usize) as u32;
+            }
+        }
         let mut table = vec![0u32; self.buckets];
         let mut candidates = vec![0u32; self.buckets * k];
         // (over cap, score, rank, report index), best first.
@@ -455,17 +480,20 @@ impl CrossRssPlus {
         for &b in &self.order {
             let w = weight(b, loads);
             top.clear();
-            for (i, r) in reports.iter().enumerate() {
-                let core = r.bucket_cores[b] as usize;
-                let key = (
-                    given[i][core] + w > cap,
-                    predicted[i][core] + w,
-                    tie_rank(b, r.server),
-                    i,
-                );
+            for (i, &idx) in cand[b * n..(b + 1) * n].iter().enumerate() {
+                let [predicted, given] = state[idx as usize];
+                let over = given + w > cap;
+                let score = predicted + w;
                 if top.len() == k {
-                    let last = top[k - 1];
-                    if !ahead(&key, &last) {
+                    let last = &top[k - 1];
+                    // Clearly behind the last kept candidate: no rank needed.
+                    if (over && !last.0) || (over == last.0 && score > last.1) {
+                        continue;
+                    }
+                }
+                let key = (over, score, tie_rank(b, reports[i].server), i);
+                if top.len() == k {
+                    if !ahead(&key, &top[k - 1]) {
                         continue;
                     }
                     top.pop();
@@ -474,9 +502,9 @@ impl CrossRssPlus {
                 top.insert(at, key);
             }
             let i = top[0].3;
-            let core = reports[i].bucket_cores[b] as usize;
-            predicted[i][core] += w;
-            given[i][core] += w;
+            let idx = offsets[i] + reports[i].bucket_cores[b] as usize;
+            state[idx][0] += w;
+            state[idx][1] += w;
             table[b] = reports[i].server;
             for (slot, t) in candidates[b * k..(b + 1) * k].iter_mut().zip(&top) {
                 *slot = reports[t.3].server;
@@ -525,7 +553,8 @@ mod tests {
     #[test]
     fn bad_reports_are_typed_errors() {
         let ok = report(1, &[1.0, 2.0], &[0, 1]);
-        let cases: Vec<(Vec<AgentReport>, fn(&ReportError) -> bool)> = vec![
+        type Check = fn(&ReportError) -> bool;
+        let cases: Vec<(Vec<AgentReport>, Check)> = vec![
             (vec![], |e| matches!(e, ReportError::NoReports)),
             (vec![ok.clone(), ok.clone()], |e| {
                 matches!(e, ReportError::DuplicateServer(1))
@@ -580,12 +609,12 @@ mod tests {
             assert!(plus.update(&reports, &[0.0, 0.0], 0.0).is_err());
         }
         assert_eq!(
-            crossrss_table(&[ok.clone()], 0),
+            crossrss_table(std::slice::from_ref(&ok), 0),
             Err(ReportError::NoBuckets)
         );
         let mut plus = CrossRssPlus::new(2, PlusParams::default());
-        assert!(plus.update(&[ok.clone()], &[0.0], 0.0).is_err());
-        assert!(plus.update(&[ok.clone()], &[0.0, f64::NAN], 0.0).is_err());
+        assert!(plus.update(std::slice::from_ref(&ok), &[0.0], 0.0).is_err());
+        assert!(plus.update(std::slice::from_ref(&ok), &[0.0, f64::NAN], 0.0).is_err());
         assert!(plus.update(&[ok], &[0.0, 0.0], -1.0).is_err());
     }
 
@@ -646,7 +675,7 @@ mod tests {
     fn combine_rejects_mismatched_groups() {
         let g = summarize_group(&pseudo_reports(2, 2, 8, 1), 8).unwrap();
         assert!(matches!(
-            combine_groups(&[g.clone()], 4),
+            combine_groups(std::slice::from_ref(&g), 4),
             Err(ReportError::GroupBucketMismatch { .. })
         ));
         assert!(matches!(

@@ -187,7 +187,11 @@ impl SimConfig {
         max("servers", self.servers.into(), MAX_SERVERS.into())?;
         max("cores", self.cores.into(), MAX_CORES.into())?;
         max("amplify", self.amplify.into(), MAX_AMPLIFY.into())?;
-        max("buckets", self.buckets as u64, rss::indirection::MAX_TABLE_SIZE as u64)?;
+        max(
+            "buckets",
+            self.buckets as u64,
+            rss::indirection::MAX_TABLE_SIZE as u64,
+        )?;
         if !(self.speedup.is_finite() && self.speedup > 0.0) {
             return Err(SimError::BadSpeedup(self.speedup));
         }
@@ -647,7 +651,12 @@ pub fn normalized_variance(counts: impl Iterator<Item = u64> + Clone) -> Option<
 }
 
 /// Computes the metrics of one run from its window counts.
-pub fn summarize(name: &'static str, run: &RunCounts, servers: usize, cores: usize) -> PolicyResult {
+pub fn summarize(
+    name: &'static str,
+    run: &RunCounts,
+    servers: usize,
+    cores: usize,
+) -> PolicyResult {
     let (mut sv, mut cv, mut cmax, mut peak, mut used) = (0.0, 0.0, 0.0f64, 0.0, 0usize);
     let mut totals = vec![0u64; servers * cores];
     for w in &run.windows {

@@ -77,7 +77,10 @@ pub fn variance_plot(report: &SimReport) -> String {
         &mut out,
         &format!(
             "Variance of packets per 1 s window ({} x {}, speedup {}, amplify {})",
-            report.config.servers, report.config.cores, report.config.speedup, report.config.amplify
+            report.config.servers,
+            report.config.cores,
+            report.config.speedup,
+            report.config.amplify
         ),
     );
     let max = report
@@ -94,12 +97,9 @@ pub fn variance_plot(report: &SimReport) -> String {
     let bar = group * 0.35;
     for (i, p) in report.policies.iter().enumerate() {
         let x0 = LEFT + group * i as f64 + group * 0.15;
-        for (j, (v, color)) in [
-            (p.server_variance, "#9c9c9c"),
-            (p.core_variance, "#4e79a7"),
-        ]
-        .iter()
-        .enumerate()
+        for (j, (v, color)) in [(p.server_variance, "#9c9c9c"), (p.core_variance, "#4e79a7")]
+            .iter()
+            .enumerate()
         {
             let h = plot_h * (v * 100.0 / max).min(1.0);
             let x = x0 + bar * j as f64;
@@ -159,7 +159,9 @@ pub fn throughput_plot(report: &SimReport) -> String {
         .fold(f64::INFINITY, f64::min);
     let xmin = if xmin.is_finite() { xmin } else { 0.0 };
     let xmax = if xmax > xmin { xmax } else { xmin + 1.0 };
-    y_axis(&mut out, ymax, "processed (packets/s)", |v| format!("{v:.0}"));
+    y_axis(&mut out, ymax, "processed (packets/s)", |v| {
+        format!("{v:.0}")
+    });
     let plot_w = W - LEFT - RIGHT;
     let plot_h = H - TOP - BOTTOM;
     let px = |x: f64| LEFT + plot_w * (x - xmin) / (xmax - xmin);

@@ -59,7 +59,11 @@ fn every_packet_is_counted_once_and_runs_are_deterministic() {
         assert_eq!(a.connections, 200);
         // Complete windows only: the trailing partial window is dropped.
         let counted: u64 = a.core_totals.iter().sum();
-        let in_windows = replay.packets.iter().filter(|p| p.ts_ns < a.windows as u64 * 1_000_000_000).count();
+        let in_windows = replay
+            .packets
+            .iter()
+            .filter(|p| p.ts_ns < a.windows as u64 * 1_000_000_000)
+            .count();
         assert_eq!(counted as usize, in_windows, "{policy:?}");
     }
 }
@@ -70,7 +74,10 @@ fn amplification_shifts_addresses_and_keeps_packet_counts() {
     let replay = Replay::new(&trace, 4.0, 3, u64::MAX).unwrap();
     assert_eq!(replay.packets.len(), 150);
     assert_eq!(replay.flows.len(), 30);
-    assert!(replay.flows.iter().any(|f| f.src.to_string().starts_with("12.")));
+    assert!(replay
+        .flows
+        .iter()
+        .any(|f| f.src.to_string().starts_with("12.")));
     assert!(replay.packets.windows(2).all(|w| w[0].ts_ns <= w[1].ts_ns));
     // Speedup 4: the replay lasts about a quarter of the capture.
     assert!(replay.duration_ns() <= trace.duration_ns() / 4 + 1);
@@ -89,14 +96,38 @@ fn long_idle_gaps_are_shortened() {
 fn bad_configs_are_errors() {
     let trace = synthetic(5, 2);
     for cfg in [
-        SimConfig { servers: 0, ..SimConfig::default() },
-        SimConfig { cores: 0, ..SimConfig::default() },
-        SimConfig { buckets: 0, ..SimConfig::default() },
-        SimConfig { amplify: 0, ..SimConfig::default() },
-        SimConfig { speedup: f64::NAN, ..SimConfig::default() },
-        SimConfig { speedup: -1.0, ..SimConfig::default() },
-        SimConfig { rate_hz: 0.0, ..SimConfig::default() },
-        SimConfig { max_gap_s: 0.0, ..SimConfig::default() },
+        SimConfig {
+            servers: 0,
+            ..SimConfig::default()
+        },
+        SimConfig {
+            cores: 0,
+            ..SimConfig::default()
+        },
+        SimConfig {
+            buckets: 0,
+            ..SimConfig::default()
+        },
+        SimConfig {
+            amplify: 0,
+            ..SimConfig::default()
+        },
+        SimConfig {
+            speedup: f64::NAN,
+            ..SimConfig::default()
+        },
+        SimConfig {
+            speedup: -1.0,
+            ..SimConfig::default()
+        },
+        SimConfig {
+            rate_hz: 0.0,
+            ..SimConfig::default()
+        },
+        SimConfig {
+            max_gap_s: 0.0,
+            ..SimConfig::default()
+        },
     ] {
         assert!(simulate("t", &trace, cfg, &Policy::ALL, |_, _| {}).is_err());
     }

@@ -67,12 +67,24 @@ fn classification_rules() {
     let b = [10, 0, 0, 2];
     let frames: Vec<(u64, Vec<u8>)> = vec![
         // kept: TCP, VLAN-tagged UDP, IPv6 with extension headers
-        (1_000_000, ether(0x0800, None, &ipv4(6, a, b, &l4(1000, 80), 0))),
-        (2_000_000, ether(0x0800, Some(7), &ipv4(17, a, b, &l4(53, 53), 0))),
+        (
+            1_000_000,
+            ether(0x0800, None, &ipv4(6, a, b, &l4(1000, 80), 0)),
+        ),
+        (
+            2_000_000,
+            ether(0x0800, Some(7), &ipv4(17, a, b, &l4(53, 53), 0)),
+        ),
         (3_000_000, ether(0x86dd, None, &ipv6_with_ext(4000, 443))),
         // hashed on addresses: ICMP, a non-first fragment
-        (4_000_000, ether(0x0800, None, &ipv4(1, a, b, &[8, 0, 0, 0], 0))),
-        (5_000_000, ether(0x0800, None, &ipv4(6, a, b, &[1, 2, 3, 4], 100))),
+        (
+            4_000_000,
+            ether(0x0800, None, &ipv4(1, a, b, &[8, 0, 0, 0], 0)),
+        ),
+        (
+            5_000_000,
+            ether(0x0800, None, &ipv4(6, a, b, &[1, 2, 3, 4], 100)),
+        ),
         // skipped: ARP, TCP with ports cut off, an IP header cut short
         (6_000_000, ether(0x0806, None, &[0; 28])),
         (7_000_000, ether(0x0800, None, &ipv4(6, a, b, &[0x03], 0))),
@@ -80,7 +92,10 @@ fn classification_rules() {
         // a frame too short for an Ethernet header
         (9_000_000, vec![1, 2, 3]),
         // out of order: earlier than the one before
-        (500_000, ether(0x0800, None, &ipv4(6, b, a, &l4(80, 1000), 0))),
+        (
+            500_000,
+            ether(0x0800, None, &ipv4(6, b, a, &l4(80, 1000), 0)),
+        ),
     ];
     let trace = Trace::parse(&write_pcap(1, &frames)).unwrap();
     let s = &trace.stats;
@@ -91,10 +106,18 @@ fn classification_rules() {
     assert_eq!(s.vlan_tagged, 1);
     assert_eq!(s.out_of_order, 1);
     assert_eq!(trace.packets[0].ts_ns, 500_000, "sorted by time");
-    let v6 = trace.packets.iter().find(|p| p.tuple.src.is_ipv6()).unwrap();
+    let v6 = trace
+        .packets
+        .iter()
+        .find(|p| p.tuple.src.is_ipv6())
+        .unwrap();
     assert_eq!((v6.tuple.src_port, v6.tuple.dst_port), (4000, 443));
     assert_eq!(v6.tuple.proto, L4Proto::Tcp);
-    let udp = trace.packets.iter().find(|p| p.tuple.proto == L4Proto::Udp).unwrap();
+    let udp = trace
+        .packets
+        .iter()
+        .find(|p| p.tuple.proto == L4Proto::Udp)
+        .unwrap();
     assert_eq!(udp.tuple.dst_port, 53);
 }
 
@@ -111,18 +134,30 @@ fn raw_ip_and_truncated_tail() {
     assert!(trace.stats.truncated_tail);
     assert_eq!(trace.stats.non_ip, 1);
     assert_eq!(trace.packets.len(), 1);
-    assert_eq!(trace.packets[0].tuple.src, "1.2.3.4".parse::<IpAddr>().unwrap());
+    assert_eq!(
+        trace.packets[0].tuple.src,
+        "1.2.3.4".parse::<IpAddr>().unwrap()
+    );
 }
 
 #[test]
 fn bad_files_are_errors_not_panics() {
     assert!(matches!(Trace::parse(b""), Err(TraceError::NotPcap(_))));
-    assert!(matches!(Trace::parse(&[0u8; 40]), Err(TraceError::NotPcap(_))));
+    assert!(matches!(
+        Trace::parse(&[0u8; 40]),
+        Err(TraceError::NotPcap(_))
+    ));
     assert!(matches!(
         Trace::parse(&[0x0a, 0x0d, 0x0d, 0x0a, 0, 0, 0, 0]),
         Err(TraceError::PcapNg)
     ));
-    let ok = write_pcap(1, &[(1, ether(0x0800, None, &ipv4(6, [1; 4], [2; 4], &l4(1, 2), 0)))]);
+    let ok = write_pcap(
+        1,
+        &[(
+            1,
+            ether(0x0800, None, &ipv4(6, [1; 4], [2; 4], &l4(1, 2), 0)),
+        )],
+    );
     let mut linktype = ok.clone();
     linktype[20] = 147;
     assert_eq!(
@@ -134,12 +169,19 @@ fn bad_files_are_errors_not_panics() {
     huge[32..36].copy_from_slice(&(1u32 << 30).to_le_bytes());
     assert!(matches!(
         Trace::parse(&huge),
-        Err(TraceError::CorruptRecord { index: 0, offset: 24, .. })
+        Err(TraceError::CorruptRecord {
+            index: 0,
+            offset: 24,
+            ..
+        })
     ));
     // A microsecond field of 2 s.
     let mut frac = ok.clone();
     frac[28..32].copy_from_slice(&2_000_000u32.to_le_bytes());
-    assert!(matches!(Trace::parse(&frac), Err(TraceError::CorruptRecord { .. })));
+    assert!(matches!(
+        Trace::parse(&frac),
+        Err(TraceError::CorruptRecord { .. })
+    ));
     // Only ARP.
     let arp = write_pcap(1, &[(1, ether(0x0806, None, &[0; 28]))]);
     assert_eq!(
@@ -158,7 +200,9 @@ fn bad_files_are_errors_not_panics() {
 }
 
 fn shared(name: &str) -> Option<PathBuf> {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces").join(name);
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/traces")
+        .join(name);
     if p.exists() {
         Some(p)
     } else {
@@ -188,4 +232,16 @@ fn shared_traces_match_sources_md() {
         assert_eq!((t.stats.ipv4, t.stats.ipv6), (3_011, 4_440));
         assert_eq!(t.flows(), 665);
     }
+}
+
+#[test]
+fn fuzz_seeds_parse() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds/lb_trace");
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        assert!(!Trace::parse(&bytes).unwrap().packets.is_empty());
+        n += 1;
+    }
+    assert!(n >= 3);
 }

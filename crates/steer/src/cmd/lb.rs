@@ -111,7 +111,11 @@ fn sim(args: SimArgs, json: bool) -> anyhow::Result<i32> {
     let name = args.trace.display().to_string();
     let report = simulate(&name, &trace, config, &policies, |i, p| {
         if terminal {
-            eprint!("\rsteer lb sim: replaying policy {}/{n} ({})    ", i + 1, p.name());
+            eprint!(
+                "\rsteer lb sim: replaying policy {}/{n} ({})    ",
+                i + 1,
+                p.name()
+            );
         }
     })?;
     if terminal {
