@@ -614,7 +614,9 @@ mod tests {
         );
         let mut plus = CrossRssPlus::new(2, PlusParams::default());
         assert!(plus.update(std::slice::from_ref(&ok), &[0.0], 0.0).is_err());
-        assert!(plus.update(std::slice::from_ref(&ok), &[0.0, f64::NAN], 0.0).is_err());
+        assert!(plus
+            .update(std::slice::from_ref(&ok), &[0.0, f64::NAN], 0.0)
+            .is_err());
         assert!(plus.update(&[ok], &[0.0, 0.0], -1.0).is_err());
     }
 
