@@ -1,20 +1,66 @@
-//! `steer demo`: parallel TCP flows with kernel-chosen source ports collide on
-//! the receiver's queues (SRAP paper, section 2: 16 flows on 32 cores are
-//! collision-free with probability 1.04%).
+//! `steer demo`: parallel TCP flows collide on the receiver's queues when the
+//! kernel picks their source ports (SRAP paper, section 2: 16 flows on 32
+//! cores are collision-free with probability 1.04%), and do not when Steer
+//! picks them (section 3), through either binder.
 //!
-//! Every number is read from the datapath: iperf3 reports which source ports
-//! its data streams got, and the receiver's XDP software RSS reports, from its
-//! per-flow counters, which queue each of those flows' packets went to.
+//! Three ways, each run the same number of times against the same receiver:
+//! - `random`: iperf3 as it is, kernel-chosen source ports;
+//! - `preload`: `steer exec -- iperf3 ...`, the LD_PRELOAD binder asking the
+//!   allocator (`steer ports serve`, run in the sender's namespace);
+//! - `bpf`: `steer exec --bpf -- iperf3 ...`, the cgroup connect4 binder.
+//!
+//! Every number is read from the datapath: iperf3's JSON says which source
+//! ports its data streams got and what each carried; the receiver's XDP
+//! software RSS says, from its per-flow counters, which queue each of those
+//! flows' packets went to; /proc/stat says how busy each CPU was. The RSS
+//! model's prediction is recorded beside the measurement as a cross-check only.
 
-use lab::{Lab, LabSpec};
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use lab::{Host, Lab, LabSpec};
 use serde::Serialize;
 
 use crate::iperf::{self, IperfRun};
 use crate::meta::Meta;
-use crate::{odds, ExpError};
+use crate::ExpError;
 
-/// The iperf3 port the demo uses.
+/// The first iperf3 port the demo uses (`--processes` uses the next ones too).
 const PORT: u16 = 5201;
+
+/// How source ports are chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Way {
+    /// The kernel picks them (the control).
+    Random,
+    /// The LD_PRELOAD binder asks the allocator.
+    Preload,
+    /// The cgroup connect4/connect6 BPF binder binds planned ports.
+    Bpf,
+}
+
+impl Way {
+    pub const ALL: [Way; 3] = [Way::Random, Way::Preload, Way::Bpf];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Way::Random => "random",
+            Way::Preload => "preload",
+            Way::Bpf => "bpf",
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Way::Random => "kernel-chosen source ports",
+            Way::Preload => "steer exec: LD_PRELOAD binder + allocator",
+            Way::Bpf => "steer exec --bpf: cgroup connect4 binder",
+        }
+    }
+}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct DemoParams {
@@ -22,8 +68,13 @@ pub struct DemoParams {
     pub queues: u32,
     pub repetitions: u32,
     pub seconds: u32,
+    pub ways: Vec<Way>,
+    /// One iperf3 process per flow (`-P 1` each) instead of one `-P flows`.
+    pub processes: bool,
     pub lab: String,
     pub keep_lab: bool,
+    /// The `steer` executable that runs the binders and the allocator.
+    pub steer_exe: PathBuf,
 }
 
 impl DemoParams {
@@ -41,16 +92,26 @@ impl DemoParams {
         if self.seconds == 0 {
             return bad("--seconds must be at least 1");
         }
+        if self.ways.is_empty() {
+            return bad("--ways names no way");
+        }
         Ok(())
+    }
+
+    /// The fewest flows the busiest queue can carry: 1 when flows fit.
+    pub fn ideal_max(&self) -> u32 {
+        self.flows.div_ceil(self.queues)
     }
 }
 
-/// One repetition, as measured.
+/// One repetition of one way, as measured.
 #[derive(Debug, Clone, Serialize)]
 pub struct Repetition {
     pub repetition: u32,
     /// The data streams' source ports, in iperf3's order.
     pub source_ports: Vec<u16>,
+    /// Their destination ports (all 5201 unless `--processes`).
+    pub dest_ports: Vec<u16>,
     /// The queue the datapath put each of those flows on (same order).
     pub flow_queues: Vec<u32>,
     /// The queue the RSS model predicts for each flow: a cross-check, never
@@ -59,26 +120,38 @@ pub struct Repetition {
     /// Flows per queue, index = queue.
     pub flows_per_queue: Vec<u32>,
     pub max_flows_on_a_queue: u32,
-    pub collision_free: bool,
-    pub goodput_gbps: f64,
+    /// No queue carries more than ceil(flows / queues) flows (1:1 when the
+    /// flows fit).
+    pub perfect: bool,
+    pub aggregate_gbps: f64,
+    /// Each data stream's goodput (same order as `source_ports`).
+    pub flow_gbps: Vec<f64>,
+    /// Share of each CPU's time spent busy (not idle or iowait) during the
+    /// repetition, from /proc/stat.
+    pub cpu_busy: Vec<f64>,
 }
 
-/// One way of choosing source ports, over all repetitions.
+/// One way over all repetitions.
 #[derive(Debug, Clone, Serialize)]
-pub struct Way {
-    pub name: String,
+pub struct WayResult {
+    pub name: &'static str,
+    pub description: &'static str,
     pub repetitions: u32,
-    /// Share of repetitions in which no two flows shared a queue.
+    /// Share of repetitions with a perfect mapping.
     pub perfect_fraction: f64,
     /// The largest number of flows on one queue, worst repetition.
     pub max_flows_on_a_queue: u32,
-    pub mean_goodput_gbps: f64,
+    /// Mean over repetitions of the aggregate goodput.
+    pub aggregate_gbps: f64,
+    /// Slowest single flow over all repetitions.
+    pub min_flow_gbps: f64,
     pub runs: Vec<Repetition>,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Theory {
-    /// Probability of a collision-free mapping with uniformly random queues.
+    /// Probability that uniformly random queues are perfect (16 on 32:
+    /// collision-free, 1.04%).
     pub perfect_probability: f64,
 }
 
@@ -86,7 +159,7 @@ pub struct Theory {
 pub struct DemoResult {
     pub experiment: &'static str,
     pub params: DemoParams,
-    pub ways: Vec<Way>,
+    pub ways: Vec<WayResult>,
     pub theory: Theory,
     /// Queue -> CPU of the receiver's software RSS.
     pub queue_cpus: Vec<u32>,
@@ -96,7 +169,7 @@ pub struct DemoResult {
 /// Runs the demo; `progress` is called after each repetition.
 pub fn run(
     params: &DemoParams,
-    mut progress: impl FnMut(&Repetition),
+    mut progress: impl FnMut(Way, &Repetition),
 ) -> Result<DemoResult, ExpError> {
     params.check()?;
     let mut spec = LabSpec::new(&params.lab);
@@ -113,46 +186,199 @@ pub fn run(
 fn run_in_lab(
     lab: &Lab,
     params: &DemoParams,
-    progress: &mut impl FnMut(&Repetition),
+    progress: &mut impl FnMut(Way, &Repetition),
 ) -> Result<DemoResult, ExpError> {
     let config = lab.rss_config()?;
-    let mut runs = Vec::new();
-    for repetition in 1..=params.repetitions {
-        let run = repetition_random(lab, params, repetition)?;
-        progress(&run);
-        runs.push(run);
+    let files = RunFiles::create(&params.lab, &config)?;
+    let mut ways = Vec::new();
+    for &way in &params.ways {
+        let _allocator = match way {
+            Way::Preload => Some(Allocator::start(lab, params, &files)?),
+            _ => None,
+        };
+        let mut runs = Vec::new();
+        for repetition in 1..=params.repetitions {
+            let run = repetition_of(lab, params, &files, way, repetition)?;
+            progress(way, &run);
+            runs.push(run);
+        }
+        ways.push(summarize(way, runs));
     }
+    let theory = Theory {
+        perfect_probability: srap::odds::max_load_distribution(params.flows, params.queues)
+            .map_err(|e| ExpError::Parameter(e.to_string()))?
+            .iter()
+            .take(params.ideal_max() as usize + 1)
+            .sum(),
+    };
     Ok(DemoResult {
         experiment: "demo",
         params: params.clone(),
-        ways: vec![summarize("random", runs)],
-        theory: Theory {
-            perfect_probability: odds::collision_free(params.flows, params.queues),
-        },
+        ways,
+        theory,
         queue_cpus: config.queue_cpus,
         meta: Meta::collect(),
     })
 }
 
-/// One repetition with kernel-chosen source ports.
-fn repetition_random(
+/// The receiver's config and the allocator's socket, for the binders.
+struct RunFiles {
+    dir: PathBuf,
+    config: PathBuf,
+    socket: PathBuf,
+}
+
+impl RunFiles {
+    fn create(lab: &str, config: &rss::RssConfig) -> Result<Self, ExpError> {
+        let dir = Path::new("/run/steer/demo").join(lab);
+        let io = |e: std::io::Error| ExpError::Parameter(format!("{}: {e}", dir.display()));
+        std::fs::create_dir_all(&dir).map_err(io)?;
+        let path = dir.join("receiver.json");
+        std::fs::write(&path, config.to_json()).map_err(io)?;
+        Ok(RunFiles {
+            socket: dir.join("alloc.sock"),
+            config: path,
+            dir,
+        })
+    }
+}
+
+impl Drop for RunFiles {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// `steer ports serve` in the sender's namespace, so it sees the sender's
+/// ports in use; killed when dropped.
+struct Allocator(Child);
+
+impl Allocator {
+    fn start(lab: &Lab, params: &DemoParams, files: &RunFiles) -> Result<Self, ExpError> {
+        let rcv = lab.receiver().ipv4.to_string();
+        let mut cmd = lab.command(&lab.sender().name, &params.steer_exe.to_string_lossy())?;
+        cmd.args(["ports", "serve", "--socket"])
+            .arg(&files.socket)
+            .arg("--config")
+            .arg(&files.config)
+            .args(["--for", &rcv])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let child = cmd.spawn().map_err(|e| program_error("steer ports serve", e))?;
+        let mut allocator = Allocator(child);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while std::os::unix::net::UnixStream::connect(&files.socket).is_err() {
+            if Instant::now() > deadline || allocator.0.try_wait().ok().flatten().is_some() {
+                return Err(ExpError::Program {
+                    program: "steer ports serve".into(),
+                    detail: "the allocator did not start listening".into(),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(allocator)
+    }
+}
+
+impl Drop for Allocator {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn program_error(program: &str, e: std::io::Error) -> ExpError {
+    ExpError::Program {
+        program: program.into(),
+        detail: e.to_string(),
+    }
+}
+
+/// The iperf3 client command of a way, in the sender's namespace.
+fn client_command(
     lab: &Lab,
     params: &DemoParams,
+    files: &RunFiles,
+    way: Way,
+    dest_ports: &[u16],
+) -> Result<Command, ExpError> {
+    let snd = lab.sender();
+    let steer = || {
+        let mut cmd = Command::new(&params.steer_exe);
+        cmd.args(["exec", "--netns", &snd.netns]);
+        cmd
+    };
+    Ok(match way {
+        Way::Random => lab.command(&snd.name, "iperf3")?,
+        Way::Preload => {
+            let mut cmd = steer();
+            cmd.arg("--socket").arg(&files.socket).args(["--", "iperf3"]);
+            cmd
+        }
+        Way::Bpf => {
+            let mut cmd = steer();
+            cmd.arg("--bpf").arg("--config").arg(&files.config);
+            for port in dest_ports {
+                cmd.args(["--to", &format!("{}:{port}", lab.receiver().ipv4)]);
+            }
+            // One planned port per flow plus iperf3's control connection.
+            let per_dest = if params.processes { 2 } else { params.flows + 1 };
+            cmd.args(["--ports", &per_dest.to_string(), "--", "iperf3"]);
+            cmd
+        }
+    })
+}
+
+/// One repetition: servers, clients, then the datapath's counters.
+fn repetition_of(
+    lab: &Lab,
+    params: &DemoParams,
+    files: &RunFiles,
+    way: Way,
     repetition: u32,
 ) -> Result<Repetition, ExpError> {
-    let rcv = lab.receiver().clone();
-    let snd = lab.sender().clone();
+    let rcv = lab.receiver();
     nic::clear_flows(&rcv.dev, Some(&rcv.netns))?;
-    let addr = std::net::IpAddr::V4(rcv.ipv4);
-    let _server = iperf::Server::start(lab.command(&rcv.name, "iperf3")?, addr, PORT)?;
-    let run = iperf::run_client(
-        || Ok(lab.command(&snd.name, "iperf3")?),
-        addr,
-        PORT,
-        params.flows,
-        params.seconds,
-    )?;
-    measure(lab, params, repetition, &run)
+    let addr = IpAddr::V4(rcv.ipv4);
+    let clients = if params.processes { params.flows } else { 1 };
+    let streams = if params.processes { 1 } else { params.flows };
+    let dest_ports: Vec<u16> = (0..clients as u16).map(|i| PORT + i).collect();
+    let _servers = dest_ports
+        .iter()
+        .map(|&port| iperf::Server::start(lab.command(&rcv.name, "iperf3")?, addr, port))
+        .collect::<Result<Vec<_>, _>>()?;
+    let before = CpuTimes::read();
+    let runs = run_clients(&dest_ports, |port| {
+        let make = || client_command(lab, params, files, way, &dest_ports);
+        iperf::run_client(make, addr, port, streams, params.seconds)
+    })?;
+    let cpu_busy = CpuTimes::read().busy_since(&before);
+    measure(lab, params, repetition, &dest_ports, &runs, cpu_busy)
+}
+
+/// Runs one client per destination port at the same time.
+fn run_clients(
+    dest_ports: &[u16],
+    client: impl Fn(u16) -> Result<IperfRun, ExpError> + Sync,
+) -> Result<Vec<IperfRun>, ExpError> {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = dest_ports
+            .iter()
+            .map(|&port| {
+                let client = &client;
+                scope.spawn(move || client(port))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(ExpError::Parameter("an iperf3 client thread panicked".into()))
+                })
+            })
+            .collect()
+    })
 }
 
 /// Reads, from the receiver's per-flow counters, where iperf3's flows went.
@@ -160,44 +386,38 @@ fn measure(
     lab: &Lab,
     params: &DemoParams,
     repetition: u32,
-    run: &IperfRun,
+    dest_ports: &[u16],
+    runs: &[IperfRun],
+    cpu_busy: Vec<f64>,
 ) -> Result<Repetition, ExpError> {
     let rcv = lab.receiver();
     let flows = nic::flows(&rcv.dev, Some(&rcv.netns))?;
-    let predictor =
-        rss::Predictor::new(lab.rss_config()?).map_err(|e| ExpError::Parameter(e.to_string()))?;
-    let predicted_queues = run
-        .source_ports
-        .iter()
-        .map(|&port| {
-            let flow = rss::FlowTuple::new(
-                lab.sender().ipv4.into(),
-                port,
-                rcv.ipv4.into(),
-                PORT,
-                rss::L4Proto::Tcp,
-            );
-            predictor.place(&flow).map(|p| p.queue)
-        })
-        .collect::<Result<Vec<u32>, _>>()
-        .map_err(|e| ExpError::Parameter(e.to_string()))?;
-    let mut flow_queues = Vec::new();
-    for port in &run.source_ports {
-        let seen = flows.iter().find(|f| {
-            f.tuple.proto == rss::L4Proto::Tcp
-                && f.tuple.dst_port == PORT
-                && f.tuple.src_port == *port
-        });
-        if let Some(flow) = seen {
-            flow_queues.push(flow.queue);
-        }
+    let mut pairs = Vec::new();
+    let mut flow_gbps = Vec::new();
+    for (run, &dport) in runs.iter().zip(dest_ports) {
+        pairs.extend(run.source_ports.iter().map(|&sport| (sport, dport)));
+        flow_gbps.extend(run.stream_bits_per_second.iter().map(|b| b / 1e9));
     }
-    if flow_queues.len() != run.source_ports.len() {
+    let flow_queues: Vec<u32> = pairs
+        .iter()
+        .filter_map(|&(sport, dport)| {
+            flows
+                .iter()
+                .find(|f| {
+                    f.tuple.proto == rss::L4Proto::Tcp
+                        && f.tuple.src_port == sport
+                        && f.tuple.dst_port == dport
+                })
+                .map(|f| f.queue)
+        })
+        .collect();
+    if flow_queues.len() != pairs.len() {
         return Err(ExpError::FlowsMissing {
             seen: flow_queues.len(),
-            expected: run.source_ports.len(),
+            expected: pairs.len(),
         });
     }
+    let predicted_queues = predict(lab, &pairs)?;
     let mut flows_per_queue = vec![0u32; params.queues as usize];
     for &q in &flow_queues {
         if let Some(n) = flows_per_queue.get_mut(q as usize) {
@@ -207,28 +427,129 @@ fn measure(
     let max = flows_per_queue.iter().copied().max().unwrap_or(0);
     Ok(Repetition {
         repetition,
-        source_ports: run.source_ports.clone(),
+        source_ports: pairs.iter().map(|p| p.0).collect(),
+        dest_ports: pairs.iter().map(|p| p.1).collect(),
         flow_queues,
         predicted_queues,
         flows_per_queue,
         max_flows_on_a_queue: max,
-        collision_free: max <= 1,
-        goodput_gbps: run.bits_per_second / 1e9,
+        perfect: max <= params.ideal_max(),
+        aggregate_gbps: runs.iter().map(|r| r.bits_per_second).sum::<f64>() / 1e9,
+        flow_gbps,
+        cpu_busy,
     })
 }
 
-fn summarize(name: &str, runs: Vec<Repetition>) -> Way {
+/// The model's queue for each (source port, destination port).
+fn predict(lab: &Lab, pairs: &[(u16, u16)]) -> Result<Vec<u32>, ExpError> {
+    let model = |e: rss::RssError| ExpError::Parameter(e.to_string());
+    let predictor = rss::Predictor::new(lab.rss_config()?).map_err(model)?;
+    let (snd, rcv): (&Host, &Host) = (lab.sender(), lab.receiver());
+    pairs
+        .iter()
+        .map(|&(sport, dport)| {
+            let flow = rss::FlowTuple::new(
+                snd.ipv4.into(),
+                sport,
+                rcv.ipv4.into(),
+                dport,
+                rss::L4Proto::Tcp,
+            );
+            predictor.place(&flow).map(|p| p.queue).map_err(model)
+        })
+        .collect()
+}
+
+fn summarize(way: Way, runs: Vec<Repetition>) -> WayResult {
     let n = runs.len().max(1) as f64;
-    Way {
-        name: name.into(),
+    WayResult {
+        name: way.name(),
+        description: way.describe(),
         repetitions: runs.len() as u32,
-        perfect_fraction: runs.iter().filter(|r| r.collision_free).count() as f64 / n,
-        max_flows_on_a_queue: runs
+        perfect_fraction: runs.iter().filter(|r| r.perfect).count() as f64 / n,
+        max_flows_on_a_queue: runs.iter().map(|r| r.max_flows_on_a_queue).max().unwrap_or(0),
+        aggregate_gbps: runs.iter().map(|r| r.aggregate_gbps).sum::<f64>() / n,
+        min_flow_gbps: runs
             .iter()
-            .map(|r| r.max_flows_on_a_queue)
-            .max()
-            .unwrap_or(0),
-        mean_goodput_gbps: runs.iter().map(|r| r.goodput_gbps).sum::<f64>() / n,
+            .flat_map(|r| r.flow_gbps.iter().copied())
+            .fold(f64::INFINITY, f64::min),
         runs,
+    }
+}
+
+/// Per-CPU jiffies from /proc/stat: (busy, total).
+struct CpuTimes(Vec<(u64, u64)>);
+
+impl CpuTimes {
+    fn read() -> Self {
+        let text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+        CpuTimes(parse_proc_stat(&text))
+    }
+
+    /// Busy share of each CPU since `before`.
+    fn busy_since(&self, before: &CpuTimes) -> Vec<f64> {
+        self.0
+            .iter()
+            .zip(&before.0)
+            .map(|(&(b1, t1), &(b0, t0))| {
+                let total = t1.saturating_sub(t0);
+                if total == 0 {
+                    0.0
+                } else {
+                    b1.saturating_sub(b0) as f64 / total as f64
+                }
+            })
+            .collect()
+    }
+}
+
+/// `cpuN user nice system idle iowait irq softirq steal ...`: busy is all
+/// but idle and iowait.
+fn parse_proc_stat(text: &str) -> Vec<(u64, u64)> {
+    text.lines()
+        .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+        .map(|l| {
+            let v: Vec<u64> = l
+                .split_whitespace()
+                .skip(1)
+                .take(8)
+                .map(|x| x.parse().unwrap_or(0))
+                .collect();
+            let total: u64 = v.iter().sum();
+            let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
+            (total - idle, total)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_stat_busy_excludes_idle_and_iowait() {
+        let text = "cpu  10 0 10 80 0 0 0 0 0 0\ncpu0 4 1 5 40 10 0 0 0 0 0\ncpu1 1 0 1 8 0 0 0 0\nintr 5\n";
+        assert_eq!(parse_proc_stat(text), vec![(10, 60), (2, 10)]);
+        let before = CpuTimes(vec![(10, 60), (2, 10)]);
+        let after = CpuTimes(vec![(40, 120), (2, 20)]);
+        assert_eq!(after.busy_since(&before), vec![0.5, 0.0]);
+    }
+
+    #[test]
+    fn ideal_max_is_ceiling() {
+        let mut p = DemoParams {
+            flows: 16,
+            queues: 32,
+            repetitions: 1,
+            seconds: 1,
+            ways: vec![Way::Random],
+            processes: false,
+            lab: "x".into(),
+            keep_lab: false,
+            steer_exe: "steer".into(),
+        };
+        assert_eq!(p.ideal_max(), 1);
+        p.queues = 6;
+        assert_eq!(p.ideal_max(), 3);
     }
 }

@@ -17,6 +17,9 @@ pub struct IperfRun {
     pub source_ports: Vec<u16>,
     /// Receiver-side goodput, bits per second (`end.sum_received`).
     pub bits_per_second: f64,
+    /// Receiver-side goodput of each data stream, same order as
+    /// `source_ports` (`end.streams[].receiver`, matched by socket).
+    pub stream_bits_per_second: Vec<f64>,
 }
 
 #[derive(Deserialize)]
@@ -39,12 +42,26 @@ struct Start {
 
 #[derive(Deserialize)]
 struct Connected {
+    socket: i64,
     local_port: u16,
 }
 
 #[derive(Deserialize)]
 struct End {
     sum_received: Sum,
+    #[serde(default)]
+    streams: Vec<Stream>,
+}
+
+#[derive(Deserialize)]
+struct Stream {
+    receiver: StreamSum,
+}
+
+#[derive(Deserialize)]
+struct StreamSum {
+    socket: i64,
+    bits_per_second: f64,
 }
 
 #[derive(Deserialize)]
@@ -62,14 +79,19 @@ pub fn parse_report(text: &str) -> Result<IperfRun, ExpError> {
     }
     let report: Report =
         serde_json::from_str(text).map_err(|e| ExpError::IperfOutput(e.to_string()))?;
-    Ok(IperfRun {
-        source_ports: report
-            .start
-            .connected
+    let stream_rate = |socket: i64| {
+        report
+            .end
+            .streams
             .iter()
-            .map(|c| c.local_port)
-            .collect(),
+            .find(|s| s.receiver.socket == socket)
+            .map_or(0.0, |s| s.receiver.bits_per_second)
+    };
+    let connected = &report.start.connected;
+    Ok(IperfRun {
+        source_ports: connected.iter().map(|c| c.local_port).collect(),
         bits_per_second: report.end.sum_received.bits_per_second,
+        stream_bits_per_second: connected.iter().map(|c| stream_rate(c.socket)).collect(),
     })
 }
 
@@ -161,10 +183,13 @@ mod tests {
     fn reads_ports_and_goodput() {
         let text = r#"{"start":{"connected":[{"socket":5,"local_host":"10.0.0.1","local_port":40000,
             "remote_host":"10.0.0.2","remote_port":5201},{"socket":7,"local_port":40002}],"extra":1},
-            "end":{"sum_received":{"bits_per_second":1.5e9},"sum_sent":{}}}"#;
+            "end":{"sum_received":{"bits_per_second":1.5e9},"sum_sent":{},
+            "streams":[{"sender":{},"receiver":{"socket":7,"bits_per_second":1e9}},
+                       {"sender":{},"receiver":{"socket":5,"bits_per_second":0.5e9}}]}}"#;
         let run = parse_report(text).unwrap();
         assert_eq!(run.source_ports, vec![40000, 40002]);
         assert_eq!(run.bits_per_second, 1.5e9);
+        assert_eq!(run.stream_bits_per_second, vec![0.5e9, 1e9]);
     }
 
     #[test]

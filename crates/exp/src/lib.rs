@@ -4,7 +4,6 @@
 pub mod demo;
 pub mod iperf;
 pub mod meta;
-pub mod odds;
 pub mod xdp_overhead;
 
 use thiserror::Error;

@@ -40,7 +40,11 @@ pub enum Command {
     #[command(subcommand)]
     Lab(LabCommand),
     /// Show, on a real datapath, how kernel-chosen source ports make parallel
-    /// flows collide on receive queues.
+    /// flows collide on receive queues, and how Steer's binders avoid it.
+    ///
+    /// Runs 16 iperf3 flows against a lab receiver with software RSS over 32
+    /// queues, three ways (random, preload, bpf), and counts flows per queue
+    /// from the receiver's XDP counters.
     Demo(DemoArgs),
     /// Experiments, each writing one JSON result (`--json`) and a table.
     #[command(subcommand)]
@@ -278,7 +282,13 @@ pub struct DemoArgs {
     /// Seconds of traffic per repetition.
     #[arg(long, default_value_t = 1)]
     pub seconds: u32,
-    /// A reduced run (3 repetitions) for CI and the test matrix.
+    /// Ways of choosing source ports to compare.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "random,preload,bpf")]
+    pub ways: Vec<DemoWay>,
+    /// One iperf3 client process per flow instead of one `iperf3 -P FLOWS`.
+    #[arg(long)]
+    pub processes: bool,
+    /// A reduced run (3 repetitions per way) for CI and the test matrix.
     #[arg(long)]
     pub quick: bool,
     /// Write the JSON result to this file as well.
@@ -287,4 +297,14 @@ pub struct DemoArgs {
     /// Leave the lab up afterwards.
     #[arg(long)]
     pub keep_lab: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum DemoWay {
+    /// Kernel-chosen source ports (iperf3 as it is).
+    Random,
+    /// `steer exec`: the LD_PRELOAD binder with the allocator.
+    Preload,
+    /// `steer exec --bpf`: the cgroup connect4 binder.
+    Bpf,
 }

@@ -2,28 +2,47 @@
 
 use std::io::IsTerminal;
 
-use exp::demo::{DemoParams, DemoResult, Repetition};
+use exp::demo::{DemoParams, DemoResult, Repetition, Way};
 
 use crate::cli::DemoArgs;
 use crate::output;
 
 pub fn run(args: DemoArgs, json: bool) -> anyhow::Result<i32> {
+    let ways = args
+        .ways
+        .iter()
+        .map(|w| match w {
+            crate::cli::DemoWay::Random => Way::Random,
+            crate::cli::DemoWay::Preload => Way::Preload,
+            crate::cli::DemoWay::Bpf => Way::Bpf,
+        })
+        .collect();
     let params = DemoParams {
         flows: args.flows,
         queues: args.queues,
         repetitions: if args.quick { 3 } else { args.repetitions },
         seconds: args.seconds,
+        ways,
+        processes: args.processes,
         lab: "steer-demo".into(),
         keep_lab: args.keep_lab,
+        steer_exe: std::env::current_exe()?,
     };
     let show_progress = !json || std::io::stderr().is_terminal();
     eprintln!(
-        "demo: {} TCP flows (iperf3 -P {}) to a receiver with {} software-RSS queues, {} repetitions",
-        params.flows, params.flows, params.queues, params.repetitions
+        "demo: {} TCP flows ({}) to a receiver with {} software-RSS queues; {} repetitions per way",
+        params.flows,
+        if params.processes {
+            format!("{} iperf3 processes", params.flows)
+        } else {
+            format!("iperf3 -P {}", params.flows)
+        },
+        params.queues,
+        params.repetitions
     );
-    let result = exp::demo::run(&params, |rep| {
+    let result = exp::demo::run(&params, |way, rep| {
         if show_progress {
-            eprintln!("{}", progress_line(rep));
+            eprintln!("{}", progress_line(way, rep));
         }
     })?;
     if let Some(path) = &args.output {
@@ -37,8 +56,8 @@ pub fn run(args: DemoArgs, json: bool) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-fn progress_line(rep: &Repetition) -> String {
-    let busy: Vec<String> = rep
+fn progress_line(way: Way, rep: &Repetition) -> String {
+    let shared: Vec<String> = rep
         .flows_per_queue
         .iter()
         .enumerate()
@@ -46,27 +65,24 @@ fn progress_line(rep: &Repetition) -> String {
         .map(|(q, n)| format!("q{q}:{n}"))
         .collect();
     format!(
-        "  repetition {:>2}: max {} flows on a queue, {} ({:.1} Gbit/s){}",
+        "  {:<7} rep {:>2}: max {} flows on a queue, {} ({:.1} Gbit/s){}",
+        way.name(),
         rep.repetition,
         rep.max_flows_on_a_queue,
-        if rep.collision_free {
-            "collision-free"
-        } else {
-            "collisions"
-        },
-        rep.goodput_gbps,
-        if busy.is_empty() {
+        if rep.perfect { "perfect" } else { "collisions" },
+        rep.aggregate_gbps,
+        if shared.is_empty() {
             String::new()
         } else {
-            format!("; shared: {}", busy.join(" "))
+            format!("; shared: {}", shared.join(" "))
         }
     )
 }
 
 fn print_summary(result: &DemoResult) -> anyhow::Result<()> {
-    println!();
+    let ideal = result.params.ideal_max();
     for way in &result.ways {
-        println!("way: {} (kernel-chosen source ports)", way.name);
+        println!("\nway: {} ({})", way.name, way.description);
         let body: Vec<Vec<String>> = way
             .runs
             .iter()
@@ -75,25 +91,36 @@ fn print_summary(result: &DemoResult) -> anyhow::Result<()> {
                     r.repetition.to_string(),
                     histogram(&r.flows_per_queue),
                     r.max_flows_on_a_queue.to_string(),
-                    if r.collision_free { "yes" } else { "no" }.into(),
+                    if r.perfect { "yes" } else { "no" }.into(),
+                    format!("{:.2}", r.aggregate_gbps),
+                    format!("{:.2}", r.flow_gbps.iter().copied().fold(f64::INFINITY, f64::min)),
+                    r.cpu_busy.iter().map(|b| format!("{:.0}%", b * 100.0)).collect::<Vec<_>>().join(" "),
                 ]
             })
             .collect();
         output::table(
-            &[
-                "rep",
-                "queues holding 0/1/2/3+ flows",
-                "max flows on a queue",
-                "collision-free",
-            ],
+            &["rep", "queues with 0/1/2/3+ flows", "max on a queue", "perfect", "Gbit/s", "slowest flow", "cpu busy"],
             &body,
         )?;
-        println!(
-            "collision-free in {:.0}% of repetitions (measured); theory for random ports: {:.2}%",
-            way.perfect_fraction * 100.0,
-            result.theory.perfect_probability * 100.0
-        );
     }
+    println!("\nsummary (perfect: no queue carries more than {ideal} flow(s); measured on the datapath)");
+    let body: Vec<Vec<String>> = result
+        .ways
+        .iter()
+        .map(|w| {
+            vec![
+                w.name.to_string(),
+                format!("{:.0}%", w.perfect_fraction * 100.0),
+                w.max_flows_on_a_queue.to_string(),
+                format!("{:.2}", w.aggregate_gbps),
+            ]
+        })
+        .collect();
+    output::table(&["way", "perfect", "worst max on a queue", "mean Gbit/s"], &body)?;
+    println!(
+        "theory for random ports: perfect with probability {:.2}%",
+        result.theory.perfect_probability * 100.0
+    );
     Ok(())
 }
 
