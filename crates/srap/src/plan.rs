@@ -1,11 +1,14 @@
 //! Planning N flows: source ports round-robin over the receiver's distinct
 //! CPUs (SRAP paper, section 3: "returns collision-free ports via
 //! round-robin allocation"), least-loaded CPU first when flows outnumber
-//! cores, skipping ports that are in use or reserved.
+//! cores, and within a CPU round-robin over its receive queues (the paper
+//! has one queue per core; a receiver with several queues per CPU, like the
+//! lab's software RSS with 32 queues on 2 CPUs, is measured per queue),
+//! skipping ports that are in use or reserved.
 //!
 //! The planner scans the port range once from a random offset, buckets each
-//! free port by the CPU its flow lands on, and stops as soon as every CPU has
-//! as many candidates as the assignment can give it. With the two-lookup
+//! free port by the (CPU, queue) its flow lands on, and stops as soon as
+//! every bucket has as many candidates as the assignment can give it. With the two-lookup
 //! predictor ([`crate::predict`]) that is a few hundred ports for 64 CPUs.
 
 use std::cmp::Reverse;
@@ -33,6 +36,9 @@ pub struct PlanOptions {
     /// Flows already on each receiver CPU (e.g. live leases to the same
     /// receiver); the plan evens out the total.
     pub existing: BTreeMap<u32, u32>,
+    /// The same flows per receive queue; within a CPU the plan prefers the
+    /// queue with the fewest.
+    pub existing_queues: BTreeMap<u32, u32>,
     /// Seed of the scan's random starting offset; `None` for a random one.
     pub seed: Option<u64>,
 }
@@ -44,6 +50,7 @@ impl Default for PlanOptions {
             excluded: PortSet::new(),
             loads: BTreeMap::new(),
             existing: BTreeMap::new(),
+            existing_queues: BTreeMap::new(),
             seed: None,
         }
     }
@@ -90,6 +97,15 @@ pub struct Plan {
     pub max_per_cpu: u32,
     /// The best possible: ceil((flows + existing) / CPUs).
     pub ideal_max_per_cpu: u32,
+    /// Queues the indirection table reaches.
+    pub queues: Vec<u32>,
+    /// Distinct queues the plan uses.
+    pub queues_used: usize,
+    /// Most flows on one queue after the plan (counting `existing_queues`).
+    pub max_per_queue: u32,
+    /// ceil((flows + existing) / queues): the best when every CPU has as
+    /// many queues.
+    pub ideal_max_per_queue: u32,
     /// CPUs no free port in the range reaches (known only when the whole
     /// range was scanned; empty otherwise).
     pub unreachable_cpus: Vec<u32>,
@@ -144,7 +160,95 @@ impl Order {
     }
 }
 
-/// Plans `flows` source ports for the predictor's (local, remote, remote port).
+/// The receive queues that reach each CPU of `cpus` (sorted), each list
+/// sorted: a queue's IRQ CPU, or every CPU of its RPS set.
+fn queues_by_cpu(config: &RssConfig, cpus: &[u32]) -> Vec<Vec<u32>> {
+    let mut out = vec![Vec::new(); cpus.len()];
+    let mut queues: Vec<u32> = config.indirection_table.entries().to_vec();
+    queues.sort_unstable();
+    queues.dedup();
+    for q in queues {
+        let mut add = |cpu: u32| {
+            if let Ok(i) = cpus.binary_search(&cpu) {
+                out[i].push(q);
+            }
+        };
+        match config.rps_cpus.get(q as usize) {
+            Some(rps) if !rps.is_empty() => rps.iter().copied().for_each(&mut add),
+            _ => add(config.queue_cpus.get(q as usize).copied().unwrap_or(q)),
+        }
+    }
+    out
+}
+
+/// The two-level assignment: a CPU by [`Order`], then within it the queue
+/// with the fewest flows (lowest number on a tie) that `available` allows.
+/// Groups are (CPU, queue) pairs; `first[i]..first[i + 1]` are CPU `i`'s.
+struct Groups {
+    /// Queue of each group.
+    queue: Vec<u32>,
+    /// First group of each CPU, plus the end.
+    first: Vec<usize>,
+}
+
+impl Groups {
+    fn new(by_cpu: &[Vec<u32>]) -> Self {
+        let mut queue = Vec::new();
+        let mut first = Vec::with_capacity(by_cpu.len() + 1);
+        for qs in by_cpu {
+            first.push(queue.len());
+            queue.extend(qs);
+        }
+        first.push(queue.len());
+        Groups { queue, first }
+    }
+
+    fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// The group of (CPU index `cpu`, `queue`), if the pair exists.
+    #[inline]
+    fn find(&self, cpu: usize, queue: u32) -> Option<usize> {
+        let (a, b) = (self.first[cpu], self.first[cpu + 1]);
+        self.queue[a..b].binary_search(&queue).ok().map(|j| a + j)
+    }
+
+    /// Of CPU `cpu`'s groups for which `available` holds, the one whose
+    /// queue has the fewest flows in `per_queue`.
+    fn pick(
+        &self,
+        cpu: usize,
+        per_queue: &BTreeMap<u32, u32>,
+        available: impl Fn(usize) -> bool,
+    ) -> Option<usize> {
+        (self.first[cpu]..self.first[cpu + 1])
+            .filter(|&g| available(g))
+            .min_by_key(|&g| {
+                let q = self.queue[g];
+                (per_queue.get(&q).copied().unwrap_or(0), q)
+            })
+    }
+
+    /// CPU index of each group.
+    fn cpus(&self) -> Vec<usize> {
+        let mut out = Vec::with_capacity(self.len());
+        for (i, w) in self.first.windows(2).enumerate() {
+            out.extend(std::iter::repeat_n(i, w[1] - w[0]));
+        }
+        out
+    }
+}
+
+/// Plans `flows` source ports for the predictor's (local, remote, remote
+/// port): CPUs first (fewest flows, then least load), and within a CPU its
+/// queue with the fewest flows, so N flows on Q queues over C CPUs use N
+/// distinct queues while N <= Q, and at most ceil(N / C) flows share a CPU
+/// (ceil(N / Q) a queue, when every CPU has as many queues).
+///
+/// Deterministic given the options (and `seed`): the sequence of queues is
+/// the same for every remote port of one receiver, so a slot counter can be
+/// shared across destinations (the cgroup binder's plan map).
 pub fn plan(
     predictor: &PortPredictor,
     flows: usize,
@@ -152,6 +256,8 @@ pub fn plan(
 ) -> Result<Plan, SrapError> {
     let targets = reachable_cpus(predictor.config());
     let n = targets.len();
+    let groups = Groups::new(&queues_by_cpu(predictor.config(), &targets));
+    let group_cpu = groups.cpus();
     let loads: Vec<f64> = targets
         .iter()
         .map(|c| options.loads.get(c).copied().unwrap_or(0.0))
@@ -168,23 +274,30 @@ pub fn plan(
         rank[i] = r;
     }
 
-    // How many flows each CPU gets if every CPU is reachable.
-    let mut need = vec![0usize; n];
-    let mut order = Order::new(&existing, &rank);
-    for _ in 0..flows {
-        if let Some(i) = order.next(|_| true) {
-            need[i] += 1;
+    // How many flows each (CPU, queue) gets if every one is reachable.
+    let mut need = vec![0usize; groups.len()];
+    {
+        let mut per_queue = options.existing_queues.clone();
+        let mut order = Order::new(&existing, &rank);
+        for _ in 0..flows {
+            let Some(i) = order.next(|i| groups.first[i] < groups.first[i + 1]) else {
+                break;
+            };
+            if let Some(g) = groups.pick(i, &per_queue, |_| true) {
+                need[g] += 1;
+                *per_queue.entry(groups.queue[g]).or_default() += 1;
+            }
         }
     }
     let mut unsatisfied = need.iter().filter(|&&k| k > 0).count();
 
-    // One pass over the range, bucketing free ports by CPU.
+    // One pass over the range, bucketing free ports by (CPU, queue).
     let range = options.range;
     let start = match options.seed {
         Some(seed) => StdRng::seed_from_u64(seed).gen_range(0..range.len()),
         None => rand::thread_rng().gen_range(0..range.len()),
     };
-    let mut candidates: Vec<Vec<u16>> = vec![Vec::new(); n];
+    let mut candidates: Vec<Vec<u16>> = vec![Vec::new(); groups.len()];
     let mut scanned = 0u32;
     let mut complete = true;
     if unsatisfied > 0 {
@@ -193,13 +306,17 @@ pub fn plan(
             if options.excluded.contains(port) {
                 continue;
             }
-            let Ok(slot) = targets.binary_search(&predictor.cpu_of(port)) else {
+            let (queue, cpu) = predictor.queue_and_cpu_of(port);
+            let Ok(slot) = targets.binary_search(&cpu) else {
                 continue;
             };
-            let bucket = &mut candidates[slot];
+            let Some(g) = groups.find(slot, queue) else {
+                continue;
+            };
+            let bucket = &mut candidates[g];
             if bucket.len() < flows {
                 bucket.push(port);
-                if bucket.len() == need[slot] {
+                if bucket.len() == need[g] {
                     unsatisfied -= 1;
                     if unsatisfied == 0 {
                         complete = false;
@@ -219,18 +336,27 @@ pub fn plan(
         });
     }
 
-    // Round-robin over CPUs, least flows then least load first.
+    // Round-robin over CPUs (least flows, then least load), and over each
+    // CPU's queues (least flows, then lowest number).
     let mut counts = existing;
-    let mut used = vec![0usize; n];
+    let mut per_queue = options.existing_queues.clone();
+    let mut used = vec![0usize; groups.len()];
     let mut entries = Vec::with_capacity(flows);
     let mut order = Order::new(&counts, &rank);
     for _ in 0..flows {
-        let Some(i) = order.next(|i| used[i] < candidates[i].len()) else {
+        let has_free = |i: usize| {
+            (groups.first[i]..groups.first[i + 1]).any(|g| used[g] < candidates[g].len())
+        };
+        let Some(i) = order.next(has_free) else {
             break;
         };
-        let port = candidates[i][used[i]];
-        used[i] += 1;
+        let Some(g) = groups.pick(i, &per_queue, |g| used[g] < candidates[g].len()) else {
+            break;
+        };
+        let port = candidates[g][used[g]];
+        used[g] += 1;
         counts[i] += 1;
+        *per_queue.entry(groups.queue[g]).or_default() += 1;
         let placement = predictor.place(port);
         entries.push(PlanEntry {
             port,
@@ -240,12 +366,27 @@ pub fn plan(
         });
     }
     let total: u32 = counts.iter().sum();
+    let mut cpu_used = vec![false; n];
+    for (g, &u) in used.iter().enumerate() {
+        if u > 0 {
+            cpu_used[group_cpu[g]] = true;
+        }
+    }
+    let mut queues: Vec<u32> = groups.queue.clone();
+    queues.sort_unstable();
+    queues.dedup();
+    let mut planned_queues: Vec<u32> = entries.iter().map(|e| e.queue).collect();
+    planned_queues.sort_unstable();
+    planned_queues.dedup();
+    let queue_total: u32 = per_queue.values().sum();
     let unreachable_cpus = if complete {
         targets
             .iter()
-            .zip(&candidates)
-            .filter(|(_, c)| c.is_empty())
-            .map(|(&cpu, _)| cpu)
+            .enumerate()
+            .filter(|&(i, _)| {
+                (groups.first[i]..groups.first[i + 1]).all(|g| candidates[g].is_empty())
+            })
+            .map(|(_, &cpu)| cpu)
             .collect()
     } else {
         Vec::new()
@@ -256,10 +397,14 @@ pub fn plan(
         remote_port: predictor.remote_port(),
         flows,
         entries,
-        cpus_used: used.iter().filter(|&&u| u > 0).count(),
+        cpus_used: cpu_used.iter().filter(|&&u| u).count(),
         max_per_cpu: counts.iter().copied().max().unwrap_or(0),
         ideal_max_per_cpu: total.div_ceil(n.max(1) as u32),
+        queues_used: planned_queues.len(),
+        max_per_queue: per_queue.values().copied().max().unwrap_or(0),
+        ideal_max_per_queue: queue_total.div_ceil(queues.len().max(1) as u32),
         cpus: targets,
+        queues,
         unreachable_cpus,
         ports_scanned: scanned,
     })

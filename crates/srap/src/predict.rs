@@ -242,6 +242,22 @@ impl PortPredictor {
         }
     }
 
+    /// Queue and CPU of the flow from `port`, hashing once.
+    #[inline]
+    pub fn queue_and_cpu_of(&self, port: u16) -> (u32, u32) {
+        let hash = self.hash_of(port);
+        match &self.entry_cpu {
+            Some(cpus) => {
+                let e = self.entry_of(hash);
+                (self.entry_queue[e], cpus[e])
+            }
+            None => {
+                let p = self.config.place_hash(hash);
+                (p.queue, p.cpu)
+            }
+        }
+    }
+
     /// Hash, indirection entry, queue and CPU of the flow from `port`.
     pub fn place(&self, port: u16) -> Placement {
         self.config.place_hash(self.hash_of(port))

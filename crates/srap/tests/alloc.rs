@@ -98,6 +98,68 @@ fn racing_clients_get_distinct_ports_and_cpus() {
     assert_eq!(status.remotes, [remote]);
 }
 
+/// 32 queues on 2 CPUs: 16 racing clients get 16 distinct queues, 8 per
+/// CPU; a batch of 16 likewise.
+#[test]
+fn racing_leases_get_distinct_queues() {
+    let server = start(Duration::from_secs(60));
+    let remote = addr("10.77.1.2");
+    let mut cfg = config(32);
+    cfg.queue_cpus = (0..32).map(|q| q % 2).collect();
+    AllocClient::connect(server.path())
+        .unwrap()
+        .set_config(remote, &cfg)
+        .unwrap();
+    let path = server.path().to_path_buf();
+    let threads: Vec<_> = (0..16)
+        .map(|_| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let mut client =
+                    AllocClient::connect_with_timeout(&path, Duration::from_secs(5)).unwrap();
+                client
+                    .lease(L4Proto::Tcp, Some(addr("10.77.1.1")), remote, 5201)
+                    .unwrap()
+            })
+        })
+        .collect();
+    let leases: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    let queues: HashSet<u32> = leases.iter().map(|l| l.queue).collect();
+    assert_eq!(queues.len(), 16, "{leases:?}");
+    assert_eq!(leases.iter().filter(|l| l.cpu == 0).count(), 8);
+    // A batch to another port of the same receiver: 16 more distinct queues.
+    let mut client = AllocClient::connect(server.path()).unwrap();
+    let batch = client
+        .lease_batch(L4Proto::Tcp, Some(addr("10.77.1.1")), remote, 5202, 16)
+        .unwrap();
+    assert_eq!(batch.len(), 16);
+    let queues: HashSet<u32> = batch.iter().map(|l| l.queue).collect();
+    assert_eq!(queues.len(), 16, "{batch:?}");
+    for l in &batch {
+        let flow = rss::FlowTuple::new(addr("10.77.1.1"), l.port, remote, 5202, L4Proto::Tcp);
+        assert_eq!(cfg.place(&flow).unwrap().queue, l.queue);
+    }
+    // Batched leases are leases: they count for the next request.
+    let next = client
+        .lease(L4Proto::Tcp, Some(addr("10.77.1.1")), remote, 5202)
+        .unwrap();
+    assert!(!queues.contains(&next.queue), "{next:?}");
+    assert_eq!(client.status().unwrap().leases.len(), 33);
+    let err = client
+        .lease_batch(L4Proto::Tcp, None, remote, 5202, 17)
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ClientError::Refused {
+                code: ErrorCode::BadRequest,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
 #[test]
 fn leases_are_predicted_correctly_and_released() {
     let server = start(Duration::from_secs(60));

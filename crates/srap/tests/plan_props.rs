@@ -149,6 +149,35 @@ proptest! {
         }
     }
 
+    /// Several queues per CPU, no RPS: distinct queues while flows <=
+    /// queues, and then at most ceil(N / Q) per queue and ceil(N / C) per CPU.
+    #[test]
+    fn distinct_queues_while_they_last(
+        cpus in 1u32..=4,
+        per_cpu in 2u32..=8,
+        flows in 1usize..70,
+        key in proptest::collection::vec(any::<u8>(), 40),
+        seed in any::<u64>(),
+    ) {
+        let queues = cpus * per_cpu;
+        let mut config = RssConfig::ethtool_default(RssKey::new(key).unwrap(), queues, 128).unwrap();
+        config.queue_cpus = (0..queues).map(|q| q % cpus).collect();
+        let p = PortPredictor::new(&config, addr("10.77.1.1"), addr("10.77.1.2"), 5201, L4Proto::Tcp).unwrap();
+        let options = PlanOptions { seed: Some(seed), ..PlanOptions::default() };
+        let plan = plan(&p, flows, &options).unwrap();
+        check_plan_against_rss(&config, &p, &plan);
+        let count = |f: fn(&srap::PlanEntry) -> u32| plan.entries.iter().fold(BTreeMap::<u32, u32>::new(), |mut m, e| {
+            *m.entry(f(e)).or_default() += 1;
+            m
+        });
+        let (per_queue, per_cpu_n) = (count(|e| e.queue), count(|e| e.cpu));
+        prop_assert_eq!(per_queue.len(), flows.min(queues as usize));
+        prop_assert_eq!(plan.queues_used, flows.min(queues as usize));
+        prop_assert_eq!(*per_queue.values().max().unwrap(), (flows as u32).div_ceil(queues));
+        prop_assert_eq!(*per_cpu_n.values().max().unwrap(), (flows as u32).div_ceil(cpus));
+        prop_assert_eq!(plan.max_per_queue, plan.ideal_max_per_queue);
+    }
+
     #[test]
     fn single_ports_agree_with_rss(case in case(), port in any::<u16>()) {
         let p = PortPredictor::new(&case.config, case.local, case.remote, case.remote_port, case.proto).unwrap();
@@ -353,4 +382,35 @@ fn reads_port_policy_from_a_procfs_tree() {
     ports.sort_unstable();
     assert_eq!(ports, [40000, 40005, 40006, 40007, 40008, 40009]);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The lab's receiver: software RSS with 32 queues on 2 CPUs (queue q on
+/// CPU q % 2). 16 flows get 16 queues, 8 per CPU.
+#[test]
+fn sixteen_flows_on_thirty_two_queues_two_cpus() {
+    let mut config = microsoft(32);
+    config.queue_cpus = (0..32).map(|q| q % 2).collect();
+    let p = PortPredictor::new(
+        &config,
+        addr("10.77.1.1"),
+        addr("10.77.1.2"),
+        5201,
+        L4Proto::Tcp,
+    )
+    .unwrap();
+    for seed in 0..20 {
+        let options = PlanOptions {
+            seed: Some(seed),
+            ..PlanOptions::default()
+        };
+        let plan = plan(&p, 16, &options).unwrap();
+        check_plan_against_rss(&config, &p, &plan);
+        let queues: std::collections::BTreeSet<u32> =
+            plan.entries.iter().map(|e| e.queue).collect();
+        assert_eq!(queues.len(), 16, "{plan:?}");
+        assert_eq!(plan.entries.iter().filter(|e| e.cpu == 0).count(), 8);
+        // The queue sequence does not depend on the ports found.
+        let order: Vec<u32> = plan.entries.iter().map(|e| e.queue).collect();
+        assert_eq!(order, (0..16).collect::<Vec<_>>());
+    }
 }

@@ -14,7 +14,8 @@ use serde::Serialize;
 use thiserror::Error;
 
 use super::protocol::{
-    ErrorCode, ErrorResponse, LeaseResponse, OkResponse, Request, StatusResponse, MAX_LINE, VERSION,
+    BatchLease, BatchResponse, ErrorCode, ErrorResponse, LeaseResponse, OkResponse, Request,
+    StatusResponse, MAX_LINE, VERSION,
 };
 
 /// Default bound on one request/response exchange.
@@ -148,7 +149,27 @@ impl AllocClient {
             local,
             remote,
             remote_port,
+            count: None,
         })
+    }
+
+    /// Asks for `count` ports planned together (1..=`MAX_BATCH`).
+    pub fn lease_batch(
+        &mut self,
+        proto: L4Proto,
+        local: Option<IpAddr>,
+        remote: IpAddr,
+        remote_port: u16,
+        count: usize,
+    ) -> Result<Vec<BatchLease>, ClientError> {
+        self.call::<BatchResponse>(&Request::Lease {
+            proto,
+            local,
+            remote,
+            remote_port,
+            count: Some(count),
+        })
+        .map(|r| r.leases)
     }
 
     pub fn release(&mut self, lease: u64) -> Result<(), ClientError> {

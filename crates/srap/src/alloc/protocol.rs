@@ -4,6 +4,8 @@
 //! ```text
 //! {"v":1,"op":"lease","proto":"tcp","local":"10.77.1.1","remote":"10.77.1.2","remote_port":5201}
 //!   -> {"v":1,"port":40123,"queue":3,"cpu":3,"lease":17}
+//! {"v":1,"op":"lease","remote":"10.77.1.2","remote_port":5201,"count":4}
+//!   -> {"v":1,"leases":[{"port":40123,"queue":3,"cpu":1,"lease":18},...]}
 //! {"v":1,"op":"release","lease":17}            -> {"v":1,"ok":true}
 //! {"v":1,"op":"set_config","remote":"10.77.1.2","config":{...RssConfig...}} -> {"v":1,"ok":true}
 //! {"v":1,"op":"status"}                        -> {"v":1,"leases":[...],"remotes":[...]}
@@ -12,6 +14,9 @@
 //!
 //! `proto` defaults to `tcp`; `local` may be omitted, and the allocator then
 //! uses the source address its own routing table picks towards `remote`.
+//! `count` (1..=16) asks for several ports planned together (distinct CPUs,
+//! then distinct queues); each is its own lease. The LD_PRELOAD shim uses it
+//! to keep spares for the next connects to the same destination.
 //! A success response never contains the key `"error"`.
 
 use std::net::IpAddr;
@@ -36,6 +41,9 @@ pub enum Request {
         local: Option<IpAddr>,
         remote: IpAddr,
         remote_port: u16,
+        /// Ports wanted; absent: one, answered as a single [`LeaseResponse`].
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        count: Option<usize>,
     },
     Release {
         lease: u64,
@@ -84,6 +92,36 @@ pub struct LeaseResponse {
     pub queue: u32,
     pub cpu: u32,
     pub lease: u64,
+}
+
+/// Most ports one `lease` with `count` grants.
+pub const MAX_BATCH: usize = 16;
+
+/// One lease of a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchLease {
+    pub port: u16,
+    pub queue: u32,
+    pub cpu: u32,
+    pub lease: u64,
+}
+
+impl From<LeaseResponse> for BatchLease {
+    fn from(r: LeaseResponse) -> Self {
+        BatchLease {
+            port: r.port,
+            queue: r.queue,
+            cpu: r.cpu,
+            lease: r.lease,
+        }
+    }
+}
+
+/// The answer to `lease` with `count`: the leases in plan order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchResponse {
+    pub v: u32,
+    pub leases: Vec<BatchLease>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -199,7 +237,8 @@ mod tests {
                 proto: L4Proto::Tcp,
                 local: Some("10.77.1.1".parse().unwrap()),
                 remote: "10.77.1.2".parse().unwrap(),
-                remote_port: 5201
+                remote_port: 5201,
+                count: None,
             }
         );
         let r = parse_request(r#"{"v":1,"op":"lease","remote":"::1","remote_port":1}"#).unwrap();

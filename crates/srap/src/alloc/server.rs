@@ -23,8 +23,8 @@ use std::time::{Duration, Instant};
 use rss::{L4Proto, RssConfig};
 
 use super::protocol::{
-    parse_request, to_line, ErrorCode, LeaseInfo, LeaseResponse, OkResponse, Refusal, Request,
-    StatusResponse, MAX_LINE, VERSION,
+    parse_request, to_line, BatchLease, BatchResponse, ErrorCode, LeaseInfo, LeaseResponse,
+    OkResponse, Refusal, Request, StatusResponse, MAX_BATCH, MAX_LINE, VERSION,
 };
 use super::{source_address_for, AllocError};
 use crate::error::SrapError;
@@ -134,6 +134,32 @@ impl Allocator {
         remote: IpAddr,
         remote_port: u16,
     ) -> Result<LeaseResponse, Refusal> {
+        let mut batch = self.lease_batch(proto, local, remote, remote_port, 1)?;
+        batch
+            .pop()
+            .ok_or_else(|| Refusal::new(ErrorCode::Exhausted, "no port planned"))
+    }
+
+    /// Grants `count` source ports at once (1..=[`MAX_BATCH`]) for flows
+    /// from `local` to `remote:remote_port`, planned together: distinct
+    /// CPUs first, then distinct queues, counting live leases and
+    /// connections to the same destination. Every port is a lease of its
+    /// own (released, or swept once its grace period passes without a
+    /// socket), so a client may keep spares for its next connects.
+    pub fn lease_batch(
+        &self,
+        proto: L4Proto,
+        local: Option<IpAddr>,
+        remote: IpAddr,
+        remote_port: u16,
+        count: usize,
+    ) -> Result<Vec<LeaseResponse>, Refusal> {
+        if count == 0 || count > MAX_BATCH {
+            return Err(Refusal::new(
+                ErrorCode::BadRequest,
+                format!("count is 1..={MAX_BATCH}"),
+            ));
+        }
         let remote = remote.to_canonical();
         let local = match local {
             Some(l) => l.to_canonical(),
@@ -162,7 +188,7 @@ impl Allocator {
             let Some(config) = configs.get(&remote) else {
                 return Err(Refusal::new(
                     ErrorCode::NoConfig,
-                    format!("no RSS config for remote {remote} (send set_config, or start the allocator with --config FILE --for {remote})"),
+                    format!("no RSS config for remote {remote} (send set_config, or start the allocator with --config FILE --for {remote}, or --agent URL)"),
                 ));
             };
             let predictor =
@@ -178,11 +204,12 @@ impl Allocator {
         let host = LocalPorts::read_from(&self.proc_root, proto).map_err(refuse)?;
         let mut options = PlanOptions::from_local(&host);
         options.excluded.union_with(leased_ports);
-        // Flows already on each CPU for this destination: leases, and
-        // connections made without the allocator.
+        // Flows already on each CPU and queue for this destination: leases,
+        // and connections made without the allocator.
         for lease in leases.values() {
             if (lease.proto, lease.local, lease.remote, lease.remote_port) == key {
                 *options.existing.entry(lease.cpu).or_default() += 1;
+                *options.existing_queues.entry(lease.queue).or_default() += 1;
             }
         }
         let destination = SocketAddr::new(remote, remote_port);
@@ -191,40 +218,41 @@ impl Allocator {
             let connection = !matches!(socket.state, TCP_TIME_WAIT | TCP_CLOSE | TCP_LISTEN);
             if connection && r == destination && l.ip() == local && !leased_ports.contains(l.port())
             {
-                *options
-                    .existing
-                    .entry(predictor.cpu_of(l.port()))
-                    .or_default() += 1;
+                let (queue, cpu) = predictor.queue_and_cpu_of(l.port());
+                *options.existing.entry(cpu).or_default() += 1;
+                *options.existing_queues.entry(queue).or_default() += 1;
             }
         }
-        let planned = plan(predictor, 1, &options).map_err(refuse)?;
-        let Some(entry) = planned.entries.first().copied() else {
-            return Err(Refusal::new(ErrorCode::Exhausted, "no port planned"));
-        };
-        let id = *next_id;
-        *next_id += 1;
-        leased_ports.insert(entry.port);
-        leases.insert(
-            id,
-            Lease {
-                proto,
-                local,
-                remote,
-                remote_port,
+        let planned = plan(predictor, count, &options).map_err(refuse)?;
+        let now = Instant::now();
+        let mut out = Vec::with_capacity(planned.entries.len());
+        for entry in planned.entries {
+            let id = *next_id;
+            *next_id += 1;
+            leased_ports.insert(entry.port);
+            leases.insert(
+                id,
+                Lease {
+                    proto,
+                    local,
+                    remote,
+                    remote_port,
+                    port: entry.port,
+                    queue: entry.queue,
+                    cpu: entry.cpu,
+                    granted: now,
+                    connected: false,
+                },
+            );
+            out.push(LeaseResponse {
+                v: VERSION,
                 port: entry.port,
                 queue: entry.queue,
                 cpu: entry.cpu,
-                granted: Instant::now(),
-                connected: false,
-            },
-        );
-        Ok(LeaseResponse {
-            v: VERSION,
-            port: entry.port,
-            queue: entry.queue,
-            cpu: entry.cpu,
-            lease: id,
-        })
+                lease: id,
+            });
+        }
+        Ok(out)
     }
 
     /// Ends a lease.
@@ -352,9 +380,24 @@ impl Allocator {
                 local,
                 remote,
                 remote_port,
+                count: None,
             } => self
                 .lease(proto, local, remote, remote_port)
                 .map(|r| to_line(&r)),
+            Request::Lease {
+                proto,
+                local,
+                remote,
+                remote_port,
+                count: Some(count),
+            } => self
+                .lease_batch(proto, local, remote, remote_port, count)
+                .map(|leases| {
+                    to_line(&BatchResponse {
+                        v: VERSION,
+                        leases: leases.into_iter().map(BatchLease::from).collect(),
+                    })
+                }),
             Request::Release { lease } => self.release(lease).map(|()| ok_line()),
             Request::SetConfig { remote, config } => {
                 if !may_configure {
