@@ -56,13 +56,15 @@ bench-matrix: build
 bench: build
 	$(CARGO) bench -p rss --bench toeplitz
 
-# Each fuzz target for FUZZ_SECONDS, seeded from fuzz/seeds (needs a nightly toolchain).
+# Each fuzz target for FUZZ_SECONDS, seeded from fuzz/seeds. cargo-fuzz needs
+# nightly features; the stable toolchain provides them with RUSTC_BOOTSTRAP=1
+# (this machine's nightly toolchain has no rustc component).
 FUZZ_SECONDS ?= 60
 fuzz: deps
 	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz
-	cd fuzz && for t in $$(cargo +nightly fuzz list); do \
+	cd fuzz && for t in $$($(CARGO) fuzz list); do \
 		mkdir -p corpus/$$t; cp -n seeds/$$t/* corpus/$$t/ 2>/dev/null || true; \
-		cargo +nightly fuzz run $$t corpus/$$t -- -max_total_time=$(FUZZ_SECONDS) || exit 1; \
+		RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run $$t corpus/$$t -- -max_total_time=$(FUZZ_SECONDS) || exit 1; \
 	done
 
 clean:
