@@ -297,6 +297,9 @@ pub struct DemoArgs {
     /// Leave the lab up afterwards.
     #[arg(long)]
     pub keep_lab: bool,
+    /// Name of the lab the demo builds (and removes).
+    #[arg(long, default_value = "steer-demo")]
+    pub lab: String,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

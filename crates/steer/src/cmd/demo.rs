@@ -24,7 +24,7 @@ pub fn run(args: DemoArgs, json: bool) -> anyhow::Result<i32> {
         seconds: args.seconds,
         ways,
         processes: args.processes,
-        lab: "steer-demo".into(),
+        lab: args.lab,
         keep_lab: args.keep_lab,
         steer_exe: std::env::current_exe()?,
     };
