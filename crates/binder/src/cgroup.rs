@@ -17,7 +17,7 @@ use libbpf_rs::{Link, MapCore, MapFlags, MapHandle};
 use serde::Serialize;
 
 use crate::error::BinderError;
-use crate::plan::Plan;
+use srap::Plan;
 
 #[allow(clippy::all, clippy::pedantic, unsafe_op_in_unsafe_fn)]
 mod skel {
@@ -251,36 +251,55 @@ impl CgroupBinder {
     }
 
     /// Installs (or replaces) the plan for one destination, and creates the
-    /// destination host's slot counter if it has none.
+    /// destination host's slot counter if it has none. The plan's entries
+    /// are the slots in order; [`srap::plan`] gives every remote port of one
+    /// receiver the same queue sequence, so the per-host counter keeps
+    /// spreading connections over queues across destination ports.
     pub fn set_plan(&self, plan: &Plan) -> Result<(), BinderError> {
-        if plan.entries.is_empty() || plan.entries.len() > MAX_PORTS {
+        let ports: Vec<u16> = plan.entries.iter().map(|e| e.port).collect();
+        self.set_ports(
+            plan.local,
+            std::net::SocketAddr::new(plan.remote, plan.remote_port),
+            &ports,
+        )
+    }
+
+    /// Installs `ports` (slots in order) for connects to `remote` from
+    /// `local` (the unspecified address: bind the wildcard, routing picks).
+    pub fn set_ports(
+        &self,
+        local: IpAddr,
+        remote: std::net::SocketAddr,
+        ports: &[u16],
+    ) -> Result<(), BinderError> {
+        if ports.is_empty() || ports.len() > MAX_PORTS {
             return Err(BinderError::Plan(format!(
                 "{} ports: the cgroup binder takes 1..={MAX_PORTS}",
-                plan.entries.len()
+                ports.len()
             )));
         }
-        let (remote, family) = addr_bytes(plan.remote);
-        let (local, local_family) = addr_bytes(plan.local);
+        let (remote_bytes, family) = addr_bytes(remote.ip());
+        let (local, local_family) = addr_bytes(local);
         if local_family != family {
             return Err(BinderError::Plan(
                 "local and remote addresses differ in family".into(),
             ));
         }
+        let remote_port = remote.port();
+        let remote = remote_bytes;
         let dest = types::binder_dest {
             addr: remote,
-            port: u16::from_ne_bytes(plan.remote_port.to_be_bytes()),
+            port: u16::from_ne_bytes(remote_port.to_be_bytes()),
             family,
             pad: 0,
         };
         let mut value = types::binder_plan {
             local,
-            count: plan.entries.len() as u32,
+            count: ports.len() as u32,
             pad: 0,
             ports: [0; MAX_PORTS],
         };
-        for (slot, e) in value.ports.iter_mut().zip(&plan.entries) {
-            *slot = e.port;
-        }
+        value.ports[..ports.len()].copy_from_slice(ports);
         self.plans
             .update(pod_bytes(&dest), pod_bytes(&value), MapFlags::ANY)
             .map_err(|e| BinderError::bpf("write map plans", e))?;

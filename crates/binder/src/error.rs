@@ -32,7 +32,7 @@ pub enum BinderError {
     #[error("cannot plan ports: {0}")]
     Plan(String),
     #[error(transparent)]
-    Rss(#[from] rss::RssError),
+    Srap(#[from] srap::SrapError),
 }
 
 impl BinderError {

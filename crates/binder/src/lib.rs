@@ -16,24 +16,28 @@
 //! Both fall back to the kernel's choice whenever steering is not possible;
 //! a program never sees an error caused by a binder.
 //!
+//! Plans come from the one planner, [`srap::plan`] (CPUs first, then
+//! queues; ports honour ip_local_port_range, reserved and used ports); the
+//! source address from [`srap::alloc::source_address_for`]; work in another
+//! network namespace from [`nic::netns::run_in`]. This crate only adds what
+//! binding needs.
+//!
 //! # API
 //!
 //! ```text
-//! plan::plan_ports(&RssConfig, local, remote, remote_port, max_ports, &PortSet) -> Plan
-//! plan::route_source(SocketAddr) -> IpAddr
 //! preload::{SHIM, install_shim(), configure(&mut Command, shim, socket)}
-//! cgroup::CgroupBinder::{attach(cgroup), open_pinned(cgroup), pin(), set_plan(&Plan), stats()}
+//! cgroup::CgroupBinder::{attach(cgroup), open_pinned(cgroup), pin(), set_plan(&srap::Plan),
+//!                        set_ports(local, remote, &[port]), stats()}
 //! cgroup::{detach_pinned(cgroup), TempCgroup::{create(), enter_in_child(&mut Command)}}
-//! netns::{run_in(name, f), enter_in_child(&mut Command, name)}
+//! netns::enter_in_child(&mut Command, name)   // the child joins the namespace before exec
 //! ```
 
 pub mod cgroup;
 pub mod error;
 pub mod netns;
-pub mod plan;
 pub mod preload;
 pub mod run;
 
 pub use cgroup::{BinderStats, CgroupBinder, TempCgroup};
 pub use error::BinderError;
-pub use plan::{plan_ports, Plan, PlanEntry, PortSet};
+pub use srap::{Plan, PlanEntry};

@@ -1,6 +1,9 @@
-//! Running code and children in a named network namespace (/run/netns/NAME),
-//! without `ip netns exec` (which remounts /sys and so hides the cgroup and
-//! bpf filesystems from the child).
+//! Starting a child in a named network namespace (/run/netns/NAME) without
+//! `ip netns exec` (which remounts /sys and so hides the cgroup and bpf
+//! filesystems from the child). Running code of this process in a namespace
+//! is [`nic::netns::run_in`] (a thread that joins it); this is the other
+//! case: the child joins before it executes, so a `Command` can be built as
+//! usual.
 
 use std::fs::File;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -16,7 +19,7 @@ pub fn open(name: &str) -> Result<OwnedFd, BinderError> {
             name: name.to_string(),
         });
     }
-    File::open(format!("/run/netns/{name}"))
+    File::open(nic::netns::netns_path(name))
         .map(OwnedFd::from)
         .map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => BinderError::NoSuchNetns {
@@ -24,23 +27,6 @@ pub fn open(name: &str) -> Result<OwnedFd, BinderError> {
             },
             _ => BinderError::io(format!("open /run/netns/{name}"), e),
         })
-}
-
-/// Runs `f` on a new thread that has joined network namespace `name`.
-pub fn run_in<T: Send + 'static>(
-    name: &str,
-    f: impl FnOnce() -> Result<T, BinderError> + Send + 'static,
-) -> Result<T, BinderError> {
-    let fd = open(name)?;
-    std::thread::spawn(move || {
-        // SAFETY: setns on a valid namespace fd only affects this thread.
-        if unsafe { libc::setns(fd.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-            return Err(BinderError::io("setns", std::io::Error::last_os_error()));
-        }
-        f()
-    })
-    .join()
-    .unwrap_or_else(|_| Err(BinderError::Plan("namespace thread panicked".into())))
 }
 
 /// Makes the child join network namespace `name` before it executes.

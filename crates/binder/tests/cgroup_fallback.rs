@@ -9,7 +9,7 @@ mod probe_impl;
 
 use std::net::{SocketAddr, TcpListener};
 
-use binder::{CgroupBinder, Plan, PlanEntry, TempCgroup};
+use binder::{CgroupBinder, TempCgroup};
 use common::{probe_command, probe_result, root};
 
 #[test]
@@ -45,23 +45,6 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn plan(target: SocketAddr, ports: &[u16]) -> Plan {
-    Plan {
-        local: "127.0.0.1".parse().unwrap(),
-        remote: target.ip(),
-        remote_port: target.port(),
-        entries: ports
-            .iter()
-            .map(|&port| PlanEntry {
-                port,
-                queue: 0,
-                cpu: 0,
-                hash: 0,
-            })
-            .collect(),
-    }
-}
-
 fn run(cgroup: &TempCgroup, scenario: &str, args: &[String]) -> serde_json::Value {
     let mut cmd = probe_command(scenario, args);
     cgroup.enter_in_child(&mut cmd).unwrap();
@@ -79,7 +62,9 @@ fn planned_ports_and_fallbacks() {
     let busy = TcpListener::bind(("127.0.0.1", p1)).unwrap();
     let cgroup = TempCgroup::create().unwrap();
     let binder = CgroupBinder::attach(cgroup.path()).unwrap();
-    binder.set_plan(&plan(target, &[p1, p2])).unwrap();
+    binder
+        .set_ports("127.0.0.1".parse().unwrap(), target, &[p1, p2])
+        .unwrap();
 
     let r = run(&cgroup, "connect", &[target.to_string()]);
     assert_eq!(r["r"], 0, "{r}");

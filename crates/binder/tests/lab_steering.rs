@@ -14,7 +14,7 @@ use std::os::fd::AsRawFd;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use binder::{CgroupBinder, Plan, PortSet, TempCgroup};
+use binder::{CgroupBinder, Plan, TempCgroup};
 use common::{probe_command, root, Allocator, Answer};
 use lab::{unique_name, Lab, LabSpec};
 
@@ -51,11 +51,16 @@ fn spec(name: &str) -> LabSpec {
 fn plans(lab: &Lab) -> (Plan, Plan) {
     let config = lab.rss_config().unwrap();
     let (snd, rcv) = (lab.sender().ipv4.into(), lab.receiver().ipv4.into());
-    let ports = PortSet {
-        offset: rand::random(),
-        ..PortSet::default()
+    // The default port range from a random offset, so a second run does not
+    // meet the first one's TIME_WAIT sockets; both plans share the seed, so
+    // slot i is on the same queue for both ports.
+    let options = srap::PlanOptions {
+        seed: Some(rand::random()),
+        ..srap::PlanOptions::default()
     };
-    let plan = |port| binder::plan_ports(&config, snd, rcv, port, 64, &ports).unwrap();
+    let plan = |port| {
+        srap::plan_from_config(&config, snd, rcv, port, rss::L4Proto::Tcp, 64, &options).unwrap()
+    };
     (plan(IPERF_PORT), plan(SINK_PORT))
 }
 

@@ -18,7 +18,8 @@ use thiserror::Error;
 
 pub use client::{AllocClient, ClientError};
 pub use protocol::ErrorCode;
-pub use server::{Allocator, Server, ServerHandle, ServerOptions};
+pub use protocol::{BatchLease, MAX_BATCH};
+pub use server::{Allocator, ConfigSource, Server, ServerHandle, ServerOptions};
 
 /// Where the allocator listens unless told otherwise.
 pub const DEFAULT_SOCKET: &str = "/run/steer/alloc.sock";

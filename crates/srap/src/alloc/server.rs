@@ -65,9 +65,21 @@ impl Lease {
 
 type PredictorKey = (L4Proto, IpAddr, IpAddr, u16);
 
+/// Where the allocator gets a receiver's config it was not given (e.g. the
+/// receiver's agent, `steer ports serve --agent URL`). Called without the
+/// allocator's lock held; the answer is cached for the allocator's
+/// `config_ttl` and fetched again once it is older.
+pub trait ConfigSource: Send + Sync {
+    /// The config serving `remote`, or a one-line reason.
+    fn fetch(&self, remote: IpAddr) -> Result<RssConfig, String>;
+}
+
 #[derive(Default)]
 struct State {
     configs: HashMap<IpAddr, RssConfig>,
+    /// When each config from the [`ConfigSource`] was fetched (configs
+    /// given with `set_config` are not listed and never go stale).
+    fetched: HashMap<IpAddr, Instant>,
     predictors: HashMap<PredictorKey, PortPredictor>,
     leases: BTreeMap<u64, Lease>,
     leased_ports: PortSet,
@@ -79,6 +91,8 @@ pub struct Allocator {
     state: Mutex<State>,
     proc_root: PathBuf,
     grace: Duration,
+    source: Option<Box<dyn ConfigSource>>,
+    config_ttl: Duration,
 }
 
 /// IPv4-mapped IPv6 addresses (`::ffff:a.b.c.d`) as plain IPv4.
@@ -106,6 +120,60 @@ impl Allocator {
             }),
             proc_root: proc_root.into(),
             grace,
+            source: None,
+            config_ttl: Duration::from_secs(10),
+        }
+    }
+
+    /// Fetch configs of remotes without one from `source`, and again once
+    /// a fetched one is older than `ttl`.
+    pub fn with_config_source(mut self, source: Box<dyn ConfigSource>, ttl: Duration) -> Self {
+        self.source = Some(source);
+        self.config_ttl = ttl;
+        self
+    }
+
+    /// Fetches `remote`'s config when there is a source and the cached one
+    /// is missing or stale. A failed re-fetch keeps the old config; a failed
+    /// first fetch is the refusal.
+    fn refresh_config(&self, remote: IpAddr) -> Result<(), Refusal> {
+        let Some(source) = &self.source else {
+            return Ok(());
+        };
+        let (has, stale) = {
+            let state = self.state();
+            let has = state.configs.contains_key(&remote);
+            let stale = match state.fetched.get(&remote) {
+                Some(at) => at.elapsed() >= self.config_ttl,
+                // Given with set_config: never stale.
+                None => !has,
+            };
+            (has, stale)
+        };
+        if !stale {
+            return Ok(());
+        }
+        match source.fetch(remote) {
+            Ok(config) => {
+                config.validate().map_err(|e| {
+                    Refusal::new(ErrorCode::NoConfig, format!("config for {remote}: {e}"))
+                })?;
+                let mut state = self.state();
+                if state.configs.get(&remote) != Some(&config) {
+                    state.predictors.retain(|key, _| key.2 != remote);
+                    state.configs.insert(remote, config);
+                }
+                state.fetched.insert(remote, Instant::now());
+                Ok(())
+            }
+            Err(_) if has => {
+                // Keep serving the last config; try again next time.
+                Ok(())
+            }
+            Err(reason) => Err(Refusal::new(
+                ErrorCode::NoConfig,
+                format!("no RSS config for remote {remote}: {reason}"),
+            )),
         }
     }
 
@@ -122,6 +190,7 @@ impl Allocator {
         let mut state = self.state();
         state.predictors.retain(|key, _| key.2 != remote);
         state.configs.insert(remote, config);
+        state.fetched.remove(&remote);
         Ok(())
     }
 
@@ -175,9 +244,11 @@ impl Allocator {
         if !matches!(proto, L4Proto::Tcp | L4Proto::Udp) {
             return Err(Refusal::new(ErrorCode::BadRequest, "proto is tcp or udp"));
         }
+        self.refresh_config(remote)?;
         let mut state = self.state();
         let State {
             configs,
+            fetched: _,
             predictors,
             leases,
             leased_ports,
@@ -422,7 +493,7 @@ fn ok_line() -> String {
 }
 
 /// How the server runs.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ServerOptions {
     pub socket: PathBuf,
     /// A lease without a matching socket lives this long (default 2 s).
@@ -435,6 +506,27 @@ pub struct ServerOptions {
     pub idle_timeout: Duration,
     /// procfs root for ports in use.
     pub proc_root: PathBuf,
+    /// Where configs not given with `set_config` come from.
+    pub config_source: Option<Arc<dyn ConfigSource>>,
+    /// How long a fetched config is used before it is fetched again.
+    pub config_ttl: Duration,
+}
+
+impl std::fmt::Debug for ServerOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerOptions")
+            .field("socket", &self.socket)
+            .field("grace", &self.grace)
+            .field("config_source", &self.config_source.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// An `Arc`'d source is a source.
+impl<T: ConfigSource + ?Sized> ConfigSource for Arc<T> {
+    fn fetch(&self, remote: IpAddr) -> Result<RssConfig, String> {
+        (**self).fetch(remote)
+    }
 }
 
 impl ServerOptions {
@@ -446,6 +538,8 @@ impl ServerOptions {
             max_clients: 256,
             idle_timeout: Duration::from_secs(30),
             proc_root: PathBuf::from("/proc"),
+            config_source: None,
+            config_ttl: Duration::from_secs(10),
         }
     }
 }
@@ -497,7 +591,11 @@ impl Server {
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).map_err(io_err)?;
         Ok(Server {
             listener,
-            allocator: Arc::new(Allocator::new(&options.proc_root, options.grace)),
+            allocator: Arc::new(match &options.config_source {
+                Some(source) => Allocator::new(&options.proc_root, options.grace)
+                    .with_config_source(Box::new(source.clone()), options.config_ttl),
+                None => Allocator::new(&options.proc_root, options.grace),
+            }),
             options,
             stop: Arc::new(AtomicBool::new(false)),
             _lock: lock,

@@ -1,16 +1,18 @@
 //! `steer exec` and `steer attach`: the transparent binders (crate `binder`,
 //! docs/binders.md). Arguments are defined here; the work is in `binder`.
 
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::collections::HashMap;
+use std::net::IpAddr;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
-use anyhow::Context;
-use binder::{BinderError, CgroupBinder, Plan, PortSet, TempCgroup};
+use anyhow::{bail, Context};
+use binder::{BinderError, CgroupBinder, Plan, TempCgroup};
 use clap::Args;
-use rss::RssConfig;
+use rss::L4Proto;
 
+use super::ports::{self, Receiver, ReceiverArgs};
 use crate::exit;
 use crate::output;
 
@@ -30,8 +32,9 @@ pub struct ExecArgs {
     /// The allocator's Unix socket (LD_PRELOAD binder).
     #[arg(long, conflicts_with = "bpf")]
     pub socket: Option<PathBuf>,
-    /// Use the cgroup BPF binder instead of LD_PRELOAD.
-    #[arg(long, requires_all = ["to", "config"])]
+    /// Use the cgroup BPF binder instead of LD_PRELOAD (needs --to and the
+    /// receiver's config).
+    #[arg(long)]
     pub bpf: bool,
     #[command(flatten)]
     pub plan: PlanArgs,
@@ -47,20 +50,20 @@ pub struct ExecArgs {
     pub command: Vec<String>,
 }
 
-/// The destinations to plan for, and the receiver's RSS.
+/// The destinations to plan for, and the receiver's RSS (the same flags as
+/// `steer ports plan`).
 #[derive(Debug, Args)]
 pub struct PlanArgs {
     /// Destination HOST:PORT to plan ports for (repeatable).
     #[arg(long, value_name = "HOST:PORT")]
     pub to: Vec<String>,
-    /// The receiver's RssConfig JSON (`steer rss show --json`, `steer rss config`).
-    #[arg(long)]
-    pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub receiver: ReceiverArgs,
     /// Local source address (default: the route's source towards each --to).
     #[arg(long, value_name = "ADDR")]
     pub from: Option<std::net::IpAddr>,
     /// Ports planned per destination (1..=64; slots round-robin over the
-    /// receiver's CPUs, one queue per slot).
+    /// receiver's CPUs, then over each CPU's queues).
     #[arg(long, default_value_t = binder::cgroup::MAX_PORTS)]
     pub ports: usize,
 }
@@ -84,7 +87,7 @@ pub struct AttachArgs {
     #[arg(long)]
     pub netns: Option<String>,
     /// Detach the binder from the cgroup and remove its pins.
-    #[arg(long, conflicts_with_all = ["to", "config"])]
+    #[arg(long, conflicts_with_all = ["to", "config", "agent"])]
     pub detach: bool,
 }
 
@@ -110,57 +113,70 @@ macro_rules! tri {
     };
 }
 
-fn read_config(path: &Path) -> anyhow::Result<RssConfig> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    RssConfig::from_json(&text).with_context(|| format!("{}", path.display()))
+/// A planned destination: the plan (predicted with the source address the
+/// receiver sees) and the local address to bind (differs behind NAT).
+struct Planned {
+    plan: Plan,
+    bind: IpAddr,
 }
 
-fn parse_dest(s: &str) -> anyhow::Result<SocketAddr> {
-    s.to_socket_addrs()
-        .with_context(|| format!("--to {s}: expected HOST:PORT"))?
-        .next()
-        .with_context(|| format!("--to {s}: no address"))
-}
-
-/// One plan per --to.
-fn plans(args: &PlanArgs, netns: Option<&str>) -> anyhow::Result<Result<Vec<Plan>, i32>> {
-    let path = args.config.as_ref().context("--config is required")?;
-    let config = read_config(path)?;
+/// One plan per --to, with [`ports::receiver`] and [`ports::plan_for`]
+/// (one receiver lookup per host, so every port of a host gets the same
+/// queue sequence and the binder's per-host slot counter keeps spreading).
+fn plans(args: &PlanArgs, netns: Option<&str>, what: &str) -> anyhow::Result<Vec<Planned>> {
+    if args.to.is_empty() {
+        bail!("{what} needs --to HOST:PORT (the destinations to plan ports for)");
+    }
+    if !ports::has_receiver(&args.receiver) {
+        bail!(
+            "{what} needs the receiver's RSS config: --config FILE, --agent URL, or --key KEY --queues N"
+        );
+    }
     if args.ports == 0 || args.ports > binder::cgroup::MAX_PORTS {
-        anyhow::bail!(
+        bail!(
             "--ports {}: must be 1..={}",
             args.ports,
             binder::cgroup::MAX_PORTS
         );
     }
+    let mut receivers: HashMap<IpAddr, Receiver> = HashMap::new();
     let mut out = Vec::new();
     for to in &args.to {
-        let dest = parse_dest(to)?;
-        let local = match args.from {
-            Some(a) => a,
+        let dest = ports::resolve(to)?;
+        let receiver = match receivers.get(&dest.ip()) {
+            Some(r) => r.clone(),
             None => {
-                let r = match netns {
-                    Some(ns) => binder::netns::run_in(ns, move || binder::plan::route_source(dest)),
-                    None => binder::plan::route_source(dest),
-                };
-                match check(r)? {
-                    Ok(a) => a,
-                    Err(code) => return Ok(Err(code)),
-                }
+                let r = ports::receiver(&args.receiver, dest)?;
+                receivers.insert(dest.ip(), r.clone());
+                r
             }
         };
-        let ports = PortSet::from_system();
-        out.push(binder::plan_ports(
-            &config,
-            local,
-            dest.ip(),
-            dest.port(),
+        let (bind, _) = ports::source_address(args.from, None, dest, netns)?;
+        let predict = match (args.from, receiver.seen_from) {
+            (None, Some(seen)) => seen,
+            _ => bind,
+        };
+        let (plan, _) = ports::plan_for(
+            &receiver,
+            predict,
+            dest,
+            L4Proto::Tcp,
             args.ports,
-            &ports,
-        )?);
+            None,
+            None,
+        )?;
+        out.push(Planned { plan, bind });
     }
-    Ok(Ok(out))
+    Ok(out)
+}
+
+fn install(binder: &CgroupBinder, planned: &[Planned]) -> anyhow::Result<()> {
+    for p in planned {
+        let ports: Vec<u16> = p.plan.entries.iter().map(|e| e.port).collect();
+        let dest = std::net::SocketAddr::new(p.plan.remote, p.plan.remote_port);
+        binder.set_ports(p.bind, dest, &ports)?;
+    }
+    Ok(())
 }
 
 pub fn run_exec(args: ExecArgs, _json: bool) -> anyhow::Result<i32> {
@@ -180,15 +196,10 @@ pub fn run_exec(args: ExecArgs, _json: bool) -> anyhow::Result<i32> {
         return Err(err).with_context(|| format!("cannot run {}", args.command[0]));
     }
 
-    let plans = match plans(&args.plan, args.netns.as_deref())? {
-        Ok(p) => p,
-        Err(code) => return Ok(code),
-    };
+    let plans = plans(&args.plan, args.netns.as_deref(), "--bpf")?;
     let cgroup = tri!(TempCgroup::create());
     let binder = tri!(CgroupBinder::attach(cgroup.path()));
-    for plan in &plans {
-        binder.set_plan(plan)?;
-    }
+    install(&binder, &plans)?;
     tri!(cgroup.enter_in_child(&mut cmd));
     let status = binder::run::wait_like_system(&mut cmd)
         .with_context(|| format!("cannot run {}", args.command[0]))?;
@@ -205,6 +216,12 @@ pub fn run_exec(args: ExecArgs, _json: bool) -> anyhow::Result<i32> {
 }
 
 pub fn run_attach(args: AttachArgs, json: bool) -> anyhow::Result<i32> {
+    if !args.cgroup.is_dir() {
+        bail!(
+            "--cgroup {}: no such directory (a cgroup v2 directory, e.g. under /sys/fs/cgroup)",
+            args.cgroup.display()
+        );
+    }
     if args.detach {
         tri!(binder::cgroup::detach_pinned(&args.cgroup));
         eprintln!("cgroup binder detached from {}", args.cgroup.display());
@@ -230,10 +247,7 @@ pub fn run_attach(args: AttachArgs, json: bool) -> anyhow::Result<i32> {
         }
         return Ok(exit::OK);
     }
-    let plans = match plans(&args.plan, args.netns.as_deref())? {
-        Ok(p) => p,
-        Err(code) => return Ok(code),
-    };
+    let plans = plans(&args.plan, args.netns.as_deref(), "steer attach")?;
     let binder = match CgroupBinder::open_pinned(&args.cgroup) {
         Ok(b) => b,
         Err(BinderError::NotAttached { .. }) => {
@@ -243,9 +257,8 @@ pub fn run_attach(args: AttachArgs, json: bool) -> anyhow::Result<i32> {
         }
         Err(e) => tri!(Err(e)),
     };
-    for plan in &plans {
-        binder.set_plan(plan)?;
-    }
+    install(&binder, &plans)?;
+    let plans: Vec<&Plan> = plans.iter().map(|p| &p.plan).collect();
     if json {
         output::json(&plans)?;
     } else {

@@ -1,8 +1,9 @@
 //! `steer ports odds|plan|serve|lease|status`: port steering (SRAP, crate
 //! `srap`, docs/srap.md).
 
+use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
@@ -82,12 +83,22 @@ pub enum TableFill {
     Default,
 }
 
-/// The receiver's config: a file, or stated assumptions.
+/// The receiver's config: a file, its agent, or stated assumptions. Shared
+/// by `steer ports plan`, `steer exec --bpf` and `steer attach`.
 #[derive(Debug, Args)]
 pub struct ReceiverArgs {
     /// The receiver's RssConfig JSON.
-    #[arg(long, conflicts_with_all = ["key", "queues", "weight"])]
+    #[arg(long, conflicts_with_all = ["key", "queues", "weight", "agent"])]
     pub config: Option<PathBuf>,
+    /// The receiver's agent (`steer agent` on the receiver), e.g.
+    /// http://10.77.1.2:7431: its live config for the destination address,
+    /// its per-CPU load (least-loaded CPUs first), and a check that source
+    /// ports reach it unchanged (exit 2 when the path rewrites them).
+    #[arg(long, value_name = "URL", conflicts_with_all = ["key", "queues", "weight"])]
+    pub agent: Option<String>,
+    /// Token for an agent that serves a non-loopback address.
+    #[arg(long, requires = "agent")]
+    pub token: Option<String>,
     /// The receiver's key: `microsoft`, `symmetric`, hex bytes (colons
     /// allowed), or `@FILE` with hex (e.g. a copy of the receiver's
     /// /proc/sys/net/core/netdev_rss_key). `default` (the Linux default,
@@ -159,6 +170,17 @@ pub struct ServeArgs {
     /// Milliseconds a lease lives without a matching socket.
     #[arg(long, default_value_t = 2000)]
     pub grace_ms: u64,
+    /// Fetch the config of any receiver without a --config from its agent
+    /// (the same agent for every receiver: e.g. a lab, or one host), cached
+    /// for --config-ttl-ms and fetched again when older.
+    #[arg(long, value_name = "URL")]
+    pub agent: Option<String>,
+    /// Token for --agent.
+    #[arg(long, requires = "agent")]
+    pub token: Option<String>,
+    /// How long a config fetched from the agent is used.
+    #[arg(long, default_value_t = 10_000)]
+    pub config_ttl_ms: u64,
 }
 
 #[derive(Debug, Args)]
@@ -255,13 +277,79 @@ fn read_key(text: &str) -> anyhow::Result<RssKey> {
     })
 }
 
-/// The receiver's config from `--config` or `--key/--queues/...`. The seam
-/// where other sources (an agent) plug in.
+/// What a sender knows about a receiver before planning.
+#[derive(Debug, Clone)]
+pub struct Receiver {
+    pub config: RssConfig,
+    /// Per-CPU load (the agent's softirq share), for least-loaded first.
+    pub loads: BTreeMap<u32, f64>,
+    /// The source address the receiver saw from us (the agent's
+    /// `/v1/whoami`): behind NAT this, not our own address, is what the
+    /// receiver's NIC hashes.
+    pub seen_from: Option<IpAddr>,
+    /// Where the config came from, for the table.
+    pub origin: String,
+}
+
+fn config_file(path: &Path) -> anyhow::Result<RssConfig> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    RssConfig::from_json(&text).with_context(|| format!("{}", path.display()))
+}
+
+/// The receiver's config from an agent, for destination `to`: first the
+/// path check (source ports must arrive unchanged), then `/v1/rss` for the
+/// destination address and `/v1/load`.
+pub fn receiver_from_agent(
+    url: &str,
+    token: Option<&str>,
+    to: SocketAddr,
+) -> Result<Receiver, agent::ClientError> {
+    let client = agent::AgentClient::new(url, token, agent::AgentClient::DEFAULT_TIMEOUT)?;
+    let path = client.require_steerable_path(0)?;
+    let rss = client.rss(to.ip())?;
+    let load = client.load()?;
+    Ok(Receiver {
+        config: rss.config,
+        loads: load.cpus.iter().map(|c| (c.cpu, c.softirq_busy)).collect(),
+        seen_from: path.nat.then_some(path.seen_addr),
+        origin: format!(
+            "agent {} ({}, config version {})",
+            client.url(),
+            rss.origin.name(),
+            rss.config_version
+        ),
+    })
+}
+
+/// The receiver's config from `--config`, `--agent` or `--key/--queues/...`:
+/// the one function every front end uses.
+pub fn receiver(args: &ReceiverArgs, to: SocketAddr) -> anyhow::Result<Receiver> {
+    if let Some(url) = &args.agent {
+        return receiver_from_agent(url, args.token.as_deref(), to)
+            .context("cannot get the receiver's RSS config from its agent");
+    }
+    let (config, origin) = match &args.config {
+        Some(path) => (config_file(path)?, format!("file {}", path.display())),
+        None => (receiver_config(args)?, "stated assumptions".to_string()),
+    };
+    Ok(Receiver {
+        config,
+        loads: BTreeMap::new(),
+        seen_from: None,
+        origin,
+    })
+}
+
+/// True when `args` names a receiver at all (a file, an agent, or a key).
+pub fn has_receiver(args: &ReceiverArgs) -> bool {
+    args.config.is_some() || args.agent.is_some() || args.key.is_some() || args.queues.is_some()
+}
+
+/// The receiver's config from `--config` or `--key/--queues/...`.
 pub fn receiver_config(args: &ReceiverArgs) -> anyhow::Result<RssConfig> {
     if let Some(path) = &args.config {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        return RssConfig::from_json(&text).with_context(|| format!("{}", path.display()));
+        return config_file(path);
     }
     let key = read_key(args.key.as_deref().unwrap_or("default"))?;
     let Some(queues) = args.queues else {
@@ -282,7 +370,8 @@ pub fn receiver_config(args: &ReceiverArgs) -> anyhow::Result<RssConfig> {
     Ok(config)
 }
 
-fn resolve(to: &str) -> anyhow::Result<SocketAddr> {
+/// `HOST:PORT` (IPv6 as `[ADDR]:PORT`), resolved.
+pub fn resolve(to: &str) -> anyhow::Result<SocketAddr> {
     if let Ok(addr) = to.parse::<SocketAddr>() {
         return Ok(addr);
     }
@@ -296,17 +385,45 @@ fn resolve(to: &str) -> anyhow::Result<SocketAddr> {
 struct PlanResult<'a> {
     to: SocketAddr,
     from: IpAddr,
-    /// Where `from` came from: "given" or "route".
+    /// Where `from` came from: "given", "seen by the agent" or "route".
     from_source: &'static str,
+    /// Where the receiver's config came from.
+    receiver: &'a str,
     port_range: PortRange,
     #[serde(flatten)]
     plan: &'a Plan,
 }
 
-/// Plans from an explicit config: what `steer ports plan` calls once it
-/// has the receiver's config, whatever its source.
-pub fn plan_from_config(
-    config: &RssConfig,
+/// The source address to predict with, and where it came from: `--from`,
+/// else what the receiver's agent saw (NAT), else the kernel's route
+/// towards `to` (looked up in network namespace `netns` when given).
+pub fn source_address(
+    from: Option<IpAddr>,
+    seen_from: Option<IpAddr>,
+    to: SocketAddr,
+    netns: Option<&str>,
+) -> anyhow::Result<(IpAddr, &'static str)> {
+    if let Some(a) = from {
+        return Ok((a, "given"));
+    }
+    if let Some(a) = seen_from {
+        return Ok((a, "seen by the agent"));
+    }
+    let routed = match netns {
+        Some(ns) => lab::run_in_netns(ns, move || srap::alloc::source_address_for(to))?,
+        None => srap::alloc::source_address_for(to),
+    };
+    let addr = routed
+        .with_context(|| format!("no route to {to} to pick a source address; give --from"))?;
+    Ok((addr, "route"))
+}
+
+/// Plans `flows` ports from `from` to `to` for `receiver`, honouring this
+/// host's ip_local_port_range, reserved ports and ports in use (or
+/// `port_range`): what `steer ports plan`, `steer exec --bpf` and
+/// `steer attach` call once they have the receiver.
+pub fn plan_for(
+    receiver: &Receiver,
     from: IpAddr,
     to: SocketAddr,
     proto: L4Proto,
@@ -323,25 +440,26 @@ pub fn plan_from_config(
         options.range = range;
     }
     options.seed = seed;
+    options.loads = receiver.loads.clone();
     let range = options.range;
-    let plan = srap::plan_from_config(config, from, to.ip(), to.port(), proto, flows, &options)?;
+    let plan = srap::plan_from_config(
+        &receiver.config,
+        from,
+        to.ip(),
+        to.port(),
+        proto,
+        flows,
+        &options,
+    )?;
     Ok((plan, range))
 }
 
 fn plan(args: &PlanArgs, json: bool) -> anyhow::Result<i32> {
     let to = resolve(&args.to)?;
-    let config = receiver_config(&args.receiver)?;
-    let (from, from_source) = match args.from {
-        Some(a) => (a, "given"),
-        None => (
-            srap::alloc::source_address_for(to).with_context(|| {
-                format!("no route to {to} to pick a source address; give --from")
-            })?,
-            "route",
-        ),
-    };
-    let (plan, range) = plan_from_config(
-        &config,
+    let receiver = receiver(&args.receiver, to)?;
+    let (from, from_source) = source_address(args.from, receiver.seen_from, to, None)?;
+    let (plan, range) = plan_for(
+        &receiver,
         from,
         to,
         args.proto.l4(),
@@ -354,6 +472,7 @@ fn plan(args: &PlanArgs, json: bool) -> anyhow::Result<i32> {
             to,
             from,
             from_source,
+            receiver: &receiver.origin,
             port_range: range,
             plan: &plan,
         })?;
@@ -378,6 +497,7 @@ fn plan(args: &PlanArgs, json: bool) -> anyhow::Result<i32> {
             "flow",
             format!("{from} -> {to} ({from_source} source address)"),
         ),
+        ("receiver", receiver.origin.clone()),
         (
             "cpus",
             format!(
@@ -386,6 +506,15 @@ fn plan(args: &PlanArgs, json: bool) -> anyhow::Result<i32> {
                 plan.cpus_used,
                 plan.cpus.len(),
                 plan.max_per_cpu
+            ),
+        ),
+        (
+            "queues",
+            format!(
+                "{} of {} queues, at most {} per queue",
+                plan.queues_used,
+                plan.queues.len(),
+                plan.max_per_queue
             ),
         ),
         ("port range", range.to_string()),
@@ -429,6 +558,15 @@ fn serve(args: &ServeArgs) -> anyhow::Result<i32> {
     }
     let mut options = ServerOptions::new(args.socket.path());
     options.grace = Duration::from_millis(args.grace_ms);
+    if let Some(url) = &args.agent {
+        let client = agent::AgentClient::new(
+            url,
+            args.token.as_deref(),
+            agent::AgentClient::DEFAULT_TIMEOUT,
+        )?;
+        options.config_source = Some(std::sync::Arc::new(AgentSource(client)));
+        options.config_ttl = Duration::from_millis(args.config_ttl_ms);
+    }
     let server = Server::bind(options)?;
     for (addr, config) in configs {
         server
@@ -439,6 +577,19 @@ fn serve(args: &ServeArgs) -> anyhow::Result<i32> {
     eprintln!("steer: allocator listening on {}", server.path().display());
     server.run()?;
     Ok(0)
+}
+
+/// The allocator's config source for `serve --agent`: the agent's config
+/// for the remote address.
+struct AgentSource(agent::AgentClient);
+
+impl srap::alloc::ConfigSource for AgentSource {
+    fn fetch(&self, remote: IpAddr) -> Result<RssConfig, String> {
+        self.0
+            .rss(remote)
+            .map(|r| r.config)
+            .map_err(|e| agent::error::chain(&e))
+    }
 }
 
 fn lease(args: &LeaseArgs, json: bool) -> anyhow::Result<i32> {
