@@ -9,7 +9,8 @@
 //! # API
 //!
 //! ```text
-//! pub struct LabSpec { name, hosts, queues, table, key, fields, ipv6, track_flows }
+//! pub struct LabSpec { name, hosts, queues, table, key, fields, ipv6, track_flows,
+//!                      wire, software_rss }
 //! impl LabSpec { pub fn new(name) -> Self }       // hosts snd,rcv; 4 queues; IPv6 on
 //! impl Lab {
 //!     pub fn up(&LabSpec) -> Result<Lab, LabError>      // idempotent
@@ -17,12 +18,25 @@
 //!     pub fn host(&self, name) -> Result<&Host, LabError>; receiver(); sender()
 //!     pub fn command(&self, host, program) -> Result<Command, LabError>   // ip netns exec NS program
 //!     pub fn rss_config(&self) -> Result<RssConfig, LabError>
+//!     pub fn wire(&self) -> Option<&Wire>               // the middle host, if any
 //!     pub fn teardown_on_drop(self) -> LabGuard
 //! }
 //! pub fn run_in_netns(netns, f) -> Result<T, LabError>
 //! pub fn unique_name(prefix) -> String                  // prefix + pid + counter
 //! pub mod packet  // Ethernet/IP/TCP/UDP frame builders; inject::send_frames (AF_PACKET)
 //! ```
+//!
+//! # The wire (optional)
+//!
+//! With [`LabSpec::wire`] (two hosts only) the hosts are not joined directly:
+//! each host's `veth0` is the peer of a device in a third namespace,
+//! `<name>-wire`, named `to-<host>`. The wire namespace has no addresses; a
+//! userspace forwarder there (crate `wire`, `steer wire`) moves frames
+//! between its two devices and applies delay, loss and a rate limit. Both
+//! hosts stay in one /24: the wire is a transparent L2 link. Until a
+//! forwarder runs, nothing crosses. The hosts' veths get tx checksum offload
+//! (and with it TSO) turned off, so the forwarder reads MTU-size frames with
+//! complete checksums.
 //!
 //! # Cleanup rules
 //!
@@ -82,6 +96,10 @@ pub struct LabSpec {
     pub ipv6: bool,
     /// Count flows in the datapath (nic::flows).
     pub track_flows: bool,
+    /// Put a wire namespace between the two hosts (see the crate docs).
+    pub wire: bool,
+    /// Attach Steer's software RSS to the receiver's device (default true).
+    pub software_rss: bool,
 }
 
 impl LabSpec {
@@ -95,6 +113,8 @@ impl LabSpec {
             fields: None,
             ipv6: true,
             track_flows: false,
+            wire: false,
+            software_rss: true,
         }
     }
 
@@ -130,6 +150,17 @@ impl LabSpec {
         if self.queues == 0 {
             return Err(LabError::InvalidSpec("queues must be at least 1".into()));
         }
+        if self.wire && self.hosts.len() != 2 {
+            return Err(LabError::InvalidSpec(format!(
+                "a wire joins exactly 2 hosts, not {}",
+                self.hosts.len()
+            )));
+        }
+        if self.wire && self.hosts.iter().any(|h| h == "wire") {
+            return Err(LabError::InvalidSpec(
+                "host name 'wire' is taken by the wire namespace".into(),
+            ));
+        }
         Ok(())
     }
 }
@@ -146,6 +177,17 @@ pub struct Host {
     pub ipv6: Option<Ipv6Addr>,
 }
 
+/// The middle namespace of a lab built with [`LabSpec::wire`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Wire {
+    /// Network namespace (under /run/netns).
+    pub netns: String,
+    /// The device facing the sender (peer of the sender's `veth0`).
+    pub sender_dev: String,
+    /// The device facing the receiver (peer of the receiver's `veth0`).
+    pub receiver_dev: String,
+}
+
 /// The lab state file: what was built, and so what `down` may delete.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct LabState {
@@ -160,6 +202,9 @@ struct LabState {
     switch_netns: Option<String>,
     /// Set once the whole lab is up.
     complete: bool,
+    /// The wire namespace between the two hosts, if any.
+    #[serde(default)]
+    wire: Option<Wire>,
 }
 
 /// A lab that is up.
@@ -451,6 +496,11 @@ impl Lab {
             created_netns: Vec::new(),
             switch_netns: (spec.hosts.len() > 2).then(|| format!("{}-sw", spec.name)),
             complete: false,
+            wire: spec.wire.then(|| Wire {
+                netns: format!("{}-wire", spec.name),
+                sender_dev: format!("to-{}", spec.hosts[0]),
+                receiver_dev: format!("to-{}", spec.hosts[1]),
+            }),
         }
     }
 
@@ -530,6 +580,45 @@ impl Lab {
         // The veth end that transmits into the receiver's XDP device.
         let feeder: (String, String);
         match state.switch_netns.clone() {
+            None if state.wire.is_some() => {
+                let wire = state
+                    .wire
+                    .clone()
+                    .ok_or_else(|| LabError::InvalidSpec("wire".into()))?;
+                Self::add_netns(state, &wire.netns)?;
+                for (host, dev) in [
+                    (&state.hosts[0], &wire.sender_dev),
+                    (&state.hosts[1], &wire.receiver_dev),
+                ] {
+                    ip(&[
+                        "link",
+                        "add",
+                        dev,
+                        "netns",
+                        &wire.netns,
+                        "type",
+                        "veth",
+                        "peer",
+                        "name",
+                        HOST_DEV,
+                        "netns",
+                        &host.netns,
+                    ])?;
+                    Self::configure_link(&wire.netns, dev, None, None, false)?;
+                }
+                // Both hosts transmit into the forwarder: complete checksums, no TSO.
+                let other = if state.hosts[0].name == receiver.name {
+                    &state.hosts[1]
+                } else {
+                    &state.hosts[0]
+                };
+                let ns = receiver.netns.clone();
+                run_in_netns(&ns, || {
+                    nic::sys::set_tx_checksum(HOST_DEV, false)
+                        .map_err(|e| LabError::io(format!("ethtool -K {HOST_DEV} tx off"), e))
+                })??;
+                feeder = (other.netns.clone(), HOST_DEV.to_string());
+            }
             None => {
                 let (a, b) = (&state.hosts[0], &state.hosts[1]);
                 ip(&[
@@ -586,15 +675,17 @@ impl Lab {
             nic::sys::set_tx_checksum(&feed_dev, false)
                 .map_err(|e| LabError::io(format!("ethtool -K {feed_dev} tx off"), e))
         })??;
-        nic::attach(
-            &receiver.dev,
-            Some(&receiver.netns),
-            config,
-            &nic::AttachOptions {
-                track_flows: spec.track_flows,
-                ..nic::AttachOptions::default()
-            },
-        )?;
+        if spec.software_rss {
+            nic::attach(
+                &receiver.dev,
+                Some(&receiver.netns),
+                config,
+                &nic::AttachOptions {
+                    track_flows: spec.track_flows,
+                    ..nic::AttachOptions::default()
+                },
+            )?;
+        }
         state.complete = true;
         state.save()
     }
@@ -743,6 +834,11 @@ impl Lab {
         })
     }
 
+    /// The wire namespace between the hosts (labs built with [`LabSpec::wire`]).
+    pub fn wire(&self) -> Option<&Wire> {
+        self.state.wire.as_ref()
+    }
+
     pub fn teardown_on_drop(self) -> LabGuard {
         LabGuard { lab: self }
     }
@@ -779,6 +875,20 @@ mod tests {
         let i = lab_index("lab7");
         assert_eq!(state.hosts[2].ipv4, Ipv4Addr::new(10, 77, i, 3));
         assert_eq!(state.hosts[0].ipv6.unwrap().segments()[1], u16::from(i));
+    }
+
+    #[test]
+    fn plan_with_a_wire() {
+        let mut spec = LabSpec::new("lab8");
+        spec.wire = true;
+        assert!(spec.validate().is_ok());
+        let state = Lab::plan(&spec);
+        let wire = state.wire.unwrap();
+        assert_eq!(wire.netns, "lab8-wire");
+        assert_eq!(wire.sender_dev, "to-snd");
+        assert_eq!(wire.receiver_dev, "to-rcv");
+        spec.hosts.push("c".into());
+        assert!(spec.validate().is_err());
     }
 
     #[test]
