@@ -1,0 +1,24 @@
+//! Compiles the XDP load balancer with clang and generates its Rust skeleton
+//! into OUT_DIR (`lbxdp.skel.rs`, never committed).
+
+use std::env;
+use std::path::PathBuf;
+
+use libbpf_cargo::SkeletonBuilder;
+
+const SRC: &str = "src/bpf/lbxdp.bpf.c";
+const HEADER: &str = "src/bpf/lbxdp.h";
+
+fn main() {
+    let out =
+        PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("lbxdp.skel.rs");
+    let arch = env::var("CARGO_CFG_TARGET_ARCH").expect("cargo sets CARGO_CFG_TARGET_ARCH");
+    let multiarch = format!("-I/usr/include/{arch}-linux-gnu");
+    SkeletonBuilder::new()
+        .source(SRC)
+        .clang_args([multiarch.as_str(), "-O2", "-Wall", "-Werror"])
+        .build_and_generate(&out)
+        .expect("building lbxdp.bpf.c (needs clang and libbpf-dev headers)");
+    println!("cargo:rerun-if-changed={SRC}");
+    println!("cargo:rerun-if-changed={HEADER}");
+}

@@ -1,0 +1,77 @@
+//! Errors of the live load balancer, one enum: each variant names what
+//! failed (the map, the device, the namespace) and keeps the cause.
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum LbXdpError {
+    /// A BPF operation (load, map access, attach) failed.
+    #[error("{op}: {source}")]
+    Bpf {
+        op: String,
+        #[source]
+        source: libbpf_rs::Error,
+    },
+    /// A system call or a command failed.
+    #[error("{op}: {source}")]
+    Io {
+        op: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{what} needs root (CAP_NET_ADMIN and CAP_BPF)")]
+    Privilege { what: String },
+    /// The kernel refused the program (verifier) or lacks a feature.
+    #[error("kernel feature missing: {what}")]
+    KernelFeature { what: String },
+    /// A value the data plane cannot hold (too many backends or buckets, a
+    /// short key).
+    #[error("invalid load balancer configuration: {reason}")]
+    Config { reason: String },
+    /// An agent's report the controller refused (lb's validation).
+    #[error(transparent)]
+    Report(#[from] lb::ReportError),
+    #[error(transparent)]
+    Nic(#[from] nic::NicError),
+    #[error(transparent)]
+    Lab(#[from] lab::LabError),
+    #[error(transparent)]
+    Rss(#[from] rss::RssError),
+    /// A traffic check failed (a connection broke or returned wrong data).
+    #[error("connection failed: {reason}")]
+    Connection { reason: String },
+}
+
+impl LbXdpError {
+    pub(crate) fn bpf(op: impl Into<String>, source: libbpf_rs::Error) -> Self {
+        LbXdpError::Bpf {
+            op: op.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn io(op: impl Into<String>, source: std::io::Error) -> Self {
+        LbXdpError::Io {
+            op: op.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn config(reason: impl Into<String>) -> Self {
+        LbXdpError::Config {
+            reason: reason.into(),
+        }
+    }
+
+    /// Missing privilege or kernel feature (exit code 3), as opposed to bad
+    /// input or a failed check.
+    pub fn is_environment(&self) -> bool {
+        match self {
+            LbXdpError::Privilege { .. } | LbXdpError::KernelFeature { .. } => true,
+            LbXdpError::Nic(e) => e.is_environment(),
+            LbXdpError::Lab(e) => e.is_environment(),
+            _ => false,
+        }
+    }
+}

@@ -1,0 +1,14 @@
+//! The live CrossRSS load balancer (issue 5, parts 3 and 4): an XDP L4 data
+//! plane in a load-balancer namespace of the lab, backends with Steer's
+//! software RSS and their own randomised indirection tables, agents that
+//! report per-queue load, and the controller of crate `lb` writing the
+//! bucket table at a fixed rate. See docs/crossrss.md, "The live data plane".
+//!
+//! - [`maps`]: the program (`bpf/lbxdp.bpf.c`), its maps (`bpf/lbxdp.h`) in
+//!   load-balancer terms, BPF_PROG_TEST_RUN.
+
+pub mod error;
+pub mod maps;
+
+pub use error::LbXdpError;
+pub use maps::{BackendEntry, Datapath, LbStats, Mode};
