@@ -19,6 +19,7 @@
 //!     pub fn command(&self, host, program) -> Result<Command, LabError>   // ip netns exec NS program
 //!     pub fn rss_config(&self) -> Result<RssConfig, LabError>
 //!     pub fn wire(&self) -> Option<&Wire>               // the middle host, if any
+//!     pub fn switch_port(&self, host) -> Option<(String, String)> // (switch netns, port)
 //!     pub fn teardown_on_drop(self) -> LabGuard
 //! }
 //! pub fn run_in_netns(netns, f) -> Result<T, LabError>
@@ -812,6 +813,16 @@ impl Lab {
             .iter()
             .find(|h| h.name == self.state.sender)
             .unwrap_or(&self.state.hosts[0])
+    }
+
+    /// The switch port facing `host` in a lab of more than two hosts:
+    /// (switch namespace, port device). The port is the veth peer of the
+    /// host's `veth0` and transmits into it, so a host that runs XDP needs tx
+    /// checksum offload off there (see "The checksum pitfall").
+    pub fn switch_port(&self, host: &str) -> Option<(String, String)> {
+        let sw = self.state.switch_netns.clone()?;
+        let i = self.state.hosts.iter().position(|h| h.name == host)?;
+        Some((sw, format!("port{i}")))
     }
 
     /// `ip netns exec NS program`: add arguments and run it.
