@@ -12,3 +12,9 @@ pub mod maps;
 
 pub use error::LbXdpError;
 pub use maps::{BackendEntry, Datapath, LbStats, Mode};
+pub mod control;
+pub mod live;
+pub mod traffic;
+
+pub use control::{ControlLoop, Controller, LivePolicy, LoopSummary, StepInfo};
+pub use live::{Agent, LiveLab, LiveSpec};

@@ -506,12 +506,14 @@ pub fn detach(dev: &str, netns: &str) {
     let d = dev.to_string();
     let _ = nic::netns::run_in(Some(netns), move || {
         if let Some(i) = if_index(&d) {
-            let _ = Xdp::new(
-                // SAFETY: detach passes fd -1 to netlink; the borrowed fd is
-                // never used as a program.
-                unsafe { std::os::fd::BorrowedFd::borrow_raw(-1) },
-            )
-            .detach(i as i32, XdpFlags::DRV_MODE);
+            // SAFETY: a plain netlink request; NULL options are allowed.
+            unsafe {
+                libbpf_rs::libbpf_sys::bpf_xdp_detach(
+                    i as i32,
+                    XdpFlags::DRV_MODE.bits(),
+                    std::ptr::null(),
+                )
+            };
         }
         Ok(())
     });

@@ -1,0 +1,315 @@
+//! The load balancer in a namespace lab: clients, one load-balancer
+//! namespace, backends with software RSS, all on the lab's switch.
+//!
+//! ```text
+//!  c0 ─┐            ┌─ b0  (VIP on lo, software RSS, own indirection table)
+//!  c1 ─┼── switch ──┼─ b1
+//!      │    (br0)   ├─ ...
+//!  lb ─┘            └─ bN-1
+//! ```
+//!
+//! Clients route the VIP via the load balancer's address. The load balancer
+//! (XDP on its `veth0`) rewrites the destination MAC to the chosen
+//! backend's and sends the frame back out (XDP_TX): L2 direct server return.
+//! Backends hold the VIP on their loopback (`arp_ignore=1`,
+//! `arp_announce=2`, so they never answer ARP for it) and reply to clients
+//! directly. Why DSR and not IP-in-IP: the backends' software RSS must hash
+//! the same 4-tuple the load balancer hashed; with L2 DSR the frame a
+//! backend receives is the client's packet, unchanged above Ethernet, so
+//! "same key, same fields" is all it takes. IP-in-IP would make the
+//! backends' RSS hash the outer header (LB -> backend) unless it parsed the
+//! inner one, and it costs 20 bytes and an MTU problem. DSR's limit: all
+//! backends share the load balancer's L2 segment, which the lab is.
+//!
+//! The switch ports in front of the load balancer and of every backend get
+//! tx checksum offload turned off (the cpumap checksum pitfall, see crate
+//! `lab`), and the load balancer's port runs `xdp_pass` so that it accepts
+//! the XDP_TX frames (a veth only takes frames from an XDP peer when it
+//! runs NAPI, which an XDP program turns on).
+
+use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use lab::{Host, Lab, LabGuard, LabSpec};
+use lb::AgentReport;
+use rss::{RssConfig, RssKey};
+
+use crate::error::LbXdpError;
+use crate::maps::{self, Datapath};
+
+/// The TCP port the backends' servers listen on (at the VIP).
+pub const SERVICE_PORT: u16 = 8080;
+
+/// What to build.
+#[derive(Debug, Clone)]
+pub struct LiveSpec {
+    /// Lab name (see `lab::unique_name`).
+    pub name: String,
+    pub backends: u32,
+    /// Software RSS queues per backend: the "cores" CrossRSS balances.
+    pub queues: u32,
+    /// Indirection table entries per backend = the load balancer's buckets.
+    pub buckets: usize,
+    pub clients: u32,
+    /// Run seed of the randomised tables (`lb::servers::table_seed`).
+    pub seed: u64,
+    /// Toeplitz key shared by all backends and the load balancer.
+    pub key: RssKey,
+}
+
+impl LiveSpec {
+    pub fn new(name: &str) -> LiveSpec {
+        LiveSpec {
+            name: name.to_string(),
+            backends: 4,
+            queues: 4,
+            buckets: lb::servers::DEFAULT_BUCKETS,
+            clients: 2,
+            seed: 0,
+            key: RssKey::microsoft(),
+        }
+    }
+}
+
+/// One backend's agent: reads its software-RSS per-queue counters and
+/// reports the packets each queue received since the last report, with the
+/// backend's bucket -> queue map. A paused agent does not report (tests of
+/// staleness).
+pub struct Agent {
+    pub server: u32,
+    pub netns: String,
+    pub dev: String,
+    pub config: RssConfig,
+    pub paused: Arc<AtomicBool>,
+    last: Option<Vec<u64>>,
+}
+
+impl Agent {
+    /// The current per-queue counters (cumulative).
+    pub fn queue_counts(&self) -> Result<Vec<u64>, LbXdpError> {
+        let stats = nic::stats(&self.dev, Some(&self.netns))?;
+        let mut counts = vec![0u64; self.config.queues as usize];
+        for q in stats.queues {
+            if let Some(c) = counts.get_mut(q.queue as usize) {
+                *c = q.packets;
+            }
+        }
+        Ok(counts)
+    }
+
+    /// This interval's report; `None` when paused or when the backend is
+    /// gone (its counters cannot be read).
+    pub fn report(&mut self) -> Option<AgentReport> {
+        if self.paused.load(Ordering::Relaxed) {
+            return None;
+        }
+        let now = self.queue_counts().ok()?;
+        let loads = match &self.last {
+            Some(last) => now
+                .iter()
+                .zip(last)
+                .map(|(n, l)| n.saturating_sub(*l) as f64)
+                .collect(),
+            None => vec![0.0; now.len()],
+        };
+        self.last = Some(now);
+        Some(AgentReport {
+            server: self.server,
+            core_loads: loads,
+            // Queues are the cores here (queue q's packets are its load).
+            bucket_cores: self.config.indirection_table.entries().to_vec(),
+        })
+    }
+}
+
+/// A built lab with the load balancer attached. Dropping it detaches the
+/// software RSS of every backend and tears the lab down.
+pub struct LiveLab {
+    pub vip: Ipv4Addr,
+    pub lb: Host,
+    pub backends: Vec<Host>,
+    pub clients: Vec<Host>,
+    pub configs: Vec<RssConfig>,
+    pub macs: Vec<[u8; 6]>,
+    pub dp: Arc<Datapath>,
+    pub spec: LiveSpec,
+    guard: Option<LabGuard>,
+}
+
+fn sysctl(netns: &str, key: &str, value: &str) -> Result<(), LbXdpError> {
+    let path = format!("/proc/sys/{}", key.replace('.', "/"));
+    let value = value.to_string();
+    lab::run_in_netns(netns, move || {
+        std::fs::write(&path, value).map_err(|e| (path, e))
+    })?
+    .map_err(|(path, e)| LbXdpError::io(format!("write {path}"), e))
+}
+
+fn ip(args: &[&str]) -> Result<(), LbXdpError> {
+    let out = std::process::Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| LbXdpError::io("run ip", e))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(LbXdpError::io(
+            format!("ip {}", args.join(" ")),
+            std::io::Error::other(String::from_utf8_lossy(&out.stderr).trim().to_string()),
+        ))
+    }
+}
+
+fn tx_csum_off(netns: &str, dev: &str) -> Result<(), LbXdpError> {
+    let d = dev.to_string();
+    lab::run_in_netns(netns, move || nic::sys::set_tx_checksum(&d, false))?
+        .map_err(|e| LbXdpError::io(format!("ethtool -K {dev} tx off"), e))
+}
+
+/// A backend's software RSS config: `lb::servers::server_config`, with the
+/// queues spread over this machine's online CPUs.
+pub fn backend_config(spec: &LiveSpec, server: u32) -> Result<RssConfig, LbXdpError> {
+    let mut config =
+        lb::servers::server_config(&spec.key, server, spec.queues, spec.buckets, spec.seed)?;
+    // SAFETY: sysconf has no memory effects.
+    let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as u32;
+    config.queue_cpus = (0..spec.queues).map(|q| q % cpus).collect();
+    config.validate()?;
+    Ok(config)
+}
+
+impl LiveLab {
+    /// Builds the lab and attaches everything; the data plane starts with
+    /// every backend unhealthy until the controller's first step.
+    pub fn up(spec: &LiveSpec) -> Result<LiveLab, LbXdpError> {
+        if spec.backends == 0 || spec.backends as usize > maps::MAX_BACKENDS {
+            return Err(LbXdpError::config(format!(
+                "{} backends: 1..={}",
+                spec.backends,
+                maps::MAX_BACKENDS
+            )));
+        }
+        if spec.clients == 0 {
+            return Err(LbXdpError::config("at least one client"));
+        }
+        let mut hosts: Vec<String> = (0..spec.clients).map(|i| format!("c{i}")).collect();
+        hosts.push("lb".into());
+        hosts.extend((0..spec.backends).map(|i| format!("b{i}")));
+        let mut lspec = LabSpec::new(&spec.name);
+        lspec.hosts = hosts;
+        lspec.ipv6 = false;
+        lspec.software_rss = false;
+        lspec.queues = spec.queues;
+        if lspec.hosts.len() == 2 {
+            return Err(LbXdpError::config("a load balancer lab needs a switch"));
+        }
+        let guard = Lab::up(&lspec)?.teardown_on_drop();
+        let mut live = LiveLab {
+            vip: Ipv4Addr::UNSPECIFIED,
+            lb: guard.host("lb")?.clone(),
+            backends: Vec::new(),
+            clients: Vec::new(),
+            configs: Vec::new(),
+            macs: Vec::new(),
+            dp: Arc::new(Datapath::load()?),
+            spec: spec.clone(),
+            guard: None,
+        };
+        live.backends = (0..spec.backends)
+            .map(|i| guard.host(&format!("b{i}")).cloned())
+            .collect::<Result<_, _>>()?;
+        live.clients = (0..spec.clients)
+            .map(|i| guard.host(&format!("c{i}")).cloned())
+            .collect::<Result<_, _>>()?;
+        let o = live.lb.ipv4.octets();
+        live.vip = Ipv4Addr::new(10, 78, o[2], 1);
+        let switch_port = |host: &str| {
+            guard
+                .switch_port(host)
+                .ok_or_else(|| LbXdpError::config(format!("no switch port for {host}")))
+        };
+        // Keep the guard in `live` from here on: a failure below tears down.
+        let lb_port = switch_port("lb")?;
+        let backend_ports: Vec<(String, String)> = (0..spec.backends)
+            .map(|i| switch_port(&format!("b{i}")))
+            .collect::<Result<_, _>>()?;
+        live.guard = Some(guard);
+
+        let vip = format!("{}/32", live.vip);
+        for (i, b) in live.backends.clone().iter().enumerate() {
+            let config = backend_config(spec, i as u32)?;
+            let (sw, port) = &backend_ports[i];
+            tx_csum_off(sw, port)?;
+            nic::attach(
+                &b.dev,
+                Some(&b.netns),
+                &config,
+                &nic::AttachOptions::default(),
+            )?;
+            ip(&["-n", &b.netns, "addr", "add", &vip, "dev", "lo"])?;
+            for (k, v) in [
+                ("net.ipv4.conf.all.arp_ignore", "1"),
+                ("net.ipv4.conf.all.arp_announce", "2"),
+                ("net.ipv4.conf.veth0.arp_ignore", "1"),
+                ("net.ipv4.conf.veth0.arp_announce", "2"),
+            ] {
+                sysctl(&b.netns, k, v)?;
+            }
+            live.macs.push(lab::inject::mac_address(&b.netns, &b.dev)?);
+            live.configs.push(config);
+        }
+        let lb_mac = lab::inject::mac_address(&live.lb.netns, &live.lb.dev)?;
+        live.dp.configure(live.vip, &live.configs[0], lb_mac)?;
+        tx_csum_off(&lb_port.0, &lb_port.1)?;
+        live.dp
+            .attach(&live.lb.dev, &live.lb.netns, Some((&lb_port.0, &lb_port.1)))?;
+        let via = live.lb.ipv4.to_string();
+        for c in &live.clients {
+            ip(&["-n", &c.netns, "route", "add", &vip, "via", &via])?;
+        }
+        Ok(live)
+    }
+
+    /// One agent per backend (server id = index).
+    pub fn agents(&self) -> Vec<Agent> {
+        self.backends
+            .iter()
+            .zip(&self.configs)
+            .enumerate()
+            .map(|(i, (b, c))| Agent {
+                server: i as u32,
+                netns: b.netns.clone(),
+                dev: b.dev.clone(),
+                config: c.clone(),
+                paused: Arc::new(AtomicBool::new(false)),
+                last: None,
+            })
+            .collect()
+    }
+
+    /// Removes backend `i` from the world: its namespace is deleted (its
+    /// connections die with it; nobody else's do).
+    pub fn kill_backend(&self, i: usize) -> Result<(), LbXdpError> {
+        let b = &self.backends[i];
+        let _ = nic::detach(&b.dev, Some(&b.netns));
+        ip(&["netns", "del", &b.netns])
+    }
+}
+
+impl Drop for LiveLab {
+    fn drop(&mut self) {
+        for b in &self.backends {
+            match nic::detach(&b.dev, Some(&b.netns)) {
+                Ok(())
+                | Err(nic::NicError::NotAttached { .. })
+                | Err(nic::NicError::NoSuchDevice { .. })
+                | Err(nic::NicError::NoSuchNetns { .. }) => {}
+                Err(e) => eprintln!("detach software RSS of {}: {e}", b.netns),
+            }
+        }
+        maps::detach(&self.lb.dev, &self.lb.netns);
+        // `guard` drops next and deletes the namespaces.
+        self.guard.take();
+    }
+}
