@@ -240,6 +240,15 @@ pub fn set_timer_slack_ns(ns: u64) -> Result<(), PktIoError> {
     })
 }
 
+/// Runs `f` on a thread that joined network namespace `netns` (a name under
+/// /run/netns; `None`: here). Sockets and devices it creates belong there.
+pub fn run_in_netns<T: Send + 'static>(
+    netns: Option<&str>,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, PktIoError> {
+    sys::in_netns(netns, f)
+}
+
 /// `CLOCK_MONOTONIC` now, nanoseconds (the clock of [`RxFrame::rx_ns`]).
 pub fn now_ns() -> u64 {
     sys::monotonic_ns()

@@ -1,0 +1,461 @@
+//! The SRPIC receive path in the lab's receiver (paper section 3.3).
+//!
+//! The wire-facing device (`veth0`) keeps no address; a TAP device in the
+//! same namespace carries the receiver's address. The driver loop is a
+//! NAPI-like poll:
+//!
+//! 1. **Interrupt**: sleep in `ppoll` until a frame is ready on the device
+//!    (or the kernel sent a frame out of the TAP).
+//! 2. **Coalescing**: wait `coalesce` (like a NIC's rx-usecs) so more
+//!    frames gather.
+//! 3. **Poll**: take at most `budget` frames from the ring: that is the
+//!    batch. With sorting, each goes through [`Sorter::push`] and the batch
+//!    ends with [`Sorter::end_batch`] (the flush-all at the end of
+//!    interrupt coalescing); without (`--no-sort`, the control) the batch is
+//!    delivered in ring order. Same copies, same syscalls, same timing.
+//! 4. **Deliver**: write each frame to the TAP, which hands it to the
+//!    kernel's stack. A full batch polls again at once (NAPI's repoll).
+//!
+//! Frames the kernel sends out of the TAP (ACKs, ARP) are read and sent out
+//! of the device in batches.
+
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+use std::os::fd::AsRawFd;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use order::sorter::{Sorter, SorterConfig, SorterStats};
+use order::wire::{parse, LinkType};
+use order::{Descriptor, FlowKey};
+use pktio::{Port, PortConfig};
+use serde::Serialize;
+
+use crate::stats::{Histogram, LatencySummary};
+use crate::tap::Tap;
+use crate::WireError;
+
+const MAX_SLEEP: Duration = Duration::from_millis(20);
+const SNAPSHOT_NS: u64 = 50_000_000;
+
+/// The driver's parameters.
+#[derive(Debug, Clone, Serialize)]
+pub struct DriverConfig {
+    /// The receiver's namespace.
+    pub netns: String,
+    /// The wire-facing device (its IPv4 addresses move to the TAP).
+    pub dev: String,
+    /// The TAP device to create.
+    pub tap: String,
+    /// The receiver's address and prefix length, put on the TAP.
+    pub addr: Ipv4Addr,
+    pub prefix: u8,
+    /// Sort (SRPIC) or deliver in ring order (the control).
+    pub sort: bool,
+    /// Most frames per poll (NAPI weight; Linux's default is 64).
+    pub budget: usize,
+    /// Interrupt coalescing: wait this long after waking before polling.
+    pub coalesce_us: u64,
+    pub sorter: SorterConfig,
+    /// GRO on the TAP (IFF_NAPI device, `ethtool -K TAP gro on|off`).
+    pub gro: bool,
+}
+
+impl DriverConfig {
+    pub fn new(netns: &str, dev: &str, addr: Ipv4Addr, prefix: u8) -> Self {
+        DriverConfig {
+            netns: netns.to_string(),
+            dev: dev.to_string(),
+            tap: "srpic0".into(),
+            addr,
+            prefix,
+            sort: true,
+            budget: 64,
+            coalesce_us: 50,
+            sorter: SorterConfig::paper(),
+            gro: false,
+        }
+    }
+}
+
+/// What the driver measured.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DriverStats {
+    pub sort: bool,
+    /// Frames read from the device.
+    pub packets_in: u64,
+    /// Frames written to the TAP.
+    pub packets_out: u64,
+    /// Frames the TAP refused.
+    pub inject_errors: u64,
+    /// Frames the kernel dropped before the driver read them (ring full).
+    pub ring_drops: u64,
+    /// Frames from the TAP sent out of the device (ACKs, ARP).
+    pub acks_out: u64,
+    pub batches: u64,
+    pub mean_batch: f64,
+    /// `batch_sizes[n]`: batches of n frames (n = 1..=budget).
+    pub batch_sizes: Vec<u64>,
+    /// Per-flow blocks: packets of one TCP flow in one batch (paper section
+    /// 3.1); `block_sizes[n]`: blocks of n packets.
+    pub block_sizes: Vec<u64>,
+    pub mean_block: f64,
+    /// Device receive (kernel stamp) to TAP write, µs: the delay the driver adds.
+    pub added_delay: LatencySummary,
+    /// The sorter's counters (held, out of sequence, flushes...).
+    pub sorter: SorterStats,
+}
+
+impl DriverStats {
+    /// Every frame read was written to the TAP or counted as refused.
+    pub fn balanced(&self) -> bool {
+        self.packets_in == self.packets_out + self.inject_errors
+    }
+}
+
+fn ip(netns: &str, args: &[&str]) -> Result<String, WireError> {
+    let out = Command::new("ip")
+        .args(["-n", netns])
+        .args(args)
+        .output()
+        .map_err(|e| WireError::Io {
+            op: "run ip".into(),
+            source: e,
+        })?;
+    if !out.status.success() {
+        return Err(WireError::Command {
+            command: format!("ip -n {netns} {}", args.join(" ")),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The open receive path.
+pub struct Driver {
+    cfg: DriverConfig,
+    port: Port,
+    tap: Tap,
+    sorter: Sorter,
+    /// Addresses taken from `dev`, given back on drop.
+    moved: Vec<String>,
+    stats: DriverStats,
+    delay: Histogram,
+    batch: Vec<(Vec<u8>, u64)>,
+    order: Vec<u32>,
+    blocks: HashMap<FlowKey, u32>,
+}
+
+impl Driver {
+    /// Creates the TAP with the receiver's address, takes the address off
+    /// the device and opens the device's ring (root).
+    pub fn open(cfg: &DriverConfig) -> Result<Driver, WireError> {
+        if cfg.budget == 0 || cfg.budget > 4096 {
+            return Err(WireError::Config(format!(
+                "budget {} (1..=4096)",
+                cfg.budget
+            )));
+        }
+        let sorter = Sorter::new(cfg.sorter)?;
+        let port = Port::open(&cfg.dev, Some(&cfg.netns), &PortConfig::default())?;
+        let (name, gro) = (cfg.tap.clone(), cfg.gro);
+        let tap = pktio::run_in_netns(Some(&cfg.netns), move || Tap::create(&name, gro))??;
+        let mut moved = Vec::new();
+        let shown = ip(&cfg.netns, &["-4", "-o", "addr", "show", "dev", &cfg.dev])?;
+        for line in shown.lines() {
+            let mut words = line.split_whitespace();
+            if let Some(a) = words.by_ref().skip_while(|w| *w != "inet").nth(1) {
+                moved.push(a.to_string());
+            }
+        }
+        for a in &moved {
+            ip(&cfg.netns, &["addr", "del", a, "dev", &cfg.dev])?;
+        }
+        // Linux answers ARP for any local address on any device: without
+        // this the sender could learn the device's MAC and the kernel would
+        // take the frames straight from the device, bypassing the driver.
+        ip(&cfg.netns, &["link", "set", "dev", &cfg.dev, "arp", "off"])?;
+        let mut driver = Driver {
+            cfg: cfg.clone(),
+            port,
+            tap,
+            sorter,
+            moved,
+            stats: DriverStats {
+                sort: cfg.sort,
+                batch_sizes: vec![0; cfg.budget + 1],
+                block_sizes: vec![0; cfg.budget + 1],
+                ..DriverStats::default()
+            },
+            delay: Histogram::default(),
+            batch: Vec::with_capacity(cfg.budget),
+            order: Vec::with_capacity(cfg.budget),
+            blocks: HashMap::new(),
+        };
+        ip(
+            &cfg.netns,
+            &["link", "set", "dev", &cfg.tap, "mtu", "1500", "up"],
+        )?;
+        ip(
+            &cfg.netns,
+            &[
+                "addr",
+                "add",
+                &format!("{}/{}", cfg.addr, cfg.prefix),
+                "dev",
+                &cfg.tap,
+            ],
+        )?;
+        driver.set_gro(cfg.gro)?;
+        Ok(driver)
+    }
+
+    fn set_gro(&mut self, on: bool) -> Result<(), WireError> {
+        let out = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &self.cfg.netns,
+                "ethtool",
+                "-K",
+                &self.cfg.tap,
+                "gro",
+            ])
+            .arg(if on { "on" } else { "off" })
+            .output()
+            .map_err(|e| WireError::Io {
+                op: "run ethtool".into(),
+                source: e,
+            })?;
+        if !out.status.success() && on {
+            return Err(WireError::Command {
+                command: format!("ethtool -K {} gro on", self.cfg.tap),
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    pub fn stats(&mut self) -> DriverStats {
+        let mut s = self.stats.clone();
+        s.ring_drops = self.port.kernel_drops();
+        s.mean_batch = if s.batches == 0 {
+            0.0
+        } else {
+            s.packets_in as f64 / s.batches as f64
+        };
+        let (blocks, pkts) = s
+            .block_sizes
+            .iter()
+            .enumerate()
+            .fold((0u64, 0u64), |(b, p), (n, &c)| (b + c, p + c * n as u64));
+        s.mean_block = if blocks == 0 {
+            0.0
+        } else {
+            pkts as f64 / blocks as f64
+        };
+        s.added_delay = self.delay.summary();
+        s.sorter = *self.sorter.stats();
+        s
+    }
+
+    /// Sends what the kernel wrote to the TAP out of the device.
+    fn tap_to_dev(&mut self, scratch: &mut Vec<Vec<u8>>) -> Result<(), WireError> {
+        loop {
+            let mut n = 0;
+            while n < self.cfg.budget {
+                if scratch.len() <= n {
+                    scratch.push(vec![0u8; 65_536]);
+                }
+                let buf = &mut scratch[n];
+                buf.resize(65_536, 0);
+                match self.tap.read(buf) {
+                    Some(len) => {
+                        buf.truncate(len);
+                        n += 1;
+                    }
+                    None => break,
+                }
+            }
+            if n == 0 {
+                return Ok(());
+            }
+            self.stats.acks_out += self.port.send_batch(&scratch[..n])? as u64;
+            if n < self.cfg.budget {
+                return Ok(());
+            }
+        }
+    }
+
+    /// One poll: at most `budget` frames from the ring, sorted or not, into the TAP.
+    fn poll(&mut self) -> usize {
+        let mut n = 0;
+        let batch = &mut self.batch;
+        self.port.recv_batch(self.cfg.budget, |f| {
+            if batch.len() <= n {
+                batch.push((Vec::with_capacity(2048), 0));
+            }
+            let slot = &mut batch[n];
+            slot.0.clear();
+            slot.0.extend_from_slice(f.data);
+            slot.1 = f.rx_ns;
+            n += 1;
+        });
+        if n == 0 {
+            return 0;
+        }
+        self.stats.packets_in += n as u64;
+        self.stats.batches += 1;
+        self.stats.batch_sizes[n.min(self.cfg.budget)] += 1;
+        self.order.clear();
+        self.blocks.clear();
+        for (i, (frame, _)) in self.batch[..n].iter().enumerate() {
+            let desc = match parse(LinkType::Ethernet, frame) {
+                Ok(info) => info.descriptor(),
+                Err(_) => Descriptor::Pass { flow: None },
+            };
+            if let Descriptor::Hold(seg) = desc {
+                *self.blocks.entry(seg.flow).or_insert(0) += 1;
+            }
+            if self.cfg.sort {
+                self.sorter.push(i as u32, &desc, &mut self.order);
+            } else {
+                self.order.push(i as u32);
+            }
+        }
+        if self.cfg.sort {
+            self.sorter.end_batch(&mut self.order);
+        }
+        for &b in self.blocks.values() {
+            self.stats.block_sizes[(b as usize).min(self.cfg.budget)] += 1;
+        }
+        for k in 0..self.order.len() {
+            let (frame, rx) = &self.batch[self.order[k] as usize];
+            if self.tap.write(frame) {
+                self.stats.packets_out += 1;
+            } else {
+                self.stats.inject_errors += 1;
+            }
+            self.delay.record(pktio::now_ns().saturating_sub(*rx));
+        }
+        n
+    }
+
+    /// Runs the receive path until `stop` is set.
+    pub fn run(
+        &mut self,
+        stop: &AtomicBool,
+        snapshot: Option<&Mutex<DriverStats>>,
+    ) -> Result<DriverStats, WireError> {
+        pktio::set_timer_slack_ns(1)?;
+        let coalesce = Duration::from_micros(self.cfg.coalesce_us);
+        let mut scratch = Vec::new();
+        let mut next_snapshot = pktio::now_ns() + SNAPSHOT_NS;
+        let fds = [self.port.as_raw_fd(), self.tap.as_raw_fd()];
+        while !stop.load(Ordering::Relaxed) {
+            let ready = pktio::wait_fds(&fds, Some(MAX_SLEEP))?;
+            if ready[1] {
+                self.tap_to_dev(&mut scratch)?;
+            }
+            if self.port.has_frames() {
+                if !coalesce.is_zero() {
+                    pktio::wait_fds(&[], Some(coalesce))?;
+                }
+                // NAPI: poll until a poll comes back short of the budget.
+                while self.poll() == self.cfg.budget {
+                    self.tap_to_dev(&mut scratch)?;
+                }
+                self.tap_to_dev(&mut scratch)?;
+            }
+            if let Some(s) = snapshot {
+                let now = pktio::now_ns();
+                if now >= next_snapshot {
+                    next_snapshot = now + SNAPSHOT_NS;
+                    let st = self.stats();
+                    if let Ok(mut g) = s.lock() {
+                        *g = st;
+                    }
+                }
+            }
+        }
+        let st = self.stats();
+        if let Some(s) = snapshot {
+            if let Ok(mut g) = s.lock() {
+                *g = st.clone();
+            }
+        }
+        Ok(st)
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        // The TAP goes away with its descriptor; give the device its addresses back.
+        let _ = ip(
+            &self.cfg.netns,
+            &["link", "set", "dev", &self.cfg.dev, "arp", "on"],
+        );
+        for a in &self.moved {
+            let _ = ip(&self.cfg.netns, &["addr", "add", a, "dev", &self.cfg.dev]);
+        }
+    }
+}
+
+/// A driver running on its own thread.
+pub struct DriverHandle {
+    stop: Arc<AtomicBool>,
+    snapshot: Arc<Mutex<DriverStats>>,
+    thread: Option<std::thread::JoinHandle<Result<DriverStats, WireError>>>,
+}
+
+impl DriverHandle {
+    /// Opens the driver here (errors come back at once), then runs it on a thread.
+    pub fn spawn(cfg: &DriverConfig) -> Result<DriverHandle, WireError> {
+        let mut driver = Driver::open(cfg)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let snapshot = Arc::new(Mutex::new(DriverStats::default()));
+        let (s, snap) = (stop.clone(), snapshot.clone());
+        let thread = std::thread::Builder::new()
+            .name("srpic-driver".into())
+            .spawn(move || driver.run(&s, Some(&snap)))
+            .map_err(|e| WireError::Io {
+                op: "spawn the driver thread".into(),
+                source: e,
+            })?;
+        Ok(DriverHandle {
+            stop,
+            snapshot,
+            thread: Some(thread),
+        })
+    }
+
+    /// The latest snapshot (at most 50 ms old).
+    pub fn stats(&self) -> DriverStats {
+        self.snapshot.lock().map(|g| g.clone()).unwrap_or_default()
+    }
+
+    pub fn stop(mut self) -> Result<DriverStats, WireError> {
+        self.finish()
+    }
+
+    fn finish(&mut self) -> Result<DriverStats, WireError> {
+        self.stop.store(true, Ordering::Relaxed);
+        match self.thread.take() {
+            Some(t) => match t.join() {
+                Ok(r) => r,
+                Err(p) => std::panic::resume_unwind(p),
+            },
+            None => Ok(self.stats()),
+        }
+    }
+}
+
+impl Drop for DriverHandle {
+    fn drop(&mut self) {
+        if self.thread.is_some() {
+            let _ = self.finish();
+        }
+    }
+}

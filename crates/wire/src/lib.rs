@@ -1,0 +1,64 @@
+//! `wire`: what sits between the lab's hosts and in front of the receiver's
+//! TCP, all in userspace on [`pktio`] batches.
+//!
+//! - [`impair`] and [`sched`]: per-direction delay (constant, normal,
+//!   uniform), loss (uniform, Gilbert-Elliott) and rate limit, with frames
+//!   leaving in departure-time order (a min-heap), so reordering is exactly
+//!   what independent per-frame delays imply. netem's job, which this
+//!   kernel cannot do (no netem qdisc).
+//! - [`forward`]: the forwarder loop between two devices ([`Wire`],
+//!   [`WireHandle`]), with counters (in, out, dropped by policy, dropped by
+//!   overload, queued), duplicate ACKs seen and the applied-delay error.
+//! - [`driver`]: the SRPIC receive path: a NAPI-like poll of the
+//!   wire-facing device (budget, coalescing interval), `order::Sorter` per
+//!   batch, injection into the kernel through a TAP device that carries the
+//!   receiver's address; the kernel's ACKs go back out the device.
+//!
+//! Lab topology (`lab::LabSpec::wire`): `snd:veth0 — to-snd [wire netns]
+//! to-rcv — rcv:veth0`. docs/srpic-experiment.md and docs/performance.md
+//! describe the measurements.
+
+#![deny(unsafe_code)]
+
+pub mod driver;
+pub mod forward;
+pub mod impair;
+pub mod sched;
+pub mod stats;
+mod tap;
+
+pub use driver::{Driver, DriverConfig, DriverHandle, DriverStats};
+pub use forward::{DirectionStats, Wire, WireConfig, WireHandle, WireStats};
+pub use impair::{Delay, Impairment, Loss};
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum WireError {
+    #[error(transparent)]
+    PktIo(#[from] pktio::PktIoError),
+    #[error("invalid wire config: {0}")]
+    Config(String),
+    #[error("sorter: {0}")]
+    Sorter(#[from] order::sorter::ConfigError),
+    #[error("{op}: {source}")]
+    Io {
+        op: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("'{command}' failed: {stderr}")]
+    Command { command: String, stderr: String },
+}
+
+impl WireError {
+    /// True for missing privilege, devices or kernel features (CLI exit 3).
+    pub fn is_environment(&self) -> bool {
+        match self {
+            WireError::PktIo(e) => e.is_environment(),
+            WireError::Io { .. } | WireError::Command { .. } => true,
+            _ => false,
+        }
+    }
+}
