@@ -293,6 +293,9 @@ impl LiveLab {
     pub fn kill_backend(&self, i: usize) -> Result<(), LbXdpError> {
         let b = &self.backends[i];
         let _ = nic::detach(&b.dev, Some(&b.netns));
+        // Sockets keep a deleted namespace alive; without its device it is
+        // cut off all the same.
+        ip(&["-n", &b.netns, "link", "del", &b.dev])?;
         ip(&["netns", "del", &b.netns])
     }
 }

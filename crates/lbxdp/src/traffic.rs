@@ -155,8 +155,14 @@ pub struct ConnShape {
 /// What one connection did: the backend that answered.
 pub fn connect_once(vip: Ipv4Addr, port: u16, shape: ConnShape) -> Result<u32, String> {
     let addr = SocketAddr::V4(SocketAddrV4::new(vip, port));
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(3))
+    let s = TcpStream::connect_timeout(&addr, Duration::from_secs(3))
         .map_err(|e| format!("connect: {e}"))?;
+    exchange(s, shape)
+}
+
+/// The client side of one connection after `connect`: send, then check the
+/// answer; returns the backend's server id.
+pub fn exchange(mut s: TcpStream, shape: ConnShape) -> Result<u32, String> {
     s.set_read_timeout(Some(Duration::from_secs(10)))
         .map_err(|e| e.to_string())?;
     s.set_write_timeout(Some(Duration::from_secs(10)))

@@ -77,3 +77,223 @@ fn connections_through_the_load_balancer() {
         );
     }
 }
+
+/// Long connections, opened and then kept sending while tables change
+/// every 10 ms (random bucket tables, alternating with the controller's):
+/// none breaks, and the load balancer never meets an established
+/// connection it does not know.
+#[test]
+fn table_changes_never_move_established_connections() {
+    need_root!();
+    let live = LiveLab::up(&spec(3)).unwrap();
+    let ns: Vec<String> = live.backends.iter().map(|b| b.netns.clone()).collect();
+    let _servers = Servers::start(&ns, live.vip, SERVICE_PORT).unwrap();
+    let ctl = ControlLoop::start(
+        live.dp.clone(),
+        LivePolicy::Hash,
+        live.macs.clone(),
+        128,
+        live.agents(),
+        20.0,
+    )
+    .unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let churn = {
+        let (dp, stop) = (live.dp.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut x = 0x1234_5678u64;
+            let mut writes = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let table: Vec<u32> = (0..128)
+                    .map(|_| {
+                        x = lb::rng::mix64(x);
+                        (x % 3) as u32
+                    })
+                    .collect();
+                dp.write_buckets(&table).unwrap();
+                writes += 1;
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            writes
+        })
+    };
+    let w = Workload {
+        workers: 6,
+        duration: Duration::from_secs(3),
+        short: SHORT,
+        long: ConnShape {
+            bytes: 2_000_000,
+            chunk: 20_000,
+            pause: Duration::from_millis(10),
+        },
+        long_every: 2,
+    };
+    let clients: Vec<String> = live.clients.iter().map(|c| c.netns.clone()).collect();
+    let r = w.run(&clients, live.vip, SERVICE_PORT, 3).unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let writes = churn.join().unwrap();
+    let sum = ctl.stop();
+    assert!(writes > 100, "only {writes} table writes");
+    assert!(r.long >= 6, "{r:?}");
+    assert_eq!(r.failures, 0, "{:?}", r.errors);
+    let stats = live.dp.stats(3).unwrap();
+    assert_eq!(stats.get(lbxdp::maps::STAT_MISS_NONSYN), 0, "{stats:?}");
+    assert!(sum.errors.is_empty(), "{sum:?}");
+}
+
+/// Bad reports are refused and counted; an agent that stops reporting
+/// gets no new connections (its established ones carry on) until it
+/// reports again; a backend that vanishes loses only its own connections.
+#[test]
+fn stale_agents_bad_reports_and_a_vanishing_backend() {
+    need_root!();
+    use std::sync::atomic::Ordering;
+    let live = LiveLab::up(&spec(3)).unwrap();
+    let ns: Vec<String> = live.backends.iter().map(|b| b.netns.clone()).collect();
+    let _servers = Servers::start(&ns, live.vip, SERVICE_PORT).unwrap();
+    let ctl = ControlLoop::start(
+        live.dp.clone(),
+        LivePolicy::CrossRss,
+        live.macs.clone(),
+        128,
+        live.agents(),
+        20.0,
+    )
+    .unwrap();
+    let client = live.clients[0].netns.clone();
+    let vip = live.vip;
+
+    // Malformed and impossible reports: refused, nothing breaks.
+    for bad in [
+        lb::AgentReport {
+            server: 0,
+            core_loads: vec![-1.0; 4],
+            bucket_cores: vec![0; 128],
+        },
+        lb::AgentReport {
+            server: 1,
+            core_loads: vec![f64::NAN; 4],
+            bucket_cores: vec![0; 128],
+        },
+        lb::AgentReport {
+            server: 1,
+            core_loads: vec![1.0; 4],
+            bucket_cores: vec![0; 7],
+        },
+        lb::AgentReport {
+            server: 2,
+            core_loads: vec![1.0; 4],
+            bucket_cores: vec![9; 128],
+        },
+        lb::AgentReport {
+            server: 77,
+            core_loads: vec![1.0; 4],
+            bucket_cores: vec![0; 128],
+        },
+        lb::AgentReport {
+            server: 0,
+            core_loads: vec![1e300; 4],
+            bucket_cores: vec![0; 128],
+        },
+    ] {
+        ctl.inject(bad);
+    }
+
+    // Agent 1 stops reporting: after the stale time no new connection goes there.
+    ctl.paused[1].store(true, Ordering::Relaxed);
+    std::thread::sleep(Duration::from_millis(600));
+    let short_run = |n: usize| -> Vec<u32> {
+        let c = client.clone();
+        lbxdp::traffic::spawn_in_netns(&c, move || {
+            (0..n)
+                .map(|_| lbxdp::traffic::connect_once(vip, SERVICE_PORT, SHORT).unwrap())
+                .collect::<Vec<u32>>()
+        })
+        .unwrap()
+        .join()
+        .unwrap()
+        .unwrap()
+    };
+    let during = short_run(30);
+    assert!(
+        !during.contains(&1),
+        "stale backend got new connections: {during:?}"
+    );
+    ctl.paused[1].store(false, Ordering::Relaxed);
+    std::thread::sleep(Duration::from_millis(400));
+    let after = short_run(30);
+    assert!(after.contains(&1), "backend 1 never came back: {after:?}");
+
+    // Long connections on every backend, traced by local port.
+    let long = ConnShape {
+        bytes: 3_000_000,
+        chunk: 15_000,
+        pause: Duration::from_millis(20),
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut longs = Vec::new();
+    for _ in 0..12 {
+        let tx = tx.clone();
+        longs.push(
+            lbxdp::traffic::spawn_in_netns(&client, move || {
+                let addr = std::net::SocketAddr::from((vip, SERVICE_PORT));
+                let s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(3))
+                    .expect("connect");
+                let port = s.local_addr().expect("local address").port();
+                let _ = tx.send(port);
+                let r = lbxdp::traffic::exchange(s, long);
+                (port, r)
+            })
+            .unwrap(),
+        );
+    }
+    drop(tx);
+    let ports: Vec<u16> = rx.iter().take(12).collect();
+    assert_eq!(ports.len(), 12);
+    std::thread::sleep(Duration::from_millis(200));
+    let backend_of = |port: u16| {
+        live.dp
+            .connections()
+            .into_iter()
+            .find(|(k, _)| u16::from_be(k.sport) == port)
+            .map(|(_, v)| v.backend)
+    };
+    let placed: Vec<(u16, u32)> = ports
+        .iter()
+        .map(|&p| (p, backend_of(p).expect("in conn table")))
+        .collect();
+
+    std::thread::sleep(Duration::from_millis(300));
+    // Backend 2 vanishes while the long connections run.
+    live.kill_backend(2).unwrap();
+    let mut results = Vec::new();
+    for h in longs {
+        results.push(h.join().unwrap().unwrap());
+    }
+    let sum = ctl.stop();
+    for (port, backend) in &placed {
+        let result = &results
+            .iter()
+            .find(|(p, _)| p == port)
+            .expect("a result per port")
+            .1;
+        if *backend == 2 {
+            assert!(
+                result.is_err(),
+                "port {port} on the vanished backend finished: {result:?}"
+            );
+        } else {
+            assert_eq!(
+                result.as_ref().ok(),
+                Some(backend),
+                "port {port} on backend {backend}: {result:?}"
+            );
+        }
+    }
+    assert!(
+        placed.iter().any(|(_, b)| *b != 2),
+        "no connection on a surviving backend"
+    );
+    assert!(sum.rejected >= 6, "{sum:?}");
+    assert!(sum.degraded_steps > 0, "{sum:?}");
+}

@@ -231,6 +231,12 @@ static __always_inline __u32 rss_hash(const struct lbxdp_toeplitz *tt, const str
 	return h;
 }
 
+static __always_inline int mac_eq(const __u8 *a, const __u8 *b)
+{
+	return ((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3]) | (a[4] ^ b[4]) |
+		(a[5] ^ b[5])) == 0;
+}
+
 static __always_inline int usable(__u32 slot)
 {
 	struct lbxdp_backend *b = bpf_map_lookup_elem(&backends, &slot);
@@ -389,7 +395,9 @@ int lbxdp(struct xdp_md *ctx)
 		count(LBXDP_STAT_UNCONFIGURED, len);
 		return XDP_PASS;
 	}
-	if (ip->daddr != cfg->vip)
+	/* Only frames addressed to us: a switch floods frames for a MAC it
+	 * forgot (a vanished backend's), and forwarding those again would loop. */
+	if (ip->daddr != cfg->vip || !mac_eq(eth->h_dest, cfg->lb_mac))
 		goto pass;
 	if (ip->protocol != IPPROTO_TCP && ip->protocol != IPPROTO_UDP) {
 		count(LBXDP_STAT_OTHER_PROTO, len);
