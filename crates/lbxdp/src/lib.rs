@@ -18,3 +18,4 @@ pub mod traffic;
 
 pub use control::{ControlLoop, Controller, LivePolicy, LoopSummary, StepInfo};
 pub use live::{Agent, LiveLab, LiveSpec};
+pub mod experiment;

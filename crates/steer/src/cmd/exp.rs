@@ -19,11 +19,17 @@ pub enum ExpCommand {
     /// What the XDP software RSS costs TCP: iperf3 with the program attached
     /// and with no program, alternating in one run (needs root and iperf3).
     XdpOverhead(XdpOverheadArgs),
+    /// Live CrossRSS: short and long TCP connections from client namespaces
+    /// through the XDP load balancer to backends with software RSS, each
+    /// policy in turn; per-core and per-server variance from the datapath
+    /// counters, throughput, connection failures (needs root).
+    Crossrss(CrossrssArgs),
 }
 
 pub fn run(cmd: ExpCommand, json: bool) -> anyhow::Result<i32> {
     match cmd {
         ExpCommand::XdpOverhead(args) => xdp_overhead(args, json),
+        ExpCommand::Crossrss(args) => crossrss(args, json),
     }
 }
 
@@ -141,4 +147,110 @@ fn print_table(r: &XdpOverheadResult) -> anyhow::Result<()> {
         r.ratio
     );
     Ok(())
+}
+
+#[derive(Debug, Args)]
+pub struct CrossrssArgs {
+    /// Backends behind the load balancer.
+    #[arg(long, default_value_t = 4)]
+    pub backends: u32,
+    /// Software RSS queues ("cores") per backend.
+    #[arg(long, default_value_t = 4)]
+    pub queues: u32,
+    /// Seconds of traffic per policy.
+    #[arg(long, default_value_t = 10.0)]
+    pub seconds: f64,
+    /// Controller / agent report rate (Hz).
+    #[arg(long, default_value_t = 10.0)]
+    pub rate_hz: f64,
+    /// Policies, comma-separated: rr, hash, maglev, crossrss, crossrss-plus, or all.
+    #[arg(long, default_value = "all")]
+    pub policy: String,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// Parses a policy list for the live load balancer.
+pub fn live_policies(text: &str) -> anyhow::Result<Vec<lbxdp::LivePolicy>> {
+    if text == "all" {
+        return Ok(lbxdp::LivePolicy::ALL.to_vec());
+    }
+    text.split(',')
+        .map(|p| {
+            lbxdp::LivePolicy::parse(p.trim()).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "unknown policy '{p}': use rr, hash, maglev, crossrss, crossrss-plus or all"
+                )
+            })
+        })
+        .collect()
+}
+
+fn crossrss(args: CrossrssArgs, json: bool) -> anyhow::Result<i32> {
+    let mut params = lbxdp::experiment::CrossRssParams {
+        backends: args.backends,
+        queues: args.queues,
+        seconds: args.seconds,
+        rate_hz: args.rate_hz,
+        ..Default::default()
+    };
+    params.policies = match live_policies(&args.policy) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("steer: {e}");
+            return Ok(2);
+        }
+    };
+    if args.common.quick {
+        params = params.quick();
+    }
+    let show = !json || std::io::stderr().is_terminal();
+    let result = match lbxdp::experiment::run(&params, |p| {
+        if show {
+            eprintln!(
+                "  {:<14} core variance {:.4} server variance {:.4} {} connections, {} failed",
+                p.name, p.core_variance, p.server_variance, p.connections, p.failures
+            );
+        }
+    }) {
+        Ok(r) => r,
+        Err(e) if e.is_environment() => {
+            eprintln!("steer: {e}");
+            return Ok(3);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    write_output(&args.common, &result)?;
+    if json {
+        output::json(&result)?;
+    } else {
+        let body: Vec<Vec<String>> = result
+            .policies
+            .iter()
+            .map(|p| {
+                vec![
+                    p.name.to_string(),
+                    format!("{:.3}", p.core_variance * 100.0),
+                    format!("{:.3}", p.server_variance * 100.0),
+                    format!("{:.1}", p.throughput_mbit),
+                    format!("{:.0}", p.lb_packets_per_s),
+                    p.connections.to_string(),
+                    p.failures.to_string(),
+                ]
+            })
+            .collect();
+        output::table(
+            &[
+                "policy",
+                "core var %",
+                "server var %",
+                "Mbit/s",
+                "LB pkt/s",
+                "connections",
+                "failures",
+            ],
+            &body,
+        )?;
+    }
+    Ok(if result.failures == 0 { 0 } else { 1 })
 }

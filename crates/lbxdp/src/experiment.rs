@@ -1,0 +1,250 @@
+//! `steer exp crossrss` and `steer lb run`: live connections through the XDP
+//! load balancer, one policy after another, measured from the datapath
+//! counters.
+//!
+//! Per policy: a fresh controller (same lab, same backends), clients opening
+//! a mix of short and long TCP connections for `seconds`, and a sampler that
+//! reads every backend's software-RSS per-queue counters once per second.
+//! The metrics are `steer lb sim`'s (`lb::sim::normalized_variance`): per
+//! 1 s window, each count divided by the window's mean, population variance,
+//! over the backends (`server_variance`) and over all queues of all
+//! backends (`core_variance`), averaged over the windows.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::control::{ControlLoop, LivePolicy, LoopSummary};
+use crate::error::LbXdpError;
+use crate::live::{LiveLab, LiveSpec, SERVICE_PORT};
+use crate::maps;
+use crate::traffic::{ConnShape, Servers, Workload, WorkloadResult};
+
+/// Parameters of the experiment.
+#[derive(Debug, Clone, Serialize)]
+pub struct CrossRssParams {
+    pub backends: u32,
+    pub queues: u32,
+    pub buckets: usize,
+    pub clients: u32,
+    /// Connection threads per client namespace.
+    pub workers: u32,
+    pub seconds: f64,
+    pub rate_hz: f64,
+    /// Every n-th connection of a worker is long.
+    pub long_every: u32,
+    pub short_bytes: u64,
+    pub long_bytes: u64,
+    pub policies: Vec<LivePolicy>,
+    pub seed: u64,
+    pub quick: bool,
+}
+
+impl Default for CrossRssParams {
+    fn default() -> Self {
+        CrossRssParams {
+            backends: 4,
+            queues: 4,
+            buckets: 128,
+            clients: 2,
+            workers: 4,
+            seconds: 10.0,
+            rate_hz: 10.0,
+            long_every: 4,
+            short_bytes: 20_000,
+            long_bytes: 4_000_000,
+            policies: LivePolicy::ALL.to_vec(),
+            seed: 0,
+            quick: false,
+        }
+    }
+}
+
+impl CrossRssParams {
+    /// The `--quick` variant: 4 s per policy (about 40 s in all).
+    pub fn quick(mut self) -> Self {
+        self.seconds = 4.0;
+        self.quick = true;
+        self
+    }
+
+    fn workload(&self) -> Workload {
+        Workload {
+            workers: self.workers,
+            duration: Duration::from_secs_f64(self.seconds),
+            short: ConnShape {
+                bytes: self.short_bytes,
+                chunk: 64 * 1024,
+                pause: Duration::ZERO,
+            },
+            // A long connection sends in 32 KB chunks, 5 ms apart: it lives
+            // across many controller intervals.
+            long: ConnShape {
+                bytes: self.long_bytes,
+                chunk: 32 * 1024,
+                pause: Duration::from_millis(5),
+            },
+            long_every: self.long_every,
+        }
+    }
+}
+
+/// One policy's live result.
+#[derive(Debug, Clone, Serialize)]
+pub struct LivePolicyResult {
+    pub name: &'static str,
+    /// Mean over 1 s windows of the normalized variance across all queues
+    /// of all backends (fraction; the paper's metric).
+    pub core_variance: f64,
+    /// Same across backends.
+    pub server_variance: f64,
+    pub windows: usize,
+    /// Every window's per-queue packet counts (backend-major).
+    pub window_counts: Vec<Vec<u64>>,
+    /// Client payload acknowledged by backends, Mbit/s.
+    pub throughput_mbit: f64,
+    /// Packets the load balancer forwarded per second.
+    pub lb_packets_per_s: f64,
+    pub connections: u64,
+    pub failures: u64,
+    pub errors: Vec<String>,
+    /// Connections answered per backend.
+    pub per_backend: Vec<u64>,
+    pub controller: LoopSummary,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CrossRssResult {
+    pub experiment: &'static str,
+    pub meta: exp::meta::Meta,
+    pub params: CrossRssParams,
+    pub policies: Vec<LivePolicyResult>,
+    /// Sum of connection failures over all policies (must be 0).
+    pub failures: u64,
+}
+
+fn counts(agents: &[crate::live::Agent]) -> Vec<u64> {
+    agents
+        .iter()
+        .flat_map(|a| {
+            a.queue_counts()
+                .unwrap_or_else(|_| vec![0; a.config.queues as usize])
+        })
+        .collect()
+}
+
+/// One policy on a lab that is up, servers running.
+pub fn run_policy(
+    live: &LiveLab,
+    params: &CrossRssParams,
+    policy: LivePolicy,
+) -> Result<LivePolicyResult, LbXdpError> {
+    let ctl = ControlLoop::start(
+        live.dp.clone(),
+        policy,
+        live.macs.clone(),
+        params.buckets,
+        live.agents(),
+        params.rate_hz,
+    )?;
+    let agents = live.agents();
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut windows = Vec::new();
+            let mut prev = counts(&agents);
+            let mut next = Instant::now() + Duration::from_secs(1);
+            while !stop.load(Ordering::Relaxed) {
+                if Instant::now() < next {
+                    std::thread::sleep(Duration::from_millis(20));
+                    continue;
+                }
+                next += Duration::from_secs(1);
+                let now = counts(&agents);
+                windows.push(
+                    now.iter()
+                        .zip(&prev)
+                        .map(|(n, p)| n.saturating_sub(*p))
+                        .collect::<Vec<u64>>(),
+                );
+                prev = now;
+            }
+            windows
+        })
+    };
+    let before = live.dp.stats(live.backends.len())?;
+    let clients: Vec<String> = live.clients.iter().map(|c| c.netns.clone()).collect();
+    let work: WorkloadResult =
+        params
+            .workload()
+            .run(&clients, live.vip, SERVICE_PORT, live.backends.len())?;
+    stop.store(true, Ordering::Relaxed);
+    let windows = sampler
+        .join()
+        .map_err(|_| LbXdpError::config("sampler panicked"))?;
+    let after = live.dp.stats(live.backends.len())?;
+    let controller = ctl.stop();
+    let cores = params.queues as usize;
+    let servers = live.backends.len();
+    let (mut sv, mut cv, mut used) = (0.0, 0.0, 0usize);
+    for w in &windows {
+        let per_server = (0..servers).map(|s| w[s * cores..(s + 1) * cores].iter().sum::<u64>());
+        if let (Some(s), Some(c)) = (
+            lb::sim::normalized_variance(per_server),
+            lb::sim::normalized_variance(w.iter().copied()),
+        ) {
+            sv += s;
+            cv += c;
+            used += 1;
+        }
+    }
+    let div = used.max(1) as f64;
+    let fwd = after.get(maps::STAT_FORWARDED) - before.get(maps::STAT_FORWARDED);
+    Ok(LivePolicyResult {
+        name: policy.name(),
+        core_variance: cv / div,
+        server_variance: sv / div,
+        windows: used,
+        window_counts: windows,
+        throughput_mbit: work.bytes as f64 * 8.0 / work.seconds.max(1e-9) / 1e6,
+        lb_packets_per_s: fwd as f64 / work.seconds.max(1e-9),
+        connections: work.connections,
+        failures: work.failures,
+        errors: work.errors,
+        per_backend: work.per_backend,
+        controller,
+    })
+}
+
+/// Builds the lab, runs every policy, tears the lab down.
+pub fn run(
+    params: &CrossRssParams,
+    mut progress: impl FnMut(&LivePolicyResult),
+) -> Result<CrossRssResult, LbXdpError> {
+    let mut spec = LiveSpec::new(&lab::unique_name("xrss"));
+    spec.backends = params.backends;
+    spec.queues = params.queues;
+    spec.buckets = params.buckets;
+    spec.clients = params.clients;
+    spec.seed = params.seed;
+    let live = LiveLab::up(&spec)?;
+    let ns: Vec<String> = live.backends.iter().map(|b| b.netns.clone()).collect();
+    let _servers = Servers::start(&ns, live.vip, SERVICE_PORT)?;
+    let mut policies = Vec::new();
+    for &p in &params.policies {
+        let r = run_policy(&live, params, p)?;
+        progress(&r);
+        policies.push(r);
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    Ok(CrossRssResult {
+        experiment: "crossrss",
+        meta: exp::meta::Meta::collect(),
+        params: params.clone(),
+        failures: policies.iter().map(|p| p.failures).sum(),
+        policies,
+    })
+}
