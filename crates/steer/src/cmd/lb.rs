@@ -23,6 +23,90 @@ pub enum LbCommand {
     ///
     /// Example: steer lb sim --trace auckland.pcap --speedup 10 --amplify 16 --svg out/
     Sim(SimArgs),
+    /// Run the XDP load balancer live in a namespace lab: clients, a
+    /// load-balancer namespace (VIP, L2 direct server return), backends with
+    /// software RSS and their own randomised tables, agents and the
+    /// controller at --rate-hz; TCP traffic for --seconds, then per-policy
+    /// counters (docs/crossrss.md, "The live data plane"). Needs root.
+    ///
+    /// Example: steer lb run --policy crossrss-plus --backends 4 --seconds 10
+    Run(RunArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// rr, hash, maglev, crossrss, crossrss-plus (comma-separated), or all.
+    #[arg(long, default_value = "crossrss-plus")]
+    pub policy: String,
+    #[arg(long, default_value_t = 4)]
+    pub backends: u32,
+    /// Software RSS queues per backend.
+    #[arg(long, default_value_t = 4)]
+    pub queues: u32,
+    /// Seconds of traffic per policy.
+    #[arg(long, default_value_t = 10.0)]
+    pub seconds: f64,
+    /// Controller / agent report rate (Hz).
+    #[arg(long, default_value_t = 10.0)]
+    pub rate_hz: f64,
+}
+
+fn live_run(args: RunArgs, json: bool) -> anyhow::Result<i32> {
+    let policies = match crate::cmd::exp::live_policies(&args.policy) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("steer: {e}");
+            return Ok(2);
+        }
+    };
+    let params = lbxdp::experiment::CrossRssParams {
+        backends: args.backends,
+        queues: args.queues,
+        seconds: args.seconds,
+        rate_hz: args.rate_hz,
+        policies,
+        ..Default::default()
+    };
+    let result = match lbxdp::experiment::run(&params, |_| {}) {
+        Ok(r) => r,
+        Err(e) if e.is_environment() => {
+            eprintln!("steer: {e}");
+            return Ok(3);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if json {
+        output::json(&result)?;
+    } else {
+        let body: Vec<Vec<String>> = result
+            .policies
+            .iter()
+            .map(|p| {
+                vec![
+                    p.name.to_string(),
+                    format!("{:.3}", p.core_variance * 100.0),
+                    format!("{:.3}", p.server_variance * 100.0),
+                    format!("{:?}", p.per_backend),
+                    p.controller.steps.to_string(),
+                    p.connections.to_string(),
+                    p.failures.to_string(),
+                ]
+            })
+            .collect();
+        output::table(
+            &[
+                "policy",
+                "core var %",
+                "server var %",
+                "per backend",
+                "controller steps",
+                "connections",
+                "failures",
+            ],
+            &body,
+        )?;
+    }
+    Ok(if result.failures == 0 { 0 } else { 1 })
 }
 
 #[derive(Debug, Args)]
@@ -76,6 +160,7 @@ pub struct SimArgs {
 pub fn run(cmd: LbCommand, json: bool) -> anyhow::Result<i32> {
     match cmd {
         LbCommand::Sim(args) => sim(args, json),
+        LbCommand::Run(args) => live_run(args, json),
     }
 }
 
