@@ -249,6 +249,14 @@ pub fn run_in_netns<T: Send + 'static>(
     sys::in_netns(netns, f)
 }
 
+/// Gives this thread the real-time `SCHED_FIFO` policy at `priority`
+/// (1..=99), so a packet loop that sleeps in [`wait_readable`] wakes on
+/// time even when the cores are busy. The loop must sleep, or it starves
+/// everything of lower priority on its core.
+pub fn set_realtime_priority(priority: i32) -> Result<(), PktIoError> {
+    sys::set_fifo(priority).map_err(|e| PktIoError::io("sched_setscheduler(SCHED_FIFO)", e))
+}
+
 /// `CLOCK_MONOTONIC` now, nanoseconds (the clock of [`RxFrame::rx_ns`]).
 pub fn now_ns() -> u64 {
     sys::monotonic_ns()

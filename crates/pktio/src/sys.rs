@@ -467,3 +467,15 @@ pub(crate) fn realtime_to_mono_ns() -> i64 {
     let b = clock_ns(libc::CLOCK_MONOTONIC);
     r as i64 - ((a + b) / 2) as i64
 }
+
+pub(crate) fn set_fifo(prio: i32) -> io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: prio,
+    };
+    // SAFETY: param is valid for the call; 0 is this thread.
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}

@@ -71,6 +71,10 @@ pub enum Command {
     /// Reorder repair (SRPIC) and reordering metrics of captures.
     #[command(subcommand)]
     Reorder(crate::cmd::reorder::ReorderCommand),
+    /// The impairment wire between the lab's hosts (delay, loss, rate) and
+    /// the SRPIC receive path in the receiver.
+    #[command(subcommand)]
+    Wire(crate::cmd::wire::WireCommand),
 }
 
 #[derive(Debug, Subcommand)]

@@ -61,6 +61,9 @@ pub struct DriverConfig {
     pub sorter: SorterConfig,
     /// GRO on the TAP (IFF_NAPI device, `ethtool -K TAP gro on|off`).
     pub gro: bool,
+    /// Run the loop as SCHED_FIFO at this priority (0: normal scheduling),
+    /// as the kernel's receive softirq outranks user processes.
+    pub realtime_priority: i32,
 }
 
 impl DriverConfig {
@@ -76,6 +79,7 @@ impl DriverConfig {
             coalesce_us: 50,
             sorter: SorterConfig::paper(),
             gro: false,
+            realtime_priority: 5,
         }
     }
 }
@@ -131,6 +135,28 @@ fn ip(netns: &str, args: &[&str]) -> Result<String, WireError> {
         });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The TAP's MAC from `ip -o link show` of the device.
+fn tap_mac(link: &str) -> String {
+    let mut words = link.split_whitespace();
+    let dev_mac = words
+        .by_ref()
+        .skip_while(|w| *w != "link/ether")
+        .nth(1)
+        .unwrap_or("02:00:00:00:00:00");
+    let mut bytes: Vec<u8> = dev_mac
+        .split(':')
+        .filter_map(|b| u8::from_str_radix(b, 16).ok())
+        .collect();
+    bytes.resize(6, 0);
+    bytes[0] = (bytes[0] | 0x02) & 0xfe;
+    bytes[5] ^= 0xff;
+    bytes
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
 }
 
 /// The open receive path.
@@ -194,6 +220,14 @@ impl Driver {
             order: Vec::with_capacity(cfg.budget),
             blocks: HashMap::new(),
         };
+        // A MAC derived from the device's (locally administered bit set, last
+        // byte flipped): the same on every run, so the sender's ARP cache
+        // stays right when the driver restarts.
+        let mac = tap_mac(&ip(&cfg.netns, &["-o", "link", "show", "dev", &cfg.dev])?);
+        ip(
+            &cfg.netns,
+            &["link", "set", "dev", &cfg.tap, "address", &mac],
+        )?;
         ip(
             &cfg.netns,
             &["link", "set", "dev", &cfg.tap, "mtu", "1500", "up"],
@@ -350,6 +384,9 @@ impl Driver {
         snapshot: Option<&Mutex<DriverStats>>,
     ) -> Result<DriverStats, WireError> {
         pktio::set_timer_slack_ns(1)?;
+        if self.cfg.realtime_priority > 0 {
+            pktio::set_realtime_priority(self.cfg.realtime_priority)?;
+        }
         let coalesce = Duration::from_micros(self.cfg.coalesce_us);
         let mut scratch = Vec::new();
         let mut next_snapshot = pktio::now_ns() + SNAPSHOT_NS;
@@ -457,5 +494,15 @@ impl Drop for DriverHandle {
         if self.thread.is_some() {
             let _ = self.finish();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn tap_mac_is_derived_and_local() {
+        let line =
+            "2: veth0@if3: <BROADCAST> mtu 1500 link/ether 0a:11:22:33:44:55 brd ff:ff:ff:ff:ff:ff";
+        assert_eq!(super::tap_mac(line), "0a:11:22:33:44:aa");
     }
 }

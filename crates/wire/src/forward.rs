@@ -48,6 +48,11 @@ pub struct WireConfig {
     pub budget: usize,
     /// Most frames in one direction's delay line.
     pub max_held: usize,
+    /// Run the loop as SCHED_FIFO at this priority (0: normal scheduling).
+    /// The wire stands for a separate machine; on a shared host a real-time
+    /// loop keeps its departures on time while senders and receivers load
+    /// the cores.
+    pub realtime_priority: i32,
 }
 
 impl WireConfig {
@@ -61,6 +66,7 @@ impl WireConfig {
             seed: 1,
             budget: 256,
             max_held: 200_000,
+            realtime_priority: 10,
         }
     }
 }
@@ -229,6 +235,9 @@ impl Wire {
         snapshot: Option<&Mutex<WireStats>>,
     ) -> Result<WireStats, WireError> {
         pktio::set_timer_slack_ns(1)?;
+        if self.cfg.realtime_priority > 0 {
+            pktio::set_realtime_priority(self.cfg.realtime_priority)?;
+        }
         self.started_ns = pktio::now_ns();
         let mut due: Vec<Due> = Vec::with_capacity(self.cfg.budget);
         let mut next_snapshot = self.started_ns + SNAPSHOT_NS;

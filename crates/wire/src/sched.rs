@@ -89,6 +89,7 @@ pub struct Direction {
     loss: LossState,
     heap: BinaryHeap<Reverse<Held>>,
     link_free_ns: u64,
+    last_arrival_ns: u64,
     arrivals: u64,
     /// Highest arrival number delivered so far (for `reordered`).
     max_delivered: Option<u64>,
@@ -106,6 +107,7 @@ impl Direction {
             loss: LossState::new(imp.loss),
             heap: BinaryHeap::new(),
             link_free_ns: 0,
+            last_arrival_ns: 0,
             arrivals: 0,
             max_delivered: None,
             max_held,
@@ -118,8 +120,12 @@ impl Direction {
         &self.imp
     }
 
-    /// Takes one frame that arrived at `t_ns`.
+    /// Takes one frame that arrived at `t_ns`. Arrival times are clamped to
+    /// be non-decreasing (kernel receive stamps from different CPUs can be
+    /// a little out of ring order), so a constant delay never reorders.
     pub fn arrive(&mut self, frame: &[u8], t_ns: u64) {
+        let t_ns = t_ns.max(self.last_arrival_ns);
+        self.last_arrival_ns = t_ns;
         self.counters.packets_in += 1;
         self.counters.bytes_in += frame.len() as u64;
         if self.loss.lose(&mut self.rng) {

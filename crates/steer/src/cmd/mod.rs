@@ -11,6 +11,7 @@ mod nic;
 pub mod ports;
 pub mod reorder;
 mod rss;
+pub mod wire;
 
 use crate::cli::{Cli, Command};
 
@@ -30,5 +31,6 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Agent(args) => agent::run(args, json),
         Command::Ports(cmd) => ports::run(cmd, json),
         Command::Reorder(cmd) => reorder::run(cmd, json),
+        Command::Wire(cmd) => wire::run(cmd, json),
     }
 }

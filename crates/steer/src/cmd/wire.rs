@@ -1,0 +1,275 @@
+//! `steer wire up|down|run|srpic`: the impairment wire between the lab's
+//! hosts and the SRPIC receive path in the receiver (crate `wire`).
+
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use lab::{Lab, LabSpec};
+use wire::{Delay, DirectionStats, DriverConfig, Impairment, Loss, WireConfig};
+
+use crate::output;
+
+#[derive(Debug, Subcommand)]
+pub enum WireCommand {
+    /// Build a lab whose two hosts are joined through a wire namespace
+    /// (snd —veth— NAME-wire —veth— rcv; IPv6 off, no software RSS).
+    Up {
+        /// Lab name.
+        name: String,
+    },
+    /// Tear the lab down (same as `steer lab down`).
+    Down { name: String },
+    /// Forward between the wire namespace's two devices, applying delay,
+    /// loss and a rate limit per direction; prints the counters at the end.
+    Run(RunArgs),
+    /// Run the SRPIC receive path in the lab's receiver: poll its veth in
+    /// batches, sort each batch (or not, with --no-sort), inject through a
+    /// TAP carrying the receiver's address.
+    Srpic(SrpicArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The lab (built with `steer wire up`).
+    #[arg(long)]
+    pub lab: String,
+    /// Forward (sender to receiver) delay: const:2.5ms | normal:2.5ms,25us |
+    /// normal:2.5ms,1% | uniform:1ms,4ms.
+    #[arg(long, default_value = "0")]
+    pub delay: String,
+    /// Reverse delay (same forms).
+    #[arg(long, default_value = "0")]
+    pub rev_delay: String,
+    /// Forward loss: none | 0.1% | ge:P,R[,LOSS_BAD[,LOSS_GOOD]] (Gilbert-Elliott).
+    #[arg(long, default_value = "none")]
+    pub loss: String,
+    /// Reverse loss.
+    #[arg(long, default_value = "none")]
+    pub rev_loss: String,
+    /// Link rate each way: 1gbit, 500mbit, 0 (unlimited).
+    #[arg(long, default_value = "0")]
+    pub rate: String,
+    /// Frames that may wait for the rate limiter (more are dropped).
+    #[arg(long, default_value_t = 1000)]
+    pub queue: u32,
+    /// Seed of the delay and loss draws.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Seconds to run.
+    #[arg(long, default_value_t = 10)]
+    pub seconds: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct SrpicArgs {
+    /// The lab (built with `steer wire up`).
+    #[arg(long)]
+    pub lab: String,
+    /// Deliver in ring order (the control: same path, no sorting).
+    #[arg(long)]
+    pub no_sort: bool,
+    /// Most frames per poll (NAPI weight).
+    #[arg(long, default_value_t = 64)]
+    pub budget: usize,
+    /// Interrupt coalescing interval, µs.
+    #[arg(long, default_value_t = 50)]
+    pub coalesce_us: u64,
+    /// SRPIC BlockSize.
+    #[arg(long, default_value_t = 32)]
+    pub block: u32,
+    /// GRO on the TAP.
+    #[arg(long)]
+    pub gro: bool,
+    /// Seconds to run.
+    #[arg(long, default_value_t = 10)]
+    pub seconds: u64,
+}
+
+pub fn run(cmd: WireCommand, json: bool) -> anyhow::Result<i32> {
+    let result = match cmd {
+        WireCommand::Up { name } => up(&name, json),
+        WireCommand::Down { name } => {
+            Lab::down(&name)?;
+            eprintln!("lab {name} is down");
+            Ok(0)
+        }
+        WireCommand::Run(args) => forward(args, json),
+        WireCommand::Srpic(args) => srpic(args, json),
+    };
+    // Missing privilege or devices: exit 3 (the shared mapper does not
+    // know WireError).
+    match result {
+        Err(e)
+            if e.chain().any(|c| {
+                c.downcast_ref::<wire::WireError>()
+                    .is_some_and(|w| w.is_environment())
+            }) =>
+        {
+            eprintln!(
+                "steer: {}",
+                e.chain()
+                    .map(|c| c.to_string())
+                    .collect::<Vec<_>>()
+                    .join(": ")
+            );
+            Ok(3)
+        }
+        other => other,
+    }
+}
+
+fn up(name: &str, json: bool) -> anyhow::Result<i32> {
+    let mut spec = LabSpec::new(name);
+    spec.wire = true;
+    spec.software_rss = false;
+    spec.ipv6 = false;
+    let lab = Lab::up(&spec)?;
+    let status = Lab::status(lab.name())?;
+    if json {
+        output::json(&serde_json::json!({ "lab": status, "wire": lab.wire() }))?;
+    } else {
+        println!("{status}");
+        if let Some(w) = lab.wire() {
+            println!(
+                "wire netns: {} ({} <-> {})",
+                w.netns, w.sender_dev, w.receiver_dev
+            );
+        }
+    }
+    Ok(0)
+}
+
+fn impairment(delay: &str, loss: &str, rate: &str, queue: u32) -> anyhow::Result<Impairment> {
+    Ok(Impairment {
+        delay: delay.parse::<Delay>()?,
+        loss: loss.parse::<Loss>()?,
+        rate_bps: wire::impair::parse_rate_bps(rate)
+            .with_context(|| format!("rate '{rate}': use 1gbit, 500mbit, 0"))?,
+        queue_frames: queue,
+    })
+}
+
+fn forward(args: RunArgs, json: bool) -> anyhow::Result<i32> {
+    let lab = Lab::open(&args.lab)?;
+    let w = lab.wire().with_context(|| {
+        format!(
+            "lab {} has no wire (build it with `steer wire up`)",
+            args.lab
+        )
+    })?;
+    let mut cfg = WireConfig::new(Some(&w.netns), &w.sender_dev, &w.receiver_dev);
+    cfg.a_to_b = impairment(&args.delay, &args.loss, &args.rate, args.queue)?;
+    cfg.b_to_a = impairment(&args.rev_delay, &args.rev_loss, &args.rate, args.queue)?;
+    cfg.seed = args.seed;
+    let mut wire = wire::Wire::open(&cfg)?;
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    let seconds = args.seconds;
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(seconds));
+        s.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    eprintln!(
+        "wire {}: forward {} loss {:?}, reverse {} loss {:?}, rate {} bit/s, {} s",
+        args.lab,
+        cfg.a_to_b.delay,
+        cfg.a_to_b.loss,
+        cfg.b_to_a.delay,
+        cfg.b_to_a.loss,
+        cfg.a_to_b.rate_bps,
+        seconds
+    );
+    let st = wire.run(&stop, None)?;
+    if json {
+        output::json(&serde_json::json!({ "config": cfg, "stats": st }))?;
+        return Ok(0);
+    }
+    let row = |name: &str, d: &DirectionStats| {
+        let c = d.counters;
+        vec![
+            name.to_string(),
+            c.packets_in.to_string(),
+            c.packets_out.to_string(),
+            c.dropped_policy.to_string(),
+            c.dropped_overload.to_string(),
+            c.queued.to_string(),
+            c.reordered.to_string(),
+            d.dup_acks.to_string(),
+            format!("{:.0}", d.delay_error.p50_us),
+            format!("{:.0}", d.delay_error.p99_us),
+        ]
+    };
+    output::table(
+        &[
+            "direction",
+            "in",
+            "out",
+            "drop policy",
+            "drop overload",
+            "queued",
+            "reordered",
+            "dup ACKs",
+            "err p50 us",
+            "err p99 us",
+        ],
+        &[row("snd->rcv", &st.a_to_b), row("rcv->snd", &st.b_to_a)],
+    )?;
+    Ok(0)
+}
+
+fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
+    let lab = Lab::open(&args.lab)?;
+    let rcv = lab.receiver().clone();
+    let mut cfg = DriverConfig::new(&rcv.netns, &rcv.dev, rcv.ipv4, 24);
+    cfg.sort = !args.no_sort;
+    cfg.budget = args.budget;
+    cfg.coalesce_us = args.coalesce_us;
+    cfg.sorter.block_size = args.block;
+    cfg.gro = args.gro;
+    let mut driver = wire::Driver::open(&cfg)?;
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    let seconds = args.seconds;
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(seconds));
+        s.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    eprintln!(
+        "srpic driver in {} ({} -> {}, {}): budget {}, coalesce {} us, block {}, {} s",
+        rcv.netns,
+        rcv.dev,
+        cfg.tap,
+        if cfg.sort { "sorting" } else { "no sort" },
+        cfg.budget,
+        cfg.coalesce_us,
+        args.block,
+        seconds
+    );
+    let st = driver.run(&stop, None)?;
+    if json {
+        output::json(&serde_json::json!({ "config": cfg, "stats": st }))?;
+        return Ok(0);
+    }
+    output::rows(&[
+        ("packets in", st.packets_in.to_string()),
+        ("packets out", st.packets_out.to_string()),
+        ("inject errors", st.inject_errors.to_string()),
+        ("ring drops", st.ring_drops.to_string()),
+        ("ACKs out", st.acks_out.to_string()),
+        ("batches", st.batches.to_string()),
+        ("mean batch", format!("{:.1}", st.mean_batch)),
+        ("mean per-flow block", format!("{:.1}", st.mean_block)),
+        ("held", st.sorter.held.to_string()),
+        ("out of sequence", st.sorter.out_of_sequence.to_string()),
+        (
+            "added delay p50 / p99 us",
+            format!(
+                "{:.0} / {:.0}",
+                st.added_delay.p50_us, st.added_delay.p99_us
+            ),
+        ),
+    ])?;
+    Ok(0)
+}
