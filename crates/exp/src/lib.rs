@@ -4,6 +4,7 @@
 pub mod demo;
 pub mod iperf;
 pub mod meta;
+pub mod srpic;
 pub mod xdp_overhead;
 
 use thiserror::Error;

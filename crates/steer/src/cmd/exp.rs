@@ -24,12 +24,17 @@ pub enum ExpCommand {
     /// policy in turn; per-core and per-server variance from the datapath
     /// counters, throughput, connection failures (needs root).
     Crossrss(CrossrssArgs),
+    /// The SRPIC paper's forward-path experiments (Table 4 reordering,
+    /// Table 5 drops) with real Linux TCP through the impairment wire, with
+    /// and without sorting in the receiver (needs root, iperf3, nstat).
+    Srpic(SrpicArgs),
 }
 
 pub fn run(cmd: ExpCommand, json: bool) -> anyhow::Result<i32> {
     match cmd {
         ExpCommand::XdpOverhead(args) => xdp_overhead(args, json),
         ExpCommand::Crossrss(args) => crossrss(args, json),
+        ExpCommand::Srpic(args) => srpic(args, json),
     }
 }
 
@@ -253,4 +258,139 @@ fn crossrss(args: CrossrssArgs, json: bool) -> anyhow::Result<i32> {
         )?;
     }
     Ok(if result.failures == 0 { 0 } else { 1 })
+}
+
+#[derive(Debug, Args)]
+pub struct SrpicArgs {
+    /// Repetitions of every configuration.
+    #[arg(long, default_value_t = 3)]
+    pub repetitions: u32,
+    /// Seconds of iperf3 traffic per run (the paper: 50).
+    #[arg(long, default_value_t = 10)]
+    pub seconds: u32,
+    /// Parallel TCP streams to run (iperf3 -P).
+    #[arg(long, value_delimiter = ',', default_value = "1,5,10")]
+    pub streams: Vec<u32>,
+    /// Relative spreads of the forward delay (sd / 2.5 ms).
+    #[arg(long, value_delimiter = ',', default_value = "0.1,0.02,0.01,0.002")]
+    pub spreads: Vec<f64>,
+    /// Forward loss rates of the drop runs (Table 5); empty: none.
+    #[arg(long, value_delimiter = ',', default_value = "0.001,0.0001,0.00001")]
+    pub drops: Vec<f64>,
+    /// Sender kinds: static (dupthresh 3) and/or adaptive.
+    #[arg(long, value_delimiter = ',', default_value = "static,adaptive")]
+    pub senders: Vec<String>,
+    /// GRO on the receiver's TAP: off, on or both.
+    #[arg(long, value_delimiter = ',', default_value = "off,on")]
+    pub gro: Vec<String>,
+    /// Write the SVG chart here.
+    #[arg(long)]
+    pub svg: Option<PathBuf>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
+    use exp::srpic::{SenderKind, SrpicParams};
+    let senders = args
+        .senders
+        .iter()
+        .map(|s| match s.as_str() {
+            "static" => Ok(SenderKind::Static),
+            "adaptive" => Ok(SenderKind::Adaptive),
+            other => anyhow::bail!("sender '{other}': static or adaptive"),
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let gro = args
+        .gro
+        .iter()
+        .map(|s| match s.as_str() {
+            "off" => Ok(false),
+            "on" => Ok(true),
+            other => anyhow::bail!("gro '{other}': off or on"),
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut params = SrpicParams {
+        senders,
+        streams: args.streams,
+        spreads: args.spreads,
+        drop_rates: args.drops,
+        gro,
+        repetitions: args.repetitions,
+        seconds: args.seconds,
+        ..SrpicParams::default()
+    };
+    if args.common.quick {
+        params = params.quick();
+    }
+    let show = !json || std::io::stderr().is_terminal();
+    if show {
+        eprintln!(
+            "srpic: {} configurations x {} repetitions x {} s",
+            exp::srpic::cells(&params).len(),
+            params.repetitions,
+            params.seconds
+        );
+    }
+    let result = exp::srpic::run(&params, |s| {
+        if show {
+            eprintln!(
+                "  rep {} {} {:?} {} streams spread {} drop {} gro {} srpic {}: {:.0} Mbit/s, {:.2} retrans/Mbit, {:.1} dup ACKs/Mbit, block {:.1}",
+                s.repetition, s.cell.kind, s.cell.sender, s.cell.streams, s.cell.spread, s.cell.drop,
+                s.cell.gro, s.cell.srpic, s.mbit_per_s, s.retrans_per_mbit, s.dup_acks_per_mbit, s.mean_block
+            );
+        }
+    })?;
+    write_output(&args.common, &result)?;
+    if let Some(path) = &args.svg {
+        std::fs::write(path, exp::srpic::svg(&result))?;
+    }
+    if json {
+        output::json(&result)?;
+        return Ok(0);
+    }
+    let body: Vec<Vec<String>> = result
+        .summaries
+        .iter()
+        .map(|s| {
+            let c = s.cell;
+            let pm = |st: exp::srpic::Stat, p: usize| format!("{:.p$} ± {:.p$}", st.mean, st.ci95);
+            vec![
+                c.kind.to_string(),
+                format!("{:?}", c.sender).to_lowercase(),
+                c.streams.to_string(),
+                format!("{}%", c.spread * 100.0),
+                format!("{}%", c.drop * 100.0),
+                if c.gro { "on" } else { "off" }.into(),
+                if c.srpic { "SRPIC" } else { "none" }.into(),
+                pm(s.mbit_per_s, 0),
+                pm(s.retrans_per_mbit, 2),
+                pm(s.dup_acks_per_mbit, 1),
+                pm(s.ofo_per_mbit, 1),
+                format!("{:.1}", s.mean_block.mean),
+            ]
+        })
+        .collect();
+    output::table(
+        &[
+            "runs",
+            "sender",
+            "streams",
+            "spread",
+            "drop",
+            "GRO",
+            "receiver",
+            "Mbit/s",
+            "retrans/Mbit",
+            "dupACK/Mbit",
+            "OFO/Mbit",
+            "block",
+        ],
+        &body,
+    )?;
+    println!(
+        "SRPIC / none, reordering runs: dup ACKs x{:.2}, throughput x{:.2}",
+        result.dup_ack_ratio, result.throughput_ratio
+    );
+    Ok(0)
 }

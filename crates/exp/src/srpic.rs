@@ -1,0 +1,592 @@
+//! `steer exp srpic`: the SRPIC paper's forward-path experiments (section
+//! 4.1.1, Table 4; section 4.1.2, Table 5) with real Linux TCP on both ends.
+//!
+//! Lab: `snd —veth— wire —veth— rcv` (lab::LabSpec::wire). The wire
+//! (crate `wire`, SCHED_FIFO forwarder) serializes at 1 Gbit/s each way,
+//! delays the forward path by normal(2.5 ms, spread * 2.5 ms) and the
+//! reverse path by a fixed 2.5 ms; in the drop runs both paths are a fixed
+//! 2.5 ms and the forward path loses uniformly. The receiver's TCP is fed by
+//! the SRPIC driver through a TAP, sorting (SRPIC) or not (the control, same
+//! path). Senders run CUBIC; the S-sender has a static dupthresh
+//! (tcp_reordering=3, tcp_max_reordering=3, tcp_recovery=0), the A-sender
+//! Linux's defaults. SACK is off for reordering runs and on for drop runs.
+//!
+//! Per run: iperf3 goodput; retransmitted segments (sender's nstat
+//! TcpRetransSegs); duplicate ACKs the sender received (counted by the wire
+//! on the reverse path: pure ACKs repeating the flow's last ACK number);
+//! the receiver's TcpExtTCPOFOQueue; the driver's per-flow block sizes.
+//! All per Mbit transferred.
+
+use std::fmt::Write as _;
+use std::net::IpAddr;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use lab::{Lab, LabSpec};
+use serde::Serialize;
+use wire::{Delay, DriverConfig, DriverHandle, Impairment, Loss, WireConfig, WireHandle};
+
+use crate::meta::Meta;
+use crate::ExpError;
+
+const PORT: u16 = 5211;
+const MEAN_DELAY_NS: u64 = 2_500_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SenderKind {
+    /// Static dupthresh 3 (the paper's S-Sender).
+    Static,
+    /// Linux's adaptive reordering threshold (A-Sender).
+    Adaptive,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SrpicParams {
+    pub senders: Vec<SenderKind>,
+    pub streams: Vec<u32>,
+    /// Relative spreads of the forward delay (sd / mean), e.g. 0.01.
+    pub spreads: Vec<f64>,
+    /// Forward loss rates of the drop experiment (empty: none).
+    pub drop_rates: Vec<f64>,
+    /// GRO settings of the receiver's TAP to run.
+    pub gro: Vec<bool>,
+    pub repetitions: u32,
+    pub seconds: u32,
+    pub rate_bps: u64,
+    pub budget: usize,
+    pub coalesce_us: u64,
+    pub block_size: u32,
+    pub quick: bool,
+}
+
+impl Default for SrpicParams {
+    fn default() -> Self {
+        SrpicParams {
+            senders: vec![SenderKind::Static, SenderKind::Adaptive],
+            streams: vec![1, 5, 10],
+            spreads: vec![0.10, 0.02, 0.01, 0.002],
+            drop_rates: vec![0.001, 0.0001, 0.00001],
+            gro: vec![false, true],
+            repetitions: 3,
+            seconds: 10,
+            rate_bps: 1_000_000_000,
+            budget: 64,
+            coalesce_us: 50,
+            block_size: 32,
+            quick: false,
+        }
+    }
+}
+
+impl SrpicParams {
+    /// Under 2 minutes: the S-sender, 1 stream, spread 1%, GRO off, a drop
+    /// point at 0.01%, 2 repetitions of 5 s, with and without SRPIC.
+    pub fn quick(mut self) -> Self {
+        self.senders = vec![SenderKind::Static];
+        self.streams = vec![1];
+        self.spreads = vec![0.01];
+        self.drop_rates = vec![0.0001];
+        self.gro = vec![false];
+        self.repetitions = 2;
+        self.seconds = 5;
+        self.quick = true;
+        self
+    }
+
+    pub fn check(&self) -> Result<(), ExpError> {
+        let bad = |m: &str| Err(ExpError::Parameter(m.into()));
+        if self.repetitions == 0 || self.seconds == 0 {
+            return bad("repetitions and seconds must be at least 1");
+        }
+        if self.senders.is_empty() || self.streams.is_empty() || self.gro.is_empty() {
+            return bad("at least one sender kind, stream count and GRO setting");
+        }
+        if self.streams.iter().any(|&s| s == 0 || s > 128) {
+            return bad("streams must be 1..=128");
+        }
+        if self.spreads.iter().any(|s| !(0.0..=1.0).contains(s)) {
+            return bad("spreads are fractions of the mean delay, 0..=1");
+        }
+        if self.drop_rates.iter().any(|s| !(0.0..=1.0).contains(s)) {
+            return bad("drop rates are 0..=1");
+        }
+        Ok(())
+    }
+}
+
+/// One configuration (a row of Table 4 or 5, one side).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Cell {
+    /// "reorder" (Table 4) or "drop" (Table 5).
+    pub kind: &'static str,
+    pub sender: SenderKind,
+    pub streams: u32,
+    /// Forward delay spread (reorder) or 0.
+    pub spread: f64,
+    /// Forward loss rate (drop) or 0.
+    pub drop: f64,
+    pub gro: bool,
+    pub srpic: bool,
+}
+
+/// One run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Sample {
+    #[serde(flatten)]
+    pub cell: Cell,
+    pub repetition: u32,
+    pub mbit_per_s: f64,
+    pub mbit: f64,
+    pub retrans_segs: u64,
+    pub dup_acks: u64,
+    pub ofo_queue: u64,
+    pub retrans_per_mbit: f64,
+    pub dup_acks_per_mbit: f64,
+    pub ofo_per_mbit: f64,
+    pub mean_block: f64,
+    pub reordered_by_wire: u64,
+    pub driver_added_delay_p99_us: f64,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Stat {
+    pub mean: f64,
+    pub ci95: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    #[serde(flatten)]
+    pub cell: Cell,
+    pub n: usize,
+    pub mbit_per_s: Stat,
+    pub retrans_per_mbit: Stat,
+    pub dup_acks_per_mbit: Stat,
+    pub ofo_per_mbit: Stat,
+    pub mean_block: Stat,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SrpicResult {
+    pub experiment: &'static str,
+    pub params: SrpicParams,
+    pub samples: Vec<Sample>,
+    pub summaries: Vec<Summary>,
+    /// Mean over the reordering cells of SRPIC / no-SRPIC duplicate ACKs per Mbit.
+    pub dup_ack_ratio: f64,
+    /// Mean over the reordering cells of SRPIC / no-SRPIC throughput.
+    pub throughput_ratio: f64,
+    pub meta: Meta,
+}
+
+fn t95(df: usize) -> f64 {
+    const T: [f64; 10] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    ];
+    match df {
+        0 => 0.0,
+        1..=10 => T[df - 1],
+        11..=30 => 2.1,
+        _ => 1.96,
+    }
+}
+
+/// Mean and 95% CI half-width (Student t).
+pub fn stat(xs: &[f64]) -> Stat {
+    let n = xs.len();
+    if n == 0 {
+        return Stat::default();
+    }
+    let mean = xs.iter().sum::<f64>() / n as f64;
+    let ci95 = if n > 1 {
+        let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+        t95(n - 1) * (var / n as f64).sqrt()
+    } else {
+        0.0
+    };
+    Stat { mean, ci95 }
+}
+
+fn program_err(program: &str, detail: impl ToString) -> ExpError {
+    ExpError::Program {
+        program: program.into(),
+        detail: detail.to_string(),
+    }
+}
+
+fn wire_err(e: wire::WireError) -> ExpError {
+    program_err("wire", e)
+}
+
+fn sysctl(lab: &Lab, host: &str, key: &str, value: &str) -> Result<(), ExpError> {
+    let out = lab
+        .command(host, "sysctl")?
+        .args(["-q", "-w", &format!("{key}={value}")])
+        .output()
+        .map_err(|e| program_err("sysctl", e))?;
+    if !out.status.success() {
+        return Err(program_err("sysctl", String::from_utf8_lossy(&out.stderr)));
+    }
+    Ok(())
+}
+
+/// Absolute nstat counters of a host (`nstat -a -s -z -j`).
+fn nstat(lab: &Lab, host: &str, names: &[&str]) -> Result<Vec<u64>, ExpError> {
+    let out = lab
+        .command(host, "nstat")?
+        .args(["-a", "-s", "-z", "-j"])
+        .output()
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => ExpError::MissingProgram {
+                program: "nstat".into(),
+            },
+            _ => program_err("nstat", e),
+        })?;
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).map_err(|e| program_err("nstat", e))?;
+    let table = &v["kernel"];
+    Ok(names
+        .iter()
+        .map(|n| table[*n].as_u64().unwrap_or(0))
+        .collect())
+}
+
+fn configure_sender(lab: &Lab, kind: SenderKind, sack: bool) -> Result<(), ExpError> {
+    let snd = lab.sender().name.clone();
+    // A namespace may only default to a congestion control listed in
+    // tcp_allowed_congestion_control (EPERM otherwise); iperf3 -C cubic sets
+    // it per socket in any case, so this is best effort.
+    let _ = sysctl(lab, &snd, "net.ipv4.tcp_congestion_control", "cubic");
+    sysctl(lab, &snd, "net.ipv4.tcp_sack", if sack { "1" } else { "0" })?;
+    let (reordering, max, recovery) = match kind {
+        SenderKind::Static => ("3", "3", "0"),
+        SenderKind::Adaptive => ("3", "300", "1"),
+    };
+    sysctl(lab, &snd, "net.ipv4.tcp_reordering", reordering)?;
+    sysctl(lab, &snd, "net.ipv4.tcp_max_reordering", max)?;
+    sysctl(lab, &snd, "net.ipv4.tcp_recovery", recovery)?;
+    // No cached metrics (ssthresh, reordering) carried between runs.
+    sysctl(lab, &snd, "net.ipv4.tcp_no_metrics_save", "1")?;
+    Ok(())
+}
+
+/// One iperf3 run: receiver goodput, Mbit/s.
+fn iperf(lab: &Lab, server: IpAddr, streams: u32, seconds: u32) -> Result<f64, ExpError> {
+    let rcv = lab.receiver().name.clone();
+    let _server = crate::iperf::Server::start(lab.command(&rcv, "iperf3")?, server, PORT)?;
+    let mut last = String::new();
+    for _ in 0..30 {
+        let output = lab
+            .command(&lab.sender().name, "iperf3")?
+            .args(["-c", &server.to_string(), "-p", &PORT.to_string()])
+            .args(["-P", &streams.to_string(), "-t", &seconds.to_string()])
+            .args(["-C", "cubic", "--json"])
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| program_err("iperf3 -c", e))?;
+        match crate::iperf::parse_report(&String::from_utf8_lossy(&output.stdout)) {
+            Ok(run) if output.status.success() => return Ok(run.bits_per_second / 1e6),
+            Err(ExpError::Program { detail, .. }) if detail.contains("refused") => last = detail,
+            Err(e) => return Err(e),
+            Ok(_) => last = format!("exit status {}", output.status),
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Err(program_err("iperf3 -c", last))
+}
+
+fn run_cell(
+    lab: &Lab,
+    params: &SrpicParams,
+    cell: Cell,
+    repetition: u32,
+) -> Result<Sample, ExpError> {
+    configure_sender(lab, cell.sender, cell.kind == "drop")?;
+    let w = lab
+        .wire()
+        .ok_or_else(|| ExpError::Parameter("lab without a wire".into()))?;
+    let rcv = lab.receiver().clone();
+    let mut wcfg = WireConfig::new(Some(&w.netns), &w.sender_dev, &w.receiver_dev);
+    wcfg.seed = 0x5eed ^ u64::from(repetition) << 32 ^ (cell.spread * 1e6) as u64;
+    wcfg.a_to_b = Impairment {
+        delay: if cell.kind == "reorder" {
+            Delay::Normal {
+                mean_ns: MEAN_DELAY_NS,
+                sd_ns: (MEAN_DELAY_NS as f64 * cell.spread) as u64,
+            }
+        } else {
+            Delay::Constant { ns: MEAN_DELAY_NS }
+        },
+        loss: if cell.drop > 0.0 {
+            Loss::Uniform { p: cell.drop }
+        } else {
+            Loss::None
+        },
+        rate_bps: params.rate_bps,
+        ..Impairment::default()
+    };
+    wcfg.b_to_a = Impairment {
+        delay: Delay::Constant { ns: MEAN_DELAY_NS },
+        rate_bps: params.rate_bps,
+        ..Impairment::default()
+    };
+    let mut dcfg = DriverConfig::new(&rcv.netns, &rcv.dev, rcv.ipv4, 24);
+    dcfg.sort = cell.srpic;
+    dcfg.gro = cell.gro;
+    dcfg.budget = params.budget;
+    dcfg.coalesce_us = params.coalesce_us;
+    dcfg.sorter.block_size = params.block_size;
+    let driver = DriverHandle::spawn(&dcfg).map_err(wire_err)?;
+    let wire = WireHandle::spawn(&wcfg).map_err(wire_err)?;
+    let snd_names = ["TcpRetransSegs"];
+    let rcv_names = ["TcpExtTCPOFOQueue"];
+    let s0 = nstat(lab, &lab.sender().name, &snd_names)?;
+    let r0 = nstat(lab, &rcv.name, &rcv_names)?;
+    let mbit_per_s = iperf(lab, IpAddr::V4(rcv.ipv4), cell.streams, params.seconds)?;
+    let s1 = nstat(lab, &lab.sender().name, &snd_names)?;
+    let r1 = nstat(lab, &rcv.name, &rcv_names)?;
+    let ws = wire.stop().map_err(wire_err)?;
+    let ds = driver.stop().map_err(wire_err)?;
+    let mbit = (mbit_per_s * f64::from(params.seconds)).max(1e-9);
+    let retrans_segs = s1[0].saturating_sub(s0[0]);
+    let ofo_queue = r1[0].saturating_sub(r0[0]);
+    let dup_acks = ws.b_to_a.dup_acks;
+    Ok(Sample {
+        cell,
+        repetition,
+        mbit_per_s,
+        mbit,
+        retrans_segs,
+        dup_acks,
+        ofo_queue,
+        retrans_per_mbit: retrans_segs as f64 / mbit,
+        dup_acks_per_mbit: dup_acks as f64 / mbit,
+        ofo_per_mbit: ofo_queue as f64 / mbit,
+        mean_block: ds.mean_block,
+        reordered_by_wire: ws.a_to_b.counters.reordered,
+        driver_added_delay_p99_us: ds.added_delay.p99_us,
+    })
+}
+
+/// The cells to run, in order.
+pub fn cells(params: &SrpicParams) -> Vec<Cell> {
+    let mut out = Vec::new();
+    for &gro in &params.gro {
+        for &sender in &params.senders {
+            for &streams in &params.streams {
+                for &spread in &params.spreads {
+                    for srpic in [false, true] {
+                        out.push(Cell {
+                            kind: "reorder",
+                            sender,
+                            streams,
+                            spread,
+                            drop: 0.0,
+                            gro,
+                            srpic,
+                        });
+                    }
+                }
+            }
+            // Table 5: one stream.
+            for &drop in &params.drop_rates {
+                for srpic in [false, true] {
+                    out.push(Cell {
+                        kind: "drop",
+                        sender,
+                        streams: 1,
+                        spread: 0.0,
+                        drop,
+                        gro,
+                        srpic,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Runs the experiment; `progress` sees every sample.
+pub fn run(
+    params: &SrpicParams,
+    mut progress: impl FnMut(&Sample),
+) -> Result<SrpicResult, ExpError> {
+    params.check()?;
+    let mut spec = LabSpec::new(&lab::unique_name("sp"));
+    spec.wire = true;
+    spec.software_rss = false;
+    spec.ipv6 = false;
+    let lab = Lab::up(&spec)?.teardown_on_drop();
+    let cells = cells(params);
+    let mut samples = Vec::new();
+    for repetition in 0..params.repetitions {
+        for &cell in &cells {
+            let s = run_cell(&lab, params, cell, repetition)?;
+            progress(&s);
+            samples.push(s);
+        }
+    }
+    let summaries: Vec<Summary> = cells
+        .iter()
+        .map(|c| {
+            let of: Vec<&Sample> = samples.iter().filter(|s| s.cell == *c).collect();
+            let st =
+                |f: &dyn Fn(&Sample) -> f64| stat(&of.iter().map(|s| f(s)).collect::<Vec<_>>());
+            Summary {
+                cell: *c,
+                n: of.len(),
+                mbit_per_s: st(&|s| s.mbit_per_s),
+                retrans_per_mbit: st(&|s| s.retrans_per_mbit),
+                dup_acks_per_mbit: st(&|s| s.dup_acks_per_mbit),
+                ofo_per_mbit: st(&|s| s.ofo_per_mbit),
+                mean_block: st(&|s| s.mean_block),
+            }
+        })
+        .collect();
+    let ratio = |f: &dyn Fn(&Summary) -> f64| {
+        let pairs: Vec<f64> = summaries
+            .iter()
+            .filter(|s| s.cell.srpic && s.cell.kind == "reorder")
+            .filter_map(|on| {
+                let off = summaries.iter().find(|o| {
+                    o.cell
+                        == Cell {
+                            srpic: false,
+                            ..on.cell
+                        }
+                })?;
+                (f(off) > 0.0).then(|| f(on) / f(off))
+            })
+            .collect();
+        if pairs.is_empty() {
+            0.0
+        } else {
+            pairs.iter().sum::<f64>() / pairs.len() as f64
+        }
+    };
+    Ok(SrpicResult {
+        experiment: "srpic",
+        params: params.clone(),
+        dup_ack_ratio: ratio(&|s| s.dup_acks_per_mbit.mean),
+        throughput_ratio: ratio(&|s| s.mbit_per_s.mean),
+        summaries,
+        samples,
+        meta: Meta::collect(),
+    })
+}
+
+/// A grouped bar chart: throughput without and with SRPIC per cell.
+pub fn svg(result: &SrpicResult) -> String {
+    let pairs: Vec<(&Summary, &Summary)> = result
+        .summaries
+        .iter()
+        .filter(|s| s.cell.srpic)
+        .filter_map(|on| {
+            let off = result.summaries.iter().find(|o| {
+                o.cell
+                    == Cell {
+                        srpic: false,
+                        ..on.cell
+                    }
+            })?;
+            Some((off, on))
+        })
+        .collect();
+    let (w, h, left, bottom) = (120 * pairs.len().max(1) + 80, 360, 60.0, 300.0);
+    let max = pairs
+        .iter()
+        .map(|(a, b)| a.mbit_per_s.mean.max(b.mbit_per_s.mean))
+        .fold(1.0f64, f64::max)
+        * 1.1;
+    let y = |v: f64| bottom - v / max * 260.0;
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="11">"#
+    );
+    let _ = write!(
+        s,
+        r#"<text x="{left}" y="16" font-size="13">SRPIC: TCP throughput (Mbit/s), grey = no SRPIC, blue = SRPIC, bars = 95% CI</text>"#
+    );
+    let _ = write!(
+        s,
+        r#"<line x1="{left}" y1="{bottom}" x2="{}" y2="{bottom}" stroke="black"/>"#,
+        w - 10
+    );
+    for (i, (off, on)) in pairs.iter().enumerate() {
+        let x0 = left + 10.0 + i as f64 * 120.0;
+        for (j, (sum, color)) in [(off, "#999"), (on, "#3366cc")].iter().enumerate() {
+            let x = x0 + j as f64 * 45.0;
+            let v = sum.mbit_per_s.mean;
+            let _ = write!(
+                s,
+                r#"<rect x="{x}" y="{:.1}" width="40" height="{:.1}" fill="{color}"/>"#,
+                y(v),
+                bottom - y(v)
+            );
+            let (lo, hi) = (v - sum.mbit_per_s.ci95, v + sum.mbit_per_s.ci95);
+            let _ = write!(
+                s,
+                r#"<line x1="{0}" y1="{1:.1}" x2="{0}" y2="{2:.1}" stroke="black"/><text x="{x}" y="{3:.1}">{v:.0}</text>"#,
+                x + 20.0,
+                y(lo.max(0.0)),
+                y(hi),
+                y(hi) - 3.0
+            );
+        }
+        let c = off.cell;
+        let label = if c.kind == "reorder" {
+            format!("{:?} {}s {}%", c.sender, c.streams, c.spread * 100.0)
+        } else {
+            format!("{:?} drop {}%", c.sender, c.drop * 100.0)
+        };
+        let _ = write!(
+            s,
+            r#"<text x="{x0}" y="{}">{label}</text><text x="{x0}" y="{}">GRO {}</text>"#,
+            bottom + 15.0,
+            bottom + 28.0,
+            if c.gro { "on" } else { "off" }
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+/// `Command` is used by callers that check prerequisites.
+pub fn have_program(name: &str) -> bool {
+    Command::new(name)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quick_is_small_and_valid() {
+        let p = SrpicParams::default().quick();
+        assert!(p.check().is_ok());
+        // reorder: 1 sender x 1 stream x 1 spread x 2, drop: 1 x 2
+        assert_eq!(cells(&p).len(), 4);
+        let full = SrpicParams::default();
+        assert_eq!(cells(&full).len(), 2 * 2 * (3 * 4 * 2 + 3 * 2));
+    }
+
+    #[test]
+    fn stats_and_bad_params() {
+        let s = stat(&[1.0, 2.0, 3.0]);
+        assert!((s.mean - 2.0).abs() < 1e-12);
+        assert!((s.ci95 - 4.303 / 3f64.sqrt()).abs() < 1e-9);
+        let p = SrpicParams {
+            spreads: vec![2.0],
+            ..SrpicParams::default()
+        };
+        assert!(p.check().is_err());
+    }
+}
