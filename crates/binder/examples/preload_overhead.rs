@@ -6,7 +6,12 @@
 //!
 //! - `plain`: no LD_PRELOAD;
 //! - `preload`: the shim, with an allocator (a minimal in-process one that
-//!   answers from a list of ports; the real allocator's own work is extra);
+//!   answers from a list of ports; the real allocator's own work is extra),
+//!   spares on (batches of up to 16 for repeated connects);
+//! - `preload-one-by-one`: the same with STEER_PRELOAD_BATCH=1, one
+//!   allocator round trip per connect (the shim before spares);
+//! - `preload-srap`: the shim with Steer's real allocator (srap), spares on;
+//! - `preload-srap-one-by-one`: the real allocator, one round trip each;
 //! - `preload-no-allocator`: the shim, nothing listening on the socket
 //!   path (the fallback cost).
 //!
@@ -72,16 +77,28 @@ fn allocator(path: &std::path::Path) {
             std::thread::spawn(move || {
                 let mut w = c.try_clone().unwrap();
                 for line in BufReader::new(c).lines() {
-                    if line.is_err() {
-                        return;
-                    }
-                    let p = 20000 + port.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 10000;
-                    if writeln!(
-                        w,
-                        "{{\"v\":1,\"port\":{p},\"queue\":0,\"cpu\":0,\"lease\":{p}}}"
-                    )
-                    .is_err()
-                    {
+                    let Ok(line) = line else { return };
+                    let next =
+                        || 20000 + port.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 10000;
+                    let count = serde_json::from_str::<serde_json::Value>(&line)
+                        .ok()
+                        .and_then(|v| v["count"].as_u64());
+                    let answer = match count {
+                        None => {
+                            let p = next();
+                            format!("{{\"v\":1,\"port\":{p},\"queue\":0,\"cpu\":0,\"lease\":{p}}}")
+                        }
+                        Some(n) => {
+                            let leases: Vec<String> = (0..n)
+                                .map(|_| {
+                                    let p = next();
+                                    format!("{{\"port\":{p},\"queue\":0,\"cpu\":0,\"lease\":{p}}}")
+                                })
+                                .collect();
+                            format!("{{\"v\":1,\"leases\":[{}]}}", leases.join(","))
+                        }
+                    };
+                    if writeln!(w, "{answer}").is_err() {
                         return;
                     }
                 }
@@ -118,16 +135,39 @@ fn main() {
     std::fs::create_dir_all(&dir).unwrap();
     let sock = dir.join("alloc.sock");
     allocator(&sock);
+    // Steer's allocator, with a 2-queue config for the loopback target.
+    let srap_sock = dir.join("srap.sock");
+    let mut options = srap::alloc::ServerOptions::new(&srap_sock);
+    options.grace = std::time::Duration::from_secs(2);
+    let server = srap::alloc::Server::bind(options).unwrap();
+    let config = rss::RssConfig::ethtool_default(rss::RssKey::microsoft(), 2, 128).unwrap();
+    server.allocator().set_config(target.ip(), config).unwrap();
+    let _server = server.spawn();
     let shim = binder::preload::install_shim_in(&dir).unwrap();
-    let modes = ["plain", "preload", "preload-no-allocator"];
+    let modes = [
+        "plain",
+        "preload",
+        "preload-one-by-one",
+        "preload-srap",
+        "preload-srap-one-by-one",
+        "preload-no-allocator",
+    ];
     let mut samples: Vec<Vec<u64>> = vec![Vec::new(); modes.len()];
     for _ in 0..rounds {
         for (i, mode) in modes.iter().enumerate() {
             let mut cmd = Command::new(std::env::current_exe().unwrap());
             cmd.env("OVERHEAD_CHILD", target.to_string())
                 .env("OVERHEAD_N", n.to_string());
+            if mode.ends_with("one-by-one") {
+                cmd.env(binder::preload::BATCH_ENV, "1");
+            }
             match *mode {
-                "preload" => binder::preload::configure(&mut cmd, &shim, Some(&sock)),
+                "preload" | "preload-one-by-one" => {
+                    binder::preload::configure(&mut cmd, &shim, Some(&sock))
+                }
+                "preload-srap" | "preload-srap-one-by-one" => {
+                    binder::preload::configure(&mut cmd, &shim, Some(&srap_sock))
+                }
                 "preload-no-allocator" => {
                     binder::preload::configure(&mut cmd, &shim, Some(&dir.join("absent.sock")))
                 }
@@ -158,10 +198,9 @@ fn main() {
             quantile(s, 0.9)
         );
     }
-    println!(
-        "added by the shim (median): {:.1} us with allocator, {:.1} us without",
-        medians[1] - medians[0],
-        medians[2] - medians[0]
-    );
+    println!("added by the shim (median, minus plain):");
+    for (mode, m) in modes.iter().zip(&medians).skip(1) {
+        println!("  {mode:<24} {:>6.1} us", m - medians[0]);
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -20,12 +20,26 @@
  * error caused by the binder, and errno is what the plain connect() leaves.
  * See docs/binders.md for the full list of cases.
  *
- * The lease is not released explicitly: the allocator releases it when the
- * 4-tuple's socket disappears.
+ * Spares: a program that connects to the same destination again and again
+ * (iperf3 -P 16, a connection pool) would pay one allocator round trip per
+ * connect(). So the requests for one (local, remote, remote port) grow:
+ * 1, 1, 2, 4, 8, 16 ports ("count" in the lease request, planned together by
+ * the allocator: distinct CPUs, then distinct queues), and the ports not
+ * used at once are kept as spares for the next connects to that
+ * destination. A spare is used only within SPARE_MS of its lease (the
+ * allocator's grace period is longer, so it is still leased); older ones are
+ * dropped. Spares left at exit are released (a destructor); otherwise the
+ * allocator's sweep reclaims them once the grace period passes without a
+ * socket. A program connecting once or twice never gets a spare, so
+ * separate single-flow processes leave no spares to skew the plan.
  *
- * Thread-safe: no global mutable state besides the once-resolved pointer to
- * the real connect(); no heap allocation; nothing is written to stdout
- * (STEER_PRELOAD_DEBUG=1 logs one line per decision to stderr).
+ * A lease in use is not released explicitly: the allocator releases it when
+ * the 4-tuple's socket disappears.
+ *
+ * Thread-safe: the spare cache is behind a mutex and keyed by pid (a forked
+ * child does not reuse its parent's spares); no heap allocation; nothing is
+ * written to stdout (STEER_PRELOAD_DEBUG=1 logs one line per decision to
+ * stderr).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -55,12 +69,20 @@
 #define DEFAULT_SOCK "/run/steer/alloc.sock"
 /* The whole allocator exchange (connect, write, read) must finish in this. */
 #define ALLOC_TIMEOUT_MS 200
-#define LINE_MAX_BYTES 512
+#define LINE_MAX_BYTES 2048
+/* Largest batch asked for (the allocator's MAX_BATCH). */
+#define MAX_BATCH 16
+/* Spares older than this are not used (the allocator's grace is 2 s). */
+#define SPARE_MS 1000
+/* Destinations with spares kept at once. */
+#define SPARE_DESTS 8
 
 typedef int (*connect_fn)(int, const struct sockaddr *, socklen_t);
 
 static connect_fn real_connect;
 static int debug;
+/* STEER_PRELOAD_BATCH: largest batch (1: no spares; default MAX_BATCH). */
+static int max_batch = 16;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 static void init(void)
@@ -68,6 +90,11 @@ static void init(void)
 	real_connect = (connect_fn)dlsym(RTLD_NEXT, "connect");
 	const char *d = getenv("STEER_PRELOAD_DEBUG");
 	debug = d && d[0] == '1';
+	const char *b = getenv("STEER_PRELOAD_BATCH");
+	if (b && b[0]) {
+		int v = atoi(b);
+		max_batch = v < 1 ? 1 : v > 16 ? 16 : v;
+	}
 }
 
 /* One line on stderr, with write(2): no stdio buffers, no allocation. */
@@ -251,43 +278,213 @@ fail:
 	return -1;
 }
 
-/* Asks the allocator for a port; 0 on any failure (absent, slow, error,
- * garbage, other protocol version). */
-static unsigned short lease_port(const char *local, const char *remote, unsigned remote_port)
+/* Parses the leases of a batch answer ({"v":1,"leases":[{"port":P,...,
+ * "lease":L},...]}) into ports/ids; returns how many (0 on garbage). */
+static int parse_batch(const char *line, unsigned short *ports, unsigned long *ids, int max)
 {
-	long deadline = now_ms() + ALLOC_TIMEOUT_MS;
-	char req[LINE_MAX_BYTES], line[LINE_MAX_BYTES];
-	int n = snprintf(req, sizeof(req),
-			 "{\"v\":1,\"op\":\"lease\",\"proto\":\"tcp\",\"local\":\"%s\","
-			 "\"remote\":\"%s\",\"remote_port\":%u}\n",
-			 local, remote, remote_port);
-	if (n <= 0 || n >= (int)sizeof(req))
-		return 0;
+	const char *p = strstr(line, "\"leases\"");
+	int n = 0;
+	while (p && n < max && (p = strchr(p, '{')) != NULL) {
+		const char *end = strchr(p, '}');
+		if (!end)
+			return 0;
+		char obj[128];
+		size_t len = (size_t)(end - p) + 1;
+		if (len >= sizeof(obj))
+			return 0;
+		memcpy(obj, p, len);
+		obj[len] = '\0';
+		long port = json_uint(obj, "port", 65535);
+		long id = json_uint(obj, "lease", 0x7fffffffffffffffL / 10);
+		if (port <= 0 || id < 0)
+			return 0;
+		ports[n] = (unsigned short)port;
+		ids[n] = (unsigned long)id;
+		n++;
+		p = end + 1;
+	}
+	return n;
+}
+
+/* One request line, one answer, on the thread's connection (reopened once
+ * if the allocator closed an idle one). -1 on any failure. */
+static int ask(const char *req, int n, char *line, size_t cap, long deadline)
+{
 	int got = -1;
 	if (conn_is_ours()) {
-		got = exchange(req, n, line, sizeof(line), deadline);
-		/* The allocator may have closed an idle connection: one retry
-		 * on a fresh one. */
+		got = exchange(req, n, line, cap, deadline);
 	} else {
 		conn_fd = -1;
 	}
 	if (got < 0) {
 		if (conn_open(deadline) < 0)
-			return 0;
-		got = exchange(req, n, line, sizeof(line), deadline);
+			return -1;
+		got = exchange(req, n, line, cap, deadline);
 	}
 	if (got < 0)
-		return 0;
+		return -1;
 	if (line[0] != '{' || json_uint(line, "v", 1000) != 1 || strstr(line, "\"error\"")) {
 		logf_("allocator refused or answered garbage: %.*s", (int)strcspn(line, "\n"), line);
 		conn_close();
+		return -1;
+	}
+	return got;
+}
+
+/* Spare leases per destination, shared by the process's threads. */
+struct spares {
+	int used; /* slot in use */
+	int family;
+	unsigned char local[16], remote[16];
+	unsigned remote_port;
+	long leased_ms;    /* when the spares were leased */
+	long last_ask_ms;  /* the last request to the allocator */
+	int next_count;    /* ports the next request asks for */
+	int asks;          /* requests so far (within SPARE_MS of each other) */
+	int n;             /* spares left: ports[0..n] */
+	unsigned short ports[MAX_BATCH];
+	unsigned long ids[MAX_BATCH];
+};
+
+static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct spares spare_tab[SPARE_DESTS];
+static pid_t spare_pid;
+
+static struct spares *spare_find(int fam, const void *local, const void *remote, unsigned rport,
+				 long now)
+{
+	size_t alen = fam == AF_INET ? 4 : 16;
+	if (spare_pid != getpid()) {
+		memset(spare_tab, 0, sizeof(spare_tab));
+		spare_pid = getpid();
+	}
+	struct spares *free_slot = NULL, *oldest = NULL;
+	for (int i = 0; i < SPARE_DESTS; i++) {
+		struct spares *s = &spare_tab[i];
+		if (!s->used) {
+			if (!free_slot)
+				free_slot = s;
+			continue;
+		}
+		if (s->family == fam && s->remote_port == rport && memcmp(s->local, local, alen) == 0 &&
+		    memcmp(s->remote, remote, alen) == 0)
+			return s;
+		if (!oldest || s->last_ask_ms < oldest->last_ask_ms)
+			oldest = s;
+	}
+	struct spares *s = free_slot ? free_slot : oldest;
+	memset(s, 0, sizeof(*s));
+	s->used = 1;
+	s->family = fam;
+	memcpy(s->local, local, alen);
+	memcpy(s->remote, remote, alen);
+	s->remote_port = rport;
+	s->next_count = 1;
+	s->last_ask_ms = now;
+	return s;
+}
+
+/* Releases the spares still held at exit (best effort, one round trip per
+ * lease on a fresh connection, within one ALLOC_TIMEOUT_MS). */
+__attribute__((destructor)) static void release_spares(void)
+{
+	if (!real_connect || spare_pid != getpid())
+		return;
+	long deadline = now_ms() + ALLOC_TIMEOUT_MS;
+	pthread_mutex_lock(&spare_lock);
+	for (int i = 0; i < SPARE_DESTS; i++) {
+		struct spares *s = &spare_tab[i];
+		for (int k = 0; s->used && k < s->n && now_ms() < deadline; k++) {
+			char req[96], line[256];
+			int n = snprintf(req, sizeof(req), "{\"v\":1,\"op\":\"release\",\"lease\":%lu}\n", s->ids[k]);
+			if (ask(req, n, line, sizeof(line), deadline) < 0) {
+				k = s->n;
+				i = SPARE_DESTS;
+			}
+		}
+		s->n = 0;
+	}
+	pthread_mutex_unlock(&spare_lock);
+	conn_close();
+}
+
+/* A port for local -> remote:remote_port: a fresh spare, else one from the
+ * allocator (asking for a batch when this destination is connected to
+ * repeatedly); 0 on any failure (absent, slow, error, garbage, other
+ * protocol version). */
+static unsigned short lease_port(int fam, const void *lbytes, const void *rbytes, const char *local,
+				 const char *remote, unsigned remote_port)
+{
+	long now = now_ms();
+	pthread_mutex_lock(&spare_lock);
+	struct spares *s = spare_find(fam, lbytes, rbytes, remote_port, now);
+	if (s->n > 0 && now - s->leased_ms < SPARE_MS) {
+		unsigned short port = s->ports[0];
+		int left = --s->n;
+		memmove(s->ports, s->ports + 1, (size_t)left * sizeof(s->ports[0]));
+		memmove(s->ids, s->ids + 1, (size_t)left * sizeof(s->ids[0]));
+		pthread_mutex_unlock(&spare_lock);
+		logf_("spare port %u (%d left)", port, left);
+		return port;
+	}
+	s->n = 0; /* stale: the allocator's sweep reclaims them */
+	if (now - s->last_ask_ms >= SPARE_MS) {
+		s->asks = 0;
+		s->next_count = 1;
+	}
+	int count = s->next_count;
+	s->asks++;
+	if (s->asks >= 2 && s->next_count < max_batch)
+		s->next_count = s->asks == 2 ? 2 : s->next_count * 2;
+	if (s->next_count > max_batch)
+		s->next_count = max_batch;
+	s->last_ask_ms = now;
+	pthread_mutex_unlock(&spare_lock);
+
+	long deadline = now + ALLOC_TIMEOUT_MS;
+	char req[LINE_MAX_BYTES], line[LINE_MAX_BYTES];
+	int n;
+	if (count > 1)
+		n = snprintf(req, sizeof(req),
+			     "{\"v\":1,\"op\":\"lease\",\"proto\":\"tcp\",\"local\":\"%s\","
+			     "\"remote\":\"%s\",\"remote_port\":%u,\"count\":%d}\n",
+			     local, remote, remote_port, count);
+	else
+		n = snprintf(req, sizeof(req),
+			     "{\"v\":1,\"op\":\"lease\",\"proto\":\"tcp\",\"local\":\"%s\","
+			     "\"remote\":\"%s\",\"remote_port\":%u}\n",
+			     local, remote, remote_port);
+	if (n <= 0 || n >= (int)sizeof(req))
+		return 0;
+	if (ask(req, n, line, sizeof(line), deadline) < 0)
+		return 0;
+	if (count == 1) {
+		long p = json_uint(line, "port", 65535);
+		if (p > 0)
+			return (unsigned short)p;
+		logf_("allocator answer without a port: %.*s", (int)strcspn(line, "\n"), line);
 		return 0;
 	}
-	long p = json_uint(line, "port", 65535);
-	if (p > 0)
-		return (unsigned short)p;
-	logf_("allocator answer without a port: %.*s", (int)strcspn(line, "\n"), line);
-	return 0;
+	unsigned short ports[MAX_BATCH];
+	unsigned long ids[MAX_BATCH];
+	int got = parse_batch(line, ports, ids, MAX_BATCH);
+	if (got <= 0) {
+		logf_("allocator batch answer without ports: %.*s", (int)strcspn(line, "\n"), line);
+		return 0;
+	}
+	pthread_mutex_lock(&spare_lock);
+	s = spare_find(fam, lbytes, rbytes, remote_port, now);
+	int keep = got - 1;
+	if (keep > MAX_BATCH - s->n)
+		keep = MAX_BATCH - s->n;
+	if (s->n == 0)
+		s->leased_ms = now;
+	memcpy(s->ports + s->n, ports + 1, (size_t)keep * sizeof(ports[0]));
+	memcpy(s->ids + s->n, ids + 1, (size_t)keep * sizeof(ids[0]));
+	s->n += keep;
+	pthread_mutex_unlock(&spare_lock);
+	logf_("leased %d ports, %d kept as spares", got, keep);
+	return ports[0];
 }
 
 /* The local address the kernel will use towards `dst` (a throwaway UDP
@@ -399,7 +596,8 @@ static enum pin_how steer(int fd, const struct sockaddr *addr, socklen_t len, in
 	if (!inet_ntop(fam, addr_bytes((struct sockaddr *)&local), lbuf, sizeof(lbuf)) ||
 	    !inet_ntop(fam, addr_bytes(addr), rbuf, sizeof(rbuf)))
 		return PIN_NONE;
-	unsigned short port = lease_port(lbuf, rbuf, remote_port);
+	unsigned short port = lease_port(fam, addr_bytes((struct sockaddr *)&local), addr_bytes(addr), lbuf,
+					 rbuf, remote_port);
 	if (!port) {
 		logf_("fd %d: no port from the allocator for %s -> %s:%u: plain connect", fd, lbuf, rbuf, remote_port);
 		return PIN_NONE;

@@ -17,6 +17,9 @@ pub const DEFAULT_SOCKET: &str = "/run/steer/alloc.sock";
 pub const SOCKET_ENV: &str = "STEER_ALLOC_SOCK";
 /// `STEER_PRELOAD_DEBUG=1` makes the shim log each decision to stderr.
 pub const DEBUG_ENV: &str = "STEER_PRELOAD_DEBUG";
+/// `STEER_PRELOAD_BATCH=N`: the most ports the shim leases at once for
+/// repeated connects to one destination (1 turns spares off; default 16).
+pub const BATCH_ENV: &str = "STEER_PRELOAD_BATCH";
 /// The shim's file name.
 pub const SHIM_NAME: &str = "libsteer_preload.so";
 /// Preferred install directory.

@@ -60,8 +60,11 @@ impl Allocator {
                     r.lock().unwrap().push(v);
                 }
                 let answer = a.lock().unwrap().clone();
-                let reply = match answer {
-                    Answer::Ports(ports) => {
+                // A batch request ("count", the shim's spares) gets the
+                // batch form: the next `count` ports of the list.
+                let count = r.lock().unwrap().last().and_then(|v| v["count"].as_u64());
+                let mut grant = |ports: &[u16]| match count {
+                    None => {
                         let port = ports[next % ports.len()];
                         next += 1;
                         lease += 1;
@@ -69,6 +72,22 @@ impl Allocator {
                             "{{\"v\":1,\"port\":{port},\"queue\":0,\"cpu\":0,\"lease\":{lease}}}\n"
                         )
                     }
+                    Some(n) => {
+                        let leases: Vec<String> = (0..n)
+                            .map(|_| {
+                                let port = ports[next % ports.len()];
+                                next += 1;
+                                lease += 1;
+                                format!(
+                                    "{{\"port\":{port},\"queue\":0,\"cpu\":0,\"lease\":{lease}}}"
+                                )
+                            })
+                            .collect();
+                        format!("{{\"v\":1,\"leases\":[{}]}}\n", leases.join(","))
+                    }
+                };
+                let reply = match answer {
+                    Answer::Ports(ports) => grant(&ports),
                     Answer::Plans(plans) => {
                         let want = r
                             .lock()
@@ -77,14 +96,7 @@ impl Allocator {
                             .and_then(|v| v["remote_port"].as_u64())
                             .unwrap_or(0);
                         match plans.iter().find(|(p, _)| u64::from(*p) == want) {
-                            Some((_, ports)) => {
-                                let port = ports[next % ports.len()];
-                                next += 1;
-                                lease += 1;
-                                format!(
-                                    "{{\"v\":1,\"port\":{port},\"queue\":0,\"cpu\":0,\"lease\":{lease}}}\n"
-                                )
-                            }
+                            Some((_, ports)) => grant(ports),
                             None => "{\"v\":1,\"error\":\"no plan\"}\n".to_string(),
                         }
                     }

@@ -36,6 +36,9 @@ use crate::predict::PortPredictor;
 /// is emptied.
 const PREDICTOR_CACHE: usize = 4096;
 
+/// How long the host's ports and sockets, once read, are used.
+const HOST_TTL: Duration = Duration::from_millis(250);
+
 /// TCP states that are not a connection (include/net/tcp_states.h).
 const TCP_TIME_WAIT: u8 = 6;
 const TCP_CLOSE: u8 = 7;
@@ -89,6 +92,10 @@ struct State {
 /// The allocator's decisions, without a socket.
 pub struct Allocator {
     state: Mutex<State>,
+    /// The host's port policy and sockets per protocol, and when they were
+    /// read: reading /proc/net/tcp walks the kernel's whole established
+    /// hash table (milliseconds with 256k buckets), too slow per lease.
+    host: Mutex<HashMap<L4Proto, (Instant, Arc<LocalPorts>)>>,
     proc_root: PathBuf,
     grace: Duration,
     source: Option<Box<dyn ConfigSource>>,
@@ -118,11 +125,35 @@ impl Allocator {
                 next_id: 1,
                 ..State::default()
             }),
+            host: Mutex::new(HashMap::new()),
             proc_root: proc_root.into(),
             grace,
             source: None,
             config_ttl: Duration::from_secs(10),
         }
+    }
+
+    /// The host's ports, read at most every [`HOST_TTL`]. A port taken
+    /// since by a connection made without the allocator can be planned
+    /// again; that only matters for the same 4-tuple, whose connect() then
+    /// fails with EADDRNOTAVAIL and the binders fall back to a kernel port.
+    fn host_ports(&self, proto: L4Proto) -> Result<Arc<LocalPorts>, SrapError> {
+        let cached = self
+            .host
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&proto)
+            .filter(|(at, _)| at.elapsed() < HOST_TTL)
+            .map(|(_, ports)| ports.clone());
+        if let Some(ports) = cached {
+            return Ok(ports);
+        }
+        let ports = Arc::new(LocalPorts::read_from(&self.proc_root, proto)?);
+        self.host
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(proto, (Instant::now(), ports.clone()));
+        Ok(ports)
     }
 
     /// Fetch configs of remotes without one from `source`, and again once
@@ -245,6 +276,7 @@ impl Allocator {
             return Err(Refusal::new(ErrorCode::BadRequest, "proto is tcp or udp"));
         }
         self.refresh_config(remote)?;
+        let host = self.host_ports(proto).map_err(refuse)?;
         let mut state = self.state();
         let State {
             configs,
@@ -272,7 +304,6 @@ impl Allocator {
         let Some(predictor) = predictors.get(&key) else {
             return Err(Refusal::new(ErrorCode::Internal, "predictor cache"));
         };
-        let host = LocalPorts::read_from(&self.proc_root, proto).map_err(refuse)?;
         let mut options = PlanOptions::from_local(&host);
         options.excluded.union_with(leased_ports);
         // Flows already on each CPU and queue for this destination: leases,
