@@ -267,3 +267,153 @@ fn allocator_serves_two_racing_client_processes() {
         .stderr(predicate::str::contains("already"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// How the fake agent of [`fake_agent`] behaves.
+#[derive(Clone, Copy)]
+enum Agent {
+    /// Answers like a real agent (2 queues, CPU 0 busy).
+    Good,
+    /// Accepts and never answers.
+    Slow,
+    /// Answers bytes that are not HTTP.
+    Garbage,
+    /// Answers API version 0.
+    Old,
+    /// Reports a different source port than the one we sent from (NAT).
+    Rewrites,
+}
+
+/// A one-thread HTTP server on loopback; returns its URL.
+fn fake_agent(mode: Agent) -> String {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let config = String::from_utf8(
+        steer()
+            .args(["rss", "config", "--key", "microsoft", "--queues", "2"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            let peer = conn.peer_addr().unwrap();
+            let mut request = String::new();
+            let _ = BufReader::new(&conn).read_line(&mut request);
+            let path = request.split_whitespace().nth(1).unwrap_or("").to_string();
+            let body = match mode {
+                Agent::Slow => {
+                    held.push(conn);
+                    continue;
+                }
+                Agent::Garbage => {
+                    let _ = conn.write_all(b"\x01\x02 hello, not http\r\n\r\n");
+                    continue;
+                }
+                Agent::Old => r#"{"api":0,"addr":"127.0.0.1","port":1}"#.to_string(),
+                _ if path.starts_with("/v1/whoami") => {
+                    let port = match mode {
+                        Agent::Rewrites => peer.port().wrapping_add(1000),
+                        _ => peer.port(),
+                    };
+                    format!(r#"{{"api":1,"addr":"{}","port":{port}}}"#, peer.ip())
+                }
+                _ if path.starts_with("/v1/rss") => format!(
+                    r#"{{"api":1,"dev":null,"addr":"10.77.1.2","addrs":["10.77.1.2"],"origin":"file","config_version":3,"config":{}}}"#,
+                    config.trim()
+                ),
+                _ if path.starts_with("/v1/load") => {
+                    let cpu = |c: u32, busy: f64| {
+                        format!(
+                            r#"{{"cpu":{c},"net_rx_per_sec":0.0,"softirq_busy":{busy},"net_rx_total":0,"softirq_seconds_total":0.0}}"#
+                        )
+                    };
+                    format!(
+                        r#"{{"api":1,"interval_ms":1000,"sampled_at_ms":1,"cpus":[{},{}],"devices":[]}}"#,
+                        cpu(0, 0.9),
+                        cpu(1, 0.1)
+                    )
+                }
+                _ => r#"{"api":1,"code":"not_found","error":"no"}"#.to_string(),
+            };
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    url
+}
+
+fn plan_with_agent(url: &str) -> std::process::Output {
+    steer()
+        .args([
+            "ports",
+            "plan",
+            "--to",
+            "10.77.1.2:5201",
+            "--from",
+            "10.77.1.1",
+            "--flows",
+            "1",
+            "--json",
+            "--agent",
+            url,
+        ])
+        .output()
+        .unwrap()
+}
+
+/// Exit 2 and exactly one line on stderr containing `needle`.
+fn fails_with_one_line(out: &std::process::Output, needle: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains(needle), "{err}");
+}
+
+#[test]
+fn plan_with_an_agent_uses_its_config_and_load() {
+    let out = plan_with_agent(&fake_agent(Agent::Good));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // One flow: the least-loaded CPU (1) first.
+    assert_eq!(v["entries"][0]["cpu"], 1, "{v}");
+    assert!(
+        v["receiver"].as_str().unwrap().contains("config version 3"),
+        "{v}"
+    );
+}
+
+#[test]
+fn plan_with_a_faulty_agent_fails_with_one_line() {
+    // Unreachable: nothing listens on the port.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    fails_with_one_line(
+        &plan_with_agent(&format!("http://127.0.0.1:{port}")),
+        "unreachable",
+    );
+    fails_with_one_line(
+        &plan_with_agent(&fake_agent(Agent::Slow)),
+        "did not answer within",
+    );
+    fails_with_one_line(&plan_with_agent(&fake_agent(Agent::Garbage)), "HTTP");
+    fails_with_one_line(&plan_with_agent(&fake_agent(Agent::Old)), "API version 0");
+    fails_with_one_line(
+        &plan_with_agent(&fake_agent(Agent::Rewrites)),
+        "steering is impossible on the path",
+    );
+    fails_with_one_line(&plan_with_agent("ftp://x"), "only http://");
+}
