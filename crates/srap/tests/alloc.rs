@@ -333,3 +333,50 @@ fn lease_lives_while_its_connection_does() {
     }
     let _ = unused;
 }
+
+/// `serve --agent`: a config not given is fetched on the first lease,
+/// cached, and fetched again once stale; a failed re-fetch keeps the old
+/// one, a failed first fetch is a `no_config` refusal.
+#[test]
+fn configs_are_fetched_on_demand_and_refreshed() {
+    use srap::alloc::{Allocator, ConfigSource};
+    use std::sync::atomic::AtomicU32;
+    use std::sync::Arc;
+    struct Source(Arc<AtomicU32>);
+    impl ConfigSource for Source {
+        fn fetch(&self, remote: IpAddr) -> Result<RssConfig, String> {
+            let n = self.0.fetch_add(1, Ordering::Relaxed);
+            match (remote.to_string().as_str(), n) {
+                ("10.77.1.2", 0) => Ok(config(4)),
+                ("10.77.1.2", _) => Err("agent down".into()),
+                _ => Err("agent at http://x is unreachable".into()),
+            }
+        }
+    }
+    let fetches = Arc::new(AtomicU32::new(0));
+    let a = Allocator::new("/proc", Duration::from_secs(60))
+        .with_config_source(Box::new(Source(fetches.clone())), Duration::from_millis(50));
+    let lease = || {
+        a.lease(
+            L4Proto::Tcp,
+            Some(addr("10.77.1.1")),
+            addr("10.77.1.2"),
+            5201,
+        )
+    };
+    lease().unwrap();
+    lease().unwrap();
+    assert_eq!(fetches.load(Ordering::Relaxed), 1, "cached");
+    std::thread::sleep(Duration::from_millis(60));
+    lease().unwrap();
+    assert_eq!(
+        fetches.load(Ordering::Relaxed),
+        2,
+        "stale: fetched again, old one kept"
+    );
+    let err = a
+        .lease(L4Proto::Tcp, None, addr("127.0.0.9"), 5201)
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::NoConfig);
+    assert!(err.message.contains("unreachable"), "{}", err.message);
+}
