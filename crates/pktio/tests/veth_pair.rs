@@ -87,6 +87,13 @@ fn batches_cross_a_veth_pair_in_order() {
     assert_eq!(got.len(), N as usize, "kernel drops {}", b.kernel_drops());
     assert!(got.windows(2).all(|w| w[0] < w[1]), "out of order");
     assert_eq!(a.stats().tx_errors, 0);
-    // The sending port does not see its own frames.
-    assert_eq!(a.recv_batch(usize::MAX, |_| {}), 0);
+    // The sending port does not see its own frames (it may see the
+    // kernel's IPv6 chatter from b, which is not ours).
+    let mut echoed = 0;
+    a.recv_batch(usize::MAX, |f| {
+        if f.data.len() >= 14 && f.data[12..14] == [0x88, 0xb5] {
+            echoed += 1;
+        }
+    });
+    assert_eq!(echoed, 0);
 }
