@@ -287,7 +287,12 @@ pub struct DemoArgs {
     #[arg(long, default_value_t = 1)]
     pub seconds: u32,
     /// Ways of choosing source ports to compare.
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "random,preload,bpf")]
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "random,preload,bpf"
+    )]
     pub ways: Vec<DemoWay>,
     /// One iperf3 client process per flow instead of one `iperf3 -P FLOWS`.
     #[arg(long)]

@@ -36,7 +36,10 @@ fn check_runs(way: &Value, flows: u64, queues: usize) {
         assert_eq!(per_queue.iter().sum::<u64>(), flows);
         let max = *per_queue.iter().max().unwrap();
         assert_eq!(run["max_flows_on_a_queue"].as_u64().unwrap(), max);
-        assert_eq!(run["flow_queues"], run["predicted_queues"], "model == datapath");
+        assert_eq!(
+            run["flow_queues"], run["predicted_queues"],
+            "model == datapath"
+        );
         assert!(run["aggregate_gbps"].as_f64().unwrap() > 0.0);
         assert_eq!(run["flow_gbps"].as_array().unwrap().len() as u64, flows);
     }
@@ -53,7 +56,11 @@ fn quick_demo_three_ways_measured_on_the_datapath() {
         .args(["demo", "--quick", "--json", "--lab", "demo-test-quick"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let theory = v["theory"]["perfect_probability"].as_f64().unwrap();
     assert!((theory - 0.0104).abs() < 0.0001, "{theory}");
@@ -79,11 +86,24 @@ fn fewer_queues_than_flows_separate_processes() {
     }
     let out = Command::cargo_bin("steer")
         .unwrap()
-        .args(["demo", "--json", "--repetitions", "1", "--flows", "8", "--queues", "4"])
+        .args([
+            "demo",
+            "--json",
+            "--repetitions",
+            "1",
+            "--flows",
+            "8",
+            "--queues",
+            "4",
+        ])
         .args(["--processes", "--lab", "demo-test-procs"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     for name in ["random", "preload", "bpf"] {
         check_runs(way(&v, name), 8, 4);

@@ -93,17 +93,34 @@ fn print_summary(result: &DemoResult) -> anyhow::Result<()> {
                     r.max_flows_on_a_queue.to_string(),
                     if r.perfect { "yes" } else { "no" }.into(),
                     format!("{:.2}", r.aggregate_gbps),
-                    format!("{:.2}", r.flow_gbps.iter().copied().fold(f64::INFINITY, f64::min)),
-                    r.cpu_busy.iter().map(|b| format!("{:.0}%", b * 100.0)).collect::<Vec<_>>().join(" "),
+                    format!(
+                        "{:.2}",
+                        r.flow_gbps.iter().copied().fold(f64::INFINITY, f64::min)
+                    ),
+                    r.cpu_busy
+                        .iter()
+                        .map(|b| format!("{:.0}%", b * 100.0))
+                        .collect::<Vec<_>>()
+                        .join(" "),
                 ]
             })
             .collect();
         output::table(
-            &["rep", "queues with 0/1/2/3+ flows", "max on a queue", "perfect", "Gbit/s", "slowest flow", "cpu busy"],
+            &[
+                "rep",
+                "queues with 0/1/2/3+ flows",
+                "max on a queue",
+                "perfect",
+                "Gbit/s",
+                "slowest flow",
+                "cpu busy",
+            ],
             &body,
         )?;
     }
-    println!("\nsummary (perfect: no queue carries more than {ideal} flow(s); measured on the datapath)");
+    println!(
+        "\nsummary (perfect: no queue carries more than {ideal} flow(s); measured on the datapath)"
+    );
     let body: Vec<Vec<String>> = result
         .ways
         .iter()
@@ -116,7 +133,10 @@ fn print_summary(result: &DemoResult) -> anyhow::Result<()> {
             ]
         })
         .collect();
-    output::table(&["way", "perfect", "worst max on a queue", "mean Gbit/s"], &body)?;
+    output::table(
+        &["way", "perfect", "worst max on a queue", "mean Gbit/s"],
+        &body,
+    )?;
     println!(
         "theory for random ports: perfect with probability {:.2}%",
         result.theory.perfect_probability * 100.0

@@ -3,8 +3,8 @@
 pub mod agent;
 pub mod bench;
 mod demo;
-pub mod exp;
 pub mod exec;
+pub mod exp;
 mod lab;
 pub mod lb;
 mod nic;
