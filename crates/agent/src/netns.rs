@@ -45,28 +45,26 @@ pub fn enter(name: &str) -> Result<(), AgentError> {
 }
 
 /// Runs `f` on a thread inside `netns` (`None`: the caller's namespace,
-/// on the calling thread).
+/// on the calling thread): [`nic::netns::run_in`], with its errors as
+/// [`AgentError`]s.
 pub fn run_in<T: Send + 'static>(
     netns: Option<&str>,
     f: impl FnOnce() -> Result<T, AgentError> + Send + 'static,
 ) -> Result<T, AgentError> {
-    let Some(name) = netns else {
-        return f();
-    };
-    let name = name.to_string();
-    let handle = std::thread::Builder::new()
-        .name(format!("agent-netns-{name}"))
-        .spawn(move || {
-            enter(&name)?;
-            f()
-        })
-        .map_err(|e| AgentError::Io {
-            what: "spawn a thread".into(),
-            source: e,
-        })?;
-    match handle.join() {
-        Ok(r) => r,
-        Err(panic) => std::panic::resume_unwind(panic),
+    match nic::netns::run_in(netns, move || Ok(f())) {
+        Ok(result) => result,
+        Err(nic::NicError::NoSuchNetns { netns }) => Err(AgentError::NoSuchNetns { netns }),
+        Err(e) => {
+            let kind = if e.is_environment() {
+                std::io::ErrorKind::PermissionDenied
+            } else {
+                std::io::ErrorKind::Other
+            };
+            Err(AgentError::Io {
+                what: "enter the network namespace".into(),
+                source: std::io::Error::new(kind, e.to_string()),
+            })
+        }
     }
 }
 
