@@ -24,6 +24,7 @@ use std::time::Duration;
 
 use lab::{Lab, LabSpec};
 use serde::Serialize;
+use wire::stats::{LatencySummary, SignedSummary};
 use wire::{Delay, DriverConfig, DriverHandle, Impairment, Loss, WireConfig, WireHandle};
 
 use crate::meta::Meta;
@@ -147,6 +148,14 @@ pub struct Sample {
     pub mean_block: f64,
     pub reordered_by_wire: u64,
     pub driver_added_delay_p99_us: f64,
+    /// Device receive to TAP write, per packet (`wire::DriverStats::added_delay`).
+    pub driver_added_delay: LatencySummary,
+    /// Coalescing wait + batch processing time, per batch.
+    pub poll_cycle: LatencySummary,
+    /// What sorting adds per packet relative to ring order (0 without SRPIC).
+    pub sort_added_delay: SignedSummary,
+    /// From `push` to release, per packet the sorter held.
+    pub sorter_hold: SignedSummary,
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize)]
@@ -366,6 +375,10 @@ fn run_cell(
         mean_block: ds.mean_block,
         reordered_by_wire: ws.a_to_b.counters.reordered,
         driver_added_delay_p99_us: ds.added_delay.p99_us,
+        driver_added_delay: ds.added_delay,
+        poll_cycle: ds.poll_cycle,
+        sort_added_delay: ds.sort_added_delay,
+        sorter_hold: ds.sorter_hold,
     })
 }
 

@@ -33,7 +33,7 @@ use order::{Descriptor, FlowKey};
 use pktio::{Port, PortConfig};
 use serde::Serialize;
 
-use crate::stats::{Histogram, LatencySummary};
+use crate::stats::{FineHistogram, Histogram, LatencySummary, SignedSummary};
 use crate::tap::Tap;
 use crate::WireError;
 
@@ -108,6 +108,21 @@ pub struct DriverStats {
     pub mean_block: f64,
     /// Device receive (kernel stamp) to TAP write, µs: the delay the driver adds.
     pub added_delay: LatencySummary,
+    /// One poll cycle per batch, µs: the coalescing wait actually slept
+    /// (0 for a NAPI repoll after a full batch) plus the batch's processing
+    /// time (first frame taken from the ring to the last TAP write done).
+    pub poll_cycle: LatencySummary,
+    /// The processing part of the poll cycle alone, µs.
+    pub batch_time: LatencySummary,
+    /// Per packet, what sorting adds relative to delivering the same batch
+    /// in ring order (`--no-sort`), µs, signed: the time of the TAP write
+    /// at the packet's sorted position minus the time of the write at its
+    /// ring position, plus the batch's time inside the sorter (`push` and
+    /// `end_batch`). Recorded with and without sorting (0 + nothing without).
+    pub sort_added_delay: SignedSummary,
+    /// Per packet the sorter held (not released by its own `push`): from
+    /// its `push` to the `push`/`end_batch` call that released it, µs.
+    pub sorter_hold: SignedSummary,
     /// The sorter's counters (held, out of sequence, flushes...).
     pub sorter: SorterStats,
 }
@@ -169,6 +184,15 @@ pub struct Driver {
     moved: Vec<String>,
     stats: DriverStats,
     delay: Histogram,
+    cycle: Histogram,
+    batch_time: Histogram,
+    sort_added: FineHistogram,
+    hold: FineHistogram,
+    /// Per batch: push time of each id (sorting only), TAP write completion
+    /// time by delivery position, and the position each id was delivered at.
+    pushed_at: Vec<u64>,
+    written_at: Vec<u64>,
+    position: Vec<u32>,
     batch: Vec<(Vec<u8>, u64)>,
     order: Vec<u32>,
     blocks: HashMap<FlowKey, u32>,
@@ -216,6 +240,13 @@ impl Driver {
                 ..DriverStats::default()
             },
             delay: Histogram::default(),
+            cycle: Histogram::default(),
+            batch_time: Histogram::default(),
+            sort_added: FineHistogram::default(),
+            hold: FineHistogram::default(),
+            pushed_at: vec![0; cfg.budget],
+            written_at: vec![0; cfg.budget],
+            position: vec![0; cfg.budget],
             batch: Vec::with_capacity(cfg.budget),
             order: Vec::with_capacity(cfg.budget),
             blocks: HashMap::new(),
@@ -291,6 +322,10 @@ impl Driver {
             pkts as f64 / blocks as f64
         };
         s.added_delay = self.delay.summary();
+        s.poll_cycle = self.cycle.summary();
+        s.batch_time = self.batch_time.summary();
+        s.sort_added_delay = self.sort_added.summary();
+        s.sorter_hold = self.hold.summary();
         s.sorter = *self.sorter.stats();
         s
     }
@@ -323,8 +358,10 @@ impl Driver {
         }
     }
 
-    /// One poll: at most `budget` frames from the ring, sorted or not, into the TAP.
-    fn poll(&mut self) -> usize {
+    /// One poll: at most `budget` frames from the ring, sorted or not, into
+    /// the TAP. `waited_ns`: the coalescing wait before it (for the poll cycle).
+    fn poll(&mut self, waited_ns: u64) -> usize {
+        let start = pktio::now_ns();
         let mut n = 0;
         let batch = &mut self.batch;
         self.port.recv_batch(self.cfg.budget, |f| {
@@ -340,11 +377,17 @@ impl Driver {
         if n == 0 {
             return 0;
         }
+        if self.pushed_at.len() < n {
+            self.pushed_at.resize(n, 0);
+            self.written_at.resize(n, 0);
+            self.position.resize(n, 0);
+        }
         self.stats.packets_in += n as u64;
         self.stats.batches += 1;
         self.stats.batch_sizes[n.min(self.cfg.budget)] += 1;
         self.order.clear();
         self.blocks.clear();
+        let mut sorter_ns = 0u64;
         for (i, (frame, _)) in self.batch[..n].iter().enumerate() {
             let desc = match parse(LinkType::Ethernet, frame) {
                 Ok(info) => info.descriptor(),
@@ -354,13 +397,30 @@ impl Driver {
                 *self.blocks.entry(seg.flow).or_insert(0) += 1;
             }
             if self.cfg.sort {
+                let before = self.order.len();
+                let t0 = pktio::now_ns();
+                self.pushed_at[i] = t0;
                 self.sorter.push(i as u32, &desc, &mut self.order);
+                let t1 = pktio::now_ns();
+                sorter_ns += t1 - t0;
+                for &id in &self.order[before..] {
+                    if id as usize != i {
+                        self.hold.record((t1 - self.pushed_at[id as usize]) as i64);
+                    }
+                }
             } else {
                 self.order.push(i as u32);
             }
         }
         if self.cfg.sort {
+            let before = self.order.len();
+            let t0 = pktio::now_ns();
             self.sorter.end_batch(&mut self.order);
+            let t1 = pktio::now_ns();
+            sorter_ns += t1 - t0;
+            for &id in &self.order[before..] {
+                self.hold.record((t1 - self.pushed_at[id as usize]) as i64);
+            }
         }
         for &b in self.blocks.values() {
             self.stats.block_sizes[(b as usize).min(self.cfg.budget)] += 1;
@@ -372,8 +432,19 @@ impl Driver {
             } else {
                 self.stats.inject_errors += 1;
             }
-            self.delay.record(pktio::now_ns().saturating_sub(*rx));
+            let done = pktio::now_ns();
+            self.delay.record(done.saturating_sub(*rx));
+            self.written_at[k] = done;
+            self.position[self.order[k] as usize] = k as u32;
         }
+        let end = pktio::now_ns();
+        for i in 0..self.order.len() {
+            let at = self.written_at[self.position[i] as usize] as i64;
+            let control = self.written_at[i] as i64;
+            self.sort_added.record(at - control + sorter_ns as i64);
+        }
+        self.batch_time.record(end - start);
+        self.cycle.record(end - start + waited_ns);
         n
     }
 
@@ -397,11 +468,13 @@ impl Driver {
                 self.tap_to_dev(&mut scratch)?;
             }
             if self.port.has_frames() {
+                let woke = pktio::now_ns();
                 if !coalesce.is_zero() {
                     pktio::wait_fds(&[], Some(coalesce))?;
                 }
+                let mut waited = pktio::now_ns() - woke;
                 // NAPI: poll until a poll comes back short of the budget.
-                while self.poll() == self.cfg.budget {
+                while self.poll(std::mem::take(&mut waited)) == self.cfg.budget {
                     self.tap_to_dev(&mut scratch)?;
                 }
                 self.tap_to_dev(&mut scratch)?;

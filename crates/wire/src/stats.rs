@@ -88,6 +88,93 @@ pub struct LatencySummary {
     pub max_us: f64,
 }
 
+/// A histogram of signed durations with 10 ns buckets over ±1 ms (values
+/// outside are clamped into the end buckets; the true extremes are kept).
+/// For the sorter's own added delay, which is sub-microsecond and can be
+/// negative (a packet the sorter moves earlier in the batch).
+#[derive(Debug, Clone)]
+pub struct FineHistogram {
+    buckets: Vec<u64>,
+    count: u64,
+    sum_ns: i128,
+    min_ns: i64,
+    max_ns: i64,
+}
+
+const FINE_NS: i64 = 10;
+const FINE_SPAN_NS: i64 = 1_000_000;
+
+impl Default for FineHistogram {
+    fn default() -> Self {
+        FineHistogram {
+            buckets: vec![0; (2 * FINE_SPAN_NS / FINE_NS) as usize + 1],
+            count: 0,
+            sum_ns: 0,
+            min_ns: i64::MAX,
+            max_ns: i64::MIN,
+        }
+    }
+}
+
+impl FineHistogram {
+    pub fn record(&mut self, ns: i64) {
+        let b = (ns.clamp(-FINE_SPAN_NS, FINE_SPAN_NS) + FINE_SPAN_NS) / FINE_NS;
+        self.buckets[b as usize] += 1;
+        self.count += 1;
+        self.sum_ns += i128::from(ns);
+        self.min_ns = self.min_ns.min(ns);
+        self.max_ns = self.max_ns.max(ns);
+    }
+
+    /// The `q` quantile in microseconds: the upper bound of its 10 ns bucket.
+    pub fn quantile_us(&self, q: f64) -> f64 {
+        if self.count == 0 {
+            return 0.0;
+        }
+        let rank = ((q * self.count as f64).ceil() as u64).clamp(1, self.count);
+        let mut seen = 0;
+        for (i, &n) in self.buckets.iter().enumerate() {
+            seen += n;
+            if seen >= rank {
+                let upper = (i as i64 + 1) * FINE_NS - FINE_SPAN_NS;
+                return upper.clamp(self.min_ns, self.max_ns) as f64 / 1e3;
+            }
+        }
+        self.max_ns as f64 / 1e3
+    }
+
+    pub fn summary(&self) -> SignedSummary {
+        let empty = self.count == 0;
+        SignedSummary {
+            samples: self.count,
+            mean_us: if empty {
+                0.0
+            } else {
+                self.sum_ns as f64 / self.count as f64 / 1e3
+            },
+            min_us: if empty { 0.0 } else { self.min_ns as f64 / 1e3 },
+            p50_us: self.quantile_us(0.50),
+            p90_us: self.quantile_us(0.90),
+            p99_us: self.quantile_us(0.99),
+            p999_us: self.quantile_us(0.999),
+            max_us: if empty { 0.0 } else { self.max_ns as f64 / 1e3 },
+        }
+    }
+}
+
+/// Percentiles of a [`FineHistogram`], microseconds (10 ns resolution).
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct SignedSummary {
+    pub samples: u64,
+    pub mean_us: f64,
+    pub min_us: f64,
+    pub p50_us: f64,
+    pub p90_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub max_us: f64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,5 +190,18 @@ mod tests {
         assert_eq!(h.summary().samples, 100);
         h.record(500_000_000);
         assert_eq!(h.quantile_us(1.0), 500_000.0);
+    }
+
+    #[test]
+    fn fine_histogram_is_signed() {
+        let mut h = FineHistogram::default();
+        for ns in -50..50 {
+            h.record(ns * 100);
+        }
+        assert!((h.quantile_us(0.5) - -0.09).abs() < 1e-9);
+        assert!((h.quantile_us(0.01) - -4.99).abs() < 1e-9);
+        assert_eq!(h.summary().min_us, -5.0);
+        h.record(5_000_000);
+        assert_eq!(h.summary().max_us, 5000.0);
     }
 }
