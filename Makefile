@@ -44,7 +44,10 @@ test: build lint
 # on a state regression against bench/matrix/baseline.json (never on noisy
 # numbers). The history in target/bench-ci/ accumulates over runs.
 BENCH_CI_DB := target/bench-ci/bench.sqlite
-BENCH_CI_FILTER := demo/flows=16/*,xdp-overhead/streams=4,lb-sim/policy=crossrss/*
+BENCH_CI_FILTER := demo/flows=16/*,xdp-overhead/streams=4,lb-sim/policy=crossrss/*,srpic/*,lb-live
+# The shared public captures the trace cases replay (not in the repository).
+STEER_TRACES ?= $(firstword $(wildcard $(CURDIR)/traces $(CURDIR)/../shared/traces /work/shared/traces))
+export STEER_TRACES
 bench-matrix: build
 	mkdir -p target/bench-ci
 	$(STEER) bench run --quick --filter '$(BENCH_CI_FILTER)' --db $(BENCH_CI_DB)

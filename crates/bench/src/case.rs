@@ -187,7 +187,7 @@ impl CaseSpec {
             .chain(files)
         {
             for p in placeholders(arg) {
-                if p != "steer" && p != "root" && !self.params.contains_key(&p) {
+                if !["steer", "root", "traces"].contains(&p.as_str()) && !self.params.contains_key(&p) {
                     return bad(format!("unknown placeholder {{{p}}} in '{arg}'"));
                 }
             }
@@ -259,9 +259,12 @@ impl Case {
             .collect()
     }
 
-    /// `arg` with `{steer}`, `{root}` and the parameters filled in.
+    /// `arg` with `{steer}`, `{root}`, `{traces}` and the parameters filled in.
     pub fn fill(&self, arg: &str, steer: &str, root: &str) -> String {
-        let mut out = arg.replace("{steer}", steer).replace("{root}", root);
+        let mut out = arg
+            .replace("{steer}", steer)
+            .replace("{traces}", &traces_dir(root))
+            .replace("{root}", root);
         for (k, v) in &self.params {
             out = out.replace(&format!("{{{k}}}"), v);
         }
@@ -274,6 +277,23 @@ impl Case {
             _ => self.spec.timeout,
         }
     }
+}
+
+/// Where the shared packet captures are: `$STEER_TRACES`, else `ROOT/traces`,
+/// else `ROOT/../shared/traces` (the captures are public but not ours to
+/// redistribute, so the repository does not carry them; docs/bench.md).
+pub fn traces_dir(root: &str) -> String {
+    if let Ok(dir) = std::env::var("STEER_TRACES") {
+        return dir;
+    }
+    let inside = std::path::Path::new(root).join("traces");
+    if inside.is_dir() {
+        return inside.display().to_string();
+    }
+    std::path::Path::new(root)
+        .join("../shared/traces")
+        .display()
+        .to_string()
 }
 
 fn value_text(v: &Value) -> String {
