@@ -22,6 +22,7 @@ fn root() -> bool {
 const TOKEN: &str = "lab-token-1234";
 
 #[test]
+#[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn serves_software_rss_across_the_lab() {
     if !root() {
         return;

@@ -174,6 +174,7 @@ fn run_streams(lab: &Lab, configure: impl Fn(&mut Command)) {
 }
 
 #[test]
+#[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn preload_steers_iperf3_and_separate_processes() {
     if !root("network namespaces, XDP") {
         return;
@@ -227,6 +228,7 @@ fn preload_steers_iperf3_and_separate_processes() {
 }
 
 #[test]
+#[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn cgroup_bpf_steers_iperf3_and_separate_processes() {
     if !root("network namespaces, XDP, cgroup BPF") {
         return;

@@ -21,6 +21,7 @@ fn netns_exists(ns: &str) -> bool {
 }
 
 #[test]
+#[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn up_and_down_are_idempotent() {
     if !root() {
         return;
@@ -48,6 +49,7 @@ fn up_and_down_are_idempotent() {
 }
 
 #[test]
+#[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn down_removes_only_what_it_created() {
     if !root() {
         return;
@@ -111,6 +113,7 @@ fn tcp_transfer(lab: &Lab, from: &str, port: u16, bytes: usize) -> usize {
 }
 
 #[test]
+#[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn three_hosts_join_through_a_switch() {
     if !root() {
         return;
@@ -126,6 +129,7 @@ fn three_hosts_join_through_a_switch() {
 /// Bytes arrive over TCP through the XDP program and its cpumap: this fails
 /// if the checksum pitfall is not handled (segments would be dropped).
 #[test]
+#[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn tcp_works_with_software_rss() {
     if !root() {
         return;

@@ -108,6 +108,7 @@ fn spec(name: &str) -> LabSpec {
 }
 
 #[test]
+#[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn per_queue_counters_equal_the_prediction() {
     if !root() {
         return;
@@ -151,6 +152,7 @@ fn per_queue_counters_equal_the_prediction() {
 }
 
 #[test]
+#[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn update_with_a_new_key_moves_flows_live() {
     if !root() {
         return;

@@ -105,6 +105,7 @@ fn nothing_left(pair: &Pair) {
 }
 
 #[test]
+#[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn nonexistent_device_is_no_such_device_and_pins_nothing() {
     if !root() {
         return;
@@ -126,6 +127,7 @@ fn nonexistent_device_is_no_such_device_and_pins_nothing() {
 }
 
 #[test]
+#[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn bad_configs_are_rejected_before_attach() {
     if !root() {
         return;
@@ -162,6 +164,7 @@ fn bad_configs_are_rejected_before_attach() {
 }
 
 #[test]
+#[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn peer_with_tx_checksum_offload_is_reported_with_the_fix() {
     if !root() {
         return;
@@ -181,6 +184,7 @@ fn peer_with_tx_checksum_offload_is_reported_with_the_fix() {
 }
 
 #[test]
+#[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn attach_update_detach_across_calls() {
     if !root() {
         return;
@@ -233,6 +237,7 @@ fn attach_update_detach_across_calls() {
 }
 
 #[test]
+#[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn a_foreign_xdp_program_is_not_replaced() {
     if !root() {
         return;

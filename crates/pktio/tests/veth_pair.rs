@@ -53,6 +53,7 @@ fn frame(i: u32, len: usize) -> Vec<u8> {
 }
 
 #[test]
+#[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn batches_cross_a_veth_pair_in_order() {
     if !root() {
         return;

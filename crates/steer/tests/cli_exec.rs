@@ -217,6 +217,7 @@ fn root(what: &str) -> Option<PathBuf> {
 }
 
 #[test]
+#[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn attach_plans_reports_and_detaches() {
     let Some(root) = root("cgroup BPF programs") else {
         return;
@@ -279,6 +280,7 @@ fn attach_plans_reports_and_detaches() {
 }
 
 #[test]
+#[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn exec_bpf_runs_the_command_and_passes_its_status() {
     if root("cgroup BPF programs").is_none() {
         return;

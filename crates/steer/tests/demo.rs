@@ -46,6 +46,7 @@ fn check_runs(way: &Value, flows: u64, queues: usize) {
 }
 
 #[test]
+#[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn quick_demo_three_ways_measured_on_the_datapath() {
     if !is_root() {
         eprintln!("skipped: needs root (network namespaces, XDP, cgroup BPF)");
@@ -79,6 +80,7 @@ fn quick_demo_three_ways_measured_on_the_datapath() {
 }
 
 #[test]
+#[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn fewer_queues_than_flows_separate_processes() {
     if !is_root() {
         eprintln!("skipped: needs root (network namespaces, XDP, cgroup BPF)");
