@@ -96,12 +96,22 @@ impl AgentReport {
 }
 
 /// Checks every report and that server ids are unique.
+///
+/// A fast pass first (sorted ids, one branch-free sweep per report); only
+/// when it finds a problem does the exact pass below name the first one, so
+/// the error is the same as checking report by report.
 pub fn validate_reports(reports: &[AgentReport], buckets: usize) -> Result<(), ReportError> {
     if buckets == 0 {
         return Err(ReportError::NoBuckets);
     }
     if reports.is_empty() {
         return Err(ReportError::NoReports);
+    }
+    let mut ids: Vec<u32> = reports.iter().map(|r| r.server).collect();
+    ids.sort_unstable();
+    let unique = ids.windows(2).all(|w| w[0] != w[1]);
+    if unique && reports.iter().all(|r| r.quick_valid(buckets)) {
+        return Ok(());
     }
     let mut seen = HashSet::with_capacity(reports.len());
     for r in reports {
@@ -111,6 +121,20 @@ pub fn validate_reports(reports: &[AgentReport], buckets: usize) -> Result<(), R
         r.validate(buckets)?;
     }
     Ok(())
+}
+
+impl AgentReport {
+    /// Whether [`AgentReport::validate`] would pass (no error detail).
+    fn quick_valid(&self, buckets: usize) -> bool {
+        let cores = self.core_loads.len();
+        cores > 0
+            && self.bucket_cores.len() == buckets
+            && self
+                .core_loads
+                .iter()
+                .fold(true, |ok, &l| ok & (0.0..=MAX_LOAD).contains(&l))
+            && (self.bucket_cores.iter().fold(0u32, |m, &c| m.max(c)) as usize) < cores
+    }
 }
 
 /// Bucket -> server id: the load balancer's table.
@@ -357,6 +381,31 @@ pub struct CrossRssPlus {
     bucket_load: Vec<f64>,
     new_conns: f64,
     order: Vec<usize>,
+    /// Reused between intervals (no allocation in the steady state).
+    scratch: PlusScratch,
+}
+
+/// Buffers [`CrossRssPlus::update`] keeps between intervals. The candidate
+/// array depends only on the servers' bucket -> core maps, which change only
+/// when an RSS table does, so it is rebuilt only then.
+#[derive(Debug, Clone, Default)]
+struct PlusScratch {
+    /// The reports' bucket -> core maps the candidate array was built from
+    /// (report-major, concatenated), and each report's core count.
+    maps: Vec<u32>,
+    map_cores: Vec<usize>,
+    /// Bucket-major global core index of every candidate.
+    cand: Vec<u32>,
+    offsets: Vec<usize>,
+    /// Per core: predicted load, and new load given this interval (read only
+    /// for cores marked in `touched`: at most one core per bucket is given
+    /// load, so the scan gathers 8 bytes per candidate plus one L1-resident
+    /// bit).
+    predicted: Vec<f64>,
+    given: Vec<f64>,
+    touched: Vec<u64>,
+    /// Per candidate of the current bucket: the order key (see `update`).
+    keys: Vec<u64>,
 }
 
 impl CrossRssPlus {
@@ -369,6 +418,7 @@ impl CrossRssPlus {
             bucket_load: vec![0.0; buckets],
             new_conns: 0.0,
             order: (0..buckets).collect(),
+            scratch: PlusScratch::default(),
         }
     }
 
@@ -456,55 +506,110 @@ impl CrossRssPlus {
                 .total_cmp(&weight(a, loads))
                 .then(a.cmp(&b))
         });
-        // Flat arrays: core `c` of report `i` is at `offsets[i] + c`.
-        let mut offsets = Vec::with_capacity(reports.len());
-        // Per core: [predicted load, new load given this interval], side by
-        // side so the scan touches one cache line per candidate.
-        let mut state: Vec<[f64; 2]> = Vec::with_capacity(cores);
-        for d in &self.damped {
-            offsets.push(state.len());
-            state.extend(d.iter().map(|&l| [l, 0.0]));
-        }
-        // Bucket-major candidate cores, so the scan below reads memory in order.
         let n = reports.len();
-        let mut cand = vec![0u32; self.buckets * n];
-        for (i, r) in reports.iter().enumerate() {
-            for (b, &c) in r.bucket_cores.iter().enumerate() {
-                cand[b * n + i] = (offsets[i] + c as usize) as u32;
-            }
+        let buckets = self.buckets;
+        let sc = &mut self.scratch;
+        // Flat arrays: core `c` of report `i` is at `offsets[i] + c`.
+        let same_maps = sc.map_cores.len() == n
+            && sc
+                .map_cores
+                .iter()
+                .zip(reports)
+                .all(|(&c, r)| c == r.core_loads.len())
+            && reports
+                .iter()
+                .enumerate()
+                .all(|(i, r)| r.bucket_cores[..] == sc.maps[i * buckets..(i + 1) * buckets]);
+        sc.offsets.clear();
+        sc.predicted.clear();
+        for d in &self.damped {
+            sc.offsets.push(sc.predicted.len());
+            sc.predicted.extend_from_slice(d);
         }
-        let mut table = vec![0u32; self.buckets];
-        let mut candidates = vec![0u32; self.buckets * k];
-        // (over cap, score, rank, report index), best first.
-        let mut top: Vec<(bool, f64, u64, usize)> = Vec::with_capacity(k + 1);
-        for &b in &self.order {
-            let w = weight(b, loads);
-            top.clear();
-            for (i, &idx) in cand[b * n..(b + 1) * n].iter().enumerate() {
-                let [predicted, given] = state[idx as usize];
-                let over = given + w > cap;
-                let score = predicted + w;
-                if top.len() == k {
-                    let last = &top[k - 1];
-                    // Clearly behind the last kept candidate: no rank needed.
-                    if (over && !last.0) || (over == last.0 && score > last.1) {
-                        continue;
+        sc.given.clear();
+        sc.given.resize(cores, 0.0);
+        sc.touched.clear();
+        sc.touched.resize(cores.div_ceil(64), 0);
+        if !same_maps {
+            sc.map_cores.clear();
+            sc.map_cores
+                .extend(reports.iter().map(|r| r.core_loads.len()));
+            sc.maps.clear();
+            for r in reports {
+                sc.maps.extend_from_slice(&r.bucket_cores);
+            }
+            // Bucket-major candidate cores, so the scan below reads memory in
+            // order. A blocked transpose: 64 buckets at a time, so the 64
+            // destination lines stay in L1 while the reports go by.
+            sc.cand.clear();
+            sc.cand.resize(buckets * n, 0);
+            const TILE: usize = 64;
+            for b0 in (0..buckets).step_by(TILE) {
+                let b1 = (b0 + TILE).min(buckets);
+                for (i, r) in reports.iter().enumerate() {
+                    let off = sc.offsets[i] as u32;
+                    for (b, &c) in (b0..b1).zip(&r.bucket_cores[b0..b1]) {
+                        sc.cand[b * n + i] = off + c;
                     }
                 }
-                let key = (over, score, tie_rank(b, reports[i].server), i);
+            }
+        }
+        let mut table = vec![0u32; buckets];
+        let mut candidates = vec![0u32; buckets * k];
+        // (over cap, score, rank, report index), best first.
+        let mut top: Vec<(bool, f64, u64, usize)> = Vec::with_capacity(k + 1);
+        sc.keys.resize(n, 0);
+        for &b in &self.order {
+            let w = weight(b, loads);
+            // One branch-free pass: each candidate's key as one integer whose
+            // order is (over cap, score): scores are non-negative floats,
+            // whose bit patterns order like the numbers, and the over-cap
+            // flag is the top bit. The loads are independent, so they
+            // overlap instead of waiting on the comparisons.
+            let cand = &sc.cand[b * n..(b + 1) * n];
+            let fresh_over = u64::from(w > cap) << 63;
+            for (key, &idx) in sc.keys.iter_mut().zip(cand) {
+                let idx = idx as usize;
+                let over = if sc.touched[idx / 64] >> (idx % 64) & 1 == 0 {
+                    // 0.0 + w == w: the same test as below.
+                    fresh_over
+                } else {
+                    u64::from(sc.given[idx] + w > cap) << 63
+                };
+                *key = (sc.predicted[idx] + w).to_bits() | over;
+            }
+            // The k smallest keys, ties by rank, exactly as comparing the
+            // (over, score, rank) tuples; a key above the k-th needs no rank.
+            top.clear();
+            let mut kth = u64::MAX;
+            for (i, &key) in sc.keys.iter().enumerate() {
+                if key > kth {
+                    continue;
+                }
+                let t = (
+                    key >> 63 == 1,
+                    f64::from_bits(key & !(1 << 63)),
+                    tie_rank(b, reports[i].server),
+                    i,
+                );
                 if top.len() == k {
-                    if !ahead(&key, &top[k - 1]) {
+                    if !ahead(&t, &top[k - 1]) {
                         continue;
                     }
                     top.pop();
                 }
-                let at = top.iter().position(|t| ahead(&key, t)).unwrap_or(top.len());
-                top.insert(at, key);
+                let at = top.iter().position(|x| ahead(&t, x)).unwrap_or(top.len());
+                top.insert(at, t);
+                if top.len() == k {
+                    let last = &top[k - 1];
+                    kth = last.1.to_bits() | (u64::from(last.0) << 63);
+                }
             }
             let i = top[0].3;
-            let idx = offsets[i] + reports[i].bucket_cores[b] as usize;
-            state[idx][0] += w;
-            state[idx][1] += w;
+            let idx = sc.offsets[i] + reports[i].bucket_cores[b] as usize;
+            sc.predicted[idx] += w;
+            sc.given[idx] += w;
+            sc.touched[idx / 64] |= 1 << (idx % 64);
             table[b] = reports[i].server;
             for (slot, t) in candidates[b * k..(b + 1) * k].iter_mut().zip(&top) {
                 *slot = reports[t.3].server;
