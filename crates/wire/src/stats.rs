@@ -59,7 +59,36 @@ impl Histogram {
         self.max_ns as f64 / 1e3
     }
 
+    /// Several quantiles (ascending) in one pass over the buckets: the
+    /// driver takes a snapshot every 50 ms inside its loop.
+    fn quantiles_us<const N: usize>(&self, qs: [f64; N]) -> [f64; N] {
+        let mut out = [self.max_ns as f64 / 1e3; N];
+        if self.count == 0 {
+            return [0.0; N];
+        }
+        let mut k = 0;
+        let mut seen = 0;
+        for (i, &n) in self.buckets.iter().enumerate() {
+            if n == 0 {
+                continue;
+            }
+            seen += n;
+            while k < N && seen >= ((qs[k] * self.count as f64).ceil() as u64).clamp(1, self.count)
+            {
+                if i != BUCKETS {
+                    out[k] = (i + 1) as f64;
+                }
+                k += 1;
+            }
+            if k == N {
+                break;
+            }
+        }
+        out
+    }
+
     pub fn summary(&self) -> LatencySummary {
+        let [p50_us, p90_us, p99_us, p999_us] = self.quantiles_us([0.50, 0.90, 0.99, 0.999]);
         LatencySummary {
             samples: self.count,
             mean_us: if self.count == 0 {
@@ -67,10 +96,10 @@ impl Histogram {
             } else {
                 self.sum_ns as f64 / self.count as f64 / 1e3
             },
-            p50_us: self.quantile_us(0.50),
-            p90_us: self.quantile_us(0.90),
-            p99_us: self.quantile_us(0.99),
-            p999_us: self.quantile_us(0.999),
+            p50_us,
+            p90_us,
+            p99_us,
+            p999_us,
             max_us: self.max_ns as f64 / 1e3,
         }
     }
@@ -143,8 +172,35 @@ impl FineHistogram {
         self.max_ns as f64 / 1e3
     }
 
+    /// Several quantiles (ascending) in one pass, as [`Histogram`].
+    fn quantiles_us<const N: usize>(&self, qs: [f64; N]) -> [f64; N] {
+        let mut out = [self.max_ns as f64 / 1e3; N];
+        if self.count == 0 {
+            return [0.0; N];
+        }
+        let mut k = 0;
+        let mut seen = 0;
+        for (i, &n) in self.buckets.iter().enumerate() {
+            if n == 0 {
+                continue;
+            }
+            seen += n;
+            while k < N && seen >= ((qs[k] * self.count as f64).ceil() as u64).clamp(1, self.count)
+            {
+                let upper = (i as i64 + 1) * FINE_NS - FINE_SPAN_NS;
+                out[k] = upper.clamp(self.min_ns, self.max_ns) as f64 / 1e3;
+                k += 1;
+            }
+            if k == N {
+                break;
+            }
+        }
+        out
+    }
+
     pub fn summary(&self) -> SignedSummary {
         let empty = self.count == 0;
+        let [p50_us, p90_us, p99_us, p999_us] = self.quantiles_us([0.50, 0.90, 0.99, 0.999]);
         SignedSummary {
             samples: self.count,
             mean_us: if empty {
@@ -153,10 +209,10 @@ impl FineHistogram {
                 self.sum_ns as f64 / self.count as f64 / 1e3
             },
             min_us: if empty { 0.0 } else { self.min_ns as f64 / 1e3 },
-            p50_us: self.quantile_us(0.50),
-            p90_us: self.quantile_us(0.90),
-            p99_us: self.quantile_us(0.99),
-            p999_us: self.quantile_us(0.999),
+            p50_us,
+            p90_us,
+            p99_us,
+            p999_us,
             max_us: if empty { 0.0 } else { self.max_ns as f64 / 1e3 },
         }
     }
@@ -190,6 +246,27 @@ mod tests {
         assert_eq!(h.summary().samples, 100);
         h.record(500_000_000);
         assert_eq!(h.quantile_us(1.0), 500_000.0);
+    }
+
+    #[test]
+    fn one_pass_summaries_equal_single_quantiles() {
+        let (mut h, mut f) = (Histogram::default(), FineHistogram::default());
+        for k in 0..5000u64 {
+            let ns = (k * 7919) % 3_000_000;
+            h.record(ns);
+            f.record(ns as i64 - 500_000);
+        }
+        h.record(200_000_000);
+        let (hs, fs) = (h.summary(), f.summary());
+        assert_eq!(
+            [hs.p50_us, hs.p90_us, hs.p99_us, hs.p999_us],
+            [0.5, 0.9, 0.99, 0.999].map(|q| h.quantile_us(q))
+        );
+        assert_eq!(
+            [fs.p50_us, fs.p90_us, fs.p99_us, fs.p999_us],
+            [0.5, 0.9, 0.99, 0.999].map(|q| f.quantile_us(q))
+        );
+        assert_eq!(Histogram::default().summary(), LatencySummary::default());
     }
 
     #[test]
