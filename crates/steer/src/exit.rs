@@ -45,7 +45,10 @@ fn code_for(err: &anyhow::Error) -> i32 {
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|c| {
-        c.downcast_ref::<io::Error>()
-            .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+        let io_kind = c
+            .downcast_ref::<io::Error>()
+            .map(io::Error::kind)
+            .or_else(|| c.downcast_ref::<serde_json::Error>().and_then(|e| e.io_error_kind()));
+        io_kind == Some(io::ErrorKind::BrokenPipe)
     })
 }

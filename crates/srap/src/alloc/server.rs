@@ -37,7 +37,11 @@ use crate::predict::PortPredictor;
 const PREDICTOR_CACHE: usize = 4096;
 
 /// How long the host's ports and sockets, once read, are used.
-const HOST_TTL: Duration = Duration::from_millis(250);
+const HOST_TTL: Duration = Duration::from_millis(1000);
+/// How often the background thread re-reads the host's ports, so a lease
+/// never waits for the slow /proc walk (a few ms, far more under load: a
+/// request that waits past the client's 200 ms deadline costs a steered flow).
+const HOST_REFRESH: Duration = Duration::from_millis(200);
 
 /// TCP states that are not a connection (include/net/tcp_states.h).
 const TCP_TIME_WAIT: u8 = 6;
@@ -137,6 +141,51 @@ impl Allocator {
     /// since by a connection made without the allocator can be planned
     /// again; that only matters for the same 4-tuple, whose connect() then
     /// fails with EADDRNOTAVAIL and the binders fall back to a kernel port.
+    /// The connections of this host right now, after releasing the leases
+    /// whose connection has closed: for TCP a fresh sock_diag dump (cheap),
+    /// so a transfer that starts right after another is not balanced around
+    /// flows that just ended; otherwise the cached /proc snapshot.
+    fn connections_now(&self, proto: L4Proto, host: &LocalPorts) -> Vec<(SocketAddr, SocketAddr)> {
+        if proto == L4Proto::Tcp {
+            if let Ok(list) = rss::live::tcp_sockets() {
+                let live: Vec<_> = list
+                    .iter()
+                    .map(|s| (canonical(s.local), canonical(s.remote)))
+                    .collect();
+                let set: HashSet<_> = live.iter().copied().collect();
+                self.sweep(&HashMap::from([(L4Proto::Tcp, set)]));
+                return live;
+            }
+        }
+        host.sockets
+            .iter()
+            .filter(|s| !matches!(s.state, TCP_TIME_WAIT | TCP_CLOSE | TCP_LISTEN))
+            .map(|s| (canonical(s.local), canonical(s.remote)))
+            .collect()
+    }
+
+    /// Re-reads the host's ports for TCP (and UDP when leased), off the
+    /// request path.
+    pub fn refresh_host_ports(&self) {
+        for proto in [L4Proto::Tcp, L4Proto::Udp] {
+            let known = proto == L4Proto::Tcp
+                || self
+                    .host
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .contains_key(&proto);
+            if !known {
+                continue;
+            }
+            if let Ok(ports) = LocalPorts::read_from(&self.proc_root, proto) {
+                self.host
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(proto, (Instant::now(), Arc::new(ports)));
+            }
+        }
+    }
+
     fn host_ports(&self, proto: L4Proto) -> Result<Arc<LocalPorts>, SrapError> {
         let cached = self
             .host
@@ -277,6 +326,7 @@ impl Allocator {
         }
         self.refresh_config(remote)?;
         let host = self.host_ports(proto).map_err(refuse)?;
+        let connections = self.connections_now(proto, &host);
         let mut state = self.state();
         let State {
             configs,
@@ -315,11 +365,8 @@ impl Allocator {
             }
         }
         let destination = SocketAddr::new(remote, remote_port);
-        for socket in &host.sockets {
-            let (l, r) = (canonical(socket.local), canonical(socket.remote));
-            let connection = !matches!(socket.state, TCP_TIME_WAIT | TCP_CLOSE | TCP_LISTEN);
-            if connection && r == destination && l.ip() == local && !leased_ports.contains(l.port())
-            {
+        for &(l, r) in &connections {
+            if r == destination && l.ip() == local && !leased_ports.contains(l.port()) {
                 let (queue, cpu) = predictor.queue_and_cpu_of(l.port());
                 *options.existing.entry(cpu).or_default() += 1;
                 *options.existing_queues.entry(queue).or_default() += 1;
@@ -421,7 +468,11 @@ impl Allocator {
             };
             if sockets.contains(&lease.tuple()) {
                 lease.connected = true;
-            } else if now.duration_since(lease.granted) >= self.grace {
+            } else if lease.connected || now.duration_since(lease.granted) >= self.grace {
+                // A connection that was seen and is gone has closed: free its
+                // queue at once, or the next transfer is balanced around
+                // flows that no longer exist. The grace period is only for
+                // connects still in progress.
                 gone.push(id);
             }
         }
@@ -565,7 +616,7 @@ impl ServerOptions {
         ServerOptions {
             socket: socket.into(),
             grace: Duration::from_secs(2),
-            sweep_interval: Duration::from_millis(500),
+            sweep_interval: Duration::from_millis(200),
             max_clients: 256,
             idle_timeout: Duration::from_secs(30),
             proc_root: PathBuf::from("/proc"),
@@ -646,9 +697,16 @@ impl Server {
         let sweeper = {
             let (allocator, stop) = (self.allocator.clone(), self.stop.clone());
             let interval = self.options.sweep_interval;
+            allocator.refresh_host_ports();
             std::thread::spawn(move || {
+                let mut last_sweep = Instant::now();
                 while !stop.load(Ordering::Relaxed) {
-                    std::thread::sleep(interval);
+                    std::thread::sleep(HOST_REFRESH.min(interval));
+                    allocator.refresh_host_ports();
+                    if last_sweep.elapsed() < interval {
+                        continue;
+                    }
+                    last_sweep = Instant::now();
                     allocator.sweep_now();
                 }
             })
