@@ -187,7 +187,9 @@ impl CaseSpec {
             .chain(files)
         {
             for p in placeholders(arg) {
-                if !["steer", "root", "traces"].contains(&p.as_str()) && !self.params.contains_key(&p) {
+                if !["steer", "root", "traces"].contains(&p.as_str())
+                    && !self.params.contains_key(&p)
+                {
                     return bad(format!("unknown placeholder {{{p}}} in '{arg}'"));
                 }
             }

@@ -265,7 +265,9 @@ impl Allocator {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        let child = cmd.spawn().map_err(|e| program_error("steer ports serve", e))?;
+        let child = cmd
+            .spawn()
+            .map_err(|e| program_error("steer ports serve", e))?;
         let mut allocator = Allocator(child);
         let deadline = Instant::now() + Duration::from_secs(5);
         while std::os::unix::net::UnixStream::connect(&files.socket).is_err() {
@@ -313,7 +315,9 @@ fn client_command(
         Way::Random => lab.command(&snd.name, "iperf3")?,
         Way::Preload => {
             let mut cmd = steer();
-            cmd.arg("--socket").arg(&files.socket).args(["--", "iperf3"]);
+            cmd.arg("--socket")
+                .arg(&files.socket)
+                .args(["--", "iperf3"]);
             cmd
         }
         Way::Bpf => {
@@ -323,7 +327,11 @@ fn client_command(
                 cmd.args(["--to", &format!("{}:{port}", lab.receiver().ipv4)]);
             }
             // One planned port per flow plus iperf3's control connection.
-            let per_dest = if params.processes { 2 } else { params.flows + 1 };
+            let per_dest = if params.processes {
+                2
+            } else {
+                params.flows + 1
+            };
             cmd.args(["--ports", &per_dest.to_string(), "--", "iperf3"]);
             cmd
         }
@@ -374,7 +382,9 @@ fn run_clients(
             .into_iter()
             .map(|h| {
                 h.join().unwrap_or_else(|_| {
-                    Err(ExpError::Parameter("an iperf3 client thread panicked".into()))
+                    Err(ExpError::Parameter(
+                        "an iperf3 client thread panicked".into(),
+                    ))
                 })
             })
             .collect()
@@ -467,7 +477,11 @@ fn summarize(way: Way, runs: Vec<Repetition>) -> WayResult {
         description: way.describe(),
         repetitions: runs.len() as u32,
         perfect_fraction: runs.iter().filter(|r| r.perfect).count() as f64 / n,
-        max_flows_on_a_queue: runs.iter().map(|r| r.max_flows_on_a_queue).max().unwrap_or(0),
+        max_flows_on_a_queue: runs
+            .iter()
+            .map(|r| r.max_flows_on_a_queue)
+            .max()
+            .unwrap_or(0),
         aggregate_gbps: runs.iter().map(|r| r.aggregate_gbps).sum::<f64>() / n,
         min_flow_gbps: runs
             .iter()

@@ -48,7 +48,10 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
         let io_kind = c
             .downcast_ref::<io::Error>()
             .map(io::Error::kind)
-            .or_else(|| c.downcast_ref::<serde_json::Error>().and_then(|e| e.io_error_kind()));
+            .or_else(|| {
+                c.downcast_ref::<serde_json::Error>()
+                    .and_then(|e| e.io_error_kind())
+            });
         io_kind == Some(io::ErrorKind::BrokenPipe)
     })
 }
