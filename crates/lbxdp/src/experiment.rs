@@ -38,6 +38,9 @@ pub struct CrossRssParams {
     pub short_bytes: u64,
     pub long_bytes: u64,
     pub policies: Vec<LivePolicy>,
+    /// Repetitions; each runs every policy in turn (the order rotates by one
+    /// policy per repetition, so no policy always follows the same one).
+    pub repetitions: u32,
     pub seed: u64,
     pub quick: bool,
 }
@@ -56,6 +59,7 @@ impl Default for CrossRssParams {
             short_bytes: 20_000,
             long_bytes: 4_000_000,
             policies: LivePolicy::ALL.to_vec(),
+            repetitions: 3,
             seed: 0,
             quick: false,
         }
@@ -63,9 +67,11 @@ impl Default for CrossRssParams {
 }
 
 impl CrossRssParams {
-    /// The `--quick` variant: 4 s per policy (about 40 s in all).
+    /// The `--quick` variant: 2 repetitions of 3 s per policy (about 75 s
+    /// in all, lab included).
     pub fn quick(mut self) -> Self {
-        self.seconds = 4.0;
+        self.seconds = 3.0;
+        self.repetitions = self.repetitions.min(2);
         self.quick = true;
         self
     }
@@ -115,14 +121,153 @@ pub struct LivePolicyResult {
     pub controller: LoopSummary,
 }
 
+/// Mean and 95% confidence half-width (Student t) over the repetitions.
+pub use exp::srpic::Stat;
+
+/// One policy over all repetitions: the means (the fields the bench matrix
+/// reads), the statistics and every repetition's raw result.
+#[derive(Debug, Clone, Serialize)]
+pub struct PolicySummary {
+    pub name: &'static str,
+    /// Means over the repetitions.
+    pub core_variance: f64,
+    pub server_variance: f64,
+    pub throughput_mbit: f64,
+    pub lb_packets_per_s: f64,
+    /// Sums over the repetitions.
+    pub connections: u64,
+    pub failures: u64,
+    pub stats: PolicyStats,
+    /// Every repetition's result, with its per-window per-queue counts.
+    pub repetitions: Vec<LivePolicyResult>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PolicyStats {
+    pub n: usize,
+    pub core_variance: Stat,
+    pub server_variance: Stat,
+    pub throughput_mbit: Stat,
+    pub failures: Stat,
+}
+
+impl PolicySummary {
+    fn new(name: &'static str, reps: Vec<LivePolicyResult>) -> Self {
+        let stat = |f: fn(&LivePolicyResult) -> f64| {
+            exp::srpic::stat(&reps.iter().map(f).collect::<Vec<f64>>())
+        };
+        let stats = PolicyStats {
+            n: reps.len(),
+            core_variance: stat(|r| r.core_variance),
+            server_variance: stat(|r| r.server_variance),
+            throughput_mbit: stat(|r| r.throughput_mbit),
+            failures: stat(|r| r.failures as f64),
+        };
+        PolicySummary {
+            name,
+            core_variance: stats.core_variance.mean,
+            server_variance: stats.server_variance.mean,
+            throughput_mbit: stats.throughput_mbit.mean,
+            lb_packets_per_s: stat(|r| r.lb_packets_per_s).mean,
+            connections: reps.iter().map(|r| r.connections).sum(),
+            failures: reps.iter().map(|r| r.failures).sum(),
+            stats,
+            repetitions: reps,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct CrossRssResult {
     pub experiment: &'static str,
     pub meta: exp::meta::Meta,
     pub params: CrossRssParams,
-    pub policies: Vec<LivePolicyResult>,
-    /// Sum of connection failures over all policies (must be 0).
+    pub policies: Vec<PolicySummary>,
+    /// Sum of connection failures over all policies and repetitions (must be 0).
     pub failures: u64,
+}
+
+/// Per-core variance per policy, mean with 95% CI bars (SVG).
+pub fn svg(result: &CrossRssResult) -> String {
+    use std::fmt::Write;
+    let (w, h, left, bottom, top) = (640.0, 360.0, 70.0, 60.0, 40.0);
+    let n = result.policies.len().max(1) as f64;
+    let ymax = result
+        .policies
+        .iter()
+        .map(|p| (p.stats.core_variance.mean + p.stats.core_variance.ci95) * 100.0)
+        .fold(0.0f64, f64::max)
+        .max(1e-6)
+        * 1.15;
+    let plot_h = h - top - bottom;
+    let y = |v: f64| top + plot_h * (1.0 - v / ymax);
+    let slot = (w - left - 20.0) / n;
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">
+<rect width="100%" height="100%" fill="white"/>
+<text x="{}" y="20" text-anchor="middle" font-size="14">steer exp crossrss: per-core variance, mean and 95% CI over {} repetitions</text>
+<line x1="{left}" y1="{top}" x2="{left}" y2="{}" stroke="black"/>
+<line x1="{left}" y1="{}" x2="{}" y2="{}" stroke="black"/>
+<text x="16" y="{}" transform="rotate(-90 16 {})" text-anchor="middle">per-core variance (%)</text>
+"#,
+        w / 2.0,
+        result.params.repetitions,
+        h - bottom,
+        h - bottom,
+        w - 20.0,
+        h - bottom,
+        top + plot_h / 2.0,
+        top + plot_h / 2.0,
+    );
+    for i in 0..=4 {
+        let v = ymax * f64::from(i) / 4.0;
+        let _ = writeln!(
+            out,
+            r##"<text x="{}" y="{:.1}" text-anchor="end">{v:.2}</text><line x1="{left}" y1="{:.1}" x2="{}" y2="{:.1}" stroke="#ddd"/>"##,
+            left - 6.0,
+            y(v) + 4.0,
+            y(v),
+            w - 20.0,
+            y(v)
+        );
+    }
+    const COLORS: [&str; 6] = [
+        "#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#e15759", "#76b7b2",
+    ];
+    for (i, p) in result.policies.iter().enumerate() {
+        let s = p.stats.core_variance;
+        let (m, ci) = (s.mean * 100.0, s.ci95 * 100.0);
+        let x0 = left + slot * i as f64 + slot * 0.2;
+        let bw = slot * 0.6;
+        let xc = x0 + bw / 2.0;
+        let _ = writeln!(
+            out,
+            r##"<rect x="{x0:.1}" y="{:.1}" width="{bw:.1}" height="{:.1}" fill="{}"/>
+<line x1="{xc:.1}" y1="{:.1}" x2="{xc:.1}" y2="{:.1}" stroke="black"/>
+<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="black"/>
+<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="black"/>
+<text x="{xc:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
+            y(m),
+            (h - bottom - y(m)).max(0.0),
+            COLORS[i % COLORS.len()],
+            y((m - ci).max(0.0)),
+            y(m + ci),
+            xc - 6.0,
+            y(m + ci),
+            xc + 6.0,
+            y(m + ci),
+            xc - 6.0,
+            y((m - ci).max(0.0)),
+            xc + 6.0,
+            y((m - ci).max(0.0)),
+            h - bottom + 18.0,
+            p.name
+        );
+    }
+    out.push_str("</svg>\n");
+    out
 }
 
 fn counts(agents: &[crate::live::Agent]) -> Vec<u64> {
@@ -222,7 +367,7 @@ pub fn run_policy(
 /// Builds the lab, runs every policy, tears the lab down.
 pub fn run(
     params: &CrossRssParams,
-    mut progress: impl FnMut(&LivePolicyResult),
+    mut progress: impl FnMut(usize, &LivePolicyResult),
 ) -> Result<CrossRssResult, LbXdpError> {
     let mut spec = LiveSpec::new(&lab::unique_name("xrss"));
     spec.backends = params.backends;
@@ -233,13 +378,23 @@ pub fn run(
     let live = LiveLab::up(&spec)?;
     let ns: Vec<String> = live.backends.iter().map(|b| b.netns.clone()).collect();
     let _servers = Servers::start(&ns, live.vip, SERVICE_PORT)?;
-    let mut policies = Vec::new();
-    for &p in &params.policies {
-        let r = run_policy(&live, params, p)?;
-        progress(&r);
-        policies.push(r);
-        std::thread::sleep(Duration::from_millis(300));
+    let np = params.policies.len();
+    let mut reps: Vec<Vec<LivePolicyResult>> = vec![Vec::new(); np];
+    for rep in 0..params.repetitions.max(1) as usize {
+        for j in 0..np {
+            let i = (j + rep) % np;
+            let r = run_policy(&live, params, params.policies[i])?;
+            progress(rep, &r);
+            reps[i].push(r);
+            std::thread::sleep(Duration::from_millis(300));
+        }
     }
+    let policies: Vec<PolicySummary> = params
+        .policies
+        .iter()
+        .zip(reps)
+        .map(|(p, r)| PolicySummary::new(p.name(), r))
+        .collect();
     Ok(CrossRssResult {
         experiment: "crossrss",
         meta: exp::meta::Meta::collect(),

@@ -171,6 +171,12 @@ pub struct CrossrssArgs {
     /// Policies, comma-separated: rr, hash, maglev, crossrss, crossrss-plus, or all.
     #[arg(long, default_value = "all")]
     pub policy: String,
+    /// Repetitions, each running every policy (--quick uses at most 2).
+    #[arg(long, default_value_t = 3)]
+    pub repetitions: u32,
+    /// Write an SVG plot of per-core variance per policy (mean, 95% CI).
+    #[arg(long)]
+    pub svg: Option<PathBuf>,
     #[command(flatten)]
     pub common: Common,
 }
@@ -197,6 +203,7 @@ fn crossrss(args: CrossrssArgs, json: bool) -> anyhow::Result<i32> {
         queues: args.queues,
         seconds: args.seconds,
         rate_hz: args.rate_hz,
+        repetitions: args.repetitions.max(1),
         ..Default::default()
     };
     params.policies = match live_policies(&args.policy) {
@@ -210,10 +217,10 @@ fn crossrss(args: CrossrssArgs, json: bool) -> anyhow::Result<i32> {
         params = params.quick();
     }
     let show = !json || std::io::stderr().is_terminal();
-    let result = match lbxdp::experiment::run(&params, |p| {
+    let result = match lbxdp::experiment::run(&params, |rep, p| {
         if show {
             eprintln!(
-                "  {:<14} core variance {:.4} server variance {:.4} {} connections, {} failed",
+                "  rep {rep} {:<14} core variance {:.4} server variance {:.4} {} connections, {} failed",
                 p.name, p.core_variance, p.server_variance, p.connections, p.failures
             );
         }
@@ -226,28 +233,41 @@ fn crossrss(args: CrossrssArgs, json: bool) -> anyhow::Result<i32> {
         Err(e) => return Err(e.into()),
     };
     write_output(&args.common, &result)?;
+    if let Some(path) = &args.svg {
+        std::fs::write(path, lbxdp::experiment::svg(&result))?;
+    }
     if json {
         output::json(&result)?;
     } else {
+        let pm = |s: exp::srpic::Stat, scale: f64, digits: usize| {
+            format!(
+                "{:.d$} ± {:.d$}",
+                s.mean * scale,
+                s.ci95 * scale,
+                d = digits
+            )
+        };
         let body: Vec<Vec<String>> = result
             .policies
             .iter()
             .map(|p| {
                 vec![
                     p.name.to_string(),
-                    format!("{:.3}", p.core_variance * 100.0),
-                    format!("{:.3}", p.server_variance * 100.0),
-                    format!("{:.1}", p.throughput_mbit),
+                    p.stats.n.to_string(),
+                    pm(p.stats.core_variance, 100.0, 3),
+                    pm(p.stats.server_variance, 100.0, 3),
+                    pm(p.stats.throughput_mbit, 1.0, 1),
                     format!("{:.0}", p.lb_packets_per_s),
                     p.connections.to_string(),
-                    p.failures.to_string(),
+                    pm(p.stats.failures, 1.0, 1),
                 ]
             })
             .collect();
         output::table(
             &[
                 "policy",
-                "core var %",
+                "reps",
+                "core var % (95% CI)",
                 "server var %",
                 "Mbit/s",
                 "LB pkt/s",

@@ -65,9 +65,10 @@ fn live_run(args: RunArgs, json: bool) -> anyhow::Result<i32> {
         seconds: args.seconds,
         rate_hz: args.rate_hz,
         policies,
+        repetitions: 1,
         ..Default::default()
     };
-    let result = match lbxdp::experiment::run(&params, |_| {}) {
+    let result = match lbxdp::experiment::run(&params, |_, _| {}) {
         Ok(r) => r,
         Err(e) if e.is_environment() => {
             eprintln!("steer: {e}");
@@ -86,8 +87,17 @@ fn live_run(args: RunArgs, json: bool) -> anyhow::Result<i32> {
                     p.name.to_string(),
                     format!("{:.3}", p.core_variance * 100.0),
                     format!("{:.3}", p.server_variance * 100.0),
-                    format!("{:?}", p.per_backend),
-                    p.controller.steps.to_string(),
+                    format!(
+                        "{:?}",
+                        p.repetitions
+                            .first()
+                            .map(|r| r.per_backend.clone())
+                            .unwrap_or_default()
+                    ),
+                    p.repetitions
+                        .first()
+                        .map_or(0, |r| r.controller.steps)
+                        .to_string(),
                     p.connections.to_string(),
                     p.failures.to_string(),
                 ]
