@@ -271,6 +271,12 @@ impl LiveLab {
         Ok(live)
     }
 
+    /// (switch namespace, port) of a lab host (`"lb"`, `"b0"`, `"c0"`, ...):
+    /// the veth peer of its device, as [`lab::Lab::switch_port`] names it.
+    pub fn switch_port(&self, host: &str) -> Option<(String, String)> {
+        self.guard.as_ref()?.switch_port(host)
+    }
+
     /// One agent per backend (server id = index).
     pub fn agents(&self) -> Vec<Agent> {
         self.backends
