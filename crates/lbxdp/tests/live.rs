@@ -34,6 +34,7 @@ const SHORT: ConnShape = ConnShape {
 };
 
 #[test]
+#[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn connections_through_the_load_balancer() {
     need_root!();
     let live = LiveLab::up(&spec(3)).unwrap();
@@ -83,6 +84,7 @@ fn connections_through_the_load_balancer() {
 /// none breaks, and the load balancer never meets an established
 /// connection it does not know.
 #[test]
+#[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn table_changes_never_move_established_connections() {
     need_root!();
     let live = LiveLab::up(&spec(3)).unwrap();
@@ -145,6 +147,7 @@ fn table_changes_never_move_established_connections() {
 /// gets no new connections (its established ones carry on) until it
 /// reports again; a backend that vanishes loses only its own connections.
 #[test]
+#[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn stale_agents_bad_reports_and_a_vanishing_backend() {
     need_root!();
     use std::sync::atomic::Ordering;
