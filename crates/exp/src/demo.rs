@@ -196,9 +196,16 @@ fn run_in_lab(
             Way::Preload => Some(Allocator::start(lab, params, &files)?),
             _ => None,
         };
+        // Separate processes share one plan only if they share one cgroup:
+        // `steer attach --cgroup` once, every client started inside it.
+        let shared = match (way, params.processes) {
+            (Way::Bpf, true) => Some(SharedCgroup::attach(lab, params, &files)?),
+            _ => None,
+        };
+        let cgroup = shared.as_ref().map(|c| c.dir.as_path());
         let mut runs = Vec::new();
         for repetition in 1..=params.repetitions {
-            let run = repetition_of(lab, params, &files, way, repetition)?;
+            let run = repetition_of(lab, params, &files, way, cgroup, repetition)?;
             progress(way, &run);
             runs.push(run);
         }
@@ -290,6 +297,55 @@ impl Drop for Allocator {
     }
 }
 
+/// A cgroup with the BPF binder attached for every destination port of the
+/// run; detached and removed when dropped.
+struct SharedCgroup {
+    dir: PathBuf,
+    steer: PathBuf,
+}
+
+impl SharedCgroup {
+    fn attach(lab: &Lab, params: &DemoParams, files: &RunFiles) -> Result<Self, ExpError> {
+        let root = binder::cgroup::cgroup2_root()
+            .map_err(|e| ExpError::Parameter(format!("cgroup v2: {e}")))?;
+        let dir = root.join(format!("steer-demo-{}", params.lab));
+        std::fs::create_dir_all(&dir).map_err(|e| program_error("mkdir cgroup", e))?;
+        let shared = SharedCgroup {
+            dir,
+            steer: params.steer_exe.clone(),
+        };
+        let mut cmd = Command::new(&shared.steer);
+        cmd.args(["attach", "--cgroup"])
+            .arg(&shared.dir)
+            .arg("--config")
+            .arg(&files.config)
+            .args(["--from", &lab.sender().ipv4.to_string()]);
+        for i in 0..params.flows as u16 {
+            cmd.args(["--to", &format!("{}:{}", lab.receiver().ipv4, PORT + i)]);
+        }
+        // Every connection of every client takes the next planned slot.
+        cmd.args(["--ports", &(2 * params.flows).min(64).to_string()]);
+        let out = cmd.output().map_err(|e| program_error("steer attach", e))?;
+        if !out.status.success() {
+            return Err(ExpError::Program {
+                program: "steer attach --cgroup".into(),
+                detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
+        }
+        Ok(shared)
+    }
+}
+
+impl Drop for SharedCgroup {
+    fn drop(&mut self) {
+        let _ = Command::new(&self.steer)
+            .args(["attach", "--detach", "--cgroup"])
+            .arg(&self.dir)
+            .output();
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
 fn program_error(program: &str, e: std::io::Error) -> ExpError {
     ExpError::Program {
         program: program.into(),
@@ -303,6 +359,7 @@ fn client_command(
     params: &DemoParams,
     files: &RunFiles,
     way: Way,
+    cgroup: Option<&Path>,
     dest_ports: &[u16],
 ) -> Result<Command, ExpError> {
     let snd = lab.sender();
@@ -311,16 +368,24 @@ fn client_command(
         cmd.args(["exec", "--netns", &snd.netns]);
         cmd
     };
-    Ok(match way {
-        Way::Random => lab.command(&snd.name, "iperf3")?,
-        Way::Preload => {
+    Ok(match (way, cgroup) {
+        (Way::Random, _) => lab.command(&snd.name, "iperf3")?,
+        (Way::Preload, _) => {
             let mut cmd = steer();
             cmd.arg("--socket")
                 .arg(&files.socket)
                 .args(["--", "iperf3"]);
             cmd
         }
-        Way::Bpf => {
+        (Way::Bpf, Some(dir)) => {
+            // Join the shared cgroup, then become the client.
+            let mut cmd = Command::new("sh");
+            cmd.args(["-c", "echo $$ > \"$0/cgroup.procs\" && exec \"$@\""])
+                .arg(dir)
+                .args(["ip", "netns", "exec", &snd.netns, "iperf3"]);
+            cmd
+        }
+        (Way::Bpf, None) => {
             let mut cmd = steer();
             cmd.arg("--bpf").arg("--config").arg(&files.config);
             for port in dest_ports {
@@ -344,6 +409,7 @@ fn repetition_of(
     params: &DemoParams,
     files: &RunFiles,
     way: Way,
+    cgroup: Option<&Path>,
     repetition: u32,
 ) -> Result<Repetition, ExpError> {
     let rcv = lab.receiver();
@@ -358,7 +424,7 @@ fn repetition_of(
         .collect::<Result<Vec<_>, _>>()?;
     let before = CpuTimes::read();
     let runs = run_clients(&dest_ports, |port| {
-        let make = || client_command(lab, params, files, way, &dest_ports);
+        let make = || client_command(lab, params, files, way, cgroup, &dest_ports);
         iperf::run_client(make, addr, port, streams, params.seconds)
     })?;
     let cpu_busy = CpuTimes::read().busy_since(&before);

@@ -81,24 +81,44 @@ fn quick_demo_three_ways_measured_on_the_datapath() {
 
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
-fn fewer_queues_than_flows_separate_processes() {
+fn fewer_queues_than_flows_and_separate_processes() {
     if !is_root() {
         eprintln!("skipped: needs root (network namespaces, XDP, cgroup BPF)");
         return;
     }
+    // One iperf3 -P 8 on 4 queues: at best 2 data flows per queue (its
+    // control connection takes a lease too).
+    let v = demo(&["--flows", "8", "--queues", "4", "--lab", "demo-test-few"]);
+    for name in ["random", "preload", "bpf"] {
+        check_runs(way(&v, name), 8, 4);
+    }
+    for name in ["preload", "bpf"] {
+        assert_eq!(way(&v, name)["max_flows_on_a_queue"], 2, "{name}");
+    }
+    // 8 separate iperf3 processes (each with its own control connection) on
+    // 16 queues: every data flow on its own queue.
+    let v = demo(&[
+        "--flows",
+        "8",
+        "--queues",
+        "16",
+        "--processes",
+        "--lab",
+        "demo-test-procs",
+    ]);
+    for name in ["random", "preload", "bpf"] {
+        check_runs(way(&v, name), 8, 16);
+    }
+    for name in ["preload", "bpf"] {
+        assert_eq!(way(&v, name)["max_flows_on_a_queue"], 1, "{name}");
+    }
+}
+
+fn demo(args: &[&str]) -> Value {
     let out = Command::cargo_bin("steer")
         .unwrap()
-        .args([
-            "demo",
-            "--json",
-            "--repetitions",
-            "1",
-            "--flows",
-            "8",
-            "--queues",
-            "4",
-        ])
-        .args(["--processes", "--lab", "demo-test-procs"])
+        .args(["demo", "--json", "--repetitions", "1"])
+        .args(args)
         .output()
         .unwrap();
     assert!(
@@ -106,12 +126,5 @@ fn fewer_queues_than_flows_separate_processes() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    for name in ["random", "preload", "bpf"] {
-        check_runs(way(&v, name), 8, 4);
-    }
-    for name in ["preload", "bpf"] {
-        // 8 flows on 4 queues: at best 2 per queue.
-        assert_eq!(way(&v, name)["max_flows_on_a_queue"], 2, "{name}");
-    }
+    serde_json::from_slice(&out.stdout).unwrap()
 }

@@ -356,20 +356,24 @@ impl Allocator {
         };
         let mut options = PlanOptions::from_local(&host);
         options.excluded.union_with(leased_ports);
-        // Flows already on each CPU and queue for this destination: leases,
-        // and connections made without the allocator.
+        // Flows already on each CPU and queue of this receiver: leases, and
+        // connections made without the allocator. Every flow from this
+        // sender to the receiver counts, whatever its ports, because they
+        // share the receiver's queues (8 clients to 8 server ports must not
+        // all be given the queue that is emptiest for their own port).
         for lease in leases.values() {
-            if (lease.proto, lease.local, lease.remote, lease.remote_port) == key {
+            if (lease.local, lease.remote) == (local, remote) {
                 *options.existing.entry(lease.cpu).or_default() += 1;
                 *options.existing_queues.entry(lease.queue).or_default() += 1;
             }
         }
-        let destination = SocketAddr::new(remote, remote_port);
         for &(l, r) in &connections {
-            if r == destination && l.ip() == local && !leased_ports.contains(l.port()) {
-                let (queue, cpu) = predictor.queue_and_cpu_of(l.port());
-                *options.existing.entry(cpu).or_default() += 1;
-                *options.existing_queues.entry(queue).or_default() += 1;
+            if r.ip() == remote && l.ip() == local && !leased_ports.contains(l.port()) {
+                let flow = rss::FlowTuple::new(l.ip(), l.port(), r.ip(), r.port(), proto);
+                if let Ok(place) = predictor.config().place(&flow) {
+                    *options.existing.entry(place.cpu).or_default() += 1;
+                    *options.existing_queues.entry(place.queue).or_default() += 1;
+                }
             }
         }
         let planned = plan(predictor, count, &options).map_err(refuse)?;
