@@ -61,7 +61,7 @@ bench-matrix: build
 	mkdir -p target/bench-ci
 	$(STEER) bench run --quick --filter '$(BENCH_CI_FILTER)' --db $(BENCH_CI_DB)
 	$(STEER) bench report -o target/bench-ci/report --db $(BENCH_CI_DB)
-	STEER_BENCH_REPORT=target/bench-ci/report/index.html STEER_BENCH_DB=$(BENCH_CI_DB) \
+	STEER_BENCH_REPORT=$(CURDIR)/target/bench-ci/report/index.html STEER_BENCH_DB=$(CURDIR)/$(BENCH_CI_DB) \
 		$(CARGO) test --release -p bench --test report_browser -- --nocapture
 	$(STEER) bench check --baseline bench/matrix/baseline.json --run last --db $(BENCH_CI_DB)
 
