@@ -171,8 +171,14 @@ fn serves_config_load_whoami_and_metrics() {
     ] {
         assert!(text.contains(needle), "no {needle} in\n{text}");
     }
+    let addr = agent.local_addr();
     agent.shutdown();
-    assert!(matches!(c.whoami(), Err(ClientError::Unreachable { .. })));
+    // The listener is closed once its address can be bound again. Asking the
+    // client instead is racy: with no listener, a loopback connect can pick
+    // the agent's old port as its own source port and connect to itself
+    // (TCP simultaneous open), which is not `Unreachable`.
+    TcpListener::bind(addr).expect("shutdown closes the listener");
+    assert!(c.whoami().is_err(), "nobody answers after shutdown");
 }
 
 #[test]
@@ -439,11 +445,13 @@ fn slow_agent_times_out() {
 
 #[test]
 fn unreachable_agent() {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // A socket bound but never listening: connects to it are refused, and
+    // because the port stays taken, a connect cannot pick it as its own
+    // source port and reach itself (TCP simultaneous open on loopback).
+    let held = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    held.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap().into())
+        .unwrap();
+    let port = held.local_addr().unwrap().as_socket().unwrap().port();
     let c = AgentClient::new(
         &format!("http://127.0.0.1:{port}"),
         None,

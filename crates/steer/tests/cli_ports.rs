@@ -395,12 +395,13 @@ fn plan_with_an_agent_uses_its_config_and_load() {
 
 #[test]
 fn plan_with_a_faulty_agent_fails_with_one_line() {
-    // Unreachable: nothing listens on the port.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // Unreachable: the port is bound but nothing listens, so connects are
+    // refused and none can pick it as its own source port (a loopback
+    // self-connect would answer instead of refusing).
+    let held = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    let any: std::net::SocketAddr = "127.0.0.1:0".parse().unwrap();
+    held.bind(&any.into()).unwrap();
+    let port = held.local_addr().unwrap().as_socket().unwrap().port();
     fails_with_one_line(
         &plan_with_agent(&format!("http://127.0.0.1:{port}")),
         "unreachable",
