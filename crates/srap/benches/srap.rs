@@ -1,6 +1,7 @@
 //! Port steering costs, excluding the network and /proc reads.
 //!
-//! `cargo bench -p srap --bench srap`
+//! `cargo bench -p srap --bench srap`; ids are `srap/<name>` (a group, so
+//! `steer bench criterion-json` and the matrix case `srap-bench` read them).
 //!
 //! - `plan_64_flows_64_cpus`: ports for 64 flows over a 64-queue receiver
 //!   (52-byte random key, 128-entry table), full range free. Goal < 100 us.
@@ -32,6 +33,7 @@ fn predictor(queues: u32) -> PortPredictor {
 }
 
 fn bench(c: &mut Criterion) {
+    let mut c = c.benchmark_group("srap");
     let p = predictor(64);
     let options = PlanOptions::default();
     c.bench_function("plan_64_flows_64_cpus", |b| {
@@ -66,6 +68,7 @@ fn bench(c: &mut Criterion) {
     c.bench_function("predictor_new", |b| {
         b.iter(|| PortPredictor::new(black_box(&cfg), l, r, 5201, L4Proto::Tcp).expect("p"))
     });
+    c.finish();
 }
 
 criterion_group!(benches, bench);

@@ -31,6 +31,14 @@ fn code_for(err: &anyhow::Error) -> i32 {
             e.is_environment()
         } else if let Some(e) = cause.downcast_ref::<exp::ExpError>() {
             e.is_environment()
+        } else if let Some(e) = cause.downcast_ref::<binder::BinderError>() {
+            e.is_environment()
+        } else if let Some(e) = cause.downcast_ref::<wire::WireError>() {
+            e.is_environment()
+        } else if let Some(e) = cause.downcast_ref::<lbxdp::LbXdpError>() {
+            e.is_environment()
+        } else if let Some(e) = cause.downcast_ref::<agent::AgentError>() {
+            e.is_environment()
         } else if let Some(e) = cause.downcast_ref::<io::Error>() {
             e.kind() == io::ErrorKind::PermissionDenied
         } else {

@@ -91,28 +91,6 @@ pub struct AttachArgs {
     pub detach: bool,
 }
 
-/// Environment errors (privilege, kernel feature) exit 3 with one line;
-/// the rest go to the common reporter.
-fn check<T>(r: Result<T, BinderError>) -> anyhow::Result<Result<T, i32>> {
-    match r {
-        Ok(v) => Ok(Ok(v)),
-        Err(e) if e.is_environment() => {
-            eprintln!("steer: {e}");
-            Ok(Err(exit::ENVIRONMENT))
-        }
-        Err(e) => Err(e.into()),
-    }
-}
-
-macro_rules! tri {
-    ($e:expr) => {
-        match check($e)? {
-            Ok(v) => v,
-            Err(code) => return Ok(code),
-        }
-    };
-}
-
 /// A planned destination: the plan (predicted with the source address the
 /// receiver sees) and the local address to bind (differs behind NAT).
 struct Planned {
@@ -170,6 +148,25 @@ fn plans(args: &PlanArgs, netns: Option<&str>, what: &str) -> anyhow::Result<Vec
     Ok(out)
 }
 
+/// The LD_PRELOAD binder takes its ports from the allocator, which holds
+/// the receivers' configs (`steer ports serve`): plan flags given without
+/// `--bpf` would be silently ignored, so they are refused.
+fn refuse_plan_flags(plan: &PlanArgs) -> anyhow::Result<()> {
+    let given = !plan.to.is_empty()
+        || plan.from.is_some()
+        || plan.ports != binder::cgroup::MAX_PORTS
+        || ports::has_receiver(&plan.receiver)
+        || !plan.receiver.weight.is_empty();
+    if given {
+        bail!(
+            "--to, --from, --ports and the receiver flags (--config, --agent, --key, --queues, --weight) \
+             need --bpf; without it the LD_PRELOAD binder asks the allocator (`steer ports serve`), \
+             which holds the receiver's config"
+        );
+    }
+    Ok(())
+}
+
 fn install(binder: &CgroupBinder, planned: &[Planned]) -> anyhow::Result<()> {
     for p in planned {
         let ports: Vec<u16> = p.plan.entries.iter().map(|e| e.port).collect();
@@ -180,13 +177,16 @@ fn install(binder: &CgroupBinder, planned: &[Planned]) -> anyhow::Result<()> {
 }
 
 pub fn run_exec(args: ExecArgs, _json: bool) -> anyhow::Result<i32> {
+    if !args.bpf {
+        refuse_plan_flags(&args.plan)?;
+    }
     let mut cmd = Command::new(&args.command[0]);
     cmd.args(&args.command[1..]);
     if let Some(ns) = &args.netns {
-        tri!(binder::netns::enter_in_child(&mut cmd, ns));
+        binder::netns::enter_in_child(&mut cmd, ns)?;
     }
     if !args.bpf {
-        let shim = tri!(binder::preload::install_shim());
+        let shim = binder::preload::install_shim()?;
         binder::preload::configure(&mut cmd, &shim, args.socket.as_deref());
         if args.debug {
             cmd.env(binder::preload::DEBUG_ENV, "1");
@@ -197,10 +197,10 @@ pub fn run_exec(args: ExecArgs, _json: bool) -> anyhow::Result<i32> {
     }
 
     let plans = plans(&args.plan, args.netns.as_deref(), "--bpf")?;
-    let cgroup = tri!(TempCgroup::create());
-    let binder = tri!(CgroupBinder::attach(cgroup.path()));
+    let cgroup = TempCgroup::create()?;
+    let binder = CgroupBinder::attach(cgroup.path())?;
     install(&binder, &plans)?;
-    tri!(cgroup.enter_in_child(&mut cmd));
+    cgroup.enter_in_child(&mut cmd)?;
     let status = binder::run::wait_like_system(&mut cmd)
         .with_context(|| format!("cannot run {}", args.command[0]))?;
     if args.debug {
@@ -223,12 +223,12 @@ pub fn run_attach(args: AttachArgs, json: bool) -> anyhow::Result<i32> {
         );
     }
     if args.detach {
-        tri!(binder::cgroup::detach_pinned(&args.cgroup));
+        binder::cgroup::detach_pinned(&args.cgroup)?;
         eprintln!("cgroup binder detached from {}", args.cgroup.display());
         return Ok(exit::OK);
     }
     if args.plan.to.is_empty() {
-        let b = tri!(CgroupBinder::open_pinned(&args.cgroup));
+        let b = CgroupBinder::open_pinned(&args.cgroup)?;
         let stats = b.stats()?;
         if json {
             output::json(&serde_json::json!({
@@ -251,11 +251,11 @@ pub fn run_attach(args: AttachArgs, json: bool) -> anyhow::Result<i32> {
     let binder = match CgroupBinder::open_pinned(&args.cgroup) {
         Ok(b) => b,
         Err(BinderError::NotAttached { .. }) => {
-            let mut b = tri!(CgroupBinder::attach(&args.cgroup));
-            tri!(b.pin());
+            let mut b = CgroupBinder::attach(&args.cgroup)?;
+            b.pin()?;
             b
         }
-        Err(e) => tri!(Err(e)),
+        Err(e) => return Err(e.into()),
     };
     install(&binder, &plans)?;
     let plans: Vec<&Plan> = plans.iter().map(|p| &p.plan).collect();

@@ -88,7 +88,7 @@ pub struct SrpicArgs {
 }
 
 pub fn run(cmd: WireCommand, json: bool) -> anyhow::Result<i32> {
-    let result = match cmd {
+    match cmd {
         WireCommand::Up { name } => up(&name, json),
         WireCommand::Down { name } => {
             Lab::down(&name)?;
@@ -97,26 +97,6 @@ pub fn run(cmd: WireCommand, json: bool) -> anyhow::Result<i32> {
         }
         WireCommand::Run(args) => forward(args, json),
         WireCommand::Srpic(args) => srpic(args, json),
-    };
-    // Missing privilege or devices: exit 3 (the shared mapper does not
-    // know WireError).
-    match result {
-        Err(e)
-            if e.chain().any(|c| {
-                c.downcast_ref::<wire::WireError>()
-                    .is_some_and(|w| w.is_environment())
-            }) =>
-        {
-            eprintln!(
-                "steer: {}",
-                e.chain()
-                    .map(|c| c.to_string())
-                    .collect::<Vec<_>>()
-                    .join(": ")
-            );
-            Ok(3)
-        }
-        other => other,
     }
 }
 
