@@ -26,9 +26,14 @@ use lbxdp::{ControlLoop, LivePolicy};
 use rss::{FlowTuple, L4Proto};
 
 fn delivered(live: &LiveLab) -> u64 {
-    live.agents()
+    live.backends
         .iter()
-        .map(|a| a.queue_counts().unwrap_or_default().iter().sum::<u64>())
+        .map(|b| {
+            lbxdp::live::queue_counts(b, live.spec.queues)
+                .unwrap_or_default()
+                .iter()
+                .sum::<u64>()
+        })
         .sum()
 }
 
@@ -73,7 +78,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         LivePolicy::Hash,
         live.macs.clone(),
         spec.buckets,
-        live.agents(),
+        live.reporters()?,
         10.0,
     )?;
     let client = live.clients[0].clone();

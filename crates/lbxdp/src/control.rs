@@ -1,5 +1,7 @@
 //! The controller loop of the live load balancer: agents' reports in, map
-//! writes out. The policies themselves are crate `lb`'s (`crossrss_table`,
+//! writes out. The reports come from the backends' real agents over HTTP
+//! (`crate::agents`: `GET /v1/load` and `GET /v1/rss?dev=`, asked from the
+//! load balancer's namespace once per interval). The policies themselves are crate `lb`'s (`crossrss_table`,
 //! `CrossRssPlus`, `Maglev`); this module only decides which reports count
 //! (validation, staleness) and copies the result into the data plane's maps
 //! (`maps::Datapath`), once per interval.
@@ -21,6 +23,7 @@ use std::time::{Duration, Instant};
 use lb::{AgentReport, BucketTable, CrossRssPlus, Maglev, PlusParams};
 use serde::Serialize;
 
+use crate::agents::{Pollers, Reporters, Round, AGENT_TIMEOUT};
 use crate::error::LbXdpError;
 use crate::maps::{self, BackendEntry, Datapath, Mode};
 
@@ -282,27 +285,46 @@ pub struct LoopSummary {
     pub table_changes: u64,
     /// Steps in which some backend was unhealthy.
     pub degraded_steps: u64,
+    /// Agent answers that were failures (unreachable, timed out, refused,
+    /// malformed): each counts as no report.
+    pub agent_failures: u64,
+    /// (interval, agent) pairs without any answer (the agent's poller
+    /// still waiting for it).
+    pub agent_silent: u64,
+    /// The first distinct agent failures, for the log.
+    pub agent_errors: Vec<String>,
     pub errors: Vec<String>,
 }
 
-/// The controller and the agents on a thread, one step every `1/rate_hz`.
+impl LoopSummary {
+    fn count(&mut self, round: &Round) {
+        self.agent_failures += round.failures.len() as u64;
+        self.agent_silent += round.silent as u64;
+        for f in &round.failures {
+            if self.agent_errors.len() < 10 && !self.agent_errors.contains(f) {
+                self.agent_errors.push(f.clone());
+            }
+        }
+    }
+}
+
+/// The controller on a thread, one step every `1/rate_hz`, with the
+/// agents' pollers (`crate::agents::Pollers`).
 pub struct ControlLoop {
     stop: Arc<std::sync::atomic::AtomicBool>,
     handle: Option<std::thread::JoinHandle<LoopSummary>>,
     injected: Arc<std::sync::Mutex<Vec<AgentReport>>>,
-    /// Per agent: set to stop its reports.
-    pub paused: Vec<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl ControlLoop {
-    /// Runs the first step at once (so backends are healthy when this
-    /// returns), then keeps stepping on a thread.
+    /// Runs the first step at once (so backends whose agents answer are
+    /// healthy when this returns), then keeps stepping on a thread.
     pub fn start(
         dp: Arc<Datapath>,
         policy: LivePolicy,
         macs: Vec<[u8; 6]>,
         buckets: usize,
-        mut agents: Vec<crate::live::Agent>,
+        agents: Reporters,
         rate_hz: f64,
     ) -> Result<ControlLoop, LbXdpError> {
         if !(rate_hz.is_finite() && rate_hz > 0.0 && rate_hz <= 1000.0) {
@@ -312,12 +334,18 @@ impl ControlLoop {
         }
         let interval = Duration::from_secs_f64(1.0 / rate_hz);
         let stale_after = (interval * 3).max(Duration::from_millis(300));
+        let n = macs.len();
         let mut ctl = Controller::new(dp, policy, macs, buckets, stale_after)?;
-        let first: Vec<AgentReport> = agents.iter_mut().filter_map(|a| a.report()).collect();
-        ctl.step(&first, Instant::now())?;
+        let mut pollers = Pollers::start(agents, interval)?;
+        // The first round may wait for both requests of every agent; later
+        // rounds wait at most 3/4 of an interval, so the loop keeps its
+        // rate whatever the agents do (a silent agent goes stale after
+        // `stale_after`).
+        let first = pollers.collect(AGENT_TIMEOUT * 2);
+        let wait = interval.mul_f64(0.75).min(AGENT_TIMEOUT * 2);
+        ctl.step(&first.reports, Instant::now())?;
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let injected = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let paused = agents.iter().map(|a| a.paused.clone()).collect();
         let (s, inj) = (stop.clone(), injected.clone());
         let handle = std::thread::Builder::new()
             .name("lb-controller".into())
@@ -326,6 +354,7 @@ impl ControlLoop {
                     steps: 1,
                     ..Default::default()
                 };
+                sum.count(&first);
                 let mut next = Instant::now() + interval;
                 while !s.load(std::sync::atomic::Ordering::Relaxed) {
                     let now = Instant::now();
@@ -334,8 +363,9 @@ impl ControlLoop {
                         continue;
                     }
                     next += interval;
-                    let mut reports: Vec<AgentReport> =
-                        agents.iter_mut().filter_map(|a| a.report()).collect();
+                    let round = pollers.collect(wait);
+                    sum.count(&round);
+                    let mut reports = round.reports;
                     if let Ok(mut extra) = inj.lock() {
                         reports.append(&mut extra);
                     }
@@ -343,7 +373,7 @@ impl ControlLoop {
                         Ok(info) => {
                             sum.steps += 1;
                             sum.table_changes += info.table_changes as u64;
-                            if info.healthy.len() < agents.len() {
+                            if info.healthy.len() < n {
                                 sum.degraded_steps += 1;
                             }
                         }
@@ -362,12 +392,11 @@ impl ControlLoop {
             stop,
             handle: Some(handle),
             injected,
-            paused,
         })
     }
 
-    /// Adds a report (e.g. one received over the agent's HTTP API, or a bad
-    /// one in a test) to the next step.
+    /// Adds a report to the next step, next to the agents' (tests use it
+    /// for malformed and impossible reports that a real agent never sends).
     pub fn inject(&self, report: AgentReport) {
         if let Ok(mut v) = self.injected.lock() {
             v.push(report);

@@ -38,6 +38,9 @@ pub enum LbXdpError {
     Lab(#[from] lab::LabError),
     #[error(transparent)]
     Rss(#[from] rss::RssError),
+    /// A backend's agent could not start (namespace, listener, device).
+    #[error("backend agent: {0}")]
+    Agent(#[from] agent::AgentError),
     /// A traffic check failed (a connection broke or returned wrong data).
     #[error("connection failed: {reason}")]
     Connection { reason: String },
@@ -71,6 +74,7 @@ impl LbXdpError {
             LbXdpError::Privilege { .. } | LbXdpError::KernelFeature { .. } => true,
             LbXdpError::Nic(e) => e.is_environment(),
             LbXdpError::Lab(e) => e.is_environment(),
+            LbXdpError::Agent(e) => e.is_environment(),
             _ => false,
         }
     }

@@ -2,7 +2,8 @@
 //! load balancer, one policy after another, measured from the datapath
 //! counters.
 //!
-//! Per policy: a fresh controller (same lab, same backends), clients opening
+//! Per policy: a fresh controller (same lab, same backends, asking the
+//! backends' agents over HTTP), clients opening
 //! a mix of short and long TCP connections for `seconds`, and a sampler that
 //! reads every backend's software-RSS per-queue counters once per second.
 //! The metrics are `steer lb sim`'s (`lb::sim::normalized_variance`): per
@@ -14,11 +15,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use lab::Host;
 use serde::Serialize;
 
 use crate::control::{ControlLoop, LivePolicy, LoopSummary};
 use crate::error::LbXdpError;
-use crate::live::{LiveLab, LiveSpec, SERVICE_PORT};
+use crate::live::{queue_counts, LiveLab, LiveSpec, SERVICE_PORT};
 use crate::maps;
 use crate::traffic::{ConnShape, Servers, Workload, WorkloadResult};
 
@@ -270,13 +272,13 @@ pub fn svg(result: &CrossRssResult) -> String {
     out
 }
 
-fn counts(agents: &[crate::live::Agent]) -> Vec<u64> {
-    agents
+/// Every backend's cumulative per-queue counts (backend-major), read from
+/// the datapath (the software RSS counters), not from the agents: the
+/// measurement must not depend on what the controller was told.
+fn counts(backends: &[Host], queues: u32) -> Vec<u64> {
+    backends
         .iter()
-        .flat_map(|a| {
-            a.queue_counts()
-                .unwrap_or_else(|_| vec![0; a.config.queues as usize])
-        })
+        .flat_map(|b| queue_counts(b, queues).unwrap_or_else(|_| vec![0; queues as usize]))
         .collect()
 }
 
@@ -291,16 +293,16 @@ pub fn run_policy(
         policy,
         live.macs.clone(),
         params.buckets,
-        live.agents(),
+        live.reporters()?,
         params.rate_hz,
     )?;
-    let agents = live.agents();
+    let (backends, queues) = (live.backends.clone(), live.spec.queues);
     let stop = Arc::new(AtomicBool::new(false));
     let sampler = {
         let stop = stop.clone();
         std::thread::spawn(move || {
             let mut windows = Vec::new();
-            let mut prev = counts(&agents);
+            let mut prev = counts(&backends, queues);
             let mut next = Instant::now() + Duration::from_secs(1);
             while !stop.load(Ordering::Relaxed) {
                 if Instant::now() < next {
@@ -308,7 +310,7 @@ pub fn run_policy(
                     continue;
                 }
                 next += Duration::from_secs(1);
-                let now = counts(&agents);
+                let now = counts(&backends, queues);
                 windows.push(
                     now.iter()
                         .zip(&prev)

@@ -1,12 +1,15 @@
 //! The live CrossRSS load balancer (issue 5, parts 3 and 4): an XDP L4 data
 //! plane in a load-balancer namespace of the lab, backends with Steer's
-//! software RSS and their own randomised indirection tables, agents that
-//! report per-queue load, and the controller of crate `lb` writing the
+//! software RSS and their own randomised indirection tables, the real Steer
+//! agent (crate `agent`) on every backend reporting per-queue load and its
+//! RSS config over HTTP, and the controller of crate `lb` writing the
 //! bucket table at a fixed rate. See docs/crossrss.md, "The live data plane".
 //!
 //! - [`maps`]: the program (`bpf/lbxdp.bpf.c`), its maps (`bpf/lbxdp.h`) in
 //!   load-balancer terms, BPF_PROG_TEST_RUN.
+//! - [`agents`]: the backends' agents and the controller's HTTP clients.
 
+pub mod agents;
 pub mod error;
 pub mod maps;
 
@@ -17,5 +20,5 @@ pub mod live;
 pub mod traffic;
 
 pub use control::{ControlLoop, Controller, LivePolicy, LoopSummary, StepInfo};
-pub use live::{Agent, LiveLab, LiveSpec};
+pub use live::{LiveLab, LiveSpec};
 pub mod experiment;

@@ -26,15 +26,17 @@
 //! `lab`), and the load balancer's port runs `xdp_pass` so that it accepts
 //! the XDP_TX frames (a veth only takes frames from an XDP peer when it
 //! runs NAPI, which an XDP program turns on).
+//!
+//! Every backend also runs the real Steer agent on its lab address
+//! (`crate::agents`), which the controller asks for load and config.
 
 use std::net::Ipv4Addr;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use lab::{Host, Lab, LabGuard, LabSpec};
-use lb::AgentReport;
 use rss::{RssConfig, RssKey};
 
+use crate::agents::{BackendAgents, Reporters};
 use crate::error::LbXdpError;
 use crate::maps::{self, Datapath};
 
@@ -72,59 +74,25 @@ impl LiveSpec {
     }
 }
 
-/// One backend's agent: reads its software-RSS per-queue counters and
-/// reports the packets each queue received since the last report, with the
-/// backend's bucket -> queue map. A paused agent does not report (tests of
-/// staleness).
-pub struct Agent {
-    pub server: u32,
-    pub netns: String,
-    pub dev: String,
-    pub config: RssConfig,
-    pub paused: Arc<AtomicBool>,
-    last: Option<Vec<u64>>,
+/// Backend `host`'s cumulative per-queue packet counts, read from its
+/// software RSS's counters in this process (`nic::stats`). This is the
+/// experiment's and the tests' measurement of where packets went; the
+/// controller never uses it (it asks the agents over HTTP,
+/// `crate::agents`).
+pub fn queue_counts(host: &Host, queues: u32) -> Result<Vec<u64>, LbXdpError> {
+    let stats = nic::stats(&host.dev, Some(&host.netns))?;
+    let mut counts = vec![0u64; queues as usize];
+    for q in stats.queues {
+        if let Some(c) = counts.get_mut(q.queue as usize) {
+            *c = q.packets;
+        }
+    }
+    Ok(counts)
 }
 
-impl Agent {
-    /// The current per-queue counters (cumulative).
-    pub fn queue_counts(&self) -> Result<Vec<u64>, LbXdpError> {
-        let stats = nic::stats(&self.dev, Some(&self.netns))?;
-        let mut counts = vec![0u64; self.config.queues as usize];
-        for q in stats.queues {
-            if let Some(c) = counts.get_mut(q.queue as usize) {
-                *c = q.packets;
-            }
-        }
-        Ok(counts)
-    }
-
-    /// This interval's report; `None` when paused or when the backend is
-    /// gone (its counters cannot be read).
-    pub fn report(&mut self) -> Option<AgentReport> {
-        if self.paused.load(Ordering::Relaxed) {
-            return None;
-        }
-        let now = self.queue_counts().ok()?;
-        let loads = match &self.last {
-            Some(last) => now
-                .iter()
-                .zip(last)
-                .map(|(n, l)| n.saturating_sub(*l) as f64)
-                .collect(),
-            None => vec![0.0; now.len()],
-        };
-        self.last = Some(now);
-        Some(AgentReport {
-            server: self.server,
-            core_loads: loads,
-            // Queues are the cores here (queue q's packets are its load).
-            bucket_cores: self.config.indirection_table.entries().to_vec(),
-        })
-    }
-}
-
-/// A built lab with the load balancer attached. Dropping it detaches the
-/// software RSS of every backend and tears the lab down.
+/// A built lab with the load balancer attached and an agent on every
+/// backend. Dropping it stops the agents, detaches the software RSS of
+/// every backend and tears the lab down.
 pub struct LiveLab {
     pub vip: Ipv4Addr,
     pub lb: Host,
@@ -134,6 +102,7 @@ pub struct LiveLab {
     pub macs: Vec<[u8; 6]>,
     pub dp: Arc<Datapath>,
     pub spec: LiveSpec,
+    agents: Option<BackendAgents>,
     guard: Option<LabGuard>,
 }
 
@@ -214,6 +183,7 @@ impl LiveLab {
             macs: Vec::new(),
             dp: Arc::new(Datapath::load()?),
             spec: spec.clone(),
+            agents: None,
             guard: None,
         };
         live.backends = (0..spec.backends)
@@ -268,6 +238,8 @@ impl LiveLab {
         for c in &live.clients {
             ip(&["-n", &c.netns, "route", "add", &vip, "via", &via])?;
         }
+        // Last: each agent serves its backend's attached software RSS.
+        live.agents = Some(BackendAgents::start(&live.backends)?);
         Ok(live)
     }
 
@@ -277,26 +249,39 @@ impl LiveLab {
         self.guard.as_ref()?.switch_port(host)
     }
 
-    /// One agent per backend (server id = index).
-    pub fn agents(&self) -> Vec<Agent> {
-        self.backends
-            .iter()
-            .zip(&self.configs)
-            .enumerate()
-            .map(|(i, (b, c))| Agent {
-                server: i as u32,
-                netns: b.netns.clone(),
-                dev: b.dev.clone(),
-                config: c.clone(),
-                paused: Arc::new(AtomicBool::new(false)),
-                last: None,
-            })
-            .collect()
+    fn backend_agents(&self) -> Result<&BackendAgents, LbXdpError> {
+        self.agents
+            .as_ref()
+            .ok_or_else(|| LbXdpError::config("the lab's agents are not running"))
+    }
+
+    /// The controller's clients of the backends' agents (server id =
+    /// index), asking from the load balancer's namespace.
+    pub fn reporters(&self) -> Result<Reporters, LbXdpError> {
+        Ok(Reporters {
+            netns: self.lb.netns.clone(),
+            links: self.backend_agents()?.links()?,
+        })
+    }
+
+    /// Stops backend `i`'s agent: the backend keeps serving connections but
+    /// reports nothing (it goes stale).
+    pub fn stop_agent(&self, i: usize) -> Result<(), LbXdpError> {
+        self.backend_agents()?.stop_agent(i);
+        Ok(())
+    }
+
+    /// Starts backend `i`'s agent again (same address, port and token).
+    pub fn start_agent(&self, i: usize) -> Result<(), LbXdpError> {
+        self.backend_agents()?.start_agent(i)
     }
 
     /// Removes backend `i` from the world: its namespace is deleted (its
     /// connections die with it; nobody else's do).
     pub fn kill_backend(&self, i: usize) -> Result<(), LbXdpError> {
+        // Its agent goes with it; requests to its address now go nowhere
+        // (they time out, unlike a stopped agent's, which are refused).
+        self.stop_agent(i)?;
         let b = &self.backends[i];
         let _ = nic::detach(&b.dev, Some(&b.netns));
         // Sockets keep a deleted namespace alive; without its device it is
@@ -308,6 +293,9 @@ impl LiveLab {
 
 impl Drop for LiveLab {
     fn drop(&mut self) {
+        // The agents read the software RSS and hold sockets in the
+        // backends' namespaces: they go first.
+        self.agents.take();
         for b in &self.backends {
             match nic::detach(&b.dev, Some(&b.netns)) {
                 Ok(())

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use lbxdp::live::SERVICE_PORT;
+use lbxdp::live::{queue_counts, SERVICE_PORT};
 use lbxdp::traffic::{ConnShape, Servers, Workload};
 use lbxdp::{ControlLoop, LiveLab, LivePolicy, LiveSpec};
 
@@ -27,6 +27,26 @@ fn spec(backends: u32) -> LiveSpec {
     s
 }
 
+/// A lab of 3 backends with their servers running and a controller
+/// stepping at `rate_hz`, fed by the backends' agents over HTTP. Bind as
+/// `let (live, _servers, ctl)`: dropped in reverse, the controller goes
+/// first and the lab last.
+fn running_lab(policy: LivePolicy, rate_hz: f64) -> (LiveLab, Servers, ControlLoop) {
+    let live = LiveLab::up(&spec(3)).unwrap();
+    let ns: Vec<String> = live.backends.iter().map(|b| b.netns.clone()).collect();
+    let servers = Servers::start(&ns, live.vip, SERVICE_PORT).unwrap();
+    let ctl = ControlLoop::start(
+        live.dp.clone(),
+        policy,
+        live.macs.clone(),
+        128,
+        live.reporters().unwrap(),
+        rate_hz,
+    )
+    .unwrap();
+    (live, servers, ctl)
+}
+
 const SHORT: ConnShape = ConnShape {
     bytes: 20_000,
     chunk: 20_000,
@@ -37,18 +57,7 @@ const SHORT: ConnShape = ConnShape {
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn connections_through_the_load_balancer() {
     need_root!();
-    let live = LiveLab::up(&spec(3)).unwrap();
-    let ns: Vec<String> = live.backends.iter().map(|b| b.netns.clone()).collect();
-    let _servers = Servers::start(&ns, live.vip, SERVICE_PORT).unwrap();
-    let ctl = ControlLoop::start(
-        live.dp.clone(),
-        LivePolicy::CrossRss,
-        live.macs.clone(),
-        128,
-        live.agents(),
-        10.0,
-    )
-    .unwrap();
+    let (live, _servers, ctl) = running_lab(LivePolicy::CrossRss, 10.0);
     let w = Workload {
         workers: 4,
         duration: Duration::from_secs(2),
@@ -67,10 +76,12 @@ fn connections_through_the_load_balancer() {
     assert!(r.connections > 20, "{r:?}");
     assert!(r.per_backend.iter().all(|&n| n > 0), "{r:?}");
     assert!(sum.steps >= 10 && sum.errors.is_empty(), "{sum:?}");
+    // Every agent answered over HTTP often enough never to go stale.
+    assert_eq!(sum.degraded_steps, 0, "{sum:?}");
     // Every backend's software RSS counted the packets the LB sent it.
     let stats = live.dp.stats(3).unwrap();
-    for (i, a) in live.agents().iter().enumerate() {
-        let q: u64 = a.queue_counts().unwrap().iter().sum();
+    for (i, b) in live.backends.iter().enumerate() {
+        let q: u64 = queue_counts(b, live.spec.queues).unwrap().iter().sum();
         assert!(
             q >= stats.backend_packets[i],
             "backend {i}: {q} < {}",
@@ -87,18 +98,7 @@ fn connections_through_the_load_balancer() {
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn table_changes_never_move_established_connections() {
     need_root!();
-    let live = LiveLab::up(&spec(3)).unwrap();
-    let ns: Vec<String> = live.backends.iter().map(|b| b.netns.clone()).collect();
-    let _servers = Servers::start(&ns, live.vip, SERVICE_PORT).unwrap();
-    let ctl = ControlLoop::start(
-        live.dp.clone(),
-        LivePolicy::Hash,
-        live.macs.clone(),
-        128,
-        live.agents(),
-        20.0,
-    )
-    .unwrap();
+    let (live, _servers, ctl) = running_lab(LivePolicy::Hash, 20.0);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let churn = {
         let (dp, stop) = (live.dp.clone(), stop.clone());
@@ -150,19 +150,7 @@ fn table_changes_never_move_established_connections() {
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn stale_agents_bad_reports_and_a_vanishing_backend() {
     need_root!();
-    use std::sync::atomic::Ordering;
-    let live = LiveLab::up(&spec(3)).unwrap();
-    let ns: Vec<String> = live.backends.iter().map(|b| b.netns.clone()).collect();
-    let _servers = Servers::start(&ns, live.vip, SERVICE_PORT).unwrap();
-    let ctl = ControlLoop::start(
-        live.dp.clone(),
-        LivePolicy::CrossRss,
-        live.macs.clone(),
-        128,
-        live.agents(),
-        20.0,
-    )
-    .unwrap();
+    let (live, _servers, ctl) = running_lab(LivePolicy::CrossRss, 20.0);
     let client = live.clients[0].netns.clone();
     let vip = live.vip;
 
@@ -202,8 +190,9 @@ fn stale_agents_bad_reports_and_a_vanishing_backend() {
         ctl.inject(bad);
     }
 
-    // Agent 1 stops reporting: after the stale time no new connection goes there.
-    ctl.paused[1].store(true, Ordering::Relaxed);
+    // Agent 1 stops (its HTTP server shuts down; the backend keeps
+    // serving): after the stale time no new connection goes there.
+    live.stop_agent(1).unwrap();
     std::thread::sleep(Duration::from_millis(600));
     let short_run = |n: usize| -> Vec<u32> {
         let c = client.clone();
@@ -222,7 +211,9 @@ fn stale_agents_bad_reports_and_a_vanishing_backend() {
         !during.contains(&1),
         "stale backend got new connections: {during:?}"
     );
-    ctl.paused[1].store(false, Ordering::Relaxed);
+    // Started again (same address, port and token): it reports, and is
+    // healthy, at the next interval.
+    live.start_agent(1).unwrap();
     std::thread::sleep(Duration::from_millis(400));
     let after = short_run(30);
     assert!(after.contains(&1), "backend 1 never came back: {after:?}");
@@ -299,4 +290,106 @@ fn stale_agents_bad_reports_and_a_vanishing_backend() {
     );
     assert!(sum.rejected >= 6, "{sum:?}");
     assert!(sum.degraded_steps > 0, "{sum:?}");
+    // The stopped agent's refused requests and the vanished backend's
+    // timed-out ones were failures, not reports.
+    assert!(sum.agent_failures > 0, "{sum:?}");
+}
+
+/// Asks `links` for a report each, from `netns` (the load balancer's).
+fn poll(
+    netns: &str,
+    links: Vec<lbxdp::agents::AgentLink>,
+) -> (
+    Vec<lbxdp::agents::AgentLink>,
+    Vec<Result<lb::AgentReport, String>>,
+) {
+    lbxdp::traffic::spawn_in_netns(netns, move || {
+        let mut links = links;
+        let reports = links
+            .iter_mut()
+            .map(|l| l.report(Duration::from_millis(100)))
+            .collect();
+        (links, reports)
+    })
+    .unwrap()
+    .join()
+    .unwrap()
+    .unwrap()
+}
+
+/// The backends' agents, asked over HTTP from the load balancer's
+/// namespace, give the served software RSS table as the bucket -> core map
+/// and per-queue packet deltas as loads; without the lab's token they
+/// answer 401.
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
+fn agents_report_load_and_config_over_http() {
+    need_root!();
+    let (live, _servers, ctl) = running_lab(LivePolicy::Hash, 10.0);
+    let reporters = live.reporters().unwrap();
+    let ns = reporters.netns.clone();
+    let urls: Vec<String> = reporters
+        .links
+        .iter()
+        .map(|l| l.url().to_string())
+        .collect();
+    let (links, first) = poll(&ns, reporters.links);
+    for (i, r) in first.into_iter().enumerate() {
+        let r = r.unwrap();
+        assert_eq!(r.server, i as u32);
+        assert_eq!(
+            r.bucket_cores,
+            live.configs[i].indirection_table.entries(),
+            "backend {i}"
+        );
+        // No interval measured yet.
+        assert_eq!(r.core_loads, vec![0.0; live.spec.queues as usize]);
+    }
+    let w = Workload {
+        workers: 2,
+        duration: Duration::from_secs(1),
+        short: SHORT,
+        long: SHORT,
+        long_every: 1,
+    };
+    let clients: Vec<String> = live.clients.iter().map(|c| c.netns.clone()).collect();
+    let run = w.run(&clients, live.vip, SERVICE_PORT, 3).unwrap();
+    assert_eq!(run.failures, 0, "{:?}", run.errors);
+    // Let every agent take a sample after the last packet.
+    std::thread::sleep(Duration::from_millis(100));
+    let (_links, second) = poll(&ns, links);
+    let mut total = 0.0;
+    for (i, r) in second.into_iter().enumerate() {
+        let r = r.unwrap();
+        assert!(
+            r.core_loads.iter().all(|l| l.is_finite() && *l >= 0.0),
+            "backend {i}: {r:?}"
+        );
+        if run.per_backend[i] > 0 {
+            assert!(r.core_loads.iter().sum::<f64>() > 0.0, "backend {i}: {r:?}");
+        }
+        total += r.core_loads.iter().sum::<f64>();
+    }
+    assert!(total > 0.0);
+    // Without the token, or with another one: refused.
+    let refused = lbxdp::traffic::spawn_in_netns(&ns, move || {
+        urls.iter()
+            .flat_map(|u| {
+                [None, Some("not-the-token")].map(|t| {
+                    agent::AgentClient::new(u, t, Duration::from_millis(200))
+                        .unwrap()
+                        .load()
+                })
+            })
+            .map(|r| matches!(r, Err(agent::ClientError::Unauthorized { .. })))
+            .collect::<Vec<bool>>()
+    })
+    .unwrap()
+    .join()
+    .unwrap()
+    .unwrap();
+    assert!(refused.iter().all(|&r| r), "{refused:?}");
+    let sum = ctl.stop();
+    assert!(sum.errors.is_empty(), "{sum:?}");
+    assert_eq!(sum.degraded_steps, 0, "{sum:?}");
 }
