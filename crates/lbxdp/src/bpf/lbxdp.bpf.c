@@ -18,14 +18,14 @@
  * shared structs are in lbxdp.h.
  */
 #include <linux/bpf.h>
-#include <linux/if_ether.h>
-#include <linux/in.h>
-#include <linux/ip.h>
 #include <linux/tcp.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
 #include "lbxdp.h"
+/* The software RSS's parser and Toeplitz hash (crates/nic/src/bpf, on the
+ * include path from build.rs): one copy, so buckets here are the backends'. */
+#include "steer_flow.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
@@ -170,18 +170,10 @@ struct {
 	__type(value, struct lbxdp_bucket_counters);
 } bucket_stats SEC(".maps");
 
-#define VLAN_HLEN 4
-#define IPV4_MF 0x2000
-#define IPV4_OFFSET 0x1fff
-
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define BYTE(w, k) (((w) >> (8 * (k))) & 0xff)
-#else
-#define BYTE(w, k) (((w) >> (24 - 8 * (k))) & 0xff)
-#endif
-
-/* Entry (p, v) of the Toeplitz byte tables. */
-#define T(p, v) tt->t[((p) << 8) | (v)]
+_Static_assert(LBXDP_F_SRC_IP == STEER_RSS_F_SRC_IP && LBXDP_F_DST_IP == STEER_RSS_F_DST_IP &&
+		       LBXDP_F_SRC_PORT == STEER_RSS_F_SRC_PORT && LBXDP_F_DST_PORT == STEER_RSS_F_DST_PORT,
+	       "lbxdp.h field bits are steer_flow.h's");
+_Static_assert(LBXDP_MAX_INPUT >= STEER_RSS_INPUT_IPV4, "toeplitz rows cover an IPv4 4-tuple");
 
 static __always_inline void count(__u32 slot, __u64 len)
 {
@@ -193,42 +185,21 @@ static __always_inline void count(__u32 slot, __u64 len)
 	}
 }
 
-/* Toeplitz of the IPv4 tuple with `fields` selected, in the order of
- * rss::HashInput::build (source address, destination address, source port,
- * destination port), words as stored in the packet. */
+/* Toeplitz of the IPv4 tuple with `fields` selected, exactly as the
+ * backends' software RSS computes it (steer_toeplitz). lbxdp_toeplitz is one
+ * flat array (so its generated Rust type has a Default) with the rows of
+ * softrss_toeplitz: row p is t[p * 256 .. p * 256 + 255]. */
 static __always_inline __u32 rss_hash(const struct lbxdp_toeplitz *tt, const struct lbxdp_conn_key *k,
 				      __u32 fields)
 {
-	__u32 h = 0, pos = 0, w;
+	struct steer_rss_input in;
 
-	if (fields & LBXDP_F_SRC_IP) {
-		w = k->saddr;
-		h ^= T(0, BYTE(w, 0)) ^ T(1, BYTE(w, 1)) ^ T(2, BYTE(w, 2)) ^ T(3, BYTE(w, 3));
-		pos = 4;
-	}
-	if (fields & LBXDP_F_DST_IP) {
-		w = k->daddr;
-		if (pos == 0)
-			h ^= T(0, BYTE(w, 0)) ^ T(1, BYTE(w, 1)) ^ T(2, BYTE(w, 2)) ^
-			     T(3, BYTE(w, 3));
-		else
-			h ^= T(4, BYTE(w, 0)) ^ T(5, BYTE(w, 1)) ^ T(6, BYTE(w, 2)) ^
-			     T(7, BYTE(w, 3));
-		pos += 4;
-	}
-	if (fields & LBXDP_F_SRC_PORT) {
-		w = k->sport;
-		pos &= 0xc; /* 0, 4 or 8: keeps the verifier's bounds obvious */
-		h ^= T(pos, BYTE(w, 0)) ^ T(pos + 1, BYTE(w, 1));
-		pos += 2;
-	}
-	if (fields & LBXDP_F_DST_PORT) {
-		w = k->dport;
-		if (pos > LBXDP_MAX_INPUT - 2)
-			return h;
-		h ^= T(pos, BYTE(w, 0)) ^ T(pos + 1, BYTE(w, 1));
-	}
-	return h;
+	__builtin_memset(&in, 0, sizeof(in));
+	in.src[0] = k->saddr;
+	in.dst[0] = k->daddr;
+	in.sport = k->sport;
+	in.dport = k->dport;
+	return steer_toeplitz((const __u32(*)[256])tt->t, LBXDP_MAX_INPUT, &in, fields, 1);
 }
 
 static __always_inline int mac_eq(const __u8 *a, const __u8 *b)
@@ -356,38 +327,28 @@ int lbxdp(struct xdp_md *ctx)
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
 	__u64 len = (__u64)(end - data);
-	struct ethhdr *eth = data;
 	struct lbxdp_config *cfg;
 	struct lbxdp_conn_key key;
 	struct lbxdp_conn *conn;
 	struct lbxdp_backend *be;
 	struct lbxdp_backend_counters *bc;
 	struct lbxdp_bucket_counters *bk;
+	struct steer_cursor cur = { .pos = data };
+	struct ethhdr *eth;
 	struct iphdr *ip;
-	__u16 eth_proto, *ports;
-	__u32 zero = 0, slot, ihl;
-	void *l3, *l4;
-	int i, is_syn = 0;
+	__u16 sport, dport;
+	__u32 zero = 0, slot;
+	int eth_proto, l4, is_syn = 0;
 
-	if ((void *)(eth + 1) > end)
+	eth_proto = steer_parse_eth(&cur, end, &eth);
+	if (eth_proto < 0)
 		goto pass;
-	eth_proto = eth->h_proto;
-	l3 = eth + 1;
-#pragma unroll
-	for (i = 0; i < 2; i++) {
-		if (eth_proto != bpf_htons(ETH_P_8021Q) && eth_proto != bpf_htons(ETH_P_8021AD))
-			break;
-		if (l3 + VLAN_HLEN > end)
-			goto pass;
-		eth_proto = *(__u16 *)(l3 + 2);
-		l3 += VLAN_HLEN;
-	}
 	/* IPv6 (with or without extension headers), ARP, anything else: not
 	 * ours, the stack decides. */
 	if (eth_proto != bpf_htons(ETH_P_IP))
 		goto pass;
-	ip = l3;
-	if ((void *)(ip + 1) > end)
+	l4 = steer_parse_ipv4(&cur, end, &ip);
+	if (l4 == STEER_PARSE_SHORT)
 		goto pass;
 
 	cfg = bpf_map_lookup_elem(&config, &zero);
@@ -403,23 +364,16 @@ int lbxdp(struct xdp_md *ctx)
 		count(LBXDP_STAT_OTHER_PROTO, len);
 		return XDP_PASS;
 	}
-	if (ip->frag_off & bpf_htons(IPV4_MF | IPV4_OFFSET)) {
+	if (steer_ipv4_is_fragment(ip)) {
 		count(LBXDP_STAT_FRAGMENT, len);
 		return XDP_DROP;
 	}
-	ihl = ip->ihl * 4;
-	if (ihl < sizeof(*ip) || ihl > 60) {
-		count(LBXDP_STAT_MALFORMED, len);
-		return XDP_DROP;
-	}
-	l4 = l3 + ihl;
-	ports = l4;
-	if ((void *)(ports + 2) > end) {
+	if (l4 == STEER_PARSE_INVALID || steer_parse_ports(&cur, end, &sport, &dport) < 0) {
 		count(LBXDP_STAT_MALFORMED, len);
 		return XDP_DROP;
 	}
 	if (ip->protocol == IPPROTO_TCP) {
-		struct tcphdr *th = l4;
+		struct tcphdr *th = cur.pos;
 
 		if ((void *)(th + 1) > end) {
 			count(LBXDP_STAT_MALFORMED, len);
@@ -431,8 +385,8 @@ int lbxdp(struct xdp_md *ctx)
 	__builtin_memset(&key, 0, sizeof(key));
 	key.saddr = ip->saddr;
 	key.daddr = ip->daddr;
-	key.sport = ports[0];
-	key.dport = ports[1];
+	key.sport = sport;
+	key.dport = dport;
 	key.proto = ip->protocol;
 
 	conn = bpf_map_lookup_elem(&conns, &key);

@@ -14,14 +14,11 @@
  * crates/nic/src/loader.rs and the shared structs are in softrss.h.
  */
 #include <linux/bpf.h>
-#include <linux/if_ether.h>
-#include <linux/in.h>
-#include <linux/ip.h>
-#include <linux/ipv6.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
 #include "softrss.h"
+#include "steer_flow.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
@@ -99,102 +96,47 @@ struct {
 	__type(value, struct softrss_flow_value);
 } flows SEC(".maps");
 
-#define VLAN_HLEN 4
-#define IPV4_MF 0x2000
-#define IPV4_OFFSET 0x1fff
+/* The hash is the one the load balancer computes too (steer_flow.h): the
+ * boundary bits and table shape of softrss.h must be that header's. */
+_Static_assert(SOFTRSS_F_SRC_IP == STEER_RSS_F_SRC_IP && SOFTRSS_F_DST_IP == STEER_RSS_F_DST_IP &&
+		       SOFTRSS_F_SRC_PORT == STEER_RSS_F_SRC_PORT && SOFTRSS_F_DST_PORT == STEER_RSS_F_DST_PORT,
+	       "softrss.h field bits are steer_flow.h's");
+_Static_assert(SOFTRSS_MAX_INPUT >= STEER_RSS_INPUT_IPV6, "toeplitz rows cover an IPv6 4-tuple");
 
-/* Byte k (in memory order) of a word loaded from memory. */
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define BYTE(w, k) (((w) >> (8 * (k))) & 0xff)
-#else
-#define BYTE(w, k) (((w) >> (24 - 8 * (k))) & 0xff)
-#endif
-
-/* Toeplitz of 4 input bytes (a word as stored in the packet) at input
- * positions pos..pos+3. The caller guarantees pos + 4 <= SOFTRSS_MAX_INPUT. */
-static __always_inline __u32 hash_word(const struct softrss_toeplitz *tt, __u32 pos, __u32 w)
-{
-	return tt->t[pos][BYTE(w, 0)] ^ tt->t[pos + 1][BYTE(w, 1)] ^
-	       tt->t[pos + 2][BYTE(w, 2)] ^ tt->t[pos + 3][BYTE(w, 3)];
-}
-
-/* Toeplitz of a 2-byte port (as stored in the packet) at pos, pos+1. */
-static __always_inline __u32 hash_port(const struct softrss_toeplitz *tt, __u32 pos, __u16 p)
-{
-	return tt->t[pos][BYTE((__u32)p, 0)] ^ tt->t[pos + 1][BYTE((__u32)p, 1)];
-}
-
-/* What the parser found. Addresses and ports stay in packet (network) order. */
+/* What the parser found: the tuple in packet (network) order. */
 struct parsed {
-	__u32 src[4];
-	__u32 dst[4];
-	__u16 sport;
-	__u16 dport;
+	struct steer_rss_input t;
 	__u8 proto;  /* IPPROTO_TCP, IPPROTO_UDP or SOFTRSS_PROTO_OTHER */
 	__u8 family; /* SOFTRSS_FAMILY_* */
 };
 
-/* Hash of the input rss::HashInput::build makes: fields in the order source
- * address, destination address, source port, destination port, each only if
- * selected, after the input transform. `words` is 1 (IPv4) or 4 (IPv6). */
-static __always_inline __u32 rss_hash(const struct softrss_toeplitz *tt, const struct softrss_config *cfg,
-				      const struct parsed *pk, __u32 fields, int words)
+/* The input transform of rss::HashInput::build (cfg->transform), applied to
+ * the parsed tuple before hashing. */
+static __always_inline void transform(struct steer_rss_input *out, const struct steer_rss_input *in,
+				      __u32 xfrm)
 {
-	__u32 s[4], d[4];
-	__u16 sp = pk->sport, dp = pk->dport;
-	__u32 h = 0, pos = 0;
 	int i;
 
-	switch (cfg->transform) {
+	switch (xfrm) {
 	case SOFTRSS_XFRM_SYM_XOR:
 #pragma unroll
 		for (i = 0; i < 4; i++)
-			s[i] = d[i] = pk->src[i] ^ pk->dst[i];
-		sp = dp = pk->sport ^ pk->dport;
+			out->src[i] = out->dst[i] = in->src[i] ^ in->dst[i];
+		out->sport = out->dport = in->sport ^ in->dport;
 		break;
 	case SOFTRSS_XFRM_SYM_OR_XOR:
 #pragma unroll
 		for (i = 0; i < 4; i++) {
-			s[i] = pk->src[i] | pk->dst[i];
-			d[i] = pk->src[i] ^ pk->dst[i];
+			out->src[i] = in->src[i] | in->dst[i];
+			out->dst[i] = in->src[i] ^ in->dst[i];
 		}
-		sp = pk->sport | pk->dport;
-		dp = pk->sport ^ pk->dport;
+		out->sport = in->sport | in->dport;
+		out->dport = in->sport ^ in->dport;
 		break;
 	default:
-#pragma unroll
-		for (i = 0; i < 4; i++) {
-			s[i] = pk->src[i];
-			d[i] = pk->dst[i];
-		}
+		*out = *in;
 		break;
 	}
-
-	if (fields & SOFTRSS_F_SRC_IP) {
-#pragma unroll
-		for (i = 0; i < 4; i++)
-			if (i < words)
-				h ^= hash_word(tt, 4 * i, s[i]);
-		pos = 4 * words;
-	}
-	if (fields & SOFTRSS_F_DST_IP) {
-		if (pos > SOFTRSS_MAX_INPUT - 4 * 4 - 4)
-			return h;
-#pragma unroll
-		for (i = 0; i < 4; i++)
-			if (i < words)
-				h ^= hash_word(tt, pos + 4 * i, d[i]);
-		pos += 4 * words;
-	}
-	if (pos > SOFTRSS_MAX_INPUT - 4)
-		return h;
-	if (fields & SOFTRSS_F_SRC_PORT) {
-		h ^= hash_port(tt, pos, sp);
-		pos += 2;
-	}
-	if (fields & SOFTRSS_F_DST_PORT)
-		h ^= hash_port(tt, pos, dp);
-	return h;
 }
 
 static __always_inline void count(void *map, __u32 key, __u64 len)
@@ -216,11 +158,11 @@ static __always_inline void track_flow(const struct parsed *pk, __u32 queue, __u
 	__builtin_memset(&key, 0, sizeof(key));
 #pragma unroll
 	for (i = 0; i < 4; i++) {
-		__builtin_memcpy(&key.src[4 * i], &pk->src[i], 4);
-		__builtin_memcpy(&key.dst[4 * i], &pk->dst[i], 4);
+		__builtin_memcpy(&key.src[4 * i], &pk->t.src[i], 4);
+		__builtin_memcpy(&key.dst[4 * i], &pk->t.dst[i], 4);
 	}
-	key.src_port = pk->sport;
-	key.dst_port = pk->dport;
+	key.src_port = pk->t.sport;
+	key.dst_port = pk->t.dport;
 	key.proto = pk->proto;
 	key.family = pk->family;
 
@@ -235,18 +177,14 @@ static __always_inline void track_flow(const struct parsed *pk, __u32 queue, __u
 	}
 }
 
-/* Reads the ports of a TCP or UDP header at l4, or leaves the flow a 2-tuple
- * (proto OTHER) if the header is cut short. */
-static __always_inline void parse_ports(struct parsed *pk, void *l4, void *end, __u8 proto)
+/* Reads the ports of a TCP or UDP header at the cursor, or leaves the flow a
+ * 2-tuple (proto OTHER) if the header is cut short. */
+static __always_inline void parse_ports(struct parsed *pk, const struct steer_cursor *c, void *end, int proto)
 {
-	__u16 *ports = l4;
-
 	if (proto != IPPROTO_TCP && proto != IPPROTO_UDP)
 		return;
-	if ((void *)(ports + 2) > end)
+	if (steer_parse_ports(c, end, &pk->t.sport, &pk->t.dport) < 0)
 		return;
-	pk->sport = ports[0];
-	pk->dport = ports[1];
 	pk->proto = proto;
 }
 
@@ -256,79 +194,48 @@ int softrss(struct xdp_md *ctx)
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
 	__u64 len = (__u64)(end - data);
-	struct ethhdr *eth = data;
+	struct steer_cursor cur = { .pos = data };
 	struct softrss_config *cfg;
 	struct softrss_toeplitz *tt;
 	struct softrss_indir_entry *entry;
+	struct steer_rss_input in;
 	struct parsed pk;
-	void *l3;
-	__u16 eth_proto;
+	struct ethhdr *eth;
+	int eth_proto, l4, flow;
 	__u32 zero = 0, fields, hash, index;
-	int i, flow;
 
-	if ((void *)(eth + 1) > end)
+	eth_proto = steer_parse_eth(&cur, end, &eth);
+	if (eth_proto < 0)
 		goto non_ip;
-	eth_proto = eth->h_proto;
-	l3 = eth + 1;
-#pragma unroll
-	for (i = 0; i < 2; i++) {
-		if (eth_proto != bpf_htons(ETH_P_8021Q) && eth_proto != bpf_htons(ETH_P_8021AD))
-			break;
-		if (l3 + VLAN_HLEN > end)
-			goto non_ip;
-		eth_proto = *(__u16 *)(l3 + 2);
-		l3 += VLAN_HLEN;
-	}
 
 	__builtin_memset(&pk, 0, sizeof(pk));
 	if (eth_proto == bpf_htons(ETH_P_IP)) {
-		struct iphdr *ip = l3;
-		__u32 ihl;
+		struct iphdr *ip;
 
-		if ((void *)(ip + 1) > end)
+		l4 = steer_parse_ipv4(&cur, end, &ip);
+		if (l4 < 0)
 			goto non_ip;
-		ihl = ip->ihl * 4;
-		if (ihl < sizeof(*ip))
-			goto non_ip;
-		pk.src[0] = ip->saddr;
-		pk.dst[0] = ip->daddr;
+		pk.t.src[0] = ip->saddr;
+		pk.t.dst[0] = ip->daddr;
 		pk.family = SOFTRSS_FAMILY_IPV4;
-		/* Fragments hash the 2-tuple: only the first carries ports. */
-		if (!(ip->frag_off & bpf_htons(IPV4_MF | IPV4_OFFSET)))
-			parse_ports(&pk, l3 + ihl, end, ip->protocol);
+		if (!steer_ipv4_is_fragment(ip))
+			parse_ports(&pk, &cur, end, l4);
 	} else if (eth_proto == bpf_htons(ETH_P_IPV6)) {
-		struct ipv6hdr *ip6 = l3;
-		void *next;
-		__u8 nexthdr;
+		struct ipv6hdr *ip6;
 
-		if ((void *)(ip6 + 1) > end)
+		l4 = steer_parse_ipv6(&cur, end, &ip6);
+		if (l4 == STEER_PARSE_SHORT)
 			goto non_ip;
-		__builtin_memcpy(pk.src, &ip6->saddr, 16);
-		__builtin_memcpy(pk.dst, &ip6->daddr, 16);
+		__builtin_memcpy(pk.t.src, &ip6->saddr, 16);
+		__builtin_memcpy(pk.t.dst, &ip6->daddr, 16);
 		pk.family = SOFTRSS_FAMILY_IPV6;
-		nexthdr = ip6->nexthdr;
-		next = ip6 + 1;
-		/* Skip up to three hop-by-hop / routing / destination options
-		 * headers; a fragment header (or anything else) ends the walk and
-		 * the flow hashes the 2-tuple. */
-#pragma unroll
-		for (i = 0; i < 3; i++) {
-			__u8 *ext = next;
-
-			if (nexthdr != IPPROTO_HOPOPTS && nexthdr != IPPROTO_ROUTING &&
-			    nexthdr != IPPROTO_DSTOPTS)
-				break;
-			if ((void *)(ext + 2) > end)
-				goto hash;
-			nexthdr = ext[0];
-			next += (ext[1] + 1) * 8;
-		}
-		parse_ports(&pk, next, end, nexthdr);
+		/* A cut extension header (STEER_PARSE_NO_L4): the 2-tuple. */
+		if (l4 >= 0)
+			parse_ports(&pk, &cur, end, l4);
 	} else {
 		goto non_ip;
 	}
 
-hash:
 	cfg = bpf_map_lookup_elem(&config, &zero);
 	tt = bpf_map_lookup_elem(&toeplitz, &zero);
 	if (!cfg || !tt || cfg->table_size == 0)
@@ -342,10 +249,11 @@ hash:
 		flow = -1;
 	fields = flow < 0 ? (SOFTRSS_F_SRC_IP | SOFTRSS_F_DST_IP) : cfg->fields[flow & 3];
 
+	transform(&in, &pk.t, cfg->transform);
 	if (pk.family == SOFTRSS_FAMILY_IPV4)
-		hash = rss_hash(tt, cfg, &pk, fields, 1);
+		hash = steer_toeplitz(tt->t, SOFTRSS_MAX_INPUT, &in, fields, 1);
 	else
-		hash = rss_hash(tt, cfg, &pk, fields, 4);
+		hash = steer_toeplitz(tt->t, SOFTRSS_MAX_INPUT, &in, fields, 4);
 
 	index = hash % cfg->table_size;
 	entry = bpf_map_lookup_elem(&indir, &index);
