@@ -24,7 +24,7 @@ use std::net::Ipv4Addr;
 use std::os::fd::AsRawFd;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use order::sorter::{Sorter, SorterConfig, SorterStats};
@@ -33,12 +33,10 @@ use order::{Descriptor, FlowKey};
 use pktio::{Port, PortConfig};
 use serde::Serialize;
 
+use crate::runner::{prepare_thread, Runner, Snapshots, MAX_SLEEP};
 use crate::stats::{FineHistogram, Histogram, LatencySummary, SignedSummary};
 use crate::tap::Tap;
 use crate::WireError;
-
-const MAX_SLEEP: Duration = Duration::from_millis(20);
-const SNAPSHOT_NS: u64 = 50_000_000;
 
 /// The driver's parameters.
 #[derive(Debug, Clone, Serialize)]
@@ -454,13 +452,10 @@ impl Driver {
         stop: &AtomicBool,
         snapshot: Option<&Mutex<DriverStats>>,
     ) -> Result<DriverStats, WireError> {
-        pktio::set_timer_slack_ns(1)?;
-        if self.cfg.realtime_priority > 0 {
-            pktio::set_realtime_priority(self.cfg.realtime_priority)?;
-        }
+        prepare_thread(self.cfg.realtime_priority)?;
         let coalesce = Duration::from_micros(self.cfg.coalesce_us);
         let mut scratch = Vec::new();
-        let mut next_snapshot = pktio::now_ns() + SNAPSHOT_NS;
+        let mut snapshots = Snapshots::new(snapshot, pktio::now_ns());
         let fds = [self.port.as_raw_fd(), self.tap.as_raw_fd()];
         while !stop.load(Ordering::Relaxed) {
             let ready = pktio::wait_fds(&fds, Some(MAX_SLEEP))?;
@@ -479,24 +474,9 @@ impl Driver {
                 }
                 self.tap_to_dev(&mut scratch)?;
             }
-            if let Some(s) = snapshot {
-                let now = pktio::now_ns();
-                if now >= next_snapshot {
-                    next_snapshot = now + SNAPSHOT_NS;
-                    let st = self.stats();
-                    if let Ok(mut g) = s.lock() {
-                        *g = st;
-                    }
-                }
-            }
+            snapshots.tick(pktio::now_ns(), || self.stats());
         }
-        let st = self.stats();
-        if let Some(s) = snapshot {
-            if let Ok(mut g) = s.lock() {
-                *g = st.clone();
-            }
-        }
-        Ok(st)
+        Ok(snapshots.last(self.stats()))
     }
 }
 
@@ -514,59 +494,27 @@ impl Drop for Driver {
 }
 
 /// A driver running on its own thread.
-pub struct DriverHandle {
-    stop: Arc<AtomicBool>,
-    snapshot: Arc<Mutex<DriverStats>>,
-    thread: Option<std::thread::JoinHandle<Result<DriverStats, WireError>>>,
-}
+pub struct DriverHandle(Runner<DriverStats>);
 
 impl DriverHandle {
     /// Opens the driver here (errors come back at once), then runs it on a thread.
     pub fn spawn(cfg: &DriverConfig) -> Result<DriverHandle, WireError> {
         let mut driver = Driver::open(cfg)?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let snapshot = Arc::new(Mutex::new(DriverStats::default()));
-        let (s, snap) = (stop.clone(), snapshot.clone());
-        let thread = std::thread::Builder::new()
-            .name("srpic-driver".into())
-            .spawn(move || driver.run(&s, Some(&snap)))
-            .map_err(|e| WireError::Io {
-                op: "spawn the driver thread".into(),
-                source: e,
-            })?;
-        Ok(DriverHandle {
-            stop,
-            snapshot,
-            thread: Some(thread),
-        })
+        let runner = Runner::spawn(
+            "srpic-driver",
+            "spawn the driver thread",
+            move |stop, snapshot| driver.run(stop, Some(snapshot)),
+        )?;
+        Ok(DriverHandle(runner))
     }
 
     /// The latest snapshot (at most 50 ms old).
     pub fn stats(&self) -> DriverStats {
-        self.snapshot.lock().map(|g| g.clone()).unwrap_or_default()
+        self.0.stats()
     }
 
     pub fn stop(mut self) -> Result<DriverStats, WireError> {
-        self.finish()
-    }
-
-    fn finish(&mut self) -> Result<DriverStats, WireError> {
-        self.stop.store(true, Ordering::Relaxed);
-        match self.thread.take() {
-            Some(t) => match t.join() {
-                Ok(r) => r,
-                Err(p) => std::panic::resume_unwind(p),
-            },
-            None => Ok(self.stats()),
-        }
-    }
-}
-
-impl Drop for DriverHandle {
-    fn drop(&mut self) {
-        if self.thread.is_some() {
-            let _ = self.finish();
-        }
+        self.0.finish()
     }
 }
 

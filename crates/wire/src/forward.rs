@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use order::wire::{parse, LinkType};
@@ -19,16 +19,13 @@ use pktio::{Port, PortConfig};
 use serde::Serialize;
 
 use crate::impair::Impairment;
+use crate::runner::{prepare_thread, Runner, Snapshots, MAX_SLEEP};
 use crate::sched::{Direction, DirectionCounters, Due};
 use crate::stats::{Histogram, LatencySummary};
 use crate::WireError;
 
 /// A departure this close is sent now rather than slept for.
 const SPIN_NS: u64 = 2_000;
-/// Longest sleep, so a stop request is seen.
-const MAX_SLEEP: Duration = Duration::from_millis(20);
-/// How often the shared snapshot is refreshed.
-const SNAPSHOT_NS: u64 = 50_000_000;
 
 /// What to forward, where, and how.
 #[derive(Debug, Clone, Serialize)]
@@ -234,13 +231,10 @@ impl Wire {
         stop: &AtomicBool,
         snapshot: Option<&Mutex<WireStats>>,
     ) -> Result<WireStats, WireError> {
-        pktio::set_timer_slack_ns(1)?;
-        if self.cfg.realtime_priority > 0 {
-            pktio::set_realtime_priority(self.cfg.realtime_priority)?;
-        }
+        prepare_thread(self.cfg.realtime_priority)?;
         self.started_ns = pktio::now_ns();
         let mut due: Vec<Due> = Vec::with_capacity(self.cfg.budget);
-        let mut next_snapshot = self.started_ns + SNAPSHOT_NS;
+        let mut snapshots = Snapshots::new(snapshot, self.started_ns);
         while !stop.load(Ordering::Relaxed) {
             self.passes += 1;
             // Receive: side i reads port i and feeds direction i.
@@ -278,15 +272,7 @@ impl Wire {
                 }
             }
             let now = pktio::now_ns();
-            if let Some(s) = snapshot {
-                if now >= next_snapshot {
-                    next_snapshot = now + SNAPSHOT_NS;
-                    let st = self.stats();
-                    if let Ok(mut g) = s.lock() {
-                        *g = st;
-                    }
-                }
-            }
+            snapshots.tick(now, || self.stats());
             if self.ports.iter().any(Port::has_frames) {
                 continue;
             }
@@ -303,70 +289,30 @@ impl Wire {
             self.sleeps += 1;
             pktio::wait_readable(&[&self.ports[0], &self.ports[1]], Some(timeout))?;
         }
-        let st = self.stats();
-        if let Some(s) = snapshot {
-            if let Ok(mut g) = s.lock() {
-                *g = st.clone();
-            }
-        }
-        Ok(st)
+        Ok(snapshots.last(self.stats()))
     }
 }
 
 /// A wire running on its own thread.
-pub struct WireHandle {
-    stop: Arc<AtomicBool>,
-    snapshot: Arc<Mutex<WireStats>>,
-    thread: Option<std::thread::JoinHandle<Result<WireStats, WireError>>>,
-}
+pub struct WireHandle(Runner<WireStats>);
 
 impl WireHandle {
     /// Opens the wire here (errors come back at once), then runs it on a thread.
     pub fn spawn(cfg: &WireConfig) -> Result<WireHandle, WireError> {
         let mut wire = Wire::open(cfg)?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let snapshot = Arc::new(Mutex::new(WireStats::default()));
-        let (s, snap) = (stop.clone(), snapshot.clone());
-        let thread = std::thread::Builder::new()
-            .name("wire".into())
-            .spawn(move || wire.run(&s, Some(&snap)))
-            .map_err(|e| WireError::Io {
-                op: "spawn the wire thread".into(),
-                source: e,
-            })?;
-        Ok(WireHandle {
-            stop,
-            snapshot,
-            thread: Some(thread),
-        })
+        let runner = Runner::spawn("wire", "spawn the wire thread", move |stop, snapshot| {
+            wire.run(stop, Some(snapshot))
+        })?;
+        Ok(WireHandle(runner))
     }
 
     /// The latest snapshot (at most 50 ms old).
     pub fn stats(&self) -> WireStats {
-        self.snapshot.lock().map(|g| g.clone()).unwrap_or_default()
+        self.0.stats()
     }
 
     /// Stops the loop and returns the final counters.
     pub fn stop(mut self) -> Result<WireStats, WireError> {
-        self.finish()
-    }
-
-    fn finish(&mut self) -> Result<WireStats, WireError> {
-        self.stop.store(true, Ordering::Relaxed);
-        match self.thread.take() {
-            Some(t) => match t.join() {
-                Ok(r) => r,
-                Err(p) => std::panic::resume_unwind(p),
-            },
-            None => Ok(self.stats()),
-        }
-    }
-}
-
-impl Drop for WireHandle {
-    fn drop(&mut self) {
-        if self.thread.is_some() {
-            let _ = self.finish();
-        }
+        self.0.finish()
     }
 }

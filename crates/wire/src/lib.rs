@@ -13,6 +13,8 @@
 //!   wire-facing device (budget, coalescing interval), `order::Sorter` per
 //!   batch, injection into the kernel through a TAP device that carries the
 //!   receiver's address; the kernel's ACKs go back out the device.
+//! - `runner`: what both loops share: thread setup, the stats snapshot,
+//!   the handle that runs a loop on its own thread.
 //!
 //! Lab topology (`lab::LabSpec::wire`): `snd:veth0 — to-snd [wire netns]
 //! to-rcv — rcv:veth0`. docs/srpic-experiment.md and docs/performance.md
@@ -23,6 +25,7 @@
 pub mod driver;
 pub mod forward;
 pub mod impair;
+mod runner;
 pub mod sched;
 pub mod stats;
 mod tap;

@@ -41,50 +41,20 @@ impl Histogram {
     /// The `q` quantile (0..=1) in microseconds: the upper bound of the
     /// bucket holding it (so "p99 = 3" means 99% took less than 3 µs).
     pub fn quantile_us(&self, q: f64) -> f64 {
-        if self.count == 0 {
-            return 0.0;
-        }
-        let rank = ((q * self.count as f64).ceil() as u64).clamp(1, self.count);
-        let mut seen = 0;
-        for (i, &n) in self.buckets.iter().enumerate() {
-            seen += n;
-            if seen >= rank {
-                return if i == BUCKETS {
-                    self.max_ns as f64 / 1e3
-                } else {
-                    (i + 1) as f64
-                };
-            }
-        }
-        self.max_ns as f64 / 1e3
+        self.quantiles_us([q])[0]
     }
 
-    /// Several quantiles (ascending) in one pass over the buckets: the
-    /// driver takes a snapshot every 50 ms inside its loop.
+    /// Several quantiles (ascending) in one pass; the overflow bucket's
+    /// bound is the largest value seen.
     fn quantiles_us<const N: usize>(&self, qs: [f64; N]) -> [f64; N] {
-        let mut out = [self.max_ns as f64 / 1e3; N];
-        if self.count == 0 {
-            return [0.0; N];
-        }
-        let mut k = 0;
-        let mut seen = 0;
-        for (i, &n) in self.buckets.iter().enumerate() {
-            if n == 0 {
-                continue;
+        let max_us = self.max_ns as f64 / 1e3;
+        quantiles(&self.buckets, self.count, qs, max_us, |i| {
+            if i == BUCKETS {
+                max_us
+            } else {
+                (i + 1) as f64
             }
-            seen += n;
-            while k < N && seen >= ((qs[k] * self.count as f64).ceil() as u64).clamp(1, self.count)
-            {
-                if i != BUCKETS {
-                    out[k] = (i + 1) as f64;
-                }
-                k += 1;
-            }
-            if k == N {
-                break;
-            }
-        }
-        out
+        })
     }
 
     pub fn summary(&self) -> LatencySummary {
@@ -103,6 +73,39 @@ impl Histogram {
             max_us: self.max_ns as f64 / 1e3,
         }
     }
+}
+
+/// Quantiles `qs` (ascending, 0..=1) of a histogram of `count` samples in
+/// one pass over its `buckets` (the driver takes a snapshot every 50 ms
+/// inside its loop): the value `bound(i)` of the bucket holding each; `max`
+/// where the buckets hold fewer than `count`; all 0 when empty.
+fn quantiles<const N: usize>(
+    buckets: &[u64],
+    count: u64,
+    qs: [f64; N],
+    max: f64,
+    bound: impl Fn(usize) -> f64,
+) -> [f64; N] {
+    if count == 0 {
+        return [0.0; N];
+    }
+    let mut out = [max; N];
+    let mut k = 0;
+    let mut seen = 0;
+    for (i, &n) in buckets.iter().enumerate() {
+        if n == 0 {
+            continue;
+        }
+        seen += n;
+        while k < N && seen >= ((qs[k] * count as f64).ceil() as u64).clamp(1, count) {
+            out[k] = bound(i);
+            k += 1;
+        }
+        if k == N {
+            break;
+        }
+    }
+    out
 }
 
 /// Percentiles of a [`Histogram`], microseconds (1 µs resolution).
@@ -157,45 +160,22 @@ impl FineHistogram {
 
     /// The `q` quantile in microseconds: the upper bound of its 10 ns bucket.
     pub fn quantile_us(&self, q: f64) -> f64 {
-        if self.count == 0 {
-            return 0.0;
-        }
-        let rank = ((q * self.count as f64).ceil() as u64).clamp(1, self.count);
-        let mut seen = 0;
-        for (i, &n) in self.buckets.iter().enumerate() {
-            seen += n;
-            if seen >= rank {
-                let upper = (i as i64 + 1) * FINE_NS - FINE_SPAN_NS;
-                return upper.clamp(self.min_ns, self.max_ns) as f64 / 1e3;
-            }
-        }
-        self.max_ns as f64 / 1e3
+        self.quantiles_us([q])[0]
     }
 
-    /// Several quantiles (ascending) in one pass, as [`Histogram`].
+    /// Several quantiles (ascending) in one pass; a bucket's bound is kept
+    /// within the extremes seen, as the end buckets also hold clamped values.
     fn quantiles_us<const N: usize>(&self, qs: [f64; N]) -> [f64; N] {
-        let mut out = [self.max_ns as f64 / 1e3; N];
-        if self.count == 0 {
-            return [0.0; N];
-        }
-        let mut k = 0;
-        let mut seen = 0;
-        for (i, &n) in self.buckets.iter().enumerate() {
-            if n == 0 {
-                continue;
-            }
-            seen += n;
-            while k < N && seen >= ((qs[k] * self.count as f64).ceil() as u64).clamp(1, self.count)
-            {
+        quantiles(
+            &self.buckets,
+            self.count,
+            qs,
+            self.max_ns as f64 / 1e3,
+            |i| {
                 let upper = (i as i64 + 1) * FINE_NS - FINE_SPAN_NS;
-                out[k] = upper.clamp(self.min_ns, self.max_ns) as f64 / 1e3;
-                k += 1;
-            }
-            if k == N {
-                break;
-            }
-        }
-        out
+                upper.clamp(self.min_ns, self.max_ns) as f64 / 1e3
+            },
+        )
     }
 
     pub fn summary(&self) -> SignedSummary {
@@ -249,22 +229,36 @@ mod tests {
     }
 
     #[test]
-    fn one_pass_summaries_equal_single_quantiles() {
+    fn summaries_are_the_buckets_of_the_ranked_samples() {
         let (mut h, mut f) = (Histogram::default(), FineHistogram::default());
-        for k in 0..5000u64 {
-            let ns = (k * 7919) % 3_000_000;
-            h.record(ns);
-            f.record(ns as i64 - 500_000);
+        let mut ns: Vec<i64> = (0..5000)
+            .map(|k| (k * 7919) % 3_000_000 - 500_000)
+            .collect();
+        ns.push(200_000_000);
+        for &v in &ns {
+            h.record(v.unsigned_abs());
+            f.record(v);
         }
-        h.record(200_000_000);
-        let (hs, fs) = (h.summary(), f.summary());
+        let qs = [0.5, 0.9, 0.99, 0.999];
+        // The sample of rank ceil(q * n), by its key (the order each histogram keeps).
+        let ranked = |key: fn(&i64) -> i64| {
+            let mut sorted = ns.clone();
+            sorted.sort_by_key(key);
+            qs.map(|q| sorted[(q * sorted.len() as f64).ceil() as usize - 1])
+        };
+        let hs = h.summary();
         assert_eq!(
             [hs.p50_us, hs.p90_us, hs.p99_us, hs.p999_us],
-            [0.5, 0.9, 0.99, 0.999].map(|q| h.quantile_us(q))
+            ranked(|v| v.abs()).map(|v| (v.unsigned_abs() / 1000 + 1) as f64)
         );
+        let fs = f.summary();
+        let fine_bound = |v: i64| {
+            let b = (v.clamp(-FINE_SPAN_NS, FINE_SPAN_NS) + FINE_SPAN_NS) / FINE_NS;
+            ((b + 1) * FINE_NS - FINE_SPAN_NS).clamp(-500_000, 200_000_000) as f64 / 1e3
+        };
         assert_eq!(
             [fs.p50_us, fs.p90_us, fs.p99_us, fs.p999_us],
-            [0.5, 0.9, 0.99, 0.999].map(|q| f.quantile_us(q))
+            ranked(|v| *v).map(fine_bound)
         );
         assert_eq!(Histogram::default().summary(), LatencySummary::default());
     }
