@@ -4,45 +4,16 @@
 //! left to the kernel; connect errors are the kernel's.
 
 mod common;
-#[path = "common/probe.rs"]
-mod probe_impl;
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::TcpListener;
 
 use binder::{CgroupBinder, TempCgroup};
-use common::{probe_command, probe_result, root};
+use common::{free_port, listener, probe_command, probe_result};
+use testkit::RefusingPort;
 
 #[test]
 fn probe() {
-    let Ok(scenario) = std::env::var("BINDER_PROBE") else {
-        return;
-    };
-    let args: Vec<String> = std::env::var("BINDER_PROBE_ARGS")
-        .unwrap_or_default()
-        .split_whitespace()
-        .map(str::to_string)
-        .collect();
-    println!("PROBE {}", probe_impl::run(&scenario, &args));
-}
-
-fn listener() -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let a = l.local_addr().unwrap();
-    std::thread::spawn(move || {
-        let mut keep = Vec::new();
-        for c in l.incoming().flatten() {
-            keep.push(c);
-        }
-    });
-    a
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    common::probe_child();
 }
 
 fn run(cgroup: &TempCgroup, scenario: &str, args: &[String]) -> serde_json::Value {
@@ -54,10 +25,8 @@ fn run(cgroup: &TempCgroup, scenario: &str, args: &[String]) -> serde_json::Valu
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn planned_ports_and_fallbacks() {
-    if !root("cgroup BPF") {
-        return;
-    }
-    let target = listener();
+    testkit::need_root!("cgroup BPF");
+    let target = listener("127.0.0.1:0");
     let (p1, p2) = (free_port(), free_port());
     // p1 is held by a listener: bpf_bind fails, the next slot (p2) is used.
     let busy = TcpListener::bind(("127.0.0.1", p1)).unwrap();
@@ -81,11 +50,8 @@ fn planned_ports_and_fallbacks() {
     let r = run(&cgroup, "udp", &[target.to_string()]);
     assert_eq!(r["r"], 0);
     // Unplanned destination that refuses: the kernel's ECONNREFUSED.
-    let closed = {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap()
-    };
-    let r = run(&cgroup, "connect", &[closed.to_string()]);
+    let closed = RefusingPort::new();
+    let r = run(&cgroup, "connect", &[closed.addr().to_string()]);
     assert_eq!(r["r"], -1);
     assert_eq!(r["errno"], libc::ECONNREFUSED);
     let s = binder.stats().unwrap();

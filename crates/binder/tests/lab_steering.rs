@@ -5,8 +5,6 @@
 //! was planned for, and the 8 flows on 8 different queues.
 
 mod common;
-#[path = "common/probe.rs"]
-mod probe_impl;
 
 use std::collections::BTreeSet;
 use std::net::{IpAddr, SocketAddr, TcpListener};
@@ -15,8 +13,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use binder::{CgroupBinder, Plan, TempCgroup};
-use common::{probe_command, root, Allocator, Answer};
-use lab::{unique_name, Lab, LabSpec};
+use common::{probe_command, Allocator, Answer};
+use lab::{unique_name, Lab, LabGuard, LabSpec};
 
 const IPERF_PORT: u16 = 5201;
 const SINK_PORT: u16 = 6000;
@@ -29,15 +27,7 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 #[test]
 fn probe() {
-    let Ok(scenario) = std::env::var("BINDER_PROBE") else {
-        return;
-    };
-    let args: Vec<String> = std::env::var("BINDER_PROBE_ARGS")
-        .unwrap_or_default()
-        .split_whitespace()
-        .map(str::to_string)
-        .collect();
-    println!("PROBE {}", probe_impl::run(&scenario, &args));
+    common::probe_child();
 }
 
 fn spec(name: &str) -> LabSpec {
@@ -62,6 +52,16 @@ fn plans(lab: &Lab) -> (Plan, Plan) {
         srap::plan_from_config(&config, snd, rcv, port, rss::L4Proto::Tcp, 64, &options).unwrap()
     };
     (plan(IPERF_PORT), plan(SINK_PORT))
+}
+
+/// A fresh lab, torn down on drop, and its plans for the iperf3 and the
+/// sink port.
+fn lab_with_plans(prefix: &str) -> (LabGuard, Plan, Plan) {
+    let lab = Lab::up(&spec(&unique_name(prefix)))
+        .unwrap()
+        .teardown_on_drop();
+    let (p_iperf, p_sink) = plans(&lab);
+    (lab, p_iperf, p_sink)
 }
 
 /// A server in the receiver's namespace that accepts and drains.
@@ -173,17 +173,31 @@ fn run_streams(lab: &Lab, configure: impl Fn(&mut Command)) {
     }
 }
 
+/// `iperf3 -P 8` from the sender, through the binder `configure` sets up,
+/// to the receiver's iperf3 server: every data flow where `plan` put it.
+fn iperf_as_planned(lab: &Lab, plan: &Plan, what: &str, configure: impl FnOnce(&mut Command)) {
+    let mut server = iperf_server(lab);
+    let mut cmd = iperf_client(lab);
+    configure(&mut cmd);
+    assert!(cmd.status().unwrap().success());
+    let _ = server.wait();
+    check_as_planned(&data_flows(lab, IPERF_PORT, FLOWS), plan, what);
+}
+
+/// 8 separate client processes, through the binder `configure` sets up, to
+/// the receiver's sink: every flow where `plan` put it.
+fn streams_as_planned(lab: &Lab, plan: &Plan, what: &str, configure: impl Fn(&mut Command)) {
+    sink(lab);
+    run_streams(lab, configure);
+    check_as_planned(&data_flows(lab, SINK_PORT, FLOWS), plan, what);
+}
+
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn preload_steers_iperf3_and_separate_processes() {
-    if !root("network namespaces, XDP") {
-        return;
-    }
+    testkit::need_root!("network namespaces, XDP");
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let lab = Lab::up(&spec(&unique_name("bpre")))
-        .unwrap()
-        .teardown_on_drop();
-    let (p_iperf, p_sink) = plans(&lab);
+    let (lab, p_iperf, p_sink) = lab_with_plans("bpre");
     let ports = |p: &Plan| p.entries.iter().map(|e| e.port).collect::<Vec<_>>();
     let alloc = Allocator::start(Answer::Plans(vec![
         (IPERF_PORT, ports(&p_iperf)),
@@ -191,27 +205,13 @@ fn preload_steers_iperf3_and_separate_processes() {
     ]));
     let shim = binder::preload::install_shim().unwrap();
 
-    let mut server = iperf_server(&lab);
-    let mut cmd = iperf_client(&lab);
-    binder::preload::configure(&mut cmd, &shim, Some(&alloc.path));
-    cmd.env(binder::preload::DEBUG_ENV, "1");
-    assert!(cmd.status().unwrap().success());
-    let _ = server.wait();
-    check_as_planned(
-        &data_flows(&lab, IPERF_PORT, FLOWS),
-        &p_iperf,
-        "preload iperf3 -P 8",
-    );
-
-    sink(&lab);
-    run_streams(&lab, |cmd| {
+    iperf_as_planned(&lab, &p_iperf, "preload iperf3 -P 8", |cmd| {
+        binder::preload::configure(cmd, &shim, Some(&alloc.path));
+        cmd.env(binder::preload::DEBUG_ENV, "1");
+    });
+    streams_as_planned(&lab, &p_sink, "preload 8 processes", |cmd| {
         binder::preload::configure(cmd, &shim, Some(&alloc.path))
     });
-    check_as_planned(
-        &data_flows(&lab, SINK_PORT, FLOWS),
-        &p_sink,
-        "preload 8 processes",
-    );
     // iperf3 connects 9 times to one destination: the shim's requests grow
     // (1, 1, 2, 4, 8 ports) and spares serve the rest; each separate
     // process connects once and asks for one port, keeping no spare.
@@ -230,37 +230,20 @@ fn preload_steers_iperf3_and_separate_processes() {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn cgroup_bpf_steers_iperf3_and_separate_processes() {
-    if !root("network namespaces, XDP, cgroup BPF") {
-        return;
-    }
+    testkit::need_root!("network namespaces, XDP, cgroup BPF");
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let lab = Lab::up(&spec(&unique_name("bbpf")))
-        .unwrap()
-        .teardown_on_drop();
-    let (p_iperf, p_sink) = plans(&lab);
+    let (lab, p_iperf, p_sink) = lab_with_plans("bbpf");
     let cgroup = TempCgroup::create().unwrap();
     let binder = CgroupBinder::attach(cgroup.path()).unwrap();
     binder.set_plan(&p_iperf).unwrap();
     binder.set_plan(&p_sink).unwrap();
 
-    let mut server = iperf_server(&lab);
-    let mut cmd = iperf_client(&lab);
-    cgroup.enter_in_child(&mut cmd).unwrap();
-    assert!(cmd.status().unwrap().success());
-    let _ = server.wait();
-    check_as_planned(
-        &data_flows(&lab, IPERF_PORT, FLOWS),
-        &p_iperf,
-        "bpf iperf3 -P 8",
-    );
-
-    sink(&lab);
-    run_streams(&lab, |cmd| cgroup.enter_in_child(cmd).unwrap());
-    check_as_planned(
-        &data_flows(&lab, SINK_PORT, FLOWS),
-        &p_sink,
-        "bpf 8 processes",
-    );
+    iperf_as_planned(&lab, &p_iperf, "bpf iperf3 -P 8", |cmd| {
+        cgroup.enter_in_child(cmd).unwrap();
+    });
+    streams_as_planned(&lab, &p_sink, "bpf 8 processes", |cmd| {
+        cgroup.enter_in_child(cmd).unwrap()
+    });
     let stats = binder.stats().unwrap();
     assert_eq!(stats.bound, (FLOWS + 1 + FLOWS) as u64, "{stats:?}");
     assert_eq!(stats.fallback, 0, "{stats:?}");

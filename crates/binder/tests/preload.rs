@@ -3,59 +3,23 @@
 //! a plain connect() gives (docs/binders.md, "Fallbacks"). No root needed.
 
 mod common;
-#[path = "common/probe.rs"]
-mod probe_impl;
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use common::{probe_command, probe_result, Allocator, Answer};
+use common::{free_port, listener, probe_command, probe_result, Allocator, Answer};
+use testkit::RefusingPort;
 
 /// The child side: runs when re-executed with BINDER_PROBE set.
 #[test]
 fn probe() {
-    let Ok(scenario) = std::env::var("BINDER_PROBE") else {
-        return;
-    };
-    let args: Vec<String> = std::env::var("BINDER_PROBE_ARGS")
-        .unwrap_or_default()
-        .split_whitespace()
-        .map(str::to_string)
-        .collect();
-    println!("PROBE {}", probe_impl::run(&scenario, &args));
+    common::probe_child();
 }
 
 fn shim() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("binder-shim-{}", std::process::id()));
     binder::preload::install_shim_in(&dir).unwrap()
-}
-
-/// A listener that accepts and keeps every connection.
-fn listener(addr: &str) -> SocketAddr {
-    let l = TcpListener::bind(addr).unwrap();
-    let a = l.local_addr().unwrap();
-    std::thread::spawn(move || {
-        let mut keep = Vec::new();
-        for c in l.incoming().flatten() {
-            keep.push(c);
-        }
-    });
-    a
-}
-
-fn closed_port() -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap()
-    // dropped: nothing listens there any more
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn run(alloc: &Allocator, scenario: &str, args: &[String]) -> serde_json::Value {
@@ -70,11 +34,17 @@ fn run(alloc: &Allocator, scenario: &str, args: &[String]) -> serde_json::Value 
     probe_result(&out)
 }
 
-#[test]
-fn allocator_port_is_used() {
+/// A free port, an allocator that hands out just that one, and a 127.0.0.1
+/// listener to connect to.
+fn one_port() -> (u16, Allocator, SocketAddr) {
     let port = free_port();
     let alloc = Allocator::start(Answer::Ports(vec![port]));
-    let target = listener("127.0.0.1:0");
+    (port, alloc, listener("127.0.0.1:0"))
+}
+
+#[test]
+fn allocator_port_is_used() {
+    let (port, alloc, target) = one_port();
     let r = run(&alloc, "connect", &[target.to_string()]);
     assert_eq!(r["r"], 0);
     assert_eq!(r["local_port"], port);
@@ -90,11 +60,13 @@ fn allocator_port_is_used() {
 
 #[test]
 fn ipv6_is_steered_and_mapped_ipv4_is_not() {
-    let Ok(l) = TcpListener::bind("[::1]:0") else {
-        eprintln!("skipped: no IPv6 loopback");
-        return;
-    };
-    drop(l);
+    // No IPv6 loopback is no reason to pass: the test says how to enable it.
+    if let Err(e) = TcpListener::bind("[::1]:0") {
+        panic!(
+            "this test needs the IPv6 loopback ::1 (binding [::1]:0: {e}); \
+             enable it with `sysctl net.ipv6.conf.lo.disable_ipv6=0`"
+        );
+    }
     let port = free_port();
     let alloc = Allocator::start(Answer::Ports(vec![port]));
     let target = listener("[::1]:0");
@@ -120,7 +92,8 @@ fn allocator_absent_connect_still_works_and_refusal_is_reported() {
     let r = probe_result(&cmd.output().unwrap());
     assert_eq!(r["r"], 0);
     assert_eq!(r["errno"], 4242);
-    let mut cmd = probe_command("connect", &[closed_port().to_string()]);
+    let closed = RefusingPort::new();
+    let mut cmd = probe_command("connect", &[closed.addr().to_string()]);
     binder::preload::configure(&mut cmd, &shim(), Some(&path));
     let r = probe_result(&cmd.output().unwrap());
     assert_eq!(r["r"], -1);
@@ -130,7 +103,8 @@ fn allocator_absent_connect_still_works_and_refusal_is_reported() {
 #[test]
 fn refused_connect_on_a_steered_socket_reports_econnrefused() {
     let alloc = Allocator::start(Answer::Ports(vec![free_port()]));
-    let r = run(&alloc, "connect", &[closed_port().to_string()]);
+    let closed = RefusingPort::new();
+    let r = run(&alloc, "connect", &[closed.addr().to_string()]);
     assert_eq!(alloc.request_count(), 1);
     assert_eq!(r["r"], -1);
     assert_eq!(r["errno"], libc::ECONNREFUSED);
@@ -159,9 +133,7 @@ fn bad_answers_fall_back() {
 
 #[test]
 fn bound_sockets_udp_and_unix_are_untouched() {
-    let port = free_port();
-    let alloc = Allocator::start(Answer::Ports(vec![port]));
-    let target = listener("127.0.0.1:0");
+    let (port, alloc, target) = one_port();
     // Bound by the program to a kernel-chosen port: kept.
     let r = run(&alloc, "bound", &[target.to_string()]);
     assert_eq!(r["r"], 0);
@@ -189,9 +161,7 @@ fn bound_sockets_udp_and_unix_are_untouched() {
 
 #[test]
 fn nonblocking_connect_is_steered() {
-    let port = free_port();
-    let alloc = Allocator::start(Answer::Ports(vec![port]));
-    let target = listener("127.0.0.1:0");
+    let (port, alloc, target) = one_port();
     let r = run(&alloc, "nonblock", &[target.to_string()]);
     // Loopback may complete at once; otherwise EINPROGRESS, as without the shim.
     assert!(r["r"] == 0 || r["errno"] == libc::EINPROGRESS, "{r}");

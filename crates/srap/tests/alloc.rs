@@ -8,17 +8,14 @@ use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{FromRawFd, IntoRawFd};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use rss::{L4Proto, RssConfig, RssKey};
 use srap::alloc::{AllocClient, ClientError, ErrorCode, Server, ServerHandle, ServerOptions};
 
-static COUNTER: AtomicUsize = AtomicUsize::new(0);
-
 fn socket_path() -> PathBuf {
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    std::env::temp_dir().join(format!("srap-test-{}-{n}/alloc.sock", std::process::id()))
+    testkit::unique_path("srap-test").join("alloc.sock")
 }
 
 fn start(grace: Duration) -> ServerHandle {

@@ -18,6 +18,32 @@ fn addr(s: &str) -> IpAddr {
     s.parse().unwrap()
 }
 
+/// A TCP predictor from 10.0.0.1 to 10.0.0.2:`port`.
+fn predictor(config: &RssConfig, port: u16) -> PortPredictor {
+    PortPredictor::new(
+        config,
+        addr("10.0.0.1"),
+        addr("10.0.0.2"),
+        port,
+        L4Proto::Tcp,
+    )
+    .unwrap()
+}
+
+/// `flows` TCP ports planned from 10.0.0.1 to 10.0.0.2:`port`, from the config.
+fn plan_tcp(config: &RssConfig, port: u16, flows: usize, options: &PlanOptions) -> srap::Plan {
+    plan_from_config(
+        config,
+        addr("10.0.0.1"),
+        addr("10.0.0.2"),
+        port,
+        L4Proto::Tcp,
+        flows,
+        options,
+    )
+    .unwrap()
+}
+
 fn microsoft(queues: u32) -> RssConfig {
     RssConfig::ethtool_default(RssKey::microsoft(), queues, 128).unwrap()
 }
@@ -195,14 +221,7 @@ proptest! {
 #[test]
 fn flows_outnumber_cores_least_loaded_first() {
     let config = microsoft(4);
-    let p = PortPredictor::new(
-        &config,
-        addr("10.0.0.1"),
-        addr("10.0.0.2"),
-        5201,
-        L4Proto::Tcp,
-    )
-    .unwrap();
+    let p = predictor(&config, 5201);
     let mut options = PlanOptions {
         seed: Some(1),
         ..PlanOptions::default()
@@ -216,16 +235,7 @@ fn flows_outnumber_cores_least_loaded_first() {
     // Round-robin, least loaded first: 1, 3, 2, 0, then again.
     assert_eq!(cpus, [1, 3, 2, 0, 1, 3, 2, 0, 1, 3]);
     // Fewer flows than cores: only the least loaded.
-    let two = plan_from_config(
-        &config,
-        addr("10.0.0.1"),
-        addr("10.0.0.2"),
-        5201,
-        L4Proto::Tcp,
-        2,
-        &options,
-    )
-    .unwrap();
+    let two = plan_tcp(&config, 5201, 2, &options);
     assert_eq!(
         two.entries.iter().map(|e| e.cpu).collect::<Vec<_>>(),
         [1, 3]
@@ -235,14 +245,7 @@ fn flows_outnumber_cores_least_loaded_first() {
 #[test]
 fn existing_flows_are_evened_out() {
     let config = microsoft(4);
-    let p = PortPredictor::new(
-        &config,
-        addr("10.0.0.1"),
-        addr("10.0.0.2"),
-        80,
-        L4Proto::Tcp,
-    )
-    .unwrap();
+    let p = predictor(&config, 80);
     let options = PlanOptions {
         existing: BTreeMap::from([(0, 2), (1, 1)]),
         ..PlanOptions::default()
@@ -259,14 +262,7 @@ fn sixty_four_flows_on_sixty_four_cpus_one_each() {
     let config = RssConfig::ethtool_default(RssKey::symmetric(52), 64, 128).unwrap();
     let mut config = config;
     config.key = RssKey::new((0..52u8).map(|i| i.wrapping_mul(151) ^ 0x5c).collect()).unwrap();
-    let p = PortPredictor::new(
-        &config,
-        addr("10.0.0.1"),
-        addr("10.0.0.2"),
-        5201,
-        L4Proto::Tcp,
-    )
-    .unwrap();
+    let p = predictor(&config, 5201);
     let plan = plan(&p, 64, &PlanOptions::default()).unwrap();
     check_plan_against_rss(&config, &p, &plan);
     assert_eq!(plan.cpus_used, 64);
@@ -276,14 +272,7 @@ fn sixty_four_flows_on_sixty_four_cpus_one_each() {
 #[test]
 fn exhaustion_is_a_clear_error() {
     let config = microsoft(8);
-    let p = PortPredictor::new(
-        &config,
-        addr("10.0.0.1"),
-        addr("10.0.0.2"),
-        80,
-        L4Proto::Tcp,
-    )
-    .unwrap();
+    let p = predictor(&config, 80);
     let options = PlanOptions {
         range: PortRange::new(40000, 40003).unwrap(),
         ..PlanOptions::default()
@@ -311,14 +300,7 @@ fn exhaustion_is_a_clear_error() {
 #[test]
 fn reserved_and_used_ports_are_skipped() {
     let config = microsoft(2);
-    let p = PortPredictor::new(
-        &config,
-        addr("10.0.0.1"),
-        addr("10.0.0.2"),
-        80,
-        L4Proto::Tcp,
-    )
-    .unwrap();
+    let p = predictor(&config, 80);
     let mut excluded = PortSet::parse_list("40000-40095,40097-40099").unwrap();
     excluded.insert(40101);
     let options = PlanOptions {
@@ -349,7 +331,7 @@ fn ipv6_and_udp_four_tuple() {
 
 #[test]
 fn reads_port_policy_from_a_procfs_tree() {
-    let dir = std::env::temp_dir().join(format!("srap-proc-{}", std::process::id()));
+    let dir = testkit::TempDir::new("srap-proc");
     let sys = dir.join("sys/net/ipv4");
     std::fs::create_dir_all(&sys).unwrap();
     std::fs::create_dir_all(dir.join("net")).unwrap();
@@ -361,27 +343,17 @@ fn reads_port_policy_from_a_procfs_tree() {
         "  sl  local_address rem_address   st\n   0: 0100000A:9C44 0200000A:0050 01 0\n",
     )
     .unwrap();
-    let local = srap::LocalPorts::read_from(&dir, L4Proto::Tcp).unwrap();
+    let local = srap::LocalPorts::read_from(dir.path(), L4Proto::Tcp).unwrap();
     assert_eq!(local.range, PortRange::new(40000, 40009).unwrap());
     let excluded = local.excluded();
     let skipped: Vec<u16> = (40000..=40009).filter(|&p| excluded.contains(p)).collect();
     assert_eq!(skipped, [40001, 40002, 40003, 40004]);
     let options = PlanOptions::from_local(&local);
     let config = microsoft(1);
-    let plan = plan_from_config(
-        &config,
-        addr("10.0.0.1"),
-        addr("10.0.0.2"),
-        80,
-        L4Proto::Tcp,
-        6,
-        &options,
-    )
-    .unwrap();
+    let plan = plan_tcp(&config, 80, 6, &options);
     let mut ports: Vec<u16> = plan.entries.iter().map(|e| e.port).collect();
     ports.sort_unstable();
     assert_eq!(ports, [40000, 40005, 40006, 40007, 40008, 40009]);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// The lab's receiver: software RSS with 32 queues on 2 CPUs (queue q on

@@ -7,6 +7,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use assert_cmd::cargo::cargo_bin;
+use testkit::TempDir;
 
 const CASES: &str = r#"
 [[case]]
@@ -25,30 +26,6 @@ command = ["sh", "-c", "echo '{\"v\": 1}'"]
 metrics = [{ name = "v", pointer = "/v", unit = "u", better = "higher" }]
 "#;
 
-/// A directory under the system's temp dir, removed on drop.
-struct TempDir(std::path::PathBuf);
-
-impl TempDir {
-    fn new() -> TempDir {
-        use std::sync::atomic::{AtomicU32, Ordering};
-        static N: AtomicU32 = AtomicU32::new(0);
-        let n = N.fetch_add(1, Ordering::Relaxed);
-        let p = std::env::temp_dir().join(format!("steer-bench-test-{}-{n}", std::process::id()));
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn steer(dir: &Path, args: &[&str]) -> std::process::Output {
     Command::new(cargo_bin("steer"))
         .args(args)
@@ -57,13 +34,28 @@ fn steer(dir: &Path, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// `bench run` of the test cases matching `filter`, into h.sqlite.
+fn run_args(filter: &str) -> [&str; 9] {
+    [
+        "bench",
+        "run",
+        "--cases",
+        "cases.toml",
+        "--no-builtin",
+        "--filter",
+        filter,
+        "--db",
+        "h.sqlite",
+    ]
+}
+
 fn write_cases(dir: &Path) {
     std::fs::write(dir.join("cases.toml"), CASES).unwrap();
 }
 
 #[test]
 fn sigint_stops_the_case_records_norun_and_keeps_the_history() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("steer-bench-test");
     write_cases(dir.path());
     let child = Command::new(cargo_bin("steer"))
         .args(["bench", "run", "--cases", "cases.toml", "--no-builtin"])
@@ -155,22 +147,12 @@ fn sigint_stops_the_case_records_norun_and_keeps_the_history() {
 
 #[test]
 fn a_corrupted_history_is_a_one_line_error_exit_2_and_untouched() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("steer-bench-test");
     write_cases(dir.path());
     let garbage = b"SQLite format 3\0 but then garbage ".repeat(200);
     std::fs::write(dir.path().join("h.sqlite"), &garbage).unwrap();
     for args in [
-        &[
-            "bench",
-            "run",
-            "--cases",
-            "cases.toml",
-            "--no-builtin",
-            "--filter",
-            "first",
-            "--db",
-            "h.sqlite",
-        ][..],
+        &run_args("first")[..],
         &["bench", "report", "-o", "r", "--db", "h.sqlite"][..],
         &["bench", "compare", "--db", "h.sqlite"][..],
     ] {
@@ -188,22 +170,9 @@ fn a_corrupted_history_is_a_one_line_error_exit_2_and_untouched() {
 
 #[test]
 fn check_exits_1_on_a_state_regression_only() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("steer-bench-test");
     write_cases(dir.path());
-    let run = steer(
-        dir.path(),
-        &[
-            "bench",
-            "run",
-            "--cases",
-            "cases.toml",
-            "--no-builtin",
-            "--filter",
-            "first,never",
-            "--db",
-            "h.sqlite",
-        ],
-    );
+    let run = steer(dir.path(), &run_args("first,never"));
     assert!(
         run.status.success(),
         "{}",
@@ -233,20 +202,7 @@ fn check_exits_1_on_a_state_regression_only() {
         CASES.replacen("unit = \"u\", better = \"higher\" }]", "unit = \"u\", better = \"higher\" }]\nchecks = [{ pointer = \"/v\", op = \">\", value = 5 }]", 1),
     )
     .unwrap();
-    let run = steer(
-        dir.path(),
-        &[
-            "bench",
-            "run",
-            "--cases",
-            "cases.toml",
-            "--no-builtin",
-            "--filter",
-            "first",
-            "--db",
-            "h.sqlite",
-        ],
-    );
+    let run = steer(dir.path(), &run_args("first"));
     assert!(run.status.success());
     assert_eq!(check(r#"{"cases": {"first": "PASS"}}"#), Some(1));
     let cmp = steer(

@@ -3,45 +3,29 @@
 //! is attached, planned, reported and detached, and `exec --bpf` passes the
 //! command's exit status through.
 
+mod common;
+
 use std::path::PathBuf;
 
 use assert_cmd::Command;
+use common::{fails_with_one_line, microsoft_config, steer, success_json};
+use testkit::TempDir;
 
-fn steer() -> Command {
-    Command::cargo_bin("steer").unwrap()
-}
+/// To 127.0.0.1:5201 from 127.0.0.1, the config file next.
+const TO_FROM_CONFIG: [&str; 5] = ["--to", "127.0.0.1:5201", "--from", "127.0.0.1", "--config"];
 
-fn is_root() -> bool {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc_geteuid() == 0 }
-}
-
-extern "C" {
-    #[link_name = "geteuid"]
-    fn libc_geteuid() -> u32;
-}
-
-/// A receiver config file (2 queues, Microsoft key) in a temp dir.
-fn config_file() -> PathBuf {
-    let dir = std::env::temp_dir().join(lab::unique_name("steer-cli-exec-"));
-    std::fs::create_dir_all(&dir).unwrap();
+/// A receiver config file (2 queues, Microsoft key) in a temp dir (removed
+/// with the returned guard).
+fn config_file() -> (TempDir, PathBuf) {
+    let dir = TempDir::new("steer-cli-exec");
     let path = dir.join("rcv.json");
-    let out = steer()
-        .args(["rss", "config", "--key", "microsoft", "--queues", "2"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    std::fs::write(&path, out.stdout).unwrap();
-    path
+    std::fs::write(&path, microsoft_config(2)).unwrap();
+    (dir, path)
 }
 
-/// Asserts exit `code` and exactly one line on stderr.
+/// Runs `cmd`: exit `code` and exactly one line on stderr.
 fn one_line(cmd: &mut Command, code: i32, needle: &str) {
-    let out = cmd.output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(code), "{err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-    assert!(err.contains(needle), "{err}");
+    fails_with_one_line(&cmd.output().unwrap(), code, needle);
 }
 
 #[test]
@@ -73,8 +57,7 @@ fn bpf_without_receiver_is_bad_input() {
 
 #[test]
 fn bad_config_file_is_bad_input() {
-    let dir = std::env::temp_dir().join(lab::unique_name("steer-cli-exec-bad-"));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("steer-cli-exec-bad");
     let bad = dir.join("bad.json");
     std::fs::write(&bad, "{ not json").unwrap();
     for (args, tail) in [
@@ -101,12 +84,11 @@ fn bad_config_file_is_bad_input() {
             "cannot read",
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn nonexistent_cgroup_is_bad_input() {
-    let cfg = config_file();
+    let (_dir, cfg) = config_file();
     one_line(
         steer()
             .args(["attach", "--cgroup", "/sys/fs/cgroup/steer-no-such-cgroup"])
@@ -123,59 +105,50 @@ fn nonexistent_cgroup_is_bad_input() {
 }
 
 /// Runs steer without privilege: directly when not root, else as nobody
-/// (setpriv), or None when that is impossible here.
-fn unprivileged(args: &[&str]) -> Option<std::process::Output> {
+/// (setpriv). When that is impossible here the test fails and says why: it
+/// cannot run, which is no pass.
+fn unprivileged(args: &[&str]) -> std::process::Output {
     let bin = assert_cmd::cargo::cargo_bin("steer");
-    if !is_root() {
-        return Some(std::process::Command::new(bin).args(args).output().unwrap());
+    if !testkit::is_root() {
+        return std::process::Command::new(bin).args(args).output().unwrap();
     }
     let out = std::process::Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
         .arg(&bin)
         .args(args)
         .output()
-        .ok()?;
-    // nobody cannot run the binary (private target dir): no verdict.
+        .unwrap_or_else(|e| {
+            panic!("as root this test drops privilege with setpriv (util-linux): {e}; install it")
+        });
     let err = String::from_utf8_lossy(&out.stderr);
-    if err.contains("Permission denied") && !err.contains("steer:") {
-        return None;
-    }
-    Some(out)
+    assert!(
+        err.contains("steer:") || !err.contains("Permission denied"),
+        "nobody (uid 65534) cannot run {}: {err}; make the directories down to it \
+         readable by others (chmod o+rx), or run this test as a non-root user",
+        bin.display()
+    );
+    out
 }
 
 #[test]
 fn missing_privilege_exits_3() {
-    let cfg = config_file();
+    let (_dir, cfg) = config_file();
     let cfg = cfg.to_str().unwrap();
     for args in [
-        vec![
-            "exec",
-            "--bpf",
-            "--to",
-            "127.0.0.1:5201",
-            "--from",
-            "127.0.0.1",
-            "--config",
-            cfg,
-            "--",
-            "true",
-        ],
-        vec![
-            "attach",
-            "--cgroup",
-            "/sys/fs/cgroup",
-            "--to",
-            "127.0.0.1:5201",
-            "--from",
-            "127.0.0.1",
-            "--config",
-            cfg,
-        ],
+        [
+            &["exec", "--bpf"][..],
+            &TO_FROM_CONFIG,
+            &[cfg, "--", "true"],
+        ]
+        .concat(),
+        [
+            &["attach", "--cgroup", "/sys/fs/cgroup"][..],
+            &TO_FROM_CONFIG,
+            &[cfg],
+        ]
+        .concat(),
     ] {
-        let Some(out) = unprivileged(&args) else {
-            eprintln!("skipped: needs root to drop privilege (setpriv) or a non-root user");
-            return;
-        };
+        let out = unprivileged(&args);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(3), "{args:?}: {err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{err}");
@@ -204,15 +177,18 @@ impl Drop for Cgroup {
     }
 }
 
+/// The cgroup v2 root as root; None (skipped, said why) when not root. No
+/// cgroup v2 hierarchy is no reason to pass: the test fails and says so.
 fn root(what: &str) -> Option<PathBuf> {
-    if !is_root() {
-        eprintln!("skipped: needs root ({what})");
+    if !testkit::root(what) {
         return None;
     }
-    let Some(root) = cgroup2_root() else {
-        eprintln!("skipped: needs a cgroup v2 hierarchy ({what})");
-        return None;
-    };
+    let root = cgroup2_root().unwrap_or_else(|| {
+        panic!(
+            "this test needs a cgroup v2 hierarchy ({what}): mount one, \
+             e.g. `mount -t cgroup2 none /sys/fs/cgroup`"
+        )
+    });
     Some(root)
 }
 
@@ -224,7 +200,7 @@ fn attach_plans_reports_and_detaches() {
     };
     let cg = Cgroup(root.join(lab::unique_name("steer-cli-attach-")));
     std::fs::create_dir(&cg.0).unwrap();
-    let cfg = config_file();
+    let (_dir, cfg) = config_file();
     let out = steer()
         .args(["attach", "--json", "--cgroup"])
         .arg(&cg.0)
@@ -240,12 +216,7 @@ fn attach_plans_reports_and_detaches() {
         .arg(&cfg)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let plans: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let plans = success_json(&out);
     let plans = plans.as_array().unwrap();
     assert_eq!(plans.len(), 2);
     for p in plans {
@@ -285,18 +256,11 @@ fn exec_bpf_runs_the_command_and_passes_its_status() {
     if root("cgroup BPF programs").is_none() {
         return;
     }
-    let cfg = config_file();
+    let (_dir, cfg) = config_file();
     let run = |script: &str| {
         steer()
-            .args([
-                "exec",
-                "--bpf",
-                "--to",
-                "127.0.0.1:5201",
-                "--from",
-                "127.0.0.1",
-                "--config",
-            ])
+            .args(["exec", "--bpf"])
+            .args(TO_FROM_CONFIG)
             .arg(&cfg)
             .args(["--", "sh", "-c", script])
             .output()

@@ -1,44 +1,30 @@
 //! `steer lb sim` through the real binary: JSON shape on a short trace
 //! prefix, SVG files, and bad input -> one line, exit 2.
 
-use assert_cmd::Command;
+mod common;
+
+use common::{shared_trace, shared_traces_dir, steer};
 use predicates::prelude::*;
+use testkit::TempDir;
 
-fn steer() -> Command {
-    Command::cargo_bin("steer").unwrap()
-}
-
-const AUCKLAND: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/traces/libtrace_auckland_atm_2000-01-25_oneway_rawip.pcap"
-);
-
-fn have_trace() -> bool {
-    let ok = std::path::Path::new(AUCKLAND).exists();
-    if !ok {
-        eprintln!("skipping: {AUCKLAND} not found");
-    }
-    ok
-}
+const AUCKLAND: &str = "libtrace_auckland_atm_2000-01-25_oneway_rawip.pcap";
 
 #[test]
 fn json_lists_every_policy_with_fractions() {
-    if !have_trace() {
-        return;
-    }
-    let dir = std::env::temp_dir().join(format!("steer-lb-svg-{}", std::process::id()));
+    let trace = shared_trace(AUCKLAND);
+    let dir = TempDir::new("steer-lb-svg");
     let out = steer()
         .args([
             "--json",
             "lb",
             "sim",
             "--trace",
-            AUCKLAND,
+            trace.to_str().unwrap(),
             "--max-packets",
             "3000",
         ])
         .args(["--speedup", "10", "--amplify", "4", "--svg"])
-        .arg(&dir)
+        .arg(dir.path())
         .assert()
         .success()
         .get_output()
@@ -67,16 +53,14 @@ fn json_lists_every_policy_with_fractions() {
         let text = std::fs::read_to_string(dir.join(f)).unwrap();
         assert!(text.starts_with("<svg") && text.contains("crossrss-plus"));
     }
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn table_names_the_replay_settings() {
-    if !have_trace() {
-        return;
-    }
+    let trace = shared_trace(AUCKLAND);
     steer()
-        .args(["lb", "sim", "--trace", AUCKLAND, "--max-packets", "2000"])
+        .args(["lb", "sim", "--trace", trace.to_str().unwrap()])
+        .args(["--max-packets", "2000"])
         .args(["--policy", "hash,crossrss", "--amplify", "2"])
         .assert()
         .success()
@@ -87,10 +71,18 @@ fn table_names_the_replay_settings() {
 
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
-    let not_pcap = std::env::temp_dir().join(format!("steer-lb-bad-{}", std::process::id()));
+    let scratch = TempDir::new("steer-lb-bad");
+    let not_pcap = scratch.join("not.pcap");
     std::fs::write(&not_pcap, b"this is not a capture at all, not even close").unwrap();
     let np = not_pcap.to_str().unwrap().to_string();
-    let trace = if have_trace() { AUCKLAND } else { np.as_str() };
+    // The real trace when it is here, else the bad file: either way these
+    // arguments are what is refused.
+    let auckland = shared_traces_dir().join(AUCKLAND);
+    let trace = if auckland.is_file() {
+        auckland.to_str().unwrap()
+    } else {
+        np.as_str()
+    };
     let cases: Vec<Vec<&str>> = vec![
         vec!["--trace", "/nonexistent/file.pcap"],
         vec!["--trace", &np],
@@ -121,5 +113,4 @@ fn bad_input_is_one_line_and_exit_2() {
             assert!(err.starts_with("steer: "), "{args:?}: {err}");
         }
     }
-    let _ = std::fs::remove_file(not_pcap);
 }

@@ -6,11 +6,24 @@ use std::collections::HashSet;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use assert_cmd::Command;
-use predicates::prelude::*;
+mod common;
 
-fn steer() -> Command {
-    Command::cargo_bin("steer").unwrap()
+use common::{microsoft_config, steer, success_json};
+use predicates::prelude::*;
+use testkit::{RefusingPort, TempDir};
+
+/// `steer ports plan --to 10.77.1.2:5201 --from 10.77.1.1`, more to come.
+fn plan() -> assert_cmd::Command {
+    let mut cmd = steer();
+    cmd.args([
+        "ports",
+        "plan",
+        "--to",
+        "10.77.1.2:5201",
+        "--from",
+        "10.77.1.1",
+    ]);
+    cmd
 }
 
 #[test]
@@ -46,30 +59,14 @@ fn odds_bad_input_exits_2() {
 
 #[test]
 fn plan_lands_where_rss_where_says() {
-    let out = steer()
-        .args([
-            "ports",
-            "plan",
-            "--to",
-            "10.77.1.2:5201",
-            "--from",
-            "10.77.1.1",
-            "--flows",
-            "8",
-            "--key",
-            "microsoft",
-            "--queues",
-            "8",
-            "--json",
-        ])
+    // One receiver for both, JSON out.
+    let receiver = ["--key", "microsoft", "--queues", "8", "--json"];
+    let out = plan()
+        .args(["--flows", "8"])
+        .args(receiver)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = success_json(&out);
     let entries = v["entries"].as_array().unwrap();
     assert_eq!(entries.len(), 8);
     let cpus: HashSet<u64> = entries.iter().map(|e| e["cpu"].as_u64().unwrap()).collect();
@@ -82,12 +79,8 @@ fn plan_lands_where_rss_where_says() {
                 "where",
                 &format!("10.77.1.1:{port}"),
                 "10.77.1.2:5201",
-                "--key",
-                "microsoft",
-                "--queues",
-                "8",
-                "--json",
             ])
+            .args(receiver)
             .output()
             .unwrap();
         let w: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -98,21 +91,8 @@ fn plan_lands_where_rss_where_says() {
 
 #[test]
 fn plan_more_flows_than_queues_says_max_per_core() {
-    steer()
-        .args([
-            "ports",
-            "plan",
-            "--to",
-            "10.77.1.2:5201",
-            "--from",
-            "10.77.1.1",
-            "--flows",
-            "10",
-            "--key",
-            "microsoft",
-            "--queues",
-            "4",
-        ])
+    plan()
+        .args(["--flows", "10", "--key", "microsoft", "--queues", "4"])
         .assert()
         .success()
         .stdout(predicate::str::contains("at most 3 per CPU"));
@@ -120,50 +100,35 @@ fn plan_more_flows_than_queues_says_max_per_core() {
 
 #[test]
 fn plan_bad_input() {
-    let base = [
-        "ports",
-        "plan",
-        "--to",
-        "10.77.1.2:5201",
-        "--from",
-        "10.77.1.1",
-    ];
+    let refused = |args: &[&str], needle: &str| {
+        plan()
+            .args(args)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(needle));
+    };
     // No receiver config: the Linux default key is unknowable.
-    steer()
-        .args(base)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("random per-boot key"));
-    steer()
-        .args(base)
-        .args(["--key", "default", "--queues", "4"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("real key"));
-    steer()
-        .args(base)
-        .args(["--config", "/nonexistent/rcv.json"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("cannot read"));
-    steer()
-        .args(base)
-        .args(["--key", "microsoft", "--queues", "4", "--flows", "9"])
-        .args(["--port-range", "40000-40007"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("40000-40007 has"));
-    steer()
-        .args(base)
-        .args(["--key", "microsoft", "--queues", "4", "--proto", "udp"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("cannot steer"));
-    steer()
-        .args(base)
-        .args(["--key", "@/nonexistent/key"])
-        .assert()
-        .code(2);
+    refused(&[], "random per-boot key");
+    refused(&["--key", "default", "--queues", "4"], "real key");
+    refused(&["--config", "/nonexistent/rcv.json"], "cannot read");
+    refused(
+        &[
+            "--key",
+            "microsoft",
+            "--queues",
+            "4",
+            "--flows",
+            "9",
+            "--port-range",
+            "40000-40007",
+        ],
+        "40000-40007 has",
+    );
+    refused(
+        &["--key", "microsoft", "--queues", "4", "--proto", "udp"],
+        "cannot steer",
+    );
+    plan().args(["--key", "@/nonexistent/key"]).assert().code(2);
 }
 
 struct Serve(Child);
@@ -177,15 +142,10 @@ impl Drop for Serve {
 
 #[test]
 fn allocator_serves_two_racing_client_processes() {
-    let dir = std::env::temp_dir().join(format!("steer-ports-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("steer-ports");
     let sock = dir.join("alloc.sock");
     let cfg = dir.join("rcv.json");
-    let out = steer()
-        .args(["rss", "config", "--key", "microsoft", "--queues", "4"])
-        .output()
-        .unwrap();
-    std::fs::write(&cfg, &out.stdout).unwrap();
+    std::fs::write(&cfg, microsoft_config(4)).unwrap();
     let bin = assert_cmd::cargo::cargo_bin("steer");
     let _server = Serve(
         std::process::Command::new(&bin)
@@ -265,7 +225,6 @@ fn allocator_serves_two_racing_client_processes() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("already"));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// How the fake agent of [`fake_agent`] behaves.
@@ -288,14 +247,7 @@ fn fake_agent(mode: Agent) -> String {
     use std::io::{BufRead, BufReader, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    let config = String::from_utf8(
-        steer()
-            .args(["rss", "config", "--key", "microsoft", "--queues", "2"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
+    let config = String::from_utf8(microsoft_config(2)).unwrap();
     std::thread::spawn(move || {
         let mut held = Vec::new();
         for conn in listener.incoming() {
@@ -350,41 +302,20 @@ fn fake_agent(mode: Agent) -> String {
 }
 
 fn plan_with_agent(url: &str) -> std::process::Output {
-    steer()
-        .args([
-            "ports",
-            "plan",
-            "--to",
-            "10.77.1.2:5201",
-            "--from",
-            "10.77.1.1",
-            "--flows",
-            "1",
-            "--json",
-            "--agent",
-            url,
-        ])
+    plan()
+        .args(["--flows", "1", "--json", "--agent", url])
         .output()
         .unwrap()
 }
 
 /// Exit 2 and exactly one line on stderr containing `needle`.
 fn fails_with_one_line(out: &std::process::Output, needle: &str) {
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-    assert!(err.contains(needle), "{err}");
+    common::fails_with_one_line(out, 2, needle);
 }
 
 #[test]
 fn plan_with_an_agent_uses_its_config_and_load() {
-    let out = plan_with_agent(&fake_agent(Agent::Good));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = success_json(&plan_with_agent(&fake_agent(Agent::Good)));
     // One flow: the least-loaded CPU (1) first.
     assert_eq!(v["entries"][0]["cpu"], 1, "{v}");
     assert!(
@@ -398,12 +329,9 @@ fn plan_with_a_faulty_agent_fails_with_one_line() {
     // Unreachable: the port is bound but nothing listens, so connects are
     // refused and none can pick it as its own source port (a loopback
     // self-connect would answer instead of refusing).
-    let held = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-    let any: std::net::SocketAddr = "127.0.0.1:0".parse().unwrap();
-    held.bind(&any.into()).unwrap();
-    let port = held.local_addr().unwrap().as_socket().unwrap().port();
+    let held = RefusingPort::new();
     fails_with_one_line(
-        &plan_with_agent(&format!("http://127.0.0.1:{port}")),
+        &plan_with_agent(&format!("http://127.0.0.1:{}", held.port())),
         "unreachable",
     );
     fails_with_one_line(

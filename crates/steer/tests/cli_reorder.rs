@@ -1,19 +1,12 @@
 //! `steer reorder`: stats and sort on the shared traces and on a crafted
 //! reordered capture; bad input exits 2 with one line.
 
+mod common;
+
 use std::net::Ipv4Addr;
-use std::path::PathBuf;
 
-use assert_cmd::Command;
-
-fn steer() -> Command {
-    Command::cargo_bin("steer").unwrap()
-}
-
-fn traces() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces");
-    dir.is_dir().then_some(dir)
-}
+use common::{shared_trace, steer, success_json};
+use testkit::TempDir;
 
 fn tcp_frame(seq: u32, payload: usize) -> Vec<u8> {
     let mut f = vec![0u8; 12];
@@ -69,22 +62,18 @@ fn crafted() -> Vec<u8> {
 }
 
 fn stats_json(path: &std::path::Path) -> serde_json::Value {
-    let out = steer()
-        .args(["reorder", "stats", "--json"])
-        .arg(path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    success_json(
+        &steer()
+            .args(["reorder", "stats", "--json"])
+            .arg(path)
+            .output()
+            .unwrap(),
+    )
 }
 
 #[test]
 fn crafted_capture_stats_and_sort() {
-    let dir = tempdir();
+    let dir = TempDir::new("steer-reorder");
     let input = dir.join("crafted.pcap");
     std::fs::write(&input, crafted()).unwrap();
     let v = stats_json(&input);
@@ -143,18 +132,14 @@ fn crafted_capture_stats_and_sort() {
 
 #[test]
 fn shared_traces() {
-    let Some(dir) = traces() else {
-        eprintln!("skipping: ../shared/traces not found");
-        return;
-    };
-    let v = stats_json(&dir.join("tcptrace_sack_nasa_sim_bulk_1996.pcap"));
+    let v = stats_json(&shared_trace("tcptrace_sack_nasa_sim_bulk_1996.pcap"));
     let f = &v["flows"][0];
     assert_eq!(
         (f["sport"].as_u64(), f["dport"].as_u64()),
         (Some(1024), Some(5001))
     );
     assert_eq!(f["duplicates"].as_u64(), Some(7));
-    let v = stats_json(&dir.join("pcapplusplus_tls2_browsing_v4v6.pcap"));
+    let v = stats_json(&shared_trace("pcapplusplus_tls2_browsing_v4v6.pcap"));
     assert!(
         v["flows"]
             .as_array()
@@ -164,10 +149,12 @@ fn shared_traces() {
         "IPv6 flows"
     );
 
-    let out = tempdir().join("chargen-sorted.pcap");
+    let chargen = shared_trace("tcptrace_urgent_chargen_bulk_2001.pcap");
+    let scratch = TempDir::new("steer-reorder");
+    let out = scratch.join("chargen-sorted.pcap");
     let res = steer()
         .args(["--json", "reorder", "sort"])
-        .arg(dir.join("tcptrace_urgent_chargen_bulk_2001.pcap"))
+        .arg(chargen)
         .args(["--block", "32", "--variant", "ordered", "-o"])
         .arg(&out)
         .output()
@@ -181,7 +168,7 @@ fn shared_traces() {
 
 #[test]
 fn bad_input_exits_2_with_one_line() {
-    let dir = tempdir();
+    let dir = TempDir::new("steer-reorder");
     let not_capture = dir.join("not.pcap");
     std::fs::write(&not_capture, b"this is not a capture file").unwrap();
     let truncated = dir.join("cut.pcap");
@@ -212,15 +199,4 @@ fn bad_input_exits_2_with_one_line() {
         .args(["--block", "0", "-o", "/dev/null"])
         .assert()
         .code(2);
-}
-
-fn tempdir() -> PathBuf {
-    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let d = std::env::temp_dir().join(format!(
-        "steer-reorder-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }

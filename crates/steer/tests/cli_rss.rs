@@ -1,12 +1,11 @@
 //! `steer rss where` and `steer rss config` through the real binary: every
 //! Microsoft verification vector, and bad input -> one line, exit 2.
 
-use assert_cmd::Command;
-use predicates::prelude::*;
+mod common;
 
-fn steer() -> Command {
-    Command::cargo_bin("steer").unwrap()
-}
+use common::{microsoft_config, steer, success_json};
+use predicates::prelude::*;
+use testkit::TempDir;
 
 /// (src, dst, 2-tuple hash, 4-tuple hash) from Microsoft's "Verifying the RSS
 /// Hash Calculation".
@@ -62,25 +61,14 @@ const VECTORS: &[(&str, &str, &str, &str)] = &[
 ];
 
 fn where_json(args: &[&str]) -> serde_json::Value {
-    let out = steer()
-        .args([
-            "rss",
-            "where",
-            "--json",
-            "--key",
-            "microsoft",
-            "--queues",
-            "4",
-        ])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    success_json(
+        &steer()
+            .args(["rss", "where", "--json", "--key", "microsoft"])
+            .args(["--queues", "4"])
+            .args(args)
+            .output()
+            .unwrap(),
+    )
 }
 
 fn without_port(endpoint: &str) -> String {
@@ -112,8 +100,7 @@ fn json_has_index_queue_and_cpu() {
 
 #[test]
 fn config_file_round_trips_through_where() {
-    let dir = std::env::temp_dir().join(format!("steer-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("steer-cli");
     let path = dir.join("cfg.json");
     let out = steer()
         .args([
@@ -141,7 +128,6 @@ fn config_file_round_trips_through_where() {
     assert_eq!(v["hash"], "0x51ccc178");
     // Weights 1 1 2 over 128 entries: entries 64..128 -> queue 2.
     assert_eq!(v["queue"], 2);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 fn fails_with_code_2(args: &[&str], needle: &str) {
@@ -206,13 +192,8 @@ fn bad_input_is_one_line_and_exit_2() {
 
 #[test]
 fn config_with_unknown_field_or_bad_queue_is_rejected() {
-    let dir = std::env::temp_dir().join(format!("steer-cli-bad-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let out = steer()
-        .args(["rss", "config", "--key", "microsoft", "--queues", "2"])
-        .output()
-        .unwrap();
-    let good: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let dir = TempDir::new("steer-cli-bad");
+    let good: serde_json::Value = serde_json::from_slice(&microsoft_config(2)).unwrap();
     let cases = [
         (
             "unknown",
@@ -266,5 +247,4 @@ fn config_with_unknown_field_or_bad_queue_is_rejected() {
             needle,
         );
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }

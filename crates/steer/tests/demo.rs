@@ -1,17 +1,10 @@
 //! `steer demo --quick` on the real datapath (namespaces, veth, XDP software
 //! RSS, iperf3, both binders). Needs root; skipped with the reason otherwise.
 
-use assert_cmd::Command;
-use serde_json::Value;
+mod common;
 
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .map(|s| {
-            s.lines()
-                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false)
-}
+use common::{steer, success_json};
+use serde_json::Value;
 
 fn way<'a>(v: &'a Value, name: &str) -> &'a Value {
     v["ways"]
@@ -48,21 +41,13 @@ fn check_runs(way: &Value, flows: u64, queues: usize) {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn quick_demo_three_ways_measured_on_the_datapath() {
-    if !is_root() {
-        eprintln!("skipped: needs root (network namespaces, XDP, cgroup BPF)");
-        return;
-    }
-    let out = Command::cargo_bin("steer")
-        .unwrap()
-        .args(["demo", "--quick", "--json", "--lab", "demo-test-quick"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    testkit::need_root!("network namespaces, XDP, cgroup BPF");
+    let v = success_json(
+        &steer()
+            .args(["demo", "--quick", "--json", "--lab", "demo-test-quick"])
+            .output()
+            .unwrap(),
     );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let theory = v["theory"]["perfect_probability"].as_f64().unwrap();
     assert!((theory - 0.0104).abs() < 0.0001, "{theory}");
     let random = way(&v, "random");
@@ -82,10 +67,7 @@ fn quick_demo_three_ways_measured_on_the_datapath() {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn fewer_queues_than_flows_and_separate_processes() {
-    if !is_root() {
-        eprintln!("skipped: needs root (network namespaces, XDP, cgroup BPF)");
-        return;
-    }
+    testkit::need_root!("network namespaces, XDP, cgroup BPF");
     // One iperf3 -P 8 on 4 queues: at best 2 data flows per queue (its
     // control connection takes a lease too).
     let v = demo(&["--flows", "8", "--queues", "4", "--lab", "demo-test-few"]);
@@ -117,16 +99,11 @@ fn fewer_queues_than_flows_and_separate_processes() {
 }
 
 fn demo(args: &[&str]) -> Value {
-    let out = Command::cargo_bin("steer")
-        .unwrap()
-        .args(["demo", "--json", "--repetitions", "1"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    success_json(
+        &steer()
+            .args(["demo", "--json", "--repetitions", "1"])
+            .args(args)
+            .output()
+            .unwrap(),
+    )
 }

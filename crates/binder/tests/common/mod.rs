@@ -4,12 +4,17 @@
 //! namespace) to run one connect scenario and print its result.
 #![allow(dead_code)]
 
+mod probe;
+
 use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpListener};
 use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use testkit::TempDir;
 
 /// What the fake allocator answers.
 #[derive(Clone, Debug)]
@@ -32,16 +37,13 @@ pub struct Allocator {
     pub path: PathBuf,
     pub requests: Arc<Mutex<Vec<serde_json::Value>>>,
     answer: Arc<Mutex<Answer>>,
+    /// Holds the socket; removed (socket and all) when the allocator is dropped.
+    _dir: TempDir,
 }
 
 impl Allocator {
     pub fn start(answer: Answer) -> Allocator {
-        let dir = std::env::temp_dir().join(format!(
-            "binder-test-{}-{}",
-            std::process::id(),
-            rand::random::<u32>()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = TempDir::new("binder-test");
         let path = dir.join("alloc.sock");
         let listener = UnixListener::bind(&path).unwrap();
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -116,6 +118,7 @@ impl Allocator {
             path,
             requests,
             answer,
+            _dir: dir,
         }
     }
 
@@ -128,13 +131,19 @@ impl Allocator {
     }
 }
 
-impl Drop for Allocator {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-        if let Some(dir) = self.path.parent() {
-            let _ = std::fs::remove_dir(dir);
-        }
-    }
+/// The body of each test binary's `probe` test, the child side: runs the
+/// scenario when re-executed by [`probe_command`] (BINDER_PROBE set), does
+/// nothing otherwise.
+pub fn probe_child() {
+    let Ok(scenario) = std::env::var("BINDER_PROBE") else {
+        return;
+    };
+    let args: Vec<String> = std::env::var("BINDER_PROBE_ARGS")
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    println!("PROBE {}", probe::run(&scenario, &args));
 }
 
 /// A command that re-runs this test binary's `probe` test with `scenario`
@@ -163,11 +172,24 @@ pub fn probe_result(out: &std::process::Output) -> serde_json::Value {
     serde_json::from_str(line).unwrap()
 }
 
-pub fn root(what: &str) -> bool {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
-        return true;
-    }
-    eprintln!("skipped: needs root ({what})");
-    false
+/// A listener on `addr` that accepts and keeps every connection.
+pub fn listener(addr: &str) -> SocketAddr {
+    let l = TcpListener::bind(addr).unwrap();
+    let a = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut keep = Vec::new();
+        for c in l.incoming().flatten() {
+            keep.push(c);
+        }
+    });
+    a
+}
+
+/// A 127.0.0.1 port free when asked.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }

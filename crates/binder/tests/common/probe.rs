@@ -66,17 +66,19 @@ fn family(addr: SocketAddr) -> i32 {
     }
 }
 
+/// A plain connect of a new socket of type `ty` to `t`, and where it stands.
+fn connect_json(t: SocketAddr, ty: i32) -> serde_json::Value {
+    let fd = socket(family(t), ty);
+    let (r, e) = raw_connect(fd, t);
+    serde_json::json!({"r": r, "errno": e, "local_port": local_port(fd)})
+}
+
 /// Runs one scenario and returns its result.
 pub fn run(scenario: &str, args: &[String]) -> serde_json::Value {
     use serde_json::json;
     let target: Option<SocketAddr> = args.first().and_then(|a| a.parse().ok());
     match scenario {
-        "connect" => {
-            let t = target.unwrap();
-            let fd = socket(family(t), libc::SOCK_STREAM);
-            let (r, e) = raw_connect(fd, t);
-            json!({"r": r, "errno": e, "local_port": local_port(fd)})
-        }
+        "connect" => connect_json(target.unwrap(), libc::SOCK_STREAM),
         "bound" => {
             let t = target.unwrap();
             let fd = socket(family(t), libc::SOCK_STREAM);
@@ -93,12 +95,7 @@ pub fn run(scenario: &str, args: &[String]) -> serde_json::Value {
             let (r, e) = raw_connect(fd, t);
             json!({"bind": b, "before": before, "r": r, "errno": e, "local_port": local_port(fd)})
         }
-        "udp" => {
-            let t = target.unwrap();
-            let fd = socket(family(t), libc::SOCK_DGRAM);
-            let (r, e) = raw_connect(fd, t);
-            json!({"r": r, "errno": e, "local_port": local_port(fd)})
-        }
+        "udp" => connect_json(target.unwrap(), libc::SOCK_DGRAM),
         "nonblock" => {
             let t = target.unwrap();
             let fd = socket(family(t), libc::SOCK_STREAM | libc::SOCK_NONBLOCK);

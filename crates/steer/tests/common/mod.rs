@@ -1,0 +1,64 @@
+//! Helpers of the `steer` binary's tests (each test file is its own crate and
+//! uses some of them).
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::Output;
+
+use assert_cmd::Command;
+
+/// The `steer` binary under test.
+pub fn steer() -> Command {
+    Command::cargo_bin("steer").unwrap()
+}
+
+/// Asserts success (else shows stderr) and parses stdout as JSON.
+pub fn success_json(out: &Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Asserts exit `code` and exactly one line on stderr, containing `needle`.
+pub fn fails_with_one_line(out: &Output, code: i32, needle: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains(needle), "{err}");
+}
+
+/// `steer rss config --key microsoft --queues N`: a receiver config (JSON).
+pub fn microsoft_config(queues: u32) -> Vec<u8> {
+    let out = steer()
+        .args(["rss", "config", "--key", "microsoft", "--queues"])
+        .arg(queues.to_string())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    out.stdout
+}
+
+/// Where the shared public packet captures are: `$STEER_TRACES`, else
+/// `../shared/traces` next to the repository. They are not in the
+/// repository (not ours to relicense, docs/bench.md).
+pub fn shared_traces_dir() -> PathBuf {
+    std::env::var_os("STEER_TRACES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces"))
+}
+
+/// One of the shared captures. A test that needs it fails when it is
+/// missing, rather than pass without running.
+pub fn shared_trace(name: &str) -> PathBuf {
+    let path = shared_traces_dir().join(name);
+    assert!(
+        path.is_file(),
+        "this test needs the shared packet trace {}: put the shared traces \
+         (shared/traces/SOURCES.md) there or set STEER_TRACES to their directory",
+        path.display()
+    );
+    path
+}
