@@ -1,9 +1,10 @@
 //! The backends' agents and the controller's side of them: every backend
 //! runs the real Steer agent (crate `agent`, the HTTP server of `steer
 //! agent`, shared with port steering), and the controller asks each one
-//! over HTTP for its per-queue load and its RSS config (CrossRSS, papers/
-//! crossrss-core-aware-lb.txt section 3: "agents in every backend report
-//! per-queue load and their RSS configuration to the controller"; docs/
+//! over HTTP for its per-queue load and its RSS config (CrossRSS,
+//! papers/crossrss-core-aware-lb.txt section 2: "An agent on each server
+//! periodically reports to an LB controller the load of each CPU core and
+//! the mapping used by RSS to map connections to the cores"; docs/
 //! crossrss.md, "Agents").
 //!
 //! - [`BackendAgents`]: one `agent::Agent` per backend, started inside the
@@ -28,6 +29,7 @@ use std::time::{Duration, Instant};
 use agent::{AgentClient, Devices, ServerOptions, Sources, Token};
 use lab::Host;
 use lb::AgentReport;
+use rss::RssConfig;
 
 use crate::error::LbXdpError;
 
@@ -46,6 +48,12 @@ pub const AGENT_TIMEOUT: Duration = Duration::from_millis(200);
 /// this only bounds how old a count can be when it is asked (at most one
 /// sample period); 25 ms keeps that under half an interval at 20 Hz.
 pub const AGENT_SAMPLE: Duration = Duration::from_millis(25);
+
+/// How often the controller asks an agent for its config again. The agent
+/// itself re-reads its configs every 500 ms (`agent::ServerOptions::
+/// config_interval`'s default), so asking more often returns the same
+/// thing; a changed table (a new attach) is used within one second.
+pub const CONFIG_REFRESH: Duration = Duration::from_millis(500);
 
 /// The agents of a lab's backends (server id = index). They stop when this
 /// is dropped.
@@ -140,6 +148,7 @@ impl BackendAgents {
                     client,
                     last: None,
                     loads: None,
+                    config: None,
                 })
             })
             .collect()
@@ -168,6 +177,8 @@ pub struct AgentLink {
     last: Option<Sample>,
     /// The loads of the last report.
     loads: Option<Vec<f64>>,
+    /// The served config and when it was asked for.
+    config: Option<(Instant, RssConfig)>,
 }
 
 impl AgentLink {
@@ -192,13 +203,13 @@ impl AgentLink {
     /// interval), in the same unit when polls are not exactly one interval
     /// apart.
     pub fn report(&mut self, interval: Duration) -> Result<AgentReport, String> {
-        // The config is asked for at every poll: a changed table (a new
-        // attach, `ethtool -X` on a NIC) is used at the next interval.
         // Queues are the cores here: queue q's packets are its load, and
-        // the indirection table's entries are the bucket -> core map.
-        let rss = self.client.rss_dev(&self.dev).map_err(|e| e.to_string())?;
+        // the served config's indirection table entries are the bucket ->
+        // core map.
+        let config = self.config()?;
         let load = self.client.load().map_err(|e| e.to_string())?;
-        let queues = rss.config.queues as usize;
+        let queues = config.queues as usize;
+        let bucket_cores = config.indirection_table.entries().to_vec();
         let dev = load
             .devices
             .iter()
@@ -207,6 +218,8 @@ impl AgentLink {
         let mut packets = vec![0u64; queues];
         for q in &dev.queues {
             *packets.get_mut(q.queue as usize).ok_or_else(|| {
+                // The config changed under us: ask for it at the next poll.
+                self.config = None;
                 format!(
                     "{}: queue {} outside the served config's {queues} queues",
                     self.url(),
@@ -249,8 +262,23 @@ impl AgentLink {
         Ok(AgentReport {
             server: self.server,
             core_loads,
-            bucket_cores: rss.config.indirection_table.entries().to_vec(),
+            bucket_cores,
         })
+    }
+
+    /// The served config (`GET /v1/rss?dev=`), asked again when the copy
+    /// here is older than [`CONFIG_REFRESH`]: one request per poll instead
+    /// of two in between, which matters on a loaded host where each
+    /// request waits for the agent's threads to be scheduled.
+    fn config(&mut self) -> Result<RssConfig, String> {
+        match &self.config {
+            Some((at, config)) if at.elapsed() < CONFIG_REFRESH => Ok(config.clone()),
+            _ => {
+                let rss = self.client.rss_dev(&self.dev).map_err(|e| e.to_string())?;
+                self.config = Some((Instant::now(), rss.config.clone()));
+                Ok(rss.config)
+            }
+        }
     }
 }
 

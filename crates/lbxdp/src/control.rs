@@ -338,11 +338,13 @@ impl ControlLoop {
         let mut ctl = Controller::new(dp, policy, macs, buckets, stale_after)?;
         let mut pollers = Pollers::start(agents, interval)?;
         // The first round may wait for both requests of every agent; later
-        // rounds wait at most 3/4 of an interval, so the loop keeps its
-        // rate whatever the agents do (a silent agent goes stale after
+        // rounds wait at most 90% of an interval (less if every agent
+        // asked answers sooner, the usual case), so the loop keeps its rate
+        // whatever the agents do, while a loaded host's slow answers still
+        // count in their interval (a silent agent goes stale after
         // `stale_after`).
         let first = pollers.collect(AGENT_TIMEOUT * 2);
-        let wait = interval.mul_f64(0.75).min(AGENT_TIMEOUT * 2);
+        let wait = interval.mul_f64(0.9).min(AGENT_TIMEOUT * 2);
         ctl.step(&first.reports, Instant::now())?;
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let injected = Arc::new(std::sync::Mutex::new(Vec::new()));
