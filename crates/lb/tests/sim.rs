@@ -1,8 +1,6 @@
 //! The simulator end to end on short prefixes of the shared traces and on
 //! synthetic traces.
 
-use std::path::PathBuf;
-
 use lb::sim::{Replay, Simulator};
 use lb::trace::TracePacket;
 use lb::{simulate, Policy, SimConfig, Trace, TraceStats};
@@ -135,12 +133,8 @@ fn bad_configs_are_errors() {
 
 #[test]
 fn plus_beats_baselines_on_an_auckland_prefix() {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/traces/libtrace_auckland_atm_2000-01-25_oneway_rawip.pcap");
-    let Ok(mut trace) = Trace::open(&p) else {
-        eprintln!("skipping: {} not found", p.display());
-        return;
-    };
+    let p = testkit::shared_trace("libtrace_auckland_atm_2000-01-25_oneway_rawip.pcap");
+    let mut trace = Trace::open(&p).unwrap();
     trace.truncate(8_000);
     let cfg = SimConfig {
         speedup: 10.0,

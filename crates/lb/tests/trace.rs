@@ -199,23 +199,14 @@ fn bad_files_are_errors_not_panics() {
     }
 }
 
-fn shared(name: &str) -> Option<PathBuf> {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/traces")
-        .join(name);
-    if p.exists() {
-        Some(p)
-    } else {
-        eprintln!("skipping: {} not found", p.display());
-        None
-    }
-}
-
 #[test]
 fn shared_traces_match_sources_md() {
     // Counts from traces/SOURCES.md.
-    if let Some(p) = shared("libtrace_auckland_atm_2000-01-25_oneway_rawip.pcap") {
-        let t = Trace::open(&p).unwrap();
+    {
+        let t = Trace::open(&testkit::shared_trace(
+            "libtrace_auckland_atm_2000-01-25_oneway_rawip.pcap",
+        ))
+        .unwrap();
         assert_eq!(t.link_type, 101);
         assert_eq!(t.packets.len(), 31_249);
         assert_eq!(t.stats.other_l4, 133, "ICMP");
@@ -227,8 +218,11 @@ fn shared_traces_match_sources_md() {
             .collect();
         assert_eq!(l4.len(), 2_090 + 456, "TCP + UDP 5-tuples");
     }
-    if let Some(p) = shared("pcapplusplus_tls2_browsing_v4v6.pcap") {
-        let t = Trace::open(&p).unwrap();
+    {
+        let t = Trace::open(&testkit::shared_trace(
+            "pcapplusplus_tls2_browsing_v4v6.pcap",
+        ))
+        .unwrap();
         assert_eq!((t.stats.ipv4, t.stats.ipv6), (3_011, 4_440));
         assert_eq!(t.flows(), 665);
     }

@@ -9,17 +9,13 @@ use proptest::prelude::*;
 
 #[test]
 fn shared_traces_read_and_parse() {
-    let Some(dir) = common::traces_dir() else {
-        eprintln!("skipping: ../shared/traces not found");
-        return;
-    };
     for (name, packets) in [
         ("libtrace_auckland_atm_2000-01-25_oneway_rawip.pcap", 31_249),
         ("pcapplusplus_tls2_browsing_v4v6.pcap", 7_451),
         ("tcptrace_sack_nasa_sim_bulk_1996.pcap", 15_712),
         ("tcptrace_urgent_chargen_bulk_2001.pcap", 9_476),
     ] {
-        let cap = Capture::read_file(&dir.join(name)).unwrap();
+        let cap = Capture::read_file(&testkit::shared_trace(name)).unwrap();
         assert_eq!(cap.packets.len(), packets, "{name}");
         let tcp = cap
             .packets
@@ -29,7 +25,10 @@ fn shared_traces_read_and_parse() {
         assert!(tcp > packets / 2, "{name}: {tcp} TCP packets");
     }
     // The NASA bulk transfer: 11,594 data segments in one direction (SOURCES.md).
-    let cap = Capture::read_file(&dir.join("tcptrace_sack_nasa_sim_bulk_1996.pcap")).unwrap();
+    let cap = Capture::read_file(&testkit::shared_trace(
+        "tcptrace_sack_nasa_sim_bulk_1996.pcap",
+    ))
+    .unwrap();
     let data = cap
         .packets
         .iter()

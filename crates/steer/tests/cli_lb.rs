@@ -3,9 +3,10 @@
 
 mod common;
 
-use common::{shared_trace, shared_traces_dir, steer};
+use common::steer;
 use predicates::prelude::*;
 use testkit::TempDir;
+use testkit::{shared_trace, shared_traces_dir};
 
 const AUCKLAND: &str = "libtrace_auckland_atm_2000-01-25_oneway_rawip.pcap";
 

@@ -5,7 +5,8 @@ mod common;
 
 use std::net::Ipv4Addr;
 
-use common::{shared_trace, steer, success_json};
+use common::{steer, success_json};
+use testkit::shared_trace;
 use testkit::TempDir;
 
 fn tcp_frame(seq: u32, payload: usize) -> Vec<u8> {

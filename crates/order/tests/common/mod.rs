@@ -67,13 +67,6 @@ pub const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 pub const B: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
 pub const ACK: u8 = 0x10;
 
-/// The shared traces directory, when present (`../shared/traces` from the repo root).
-pub fn traces_dir() -> Option<std::path::PathBuf> {
-    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let dir = here.join("../../../shared/traces");
-    dir.is_dir().then_some(dir)
-}
-
 /// Table 1's arrival order. The paper's Figure 3.A is only a picture; this
 /// sequence was found by search to match the paper's numbers: 6 of 20
 /// reordered (30%), max extent 3; sorted in blocks of 5, packets 5 and 10

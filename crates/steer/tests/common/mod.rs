@@ -2,7 +2,6 @@
 //! uses some of them).
 #![allow(dead_code)]
 
-use std::path::PathBuf;
 use std::process::Output;
 
 use assert_cmd::Command;
@@ -39,26 +38,4 @@ pub fn microsoft_config(queues: u32) -> Vec<u8> {
         .unwrap();
     assert!(out.status.success());
     out.stdout
-}
-
-/// Where the shared public packet captures are: `$STEER_TRACES`, else
-/// `../shared/traces` next to the repository. They are not in the
-/// repository (not ours to relicense, docs/bench.md).
-pub fn shared_traces_dir() -> PathBuf {
-    std::env::var_os("STEER_TRACES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces"))
-}
-
-/// One of the shared captures. A test that needs it fails when it is
-/// missing, rather than pass without running.
-pub fn shared_trace(name: &str) -> PathBuf {
-    let path = shared_traces_dir().join(name);
-    assert!(
-        path.is_file(),
-        "this test needs the shared packet trace {}: put the shared traces \
-         (shared/traces/SOURCES.md) there or set STEER_TRACES to their directory",
-        path.display()
-    );
-    path
 }
