@@ -110,6 +110,28 @@ impl Default for RefusingPort {
     }
 }
 
+/// Where the shared public packet captures are: `$STEER_TRACES`, else
+/// `../shared/traces` next to the repository. They are not in the
+/// repository (not ours to relicense, docs/bench.md).
+pub fn shared_traces_dir() -> PathBuf {
+    std::env::var_os("STEER_TRACES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces"))
+}
+
+/// One of the shared captures. A test that needs it fails when it is
+/// missing, rather than pass without running.
+pub fn shared_trace(name: &str) -> PathBuf {
+    let path = shared_traces_dir().join(name);
+    assert!(
+        path.is_file(),
+        "this test needs the shared packet trace {}: put the shared traces \
+         (shared/traces/SOURCES.md) there or set STEER_TRACES to their directory",
+        path.display()
+    );
+    path
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,26 +153,4 @@ mod tests {
         drop(a);
         assert!(!path.exists());
     }
-}
-
-/// Where the shared public packet captures are: `$STEER_TRACES`, else
-/// `../shared/traces` next to the repository. They are not in the
-/// repository (not ours to relicense, docs/bench.md).
-pub fn shared_traces_dir() -> PathBuf {
-    std::env::var_os("STEER_TRACES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces"))
-}
-
-/// One of the shared captures. A test that needs it fails when it is
-/// missing, rather than pass without running.
-pub fn shared_trace(name: &str) -> PathBuf {
-    let path = shared_traces_dir().join(name);
-    assert!(
-        path.is_file(),
-        "this test needs the shared packet trace {}: put the shared traces \
-         (shared/traces/SOURCES.md) there or set STEER_TRACES to their directory",
-        path.display()
-    );
-    path
 }
