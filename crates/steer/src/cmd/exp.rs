@@ -168,6 +168,14 @@ pub struct CrossrssArgs {
     /// Controller / agent report rate (Hz).
     #[arg(long, default_value_t = 10.0)]
     pub rate_hz: f64,
+    /// Connection threads per client namespace (2 client namespaces): the
+    /// connections in flight, and so how many new ones arrive per interval.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub workers: u32,
+    /// Every N-th connection of a worker is long (4 MB paced), the others
+    /// 20 KB.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub long_every: u32,
     /// Policies, comma-separated: rr, hash, maglev, crossrss, crossrss-plus, or all.
     #[arg(long, default_value = "all")]
     pub policy: String,
@@ -203,6 +211,8 @@ fn crossrss(args: CrossrssArgs, json: bool) -> anyhow::Result<i32> {
         queues: args.queues,
         seconds: args.seconds,
         rate_hz: args.rate_hz,
+        workers: args.workers,
+        long_every: args.long_every,
         repetitions: args.repetitions.max(1),
         ..Default::default()
     };
