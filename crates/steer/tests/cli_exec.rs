@@ -55,6 +55,23 @@ fn bpf_without_receiver_is_bad_input() {
     );
 }
 
+/// The LD_PRELOAD way takes its ports from the allocator: plan flags
+/// without `--bpf` would be ignored, so they are refused before the
+/// command runs.
+#[test]
+fn plan_flags_without_bpf_are_refused() {
+    for flags in [
+        &["--to", "127.0.0.1:5201"][..],
+        &["--key", "microsoft", "--queues", "2"],
+        &["--from", "127.0.0.1"],
+        &["--ports", "8"],
+    ] {
+        let mut cmd = steer();
+        cmd.arg("exec").args(flags).args(["--", "true"]);
+        one_line(&mut cmd, 2, "need --bpf");
+    }
+}
+
 #[test]
 fn bad_config_file_is_bad_input() {
     let dir = TempDir::new("steer-cli-exec-bad");

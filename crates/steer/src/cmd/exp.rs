@@ -304,8 +304,9 @@ pub struct SrpicArgs {
     /// Relative spreads of the forward delay (sd / 2.5 ms).
     #[arg(long, value_delimiter = ',', default_value = "0.1,0.02,0.01,0.002")]
     pub spreads: Vec<f64>,
-    /// Forward loss rates of the drop runs (Table 5); empty: none.
-    #[arg(long, value_delimiter = ',', default_value = "0.001,0.0001,0.00001")]
+    /// Forward loss rates of the drop runs (Table 5); `--drops` with no
+    /// value: no drop runs.
+    #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "0.001,0.0001,0.00001")]
     pub drops: Vec<f64>,
     /// Sender kinds: static (dupthresh 3) and/or adaptive.
     #[arg(long, value_delimiter = ',', default_value = "static,adaptive")]
