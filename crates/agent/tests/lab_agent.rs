@@ -10,23 +10,12 @@ use agent::{Agent, AgentClient, ConfigOrigin, Devices, ServerOptions, Sources, T
 use lab::{run_in_netns, unique_name, Lab, LabSpec};
 use rss::RssKey;
 
-fn root() -> bool {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
-        return true;
-    }
-    eprintln!("skipped: needs root (network namespaces, veths, XDP)");
-    false
-}
-
 const TOKEN: &str = "lab-token-1234";
 
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn serves_software_rss_across_the_lab() {
-    if !root() {
-        return;
-    }
+    testkit::need_root!("network namespaces, veths, XDP");
     let lab = Lab::up(&LabSpec::new(&unique_name("ag")))
         .unwrap()
         .teardown_on_drop();

@@ -3,8 +3,7 @@
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -13,30 +12,9 @@ use agent::{
     Sources, Token,
 };
 use rss::{RssConfig, RssKey};
+use testkit::{RefusingPort, TempDir};
 
 const LO: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
-
-/// A scratch directory removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new() -> Scratch {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "steer-agent-test-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// Writes atomically (temp file + rename), as a config tool should.
 fn write_atomic(path: &Path, text: &str) {
@@ -89,8 +67,8 @@ fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
 
 #[test]
 fn serves_config_load_whoami_and_metrics() {
-    let dir = Scratch::new();
-    let path = dir.0.join("rss.json");
+    let dir = TempDir::new("steer-agent-test");
+    let path = dir.join("rss.json");
     let cfg = config(RssKey::microsoft(), 4);
     write_atomic(&path, &cfg.to_json());
     let (opts, _log) = options(&path);
@@ -149,11 +127,7 @@ fn serves_config_load_whoami_and_metrics() {
     let (local, seen) = c.whoami_from(0).unwrap();
     assert_eq!(seen.port, local.port());
     // A chosen port: free one first.
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = testkit::free_port();
     let (local, seen) = c.whoami_from(port).unwrap();
     assert_eq!((local.port(), seen.port), (port, port));
     let check = c.check_path(port).unwrap();
@@ -183,8 +157,8 @@ fn serves_config_load_whoami_and_metrics() {
 
 #[test]
 fn raw_json_shapes() {
-    let dir = Scratch::new();
-    let path = dir.0.join("rss.json");
+    let dir = TempDir::new("steer-agent-test");
+    let path = dir.join("rss.json");
     write_atomic(&path, &config(RssKey::microsoft(), 2).to_json());
     let (opts, _log) = options(&path);
     let agent = Agent::start(opts).unwrap();
@@ -226,8 +200,8 @@ fn raw_json_shapes() {
 
 #[test]
 fn config_change_is_a_new_version() {
-    let dir = Scratch::new();
-    let path = dir.0.join("rss.json");
+    let dir = TempDir::new("steer-agent-test");
+    let path = dir.join("rss.json");
     write_atomic(&path, &config(RssKey::microsoft(), 4).to_json());
     let (opts, log) = options(&path);
     let agent = Agent::start(opts).unwrap();
@@ -269,13 +243,13 @@ fn config_change_is_a_new_version() {
 
 #[test]
 fn bad_config_file_refuses_start() {
-    let dir = Scratch::new();
-    let path = dir.0.join("rss.json");
+    let dir = TempDir::new("steer-agent-test");
+    let path = dir.join("rss.json");
     std::fs::write(&path, "{}").unwrap();
     let (opts, _) = options(&path);
     let err = Agent::start(opts).err().unwrap();
     assert!(matches!(err, AgentError::ConfigFile { .. }), "{err}");
-    let (opts, _) = options(&dir.0.join("missing.json"));
+    let (opts, _) = options(&dir.join("missing.json"));
     assert!(matches!(
         Agent::start(opts),
         Err(AgentError::ConfigFile { .. })
@@ -284,8 +258,8 @@ fn bad_config_file_refuses_start() {
 
 #[test]
 fn non_loopback_needs_a_token() {
-    let dir = Scratch::new();
-    let path = dir.0.join("rss.json");
+    let dir = TempDir::new("steer-agent-test");
+    let path = dir.join("rss.json");
     write_atomic(&path, &config(RssKey::microsoft(), 4).to_json());
     let (mut opts, _) = options(&path);
     opts.listen = "0.0.0.0:0".parse().unwrap();
@@ -302,8 +276,8 @@ fn non_loopback_needs_a_token() {
 fn wrong_or_missing_token_is_401_and_not_logged() {
     const TOKEN: &str = "correct-horse-battery-staple";
     const WRONG: &str = "wrong-horse-battery-staple";
-    let dir = Scratch::new();
-    let path = dir.0.join("rss.json");
+    let dir = TempDir::new("steer-agent-test");
+    let path = dir.join("rss.json");
     write_atomic(&path, &config(RssKey::microsoft(), 4).to_json());
     let (mut opts, log) = options(&path);
     opts.token = Some(Token::new(TOKEN).unwrap());
@@ -448,10 +422,8 @@ fn unreachable_agent() {
     // A socket bound but never listening: connects to it are refused, and
     // because the port stays taken, a connect cannot pick it as its own
     // source port and reach itself (TCP simultaneous open on loopback).
-    let held = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-    held.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap().into())
-        .unwrap();
-    let port = held.local_addr().unwrap().as_socket().unwrap().port();
+    let held = RefusingPort::new();
+    let port = held.port();
     let c = AgentClient::new(
         &format!("http://127.0.0.1:{port}"),
         None,

@@ -18,15 +18,6 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rss::{FlowTuple, HashFieldsByFlow, IndirectionTable, L4Proto, Predictor, RssKey};
 
-fn root() -> bool {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
-        return true;
-    }
-    eprintln!("skipped: needs root (network namespaces, veths, XDP)");
-    false
-}
-
 fn random_flows(rng: &mut StdRng, n: usize) -> Vec<(FlowTuple, u64)> {
     (0..n)
         .map(|_| {
@@ -110,9 +101,7 @@ fn spec(name: &str) -> LabSpec {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn per_queue_counters_equal_the_prediction() {
-    if !root() {
-        return;
-    }
+    testkit::need_root!("network namespaces, veths, XDP");
     let seed: u64 = rand::random();
     eprintln!("seed {seed}");
     let mut rng = StdRng::seed_from_u64(seed);
@@ -154,9 +143,7 @@ fn per_queue_counters_equal_the_prediction() {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn update_with_a_new_key_moves_flows_live() {
-    if !root() {
-        return;
-    }
+    testkit::need_root!("network namespaces, veths, XDP");
     let seed: u64 = rand::random();
     eprintln!("seed {seed}");
     let mut rng = StdRng::seed_from_u64(seed);

@@ -6,20 +6,6 @@ use lbxdp::live::{queue_counts, SERVICE_PORT};
 use lbxdp::traffic::{ConnShape, Servers, Workload};
 use lbxdp::{ControlLoop, LiveLab, LivePolicy, LiveSpec};
 
-fn is_root() -> bool {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
-
-macro_rules! need_root {
-    () => {
-        if !is_root() {
-            eprintln!("skipped: needs root (namespaces, XDP)");
-            return;
-        }
-    };
-}
-
 fn spec(backends: u32) -> LiveSpec {
     let mut s = LiveSpec::new(&lab::unique_name("lbx"));
     s.backends = backends;
@@ -56,7 +42,7 @@ const SHORT: ConnShape = ConnShape {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn connections_through_the_load_balancer() {
-    need_root!();
+    testkit::need_root!("namespaces, XDP");
     let (live, _servers, ctl) = running_lab(LivePolicy::CrossRss, 10.0);
     let w = Workload {
         workers: 4,
@@ -98,7 +84,7 @@ fn connections_through_the_load_balancer() {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn table_changes_never_move_established_connections() {
-    need_root!();
+    testkit::need_root!("namespaces, XDP");
     let (live, _servers, ctl) = running_lab(LivePolicy::Hash, 20.0);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let churn = {
@@ -150,7 +136,7 @@ fn table_changes_never_move_established_connections() {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn stale_agents_bad_reports_and_a_vanishing_backend() {
-    need_root!();
+    testkit::need_root!("namespaces, XDP");
     let (live, _servers, ctl) = running_lab(LivePolicy::CrossRss, 20.0);
     let client = live.clients[0].netns.clone();
     let vip = live.vip;
@@ -319,7 +305,7 @@ fn poll(
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn agents_report_load_and_config_over_http() {
-    need_root!();
+    testkit::need_root!("namespaces, XDP");
     let (live, _servers, ctl) = running_lab(LivePolicy::Hash, 10.0);
     let reporters = live.reporters().unwrap();
     let ns = reporters.netns.clone();

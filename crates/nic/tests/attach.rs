@@ -11,14 +11,6 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use nic::{AttachOptions, NicError};
 use rss::{IndirectionTable, RssConfig, RssKey};
 
-fn root() -> bool {
-    if nix::unistd::geteuid().is_root() {
-        return true;
-    }
-    eprintln!("skipped: needs root (network namespaces, XDP)");
-    false
-}
-
 fn ip(args: &[&str]) {
     let out = Command::new("ip").args(args).output().unwrap();
     assert!(
@@ -107,9 +99,7 @@ fn nothing_left(pair: &Pair) {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn nonexistent_device_is_no_such_device_and_pins_nothing() {
-    if !root() {
-        return;
-    }
+    testkit::need_root!("network namespaces, XDP");
     let pair = Pair::new(true);
     let err = nic::attach("nosuch0", pair.b(), &config(4), &AttachOptions::default()).unwrap_err();
     assert!(matches!(err, NicError::NoSuchDevice { .. }), "{err}");
@@ -129,9 +119,7 @@ fn nonexistent_device_is_no_such_device_and_pins_nothing() {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn bad_configs_are_rejected_before_attach() {
-    if !root() {
-        return;
-    }
+    testkit::need_root!("network namespaces, XDP");
     let pair = Pair::new(true);
     let mut c = config(4);
     c.indirection_table = IndirectionTable::from_entries(vec![0, 1, 2, 3, 4]).unwrap();
@@ -166,9 +154,7 @@ fn bad_configs_are_rejected_before_attach() {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn peer_with_tx_checksum_offload_is_reported_with_the_fix() {
-    if !root() {
-        return;
-    }
+    testkit::need_root!("network namespaces, XDP");
     let pair = Pair::new(false);
     let err = nic::attach("veth0", pair.b(), &config(2), &AttachOptions::default()).unwrap_err();
     match &err {
@@ -186,9 +172,7 @@ fn peer_with_tx_checksum_offload_is_reported_with_the_fix() {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn attach_update_detach_across_calls() {
-    if !root() {
-        return;
-    }
+    testkit::need_root!("network namespaces, XDP");
     let pair = Pair::new(true);
     assert_eq!(nic::attached_config("veth0", pair.b()).unwrap(), None);
     assert!(matches!(
@@ -239,9 +223,7 @@ fn attach_update_detach_across_calls() {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn a_foreign_xdp_program_is_not_replaced() {
-    if !root() {
-        return;
-    }
+    testkit::need_root!("network namespaces, XDP");
     let pair = Pair::new(true);
     nic::attach("veth0", pair.b(), &config(2), &AttachOptions::default()).unwrap();
     let id = pair.xdp_prog();

@@ -6,15 +6,6 @@ use std::time::Duration;
 
 use pktio::{wait_readable, Port, PortConfig};
 
-fn root() -> bool {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
-        return true;
-    }
-    eprintln!("skipped: needs root (network namespaces, veths, AF_PACKET)");
-    false
-}
-
 /// A namespace with a veth pair a <-> b in it, deleted on drop.
 struct Netns(String);
 
@@ -55,9 +46,7 @@ fn frame(i: u32, len: usize) -> Vec<u8> {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn batches_cross_a_veth_pair_in_order() {
-    if !root() {
-        return;
-    }
+    testkit::need_root!("network namespaces, veths, AF_PACKET");
     let ns = Netns::new();
     let cfg = PortConfig::default();
     let mut a = Port::open("a", Some(&ns.0), &cfg).unwrap();

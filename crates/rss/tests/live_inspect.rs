@@ -13,11 +13,6 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use rss::live::{inspect, read_config, LiveError};
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
 fn show(report: &rss::live::DeviceReport) {
     println!("{}", serde_json::to_string_pretty(report).unwrap());
 }
@@ -149,10 +144,7 @@ fn run(cmd: &str, args: &[&str]) -> Result<(), String> {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn veth_in_fresh_namespace_states_no_rss() {
-    if !is_root() {
-        println!("skipped: needs root (creates a network namespace and a veth pair)");
-        return;
-    }
+    testkit::need_root!("creates a network namespace and a veth pair");
     let ns = match Netns::new() {
         Ok(ns) => ns,
         Err(e) => {

@@ -110,6 +110,17 @@ impl Default for RefusingPort {
     }
 }
 
+/// A 127.0.0.1 port that was free when asked (nothing holds it after): for
+/// a test that binds it itself, e.g. as a chosen source port. To connect
+/// somewhere nothing answers, use [`RefusingPort`] instead.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// Where the shared public packet captures are: `$STEER_TRACES`, else
 /// `../shared/traces` next to the repository. They are not in the
 /// repository (not ours to relicense, docs/bench.md).

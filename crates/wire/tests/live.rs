@@ -10,15 +10,6 @@ use std::time::Duration;
 use lab::{run_in_netns, unique_name, Lab, LabSpec};
 use wire::{Delay, DriverConfig, DriverHandle, Impairment, Loss, WireConfig, WireHandle};
 
-fn root() -> bool {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
-        return true;
-    }
-    eprintln!("skipped: needs root (network namespaces, veths, AF_PACKET, TAP)");
-    false
-}
-
 fn wire_lab(prefix: &str) -> lab::LabGuard {
     let mut spec = LabSpec::new(&unique_name(prefix));
     spec.wire = true;
@@ -68,9 +59,7 @@ fn wire_config(lab: &Lab) -> WireConfig {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn tcp_crosses_a_reordering_lossy_wire_and_counters_balance() {
-    if !root() {
-        return;
-    }
+    testkit::need_root!("network namespaces, veths, AF_PACKET, TAP");
     let lab = wire_lab("wl");
     let mut cfg = wire_config(&lab);
     cfg.a_to_b = Impairment {
@@ -114,9 +103,7 @@ fn link_counters(netns: &str, dev: &str) -> (u64, u64) {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn srpic_driver_delivers_every_frame_under_reordering() {
-    if !root() {
-        return;
-    }
+    testkit::need_root!("network namespaces, veths, AF_PACKET, TAP");
     let lab = wire_lab("wd");
     let mut cfg = wire_config(&lab);
     cfg.a_to_b.delay = Delay::Normal {
