@@ -20,35 +20,37 @@ pub fn report(err: &anyhow::Error) -> i32 {
     code_for(err)
 }
 
+/// Whether `cause` is one of the library error types named, and says it is
+/// about the environment (`is_environment()`: privilege, a kernel feature,
+/// a missing device).
+macro_rules! environment_error {
+    ($cause:expr, $($ty:ty),+ $(,)?) => {
+        false $(|| $cause.downcast_ref::<$ty>().is_some_and(|e| e.is_environment()))+
+    };
+}
+
 /// 3 when any error in the chain is about privilege or a kernel feature.
 fn code_for(err: &anyhow::Error) -> i32 {
-    for cause in err.chain() {
-        let environment = if let Some(e) = cause.downcast_ref::<rss::live::LiveError>() {
-            e.is_environment()
-        } else if let Some(e) = cause.downcast_ref::<nic::NicError>() {
-            e.is_environment()
-        } else if let Some(e) = cause.downcast_ref::<lab::LabError>() {
-            e.is_environment()
-        } else if let Some(e) = cause.downcast_ref::<exp::ExpError>() {
-            e.is_environment()
-        } else if let Some(e) = cause.downcast_ref::<binder::BinderError>() {
-            e.is_environment()
-        } else if let Some(e) = cause.downcast_ref::<wire::WireError>() {
-            e.is_environment()
-        } else if let Some(e) = cause.downcast_ref::<lbxdp::LbXdpError>() {
-            e.is_environment()
-        } else if let Some(e) = cause.downcast_ref::<agent::AgentError>() {
-            e.is_environment()
-        } else if let Some(e) = cause.downcast_ref::<io::Error>() {
-            e.kind() == io::ErrorKind::PermissionDenied
-        } else {
-            false
-        };
-        if environment {
-            return ENVIRONMENT;
-        }
+    let environment = err.chain().any(|cause| {
+        environment_error!(
+            cause,
+            rss::live::LiveError,
+            nic::NicError,
+            lab::LabError,
+            exp::ExpError,
+            binder::BinderError,
+            wire::WireError,
+            lbxdp::LbXdpError,
+            agent::AgentError,
+        ) || cause
+            .downcast_ref::<io::Error>()
+            .is_some_and(|e| e.kind() == io::ErrorKind::PermissionDenied)
+    });
+    if environment {
+        ENVIRONMENT
+    } else {
+        BAD_INPUT
     }
-    BAD_INPUT
 }
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {
