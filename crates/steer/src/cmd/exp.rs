@@ -154,8 +154,10 @@ fn print_table(r: &XdpOverheadResult) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The live load balancer's lab and load, shared by `steer exp crossrss`
+/// and `steer lb run`.
 #[derive(Debug, Args)]
-pub struct CrossrssArgs {
+pub struct LiveLoadArgs {
     /// Backends behind the load balancer.
     #[arg(long, default_value_t = 4)]
     pub backends: u32,
@@ -176,6 +178,33 @@ pub struct CrossrssArgs {
     /// 20 KB.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub long_every: u32,
+}
+
+impl LiveLoadArgs {
+    /// The experiment's parameters for `policies`, `repetitions` times.
+    pub fn params(
+        &self,
+        policies: Vec<lbxdp::LivePolicy>,
+        repetitions: u32,
+    ) -> lbxdp::experiment::CrossRssParams {
+        lbxdp::experiment::CrossRssParams {
+            backends: self.backends,
+            queues: self.queues,
+            seconds: self.seconds,
+            rate_hz: self.rate_hz,
+            workers: self.workers,
+            long_every: self.long_every,
+            policies,
+            repetitions: repetitions.max(1),
+            ..Default::default()
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct CrossrssArgs {
+    #[command(flatten)]
+    pub live: LiveLoadArgs,
     /// Policies, comma-separated: rr, hash, maglev, crossrss, crossrss-plus, or all.
     #[arg(long, default_value = "all")]
     pub policy: String,
@@ -206,23 +235,14 @@ pub fn live_policies(text: &str) -> anyhow::Result<Vec<lbxdp::LivePolicy>> {
 }
 
 fn crossrss(args: CrossrssArgs, json: bool) -> anyhow::Result<i32> {
-    let mut params = lbxdp::experiment::CrossRssParams {
-        backends: args.backends,
-        queues: args.queues,
-        seconds: args.seconds,
-        rate_hz: args.rate_hz,
-        workers: args.workers,
-        long_every: args.long_every,
-        repetitions: args.repetitions.max(1),
-        ..Default::default()
-    };
-    params.policies = match live_policies(&args.policy) {
+    let policies = match live_policies(&args.policy) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("steer: {e}");
             return Ok(2);
         }
     };
+    let mut params = args.live.params(policies, args.repetitions);
     if args.common.quick {
         params = params.quick();
     }

@@ -38,17 +38,8 @@ pub struct RunArgs {
     /// rr, hash, maglev, crossrss, crossrss-plus (comma-separated), or all.
     #[arg(long, default_value = "crossrss-plus")]
     pub policy: String,
-    #[arg(long, default_value_t = 4)]
-    pub backends: u32,
-    /// Software RSS queues per backend.
-    #[arg(long, default_value_t = 4)]
-    pub queues: u32,
-    /// Seconds of traffic per policy.
-    #[arg(long, default_value_t = 10.0)]
-    pub seconds: f64,
-    /// Controller / agent report rate (Hz).
-    #[arg(long, default_value_t = 10.0)]
-    pub rate_hz: f64,
+    #[command(flatten)]
+    pub live: crate::cmd::exp::LiveLoadArgs,
 }
 
 fn live_run(args: RunArgs, json: bool) -> anyhow::Result<i32> {
@@ -59,15 +50,7 @@ fn live_run(args: RunArgs, json: bool) -> anyhow::Result<i32> {
             return Ok(2);
         }
     };
-    let params = lbxdp::experiment::CrossRssParams {
-        backends: args.backends,
-        queues: args.queues,
-        seconds: args.seconds,
-        rate_hz: args.rate_hz,
-        policies,
-        repetitions: 1,
-        ..Default::default()
-    };
+    let params = args.live.params(policies, 1);
     let result = match lbxdp::experiment::run(&params, |_, _| {}) {
         Ok(r) => r,
         Err(e) if e.is_environment() => {
