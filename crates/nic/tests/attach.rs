@@ -38,8 +38,22 @@ impl Pair {
             a: format!("{base}-a"),
             b: format!("{base}-b"),
         };
-        ip(&["netns", "add", &pair.a]);
-        ip(&["netns", "add", &pair.b]);
+        for ns in [&pair.a, &pair.b] {
+            ip(&["netns", "add", ns]);
+            // No IPv6 on the new veths: their router solicitations and MLD
+            // reports would arrive at any moment and land in the flow table
+            // that `attach_update_detach_across_calls` expects to be empty.
+            for conf in ["all", "default"] {
+                ip(&[
+                    "netns",
+                    "exec",
+                    ns,
+                    "sysctl",
+                    "-qw",
+                    &format!("net.ipv6.conf.{conf}.disable_ipv6=1"),
+                ]);
+            }
+        }
         ip(&[
             "link", "add", "veth0", "netns", &pair.a, "type", "veth", "peer", "name", "veth0",
             "netns", &pair.b,
