@@ -110,6 +110,22 @@ impl Default for RefusingPort {
     }
 }
 
+/// Whether a connect to `addr` (an IPv4 loopback address) is refused, i.e.
+/// nothing listens there. The probe connects from 127.0.0.2, so it can
+/// never be the loopback self-connect a connect from `addr`'s own address
+/// may become (TCP simultaneous open to a port that just closed). Binding
+/// the port again is no test either: connections the listener accepted may
+/// hold it in FIN-WAIT for a while.
+pub fn nothing_listens(addr: SocketAddr) -> bool {
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    let from = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::new(127, 0, 0, 2), 0));
+    socket.bind(&from.into()).unwrap();
+    match socket.connect_timeout(&addr.into(), std::time::Duration::from_secs(5)) {
+        Ok(()) => false,
+        Err(e) => e.kind() == std::io::ErrorKind::ConnectionRefused,
+    }
+}
+
 /// A 127.0.0.1 port that was free when asked (nothing holds it after): for
 /// a test that binds it itself, e.g. as a chosen source port. To connect
 /// somewhere nothing answers, use [`RefusingPort`] instead.
