@@ -377,3 +377,72 @@ fn configs_are_fetched_on_demand_and_refreshed() {
     assert_eq!(err.code, ErrorCode::NoConfig);
     assert!(err.message.contains("unreachable"), "{}", err.message);
 }
+
+/// A connection that has just closed stops counting at the next lease, not
+/// at the next sweep (turned off here): back-to-back transfers are planned
+/// around the flows alive now. Exact sock_diag lookups make this cheap.
+#[test]
+fn a_flow_that_just_closed_frees_its_cpu_for_the_next_lease() {
+    let mut options = ServerOptions::new(socket_path());
+    options.sweep_interval = Duration::from_secs(3600);
+    let server = Server::bind(options).unwrap().spawn();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let dst = listener.local_addr().unwrap();
+    let lo = addr("127.0.0.1");
+    let mut client = AllocClient::connect(server.path()).unwrap();
+    client.set_config(lo, &config(2)).unwrap();
+    let first = client
+        .lease(L4Proto::Tcp, Some(lo), lo, dst.port())
+        .unwrap();
+    let stream = connect_from(SocketAddr::new(lo, first.port), dst);
+    let (accepted, _) = listener.accept().unwrap();
+    // Once the allocator's snapshot of the host's sockets shows it, the
+    // next lease checks it and marks it connected.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let other = loop {
+        std::thread::sleep(Duration::from_millis(100));
+        let other = client
+            .lease(L4Proto::Tcp, Some(lo), lo, dst.port())
+            .unwrap();
+        let leases = client.status().unwrap().leases;
+        if leases.iter().any(|l| l.lease == first.lease && l.connected) {
+            break other;
+        }
+        client.release(other.lease).unwrap();
+        assert!(
+            Instant::now() < deadline,
+            "the lease was never seen connected"
+        );
+    };
+    assert_ne!(other.cpu, first.cpu, "2 CPUs, 2 flows");
+    // Closed with RST: no FIN-WAIT state that still counts as a connection.
+    nix::sys::socket::setsockopt(
+        &stream,
+        nix::sys::socket::sockopt::Linger,
+        &nix::libc::linger {
+            l_onoff: 1,
+            l_linger: 0,
+        },
+    )
+    .unwrap();
+    drop(stream);
+    drop(accepted);
+    let next = client
+        .lease(L4Proto::Tcp, Some(lo), lo, dst.port())
+        .unwrap();
+    let leases: Vec<u64> = client
+        .status()
+        .unwrap()
+        .leases
+        .iter()
+        .map(|l| l.lease)
+        .collect();
+    assert!(
+        !leases.contains(&first.lease),
+        "closed flow still leased: {leases:?}"
+    );
+    assert_eq!(
+        next.cpu, first.cpu,
+        "the CPU of the closed flow is the free one"
+    );
+}

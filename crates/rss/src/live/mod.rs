@@ -43,7 +43,7 @@ pub use error::LiveError;
 pub use ethtool_nl::{ChannelCount, Channels};
 pub use files::Roots;
 pub use irq::QueueIrq;
-pub use sockets::{tcp_sockets, TcpSocket};
+pub use sockets::{tcp_sockets, SockDiag, TcpSocket};
 
 use ethtool_nl::{EthtoolMessage, RssReply};
 use netlink::{NlFailure, NlSocket};

@@ -112,9 +112,21 @@ pub enum Decoded<I> {
     Skip,
 }
 
-/// Splits a buffer received from a netlink socket into messages. Never
-/// panics, whatever the bytes (checked by a property test).
+/// Splits a buffer received from a netlink socket into messages, keeping
+/// only those answering `seq`. Never panics, whatever the bytes (checked by
+/// a property test).
 pub fn decode_messages<I>(buf: &[u8], seq: u32) -> Result<Vec<Decoded<I>>, String>
+where
+    I: NetlinkDeserializable + Debug,
+{
+    Ok(decode_with_seq(buf)?
+        .into_iter()
+        .map(|(s, d)| if s == seq { d } else { Decoded::Skip })
+        .collect())
+}
+
+/// Splits a buffer into messages, each with the sequence number it answers.
+fn decode_with_seq<I>(buf: &[u8]) -> Result<Vec<(u32, Decoded<I>)>, String>
 where
     I: NetlinkDeserializable + Debug,
 {
@@ -128,23 +140,20 @@ where
         if len < NLMSG_HDRLEN {
             return Err(format!("at byte {offset}: message length {len}"));
         }
-        if message.header.sequence_number != seq {
-            out.push(Decoded::Skip);
-        } else {
-            let flags = message.header.flags;
-            out.push(match message.payload {
-                NetlinkPayload::InnerMessage(m) => Decoded::Message(m),
-                NetlinkPayload::Done(_) => Decoded::End,
-                NetlinkPayload::Error(e) => match e.code {
-                    None => Decoded::End,
-                    Some(code) => Decoded::Error {
-                        errno: code.get().checked_abs().unwrap_or(i32::MAX),
-                        message: extack_message(flags, &e.header),
-                    },
+        let flags = message.header.flags;
+        let decoded = match message.payload {
+            NetlinkPayload::InnerMessage(m) => Decoded::Message(m),
+            NetlinkPayload::Done(_) => Decoded::End,
+            NetlinkPayload::Error(e) => match e.code {
+                None => Decoded::End,
+                Some(code) => Decoded::Error {
+                    errno: code.get().checked_abs().unwrap_or(i32::MAX),
+                    message: extack_message(flags, &e.header),
                 },
-                _ => Decoded::Skip,
-            });
-        }
+            },
+            _ => Decoded::Skip,
+        };
+        out.push((message.header.sequence_number, decoded));
         offset = match offset.checked_add((len + 3) & !3) {
             Some(next) => next,
             None => break,
@@ -210,6 +219,78 @@ impl NlSocket {
                 }
             }
         }
+    }
+
+    /// Sends every payload as its own `doit` request (with ACK), all in one
+    /// datagram: the kernel answers them one after another (netlink(7)), so
+    /// N lookups cost one send instead of N round trips. Returns each
+    /// request's replies, or its errno, in the order of `payloads`. Callers
+    /// keep batches small enough for the socket's receive buffer (the
+    /// kernel drops replies that do not fit).
+    pub fn request_each<I>(
+        &mut self,
+        payloads: Vec<I>,
+    ) -> Result<Vec<Result<Vec<I>, NlFailure>>, NlFailure>
+    where
+        I: NetlinkSerializable + NetlinkDeserializable + Debug,
+    {
+        let count = payloads.len();
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        let first = self.seq.wrapping_add(1);
+        let mut buf = Vec::new();
+        for payload in payloads {
+            self.seq = self.seq.wrapping_add(1);
+            let mut header = NetlinkHeader::default();
+            header.flags = NLM_F_REQUEST | NLM_F_ACK;
+            header.sequence_number = self.seq;
+            let mut message = NetlinkMessage::new(header, NetlinkPayload::InnerMessage(payload));
+            message.finalize();
+            let start = buf.len();
+            buf.resize(start + message.buffer_len(), 0);
+            message.serialize(&mut buf[start..]);
+        }
+        self.socket.send(&buf, 0).map_err(NlFailure::Socket)?;
+
+        let mut replies: Vec<Vec<I>> = (0..count).map(|_| Vec::new()).collect();
+        let mut outcome: Vec<Option<Result<(), NlFailure>>> = (0..count).map(|_| None).collect();
+        let mut open = count;
+        while open > 0 {
+            let (data, _) = self.socket.recv_from_full().map_err(NlFailure::Socket)?;
+            if data.is_empty() {
+                return Err(NlFailure::Decode("empty read from netlink socket".into()));
+            }
+            for (seq, decoded) in decode_with_seq::<I>(&data).map_err(NlFailure::Decode)? {
+                let i = seq.wrapping_sub(first) as usize;
+                // Answers to earlier requests, or after this one's end.
+                let Some(slot) = outcome.get_mut(i).filter(|o| o.is_none()) else {
+                    continue;
+                };
+                match decoded {
+                    Decoded::Message(m) => replies[i].push(m),
+                    Decoded::End => *slot = Some(Ok(())),
+                    Decoded::Error { errno, message } => {
+                        *slot = Some(Err(NlFailure::Errno {
+                            error: io::Error::from_raw_os_error(errno),
+                            message,
+                        }))
+                    }
+                    Decoded::Skip => continue,
+                }
+                if slot.is_some() {
+                    open -= 1;
+                }
+            }
+        }
+        Ok(replies
+            .into_iter()
+            .zip(outcome)
+            .map(|(r, o)| match o {
+                Some(Err(e)) => Err(e),
+                _ => Ok(r),
+            })
+            .collect())
     }
 
     /// Resolves a generic-netlink family name to its id (`CTRL_CMD_GETFAMILY`).

@@ -136,6 +136,88 @@ pub fn tcp_sockets() -> Result<Vec<TcpSocket>, LiveError> {
     Ok(out)
 }
 
+/// Requests per datagram in [`SockDiag::connected`]: the replies of one
+/// datagram must fit the socket's default receive buffer together.
+const EXACT_BATCH: usize = 32;
+
+/// States of a connection that can carry data (see [`connected_states`]).
+fn is_connected_state(state: u8) -> bool {
+    matches!(state, 1..=5 | 8 | 9 | 11)
+}
+
+/// An open `sock_diag` socket for exact lookups, kept open so repeated
+/// checks do not pay for socket setup.
+pub struct SockDiag {
+    socket: NlSocket,
+}
+
+impl SockDiag {
+    pub fn open() -> Result<Self, LiveError> {
+        let socket =
+            NlSocket::open(NETLINK_SOCK_DIAG).map_err(|e| e.into_live("sock_diag socket", ""))?;
+        Ok(SockDiag { socket })
+    }
+
+    /// Whether each (local, remote) pair is a connected TCP socket of this
+    /// network namespace right now. Each pair is one exact `sock_diag`
+    /// request (`inet_diag_find_one_icsk`: a hash lookup), where a dump
+    /// walks every bucket of the established hash (262,144 on a 24 GiB
+    /// host, whatever the number of sockets): microseconds instead of
+    /// milliseconds. Sent in batches of [`EXACT_BATCH`] per datagram.
+    pub fn connected(
+        &mut self,
+        pairs: &[(SocketAddr, SocketAddr)],
+    ) -> Result<Vec<bool>, LiveError> {
+        let mut out = Vec::with_capacity(pairs.len());
+        for chunk in pairs.chunks(EXACT_BATCH) {
+            let requests = chunk.iter().map(|&(l, r)| exact_request(l, r)).collect();
+            let answers = self
+                .socket
+                .request_each(requests)
+                .map_err(|e| e.into_live("sock_diag TCP lookup", ""))?;
+            for (&(local, remote), answer) in chunk.iter().zip(answers) {
+                out.push(match answer {
+                    Ok(replies) => replies.iter().any(|m| is_that_connection(m, local, remote)),
+                    // ENOENT: no such socket.
+                    Err(e) if e.errno() == Some(libc::ENOENT) => false,
+                    Err(e) => return Err(e.into_live("sock_diag TCP lookup", "")),
+                });
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn exact_request(local: SocketAddr, remote: SocketAddr) -> SockDiagMessage {
+    SockDiagMessage::InetRequest(InetRequest {
+        family: if local.is_ipv4() { AF_INET } else { AF_INET6 },
+        protocol: IPPROTO_TCP,
+        extensions: ExtensionFlags::empty(),
+        states: StateFlags::all(),
+        socket_id: SocketId {
+            source_port: local.port(),
+            destination_port: remote.port(),
+            source_address: local.ip(),
+            destination_address: remote.ip(),
+            interface_id: 0,
+            // INET_DIAG_NOCOOKIE: match by address, not by socket cookie.
+            cookie: [0xff; 8],
+        },
+    })
+}
+
+/// The lookup falls back to a listener on the local port when no
+/// connection matches: only a connected socket with both ports counts.
+fn is_that_connection(message: &SockDiagMessage, local: SocketAddr, remote: SocketAddr) -> bool {
+    let SockDiagMessage::InetResponse(r) = message else {
+        return false;
+    };
+    let id = &r.header.socket_id;
+    is_connected_state(r.header.state)
+        && id.source_port == local.port()
+        && id.destination_port == remote.port()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,6 +232,45 @@ mod tests {
         // A 4.1-era tcp_info (up to tcpi_segs_in) has no bytes_sent.
         assert_eq!(tcp_info_bytes(&info[..144]), (Some(7), Some(5), None));
         assert_eq!(tcp_info_bytes(&[]), (None, None, None));
+    }
+
+    /// Real sockets on loopback (no privileges needed): a live connection
+    /// is found from both ends, a closed one and a listener's port with a
+    /// made-up peer are not.
+    #[test]
+    fn exact_lookups_find_only_live_connections() {
+        use std::net::{TcpListener, TcpStream};
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, _) = listener.accept().unwrap();
+        let client_side = (client.local_addr().unwrap(), client.peer_addr().unwrap());
+        let server_side = (server.local_addr().unwrap(), server.peer_addr().unwrap());
+        let made_up = (
+            listener.local_addr().unwrap(),
+            "127.0.0.1:9".parse().unwrap(),
+        );
+        let mut diag = SockDiag::open().unwrap();
+        assert_eq!(
+            diag.connected(&[client_side, server_side, made_up])
+                .unwrap(),
+            [true, true, false]
+        );
+        // Past one datagram's batch: answers stay in order.
+        let many: Vec<_> = (0..EXACT_BATCH * 2 + 3)
+            .map(|i| if i % 3 == 0 { client_side } else { made_up })
+            .collect();
+        let found = diag.connected(&many).unwrap();
+        assert!(found.iter().enumerate().all(|(i, &f)| f == (i % 3 == 0)));
+        // Closed with RST (linger 0): no TIME-WAIT left behind.
+        let linger = libc::linger {
+            l_onoff: 1,
+            l_linger: 0,
+        };
+        nix::sys::socket::setsockopt(&client, nix::sys::socket::sockopt::Linger, &linger).unwrap();
+        drop(client);
+        drop(server);
+        assert_eq!(diag.connected(&[client_side]).unwrap(), [false]);
+        assert_eq!(diag.connected(&[]).unwrap(), Vec::<bool>::new());
     }
 
     #[test]

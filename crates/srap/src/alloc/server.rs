@@ -72,6 +72,9 @@ impl Lease {
 
 type PredictorKey = (L4Proto, IpAddr, IpAddr, u16);
 
+/// A connection's (local, remote) addresses and ports.
+type Tuple = (SocketAddr, SocketAddr);
+
 /// Where the allocator gets a receiver's config it was not given (e.g. the
 /// receiver's agent, `steer ports serve --agent URL`). Called without the
 /// allocator's lock held; the answer is cached for the allocator's
@@ -104,6 +107,8 @@ pub struct Allocator {
     grace: Duration,
     source: Option<Box<dyn ConfigSource>>,
     config_ttl: Duration,
+    /// The sock_diag socket for exact lookups, opened on first use.
+    diag: Mutex<Option<rss::live::SockDiag>>,
 }
 
 /// IPv4-mapped IPv6 addresses (`::ffff:a.b.c.d`) as plain IPv4.
@@ -134,33 +139,98 @@ impl Allocator {
             grace,
             source: None,
             config_ttl: Duration::from_secs(10),
+            diag: Mutex::new(None),
         }
     }
 
-    /// The host's ports, read at most every [`HOST_TTL`]. A port taken
-    /// since by a connection made without the allocator can be planned
-    /// again; that only matters for the same 4-tuple, whose connect() then
-    /// fails with EADDRNOTAVAIL and the binders fall back to a kernel port.
-    /// The connections of this host right now, after releasing the leases
-    /// whose connection has closed: for TCP a fresh sock_diag dump (cheap),
-    /// so a transfer that starts right after another is not balanced around
-    /// flows that just ended; otherwise the cached /proc snapshot.
-    fn connections_now(&self, proto: L4Proto, host: &LocalPorts) -> Vec<(SocketAddr, SocketAddr)> {
-        if proto == L4Proto::Tcp {
-            if let Ok(list) = rss::live::tcp_sockets() {
-                let live: Vec<_> = list
-                    .iter()
-                    .map(|s| (canonical(s.local), canonical(s.remote)))
-                    .collect();
-                let set: HashSet<_> = live.iter().copied().collect();
-                self.sweep(&HashMap::from([(L4Proto::Tcp, set)]));
-                return live;
-            }
-        }
-        host.sockets
+    /// Lease ids and 4-tuples to check, and connections made without the
+    /// allocator, from `local` to `remote` in the host snapshot: the flows
+    /// this sender already has at the receiver, as far as the snapshot
+    /// (at most [`HOST_REFRESH`] old) knows.
+    fn flows_to_check(
+        &self,
+        proto: L4Proto,
+        (read_at, host): (Instant, &LocalPorts),
+        local: IpAddr,
+        remote: IpAddr,
+    ) -> (Vec<(u64, Tuple)>, Vec<Tuple>) {
+        let snapshot: HashSet<(SocketAddr, SocketAddr)> = host
+            .sockets
             .iter()
             .filter(|s| !matches!(s.state, TCP_TIME_WAIT | TCP_CLOSE | TCP_LISTEN))
             .map(|s| (canonical(s.local), canonical(s.remote)))
+            .filter(|(l, r)| (l.ip(), r.ip()) == (local, remote))
+            .collect();
+        let state = self.state();
+        // Leases not seen connected yet are counted without a check: the
+        // connect may still be on its way (the grace period covers it). A
+        // snapshot older than the lease may show an earlier connection on
+        // the same 4-tuple, which says nothing about this one.
+        let leases = state
+            .leases
+            .iter()
+            .filter(|(_, l)| (l.proto, l.local, l.remote) == (proto, local, remote))
+            .filter(|(_, l)| l.connected || (read_at > l.granted && snapshot.contains(&l.tuple())))
+            .map(|(&id, l)| (id, l.tuple()))
+            .collect();
+        let others = snapshot
+            .into_iter()
+            .filter(|(l, _)| !state.leased_ports.contains(l.port()))
+            .collect();
+        (leases, others)
+    }
+
+    /// Which of `tuples` are live connections now: exact sock_diag lookups
+    /// for TCP (a hash lookup each, so a lease never waits for a walk of
+    /// the kernel's established hash); everything the snapshot listed when
+    /// the kernel cannot be asked (UDP, no sock_diag).
+    fn alive(&self, proto: L4Proto, tuples: &[(SocketAddr, SocketAddr)]) -> Vec<bool> {
+        if proto == L4Proto::Tcp && !tuples.is_empty() {
+            let mut diag = self.diag.lock().unwrap_or_else(|e| e.into_inner());
+            if diag.is_none() {
+                *diag = rss::live::SockDiag::open().ok();
+            }
+            if let Some(found) = diag.as_mut().and_then(|d| d.connected(tuples).ok()) {
+                return found;
+            }
+        }
+        vec![true; tuples.len()]
+    }
+
+    /// The connections from `local` to `remote` made without the allocator
+    /// that are alive now, after marking checked leases connected and
+    /// releasing those whose connection has closed (so a transfer that
+    /// starts right after another is not balanced around flows that just
+    /// ended).
+    fn connections_now(
+        &self,
+        proto: L4Proto,
+        host: (Instant, &LocalPorts),
+        local: IpAddr,
+        remote: IpAddr,
+    ) -> Vec<(SocketAddr, SocketAddr)> {
+        let (leases, others) = self.flows_to_check(proto, host, local, remote);
+        let tuples: Vec<_> = leases
+            .iter()
+            .map(|&(_, t)| t)
+            .chain(others.iter().copied())
+            .collect();
+        let alive = self.alive(proto, &tuples);
+        let (lease_alive, other_alive) = alive.split_at(leases.len());
+        let mut state = self.state();
+        for (&(id, _), &up) in leases.iter().zip(lease_alive) {
+            if up {
+                if let Some(lease) = state.leases.get_mut(&id) {
+                    lease.connected = true;
+                }
+            } else if let Some(lease) = state.leases.remove(&id) {
+                state.leased_ports.remove(lease.port);
+            }
+        }
+        others
+            .into_iter()
+            .zip(other_alive)
+            .filter_map(|(t, &up)| up.then_some(t))
             .collect()
     }
 
@@ -177,32 +247,37 @@ impl Allocator {
             if !known {
                 continue;
             }
+            // Stamped with when the read began: a lease granted during the
+            // read must not trust it (see `flows_to_check`).
+            let read_at = Instant::now();
             if let Ok(ports) = LocalPorts::read_from(&self.proc_root, proto) {
                 self.host
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
-                    .insert(proto, (Instant::now(), Arc::new(ports)));
+                    .insert(proto, (read_at, Arc::new(ports)));
             }
         }
     }
 
-    fn host_ports(&self, proto: L4Proto) -> Result<Arc<LocalPorts>, SrapError> {
+    /// The host's ports and when they were read (at most [`HOST_TTL`] ago).
+    fn host_ports(&self, proto: L4Proto) -> Result<(Instant, Arc<LocalPorts>), SrapError> {
         let cached = self
             .host
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(&proto)
             .filter(|(at, _)| at.elapsed() < HOST_TTL)
-            .map(|(_, ports)| ports.clone());
-        if let Some(ports) = cached {
-            return Ok(ports);
+            .cloned();
+        if let Some(cached) = cached {
+            return Ok(cached);
         }
+        let read_at = Instant::now();
         let ports = Arc::new(LocalPorts::read_from(&self.proc_root, proto)?);
         self.host
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(proto, (Instant::now(), ports.clone()));
-        Ok(ports)
+            .insert(proto, (read_at, ports.clone()));
+        Ok((read_at, ports))
     }
 
     /// Fetch configs of remotes without one from `source`, and again once
@@ -325,8 +400,8 @@ impl Allocator {
             return Err(Refusal::new(ErrorCode::BadRequest, "proto is tcp or udp"));
         }
         self.refresh_config(remote)?;
-        let host = self.host_ports(proto).map_err(refuse)?;
-        let connections = self.connections_now(proto, &host);
+        let (read_at, host) = self.host_ports(proto).map_err(refuse)?;
+        let connections = self.connections_now(proto, (read_at, &host), local, remote);
         let mut state = self.state();
         let State {
             configs,
