@@ -11,6 +11,10 @@
 //! - `plan_from_config_64_flows_64_cpus`: the same including building the
 //!   predictor (what `steer ports plan` does once it has the config).
 //! - `predictor_new`: building the per-destination tables.
+//! - `allocator_lease/pending=K`: what the allocator does for one lease
+//!   request (then a release), with K leases to the same destination not
+//!   yet connected (the LD_PRELOAD benchmark's one-by-one mode builds up
+//!   ~2000); host ports from the real /proc, cached as the server does.
 
 use std::hint::black_box;
 use std::net::IpAddr;
@@ -18,6 +22,7 @@ use std::net::IpAddr;
 use criterion::{criterion_group, criterion_main, Criterion};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use rss::{L4Proto, RssConfig, RssKey};
+use srap::alloc::Allocator;
 use srap::{plan, PlanOptions, PortPredictor, PortRange};
 
 fn config(queues: u32) -> RssConfig {
@@ -68,7 +73,32 @@ fn bench(c: &mut Criterion) {
     c.bench_function("predictor_new", |b| {
         b.iter(|| PortPredictor::new(black_box(&cfg), l, r, 5201, L4Proto::Tcp).expect("p"))
     });
+    for pending in [0usize, 16, 2000] {
+        let alloc = allocator_with_pending(pending);
+        let id = format!("allocator_lease/pending={pending}");
+        c.bench_function(&id, |b| {
+            b.iter(|| {
+                let lease = alloc.lease(L4Proto::Tcp, Some(l), r, 5201).expect("lease");
+                alloc.release(lease.lease).expect("release");
+            })
+        });
+    }
     c.finish();
+}
+
+/// An allocator for 10.77.1.2 (8 queues) holding `pending` unconnected
+/// leases from 10.77.1.1 to it (a grace period longer than the run).
+fn allocator_with_pending(pending: usize) -> Allocator {
+    let (l, r): (IpAddr, IpAddr) = (
+        "10.77.1.1".parse().expect("a"),
+        "10.77.1.2".parse().expect("a"),
+    );
+    let alloc = Allocator::new("/proc", std::time::Duration::from_secs(3600));
+    alloc.set_config(r, config(8)).expect("config");
+    for _ in 0..pending {
+        alloc.lease(L4Proto::Tcp, Some(l), r, 5201).expect("lease");
+    }
+    alloc
 }
 
 criterion_group!(benches, bench);

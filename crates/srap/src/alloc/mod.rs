@@ -8,6 +8,7 @@
 //! [`client`] is the Rust client.
 
 pub mod client;
+mod leases;
 pub mod protocol;
 pub mod server;
 

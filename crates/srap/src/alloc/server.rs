@@ -9,7 +9,7 @@
 //! socket with its 4-tuple exists any more once the grace period after the
 //! lease has passed (so a connect still in progress is not released).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::io::{self, BufRead, BufReader, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::os::unix::fs::PermissionsExt;
@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use rss::{L4Proto, RssConfig};
 
+use super::leases::{Lease, Leases};
 use super::protocol::{
     parse_request, to_line, BatchLease, BatchResponse, ErrorCode, LeaseInfo, LeaseResponse,
     OkResponse, Refusal, Request, StatusResponse, MAX_BATCH, MAX_LINE, VERSION,
@@ -29,7 +30,7 @@ use super::protocol::{
 use super::{source_address_for, AllocError};
 use crate::error::SrapError;
 use crate::plan::{plan, PlanOptions};
-use crate::ports::{LocalPorts, PortSet};
+use crate::ports::LocalPorts;
 use crate::predict::PortPredictor;
 
 /// Predictors kept per (proto, local, remote, remote port) before the cache
@@ -47,28 +48,6 @@ const HOST_REFRESH: Duration = Duration::from_millis(200);
 const TCP_TIME_WAIT: u8 = 6;
 const TCP_CLOSE: u8 = 7;
 const TCP_LISTEN: u8 = 10;
-
-#[derive(Debug, Clone)]
-struct Lease {
-    proto: L4Proto,
-    local: IpAddr,
-    remote: IpAddr,
-    remote_port: u16,
-    port: u16,
-    queue: u32,
-    cpu: u32,
-    granted: Instant,
-    connected: bool,
-}
-
-impl Lease {
-    fn tuple(&self) -> (SocketAddr, SocketAddr) {
-        (
-            SocketAddr::new(self.local, self.port),
-            SocketAddr::new(self.remote, self.remote_port),
-        )
-    }
-}
 
 type PredictorKey = (L4Proto, IpAddr, IpAddr, u16);
 
@@ -91,8 +70,7 @@ struct State {
     /// given with `set_config` are not listed and never go stale).
     fetched: HashMap<IpAddr, Instant>,
     predictors: HashMap<PredictorKey, PortPredictor>,
-    leases: BTreeMap<u64, Lease>,
-    leased_ports: PortSet,
+    leases: Leases,
     next_id: u64,
 }
 
@@ -162,22 +140,30 @@ impl Allocator {
             .filter(|(l, r)| (l.ip(), r.ip()) == (local, remote))
             .collect();
         let state = self.state();
+        let leases = &state.leases;
         // Leases not seen connected yet are counted without a check: the
         // connect may still be on its way (the grace period covers it). A
         // snapshot older than the lease may show an earlier connection on
         // the same 4-tuple, which says nothing about this one.
-        let leases = state
-            .leases
+        let connected = leases
+            .pair(local, remote)
+            .into_iter()
+            .flat_map(|flows| flows.connected.iter())
+            .filter_map(|&id| Some((id, leases.get(id)?)));
+        let seen = snapshot
             .iter()
+            .filter_map(|t| leases.on_port(t.0.port()).filter(|(_, l)| l.tuple() == *t))
+            .filter(|(_, l)| read_at > l.granted && !l.connected);
+        let to_check = connected
+            .chain(seen)
             .filter(|(_, l)| (l.proto, l.local, l.remote) == (proto, local, remote))
-            .filter(|(_, l)| l.connected || (read_at > l.granted && snapshot.contains(&l.tuple())))
-            .map(|(&id, l)| (id, l.tuple()))
+            .map(|(id, l)| (id, l.tuple()))
             .collect();
         let others = snapshot
             .into_iter()
-            .filter(|(l, _)| !state.leased_ports.contains(l.port()))
+            .filter(|(l, _)| !leases.ports().contains(l.port()))
             .collect();
-        (leases, others)
+        (to_check, others)
     }
 
     /// Which of `tuples` are live connections now: exact sock_diag lookups
@@ -220,11 +206,9 @@ impl Allocator {
         let mut state = self.state();
         for (&(id, _), &up) in leases.iter().zip(lease_alive) {
             if up {
-                if let Some(lease) = state.leases.get_mut(&id) {
-                    lease.connected = true;
-                }
-            } else if let Some(lease) = state.leases.remove(&id) {
-                state.leased_ports.remove(lease.port);
+                state.leases.mark_connected(id);
+            } else {
+                state.leases.remove(id);
             }
         }
         others
@@ -408,7 +392,6 @@ impl Allocator {
             fetched: _,
             predictors,
             leases,
-            leased_ports,
             next_id,
         } = &mut *state;
         let key = (proto, local, remote, remote_port);
@@ -430,20 +413,18 @@ impl Allocator {
             return Err(Refusal::new(ErrorCode::Internal, "predictor cache"));
         };
         let mut options = PlanOptions::from_local(&host);
-        options.excluded.union_with(leased_ports);
+        options.excluded.union_with(leases.ports());
         // Flows already on each CPU and queue of this receiver: leases, and
         // connections made without the allocator. Every flow from this
         // sender to the receiver counts, whatever its ports, because they
         // share the receiver's queues (8 clients to 8 server ports must not
         // all be given the queue that is emptiest for their own port).
-        for lease in leases.values() {
-            if (lease.local, lease.remote) == (local, remote) {
-                *options.existing.entry(lease.cpu).or_default() += 1;
-                *options.existing_queues.entry(lease.queue).or_default() += 1;
-            }
+        if let Some(flows) = leases.pair(local, remote) {
+            options.existing = flows.cpus.clone();
+            options.existing_queues = flows.queues.clone();
         }
         for &(l, r) in &connections {
-            if r.ip() == remote && l.ip() == local && !leased_ports.contains(l.port()) {
+            if r.ip() == remote && l.ip() == local && !leases.ports().contains(l.port()) {
                 let flow = rss::FlowTuple::new(l.ip(), l.port(), r.ip(), r.port(), proto);
                 if let Ok(place) = predictor.config().place(&flow) {
                     *options.existing.entry(place.cpu).or_default() += 1;
@@ -457,7 +438,6 @@ impl Allocator {
         for entry in planned.entries {
             let id = *next_id;
             *next_id += 1;
-            leased_ports.insert(entry.port);
             leases.insert(
                 id,
                 Lease {
@@ -486,11 +466,8 @@ impl Allocator {
     /// Ends a lease.
     pub fn release(&self, lease: u64) -> Result<(), Refusal> {
         let mut state = self.state();
-        match state.leases.remove(&lease) {
-            Some(l) => {
-                state.leased_ports.remove(l.port);
-                Ok(())
-            }
+        match state.leases.remove(lease) {
+            Some(_) => Ok(()),
             None => Err(Refusal::new(
                 ErrorCode::UnknownLease,
                 format!("no lease {lease} (released already, or its connection closed)"),
@@ -508,7 +485,7 @@ impl Allocator {
             leases: state
                 .leases
                 .iter()
-                .map(|(&id, l)| LeaseInfo {
+                .map(|(id, l)| LeaseInfo {
                     lease: id,
                     proto: l.proto,
                     local: l.local,
@@ -531,8 +508,8 @@ impl Allocator {
         let now = Instant::now();
         self.state()
             .leases
-            .values()
-            .any(|l| now.duration_since(l.granted) >= self.grace)
+            .iter()
+            .any(|(_, l)| now.duration_since(l.granted) >= self.grace)
     }
 
     /// Releases every lease past its grace period whose 4-tuple is not in
@@ -540,13 +517,13 @@ impl Allocator {
     pub fn sweep(&self, live: &HashMap<L4Proto, HashSet<(SocketAddr, SocketAddr)>>) -> usize {
         let now = Instant::now();
         let mut state = self.state();
-        let mut gone = Vec::new();
-        for (&id, lease) in state.leases.iter_mut() {
+        let (mut seen, mut gone) = (Vec::new(), Vec::new());
+        for (id, lease) in state.leases.iter() {
             let Some(sockets) = live.get(&lease.proto) else {
                 continue;
             };
             if sockets.contains(&lease.tuple()) {
-                lease.connected = true;
+                seen.push(id);
             } else if lease.connected || now.duration_since(lease.granted) >= self.grace {
                 // A connection that was seen and is gone has closed: free its
                 // queue at once, or the next transfer is balanced around
@@ -555,10 +532,11 @@ impl Allocator {
                 gone.push(id);
             }
         }
-        for id in &gone {
-            if let Some(l) = state.leases.remove(id) {
-                state.leased_ports.remove(l.port);
-            }
+        for id in seen {
+            state.leases.mark_connected(id);
+        }
+        for &id in &gone {
+            state.leases.remove(id);
         }
         gone.len()
     }
@@ -571,7 +549,7 @@ impl Allocator {
         if !self.needs_sweep() {
             return 0;
         }
-        let protos: HashSet<L4Proto> = self.state().leases.values().map(|l| l.proto).collect();
+        let protos: HashSet<L4Proto> = self.state().leases.iter().map(|(_, l)| l.proto).collect();
         let mut live = HashMap::new();
         for proto in protos {
             let sockets = match proto {
