@@ -389,12 +389,15 @@ fn a_flow_that_just_closed_frees_its_cpu_for_the_next_lease() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let dst = listener.local_addr().unwrap();
     let lo = addr("127.0.0.1");
+    // Flows from 127.0.0.2, so the accepted end (127.0.0.1 -> 127.0.0.2) is
+    // not one of this sender's connections to the receiver.
+    let from = addr("127.0.0.2");
     let mut client = AllocClient::connect(server.path()).unwrap();
     client.set_config(lo, &config(2)).unwrap();
     let first = client
-        .lease(L4Proto::Tcp, Some(lo), lo, dst.port())
+        .lease(L4Proto::Tcp, Some(from), lo, dst.port())
         .unwrap();
-    let stream = connect_from(SocketAddr::new(lo, first.port), dst);
+    let stream = connect_from(SocketAddr::new(from, first.port), dst);
     let (accepted, _) = listener.accept().unwrap();
     // Once the allocator's snapshot of the host's sockets shows it, the
     // next lease checks it and marks it connected.
@@ -402,7 +405,7 @@ fn a_flow_that_just_closed_frees_its_cpu_for_the_next_lease() {
     let other = loop {
         std::thread::sleep(Duration::from_millis(100));
         let other = client
-            .lease(L4Proto::Tcp, Some(lo), lo, dst.port())
+            .lease(L4Proto::Tcp, Some(from), lo, dst.port())
             .unwrap();
         let leases = client.status().unwrap().leases;
         if leases.iter().any(|l| l.lease == first.lease && l.connected) {
@@ -428,7 +431,7 @@ fn a_flow_that_just_closed_frees_its_cpu_for_the_next_lease() {
     drop(stream);
     drop(accepted);
     let next = client
-        .lease(L4Proto::Tcp, Some(lo), lo, dst.port())
+        .lease(L4Proto::Tcp, Some(from), lo, dst.port())
         .unwrap();
     let leases: Vec<u64> = client
         .status()
