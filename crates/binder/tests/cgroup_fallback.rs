@@ -8,7 +8,8 @@ mod common;
 use std::net::TcpListener;
 
 use binder::{CgroupBinder, TempCgroup};
-use common::{free_port, listener, probe_command, probe_result};
+use common::{listener, probe_command, probe_result};
+use testkit::free_port;
 use testkit::RefusingPort;
 
 #[test]

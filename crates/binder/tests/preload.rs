@@ -8,7 +8,8 @@ use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use common::{free_port, listener, probe_command, probe_result, Allocator, Answer};
+use common::{listener, probe_command, probe_result, Allocator, Answer};
+use testkit::free_port;
 use testkit::RefusingPort;
 
 /// The child side: runs when re-executed with BINDER_PROBE set.

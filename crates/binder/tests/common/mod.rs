@@ -184,12 +184,3 @@ pub fn listener(addr: &str) -> SocketAddr {
     });
     a
 }
-
-/// A 127.0.0.1 port free when asked.
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
