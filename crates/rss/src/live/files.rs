@@ -253,20 +253,16 @@ pub(crate) mod tests {
     }
 
     /// A fake /proc and /sys with literal contents.
+    /// A scratch directory laid out like `/` (proc/, sys/).
     pub(crate) struct FakeTree {
-        pub dir: PathBuf,
+        dir: testkit::TempDir,
     }
 
     impl FakeTree {
         pub fn new(tag: &str) -> Self {
-            let dir = std::env::temp_dir().join(format!(
-                "steer-live-{tag}-{}-{:?}",
-                std::process::id(),
-                std::thread::current().id()
-            ));
-            let _ = fs::remove_dir_all(&dir);
-            fs::create_dir_all(&dir).unwrap();
-            FakeTree { dir }
+            FakeTree {
+                dir: testkit::TempDir::new(&format!("steer-live-{tag}")),
+            }
         }
         pub fn write(&self, rel: &str, text: &str) {
             let p = self.dir.join(rel);
@@ -279,13 +275,7 @@ pub(crate) mod tests {
             std::os::unix::fs::symlink(target, p).unwrap();
         }
         pub fn roots(&self) -> Roots {
-            Roots::under(&self.dir)
-        }
-    }
-
-    impl Drop for FakeTree {
-        fn drop(&mut self) {
-            let _ = fs::remove_dir_all(&self.dir);
+            Roots::under(self.dir.path())
         }
     }
 
