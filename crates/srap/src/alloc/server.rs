@@ -74,13 +74,52 @@ struct State {
     next_id: u64,
 }
 
+/// The connections of a [`LocalPorts`] read (not listening, closed or in
+/// TIME-WAIT), as canonical (local, remote) tuples.
+fn connections_of(ports: &LocalPorts) -> impl Iterator<Item = Tuple> + '_ {
+    ports
+        .sockets
+        .iter()
+        .filter(|s| !matches!(s.state, TCP_TIME_WAIT | TCP_CLOSE | TCP_LISTEN))
+        .map(|s| (canonical(s.local), canonical(s.remote)))
+}
+
+/// One read of the host's ports, with its connections grouped by (local,
+/// remote) address once per read rather than filtered on every lease
+/// (a busy host has many thousands).
+struct HostSnapshot {
+    /// When the read began.
+    read_at: Instant,
+    ports: LocalPorts,
+    connections: HashMap<(IpAddr, IpAddr), Vec<Tuple>>,
+}
+
+impl HostSnapshot {
+    fn read(proc_root: &Path, proto: L4Proto) -> Result<Self, SrapError> {
+        let read_at = Instant::now();
+        let ports = LocalPorts::read_from(proc_root, proto)?;
+        let mut connections: HashMap<_, Vec<_>> = HashMap::new();
+        for (l, r) in connections_of(&ports) {
+            connections
+                .entry((l.ip(), r.ip()))
+                .or_default()
+                .push((l, r));
+        }
+        Ok(HostSnapshot {
+            read_at,
+            ports,
+            connections,
+        })
+    }
+}
+
 /// The allocator's decisions, without a socket.
 pub struct Allocator {
     state: Mutex<State>,
     /// The host's port policy and sockets per protocol, and when they were
     /// read: reading /proc/net/tcp walks the kernel's whole established
     /// hash table (milliseconds with 256k buckets), too slow per lease.
-    host: Mutex<HashMap<L4Proto, (Instant, Arc<LocalPorts>)>>,
+    host: Mutex<HashMap<L4Proto, Arc<HostSnapshot>>>,
     proc_root: PathBuf,
     grace: Duration,
     source: Option<Box<dyn ConfigSource>>,
@@ -128,17 +167,14 @@ impl Allocator {
     fn flows_to_check(
         &self,
         proto: L4Proto,
-        (read_at, host): (Instant, &LocalPorts),
+        host: &HostSnapshot,
         local: IpAddr,
         remote: IpAddr,
     ) -> (Vec<(u64, Tuple)>, Vec<Tuple>) {
-        let snapshot: HashSet<(SocketAddr, SocketAddr)> = host
-            .sockets
-            .iter()
-            .filter(|s| !matches!(s.state, TCP_TIME_WAIT | TCP_CLOSE | TCP_LISTEN))
-            .map(|s| (canonical(s.local), canonical(s.remote)))
-            .filter(|(l, r)| (l.ip(), r.ip()) == (local, remote))
-            .collect();
+        let snapshot: &[Tuple] = host
+            .connections
+            .get(&(local, remote))
+            .map_or(&[], Vec::as_slice);
         let state = self.state();
         let leases = &state.leases;
         // Leases not seen connected yet are counted without a check: the
@@ -153,15 +189,16 @@ impl Allocator {
         let seen = snapshot
             .iter()
             .filter_map(|t| leases.on_port(t.0.port()).filter(|(_, l)| l.tuple() == *t))
-            .filter(|(_, l)| read_at > l.granted && !l.connected);
+            .filter(|(_, l)| host.read_at > l.granted && !l.connected);
         let to_check = connected
             .chain(seen)
             .filter(|(_, l)| (l.proto, l.local, l.remote) == (proto, local, remote))
             .map(|(id, l)| (id, l.tuple()))
             .collect();
         let others = snapshot
-            .into_iter()
+            .iter()
             .filter(|(l, _)| !leases.ports().contains(l.port()))
+            .copied()
             .collect();
         (to_check, others)
     }
@@ -191,7 +228,7 @@ impl Allocator {
     fn connections_now(
         &self,
         proto: L4Proto,
-        host: (Instant, &LocalPorts),
+        host: &HostSnapshot,
         local: IpAddr,
         remote: IpAddr,
     ) -> Vec<(SocketAddr, SocketAddr)> {
@@ -231,37 +268,33 @@ impl Allocator {
             if !known {
                 continue;
             }
-            // Stamped with when the read began: a lease granted during the
-            // read must not trust it (see `flows_to_check`).
-            let read_at = Instant::now();
-            if let Ok(ports) = LocalPorts::read_from(&self.proc_root, proto) {
+            if let Ok(snapshot) = HostSnapshot::read(&self.proc_root, proto) {
                 self.host
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
-                    .insert(proto, (read_at, Arc::new(ports)));
+                    .insert(proto, Arc::new(snapshot));
             }
         }
     }
 
-    /// The host's ports and when they were read (at most [`HOST_TTL`] ago).
-    fn host_ports(&self, proto: L4Proto) -> Result<(Instant, Arc<LocalPorts>), SrapError> {
+    /// The host's ports and connections, read at most [`HOST_TTL`] ago.
+    fn host_ports(&self, proto: L4Proto) -> Result<Arc<HostSnapshot>, SrapError> {
         let cached = self
             .host
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(&proto)
-            .filter(|(at, _)| at.elapsed() < HOST_TTL)
+            .filter(|snapshot| snapshot.read_at.elapsed() < HOST_TTL)
             .cloned();
         if let Some(cached) = cached {
             return Ok(cached);
         }
-        let read_at = Instant::now();
-        let ports = Arc::new(LocalPorts::read_from(&self.proc_root, proto)?);
+        let snapshot = Arc::new(HostSnapshot::read(&self.proc_root, proto)?);
         self.host
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(proto, (read_at, ports.clone()));
-        Ok((read_at, ports))
+            .insert(proto, snapshot.clone());
+        Ok(snapshot)
     }
 
     /// Fetch configs of remotes without one from `source`, and again once
@@ -384,8 +417,8 @@ impl Allocator {
             return Err(Refusal::new(ErrorCode::BadRequest, "proto is tcp or udp"));
         }
         self.refresh_config(remote)?;
-        let (read_at, host) = self.host_ports(proto).map_err(refuse)?;
-        let connections = self.connections_now(proto, (read_at, &host), local, remote);
+        let host = self.host_ports(proto).map_err(refuse)?;
+        let connections = self.connections_now(proto, &host, local, remote);
         let mut state = self.state();
         let State {
             configs,
@@ -412,7 +445,7 @@ impl Allocator {
         let Some(predictor) = predictors.get(&key) else {
             return Err(Refusal::new(ErrorCode::Internal, "predictor cache"));
         };
-        let mut options = PlanOptions::from_local(&host);
+        let mut options = PlanOptions::from_local(&host.ports);
         options.excluded.union_with(leases.ports());
         // Flows already on each CPU and queue of this receiver: leases, and
         // connections made without the allocator. Every flow from this
@@ -572,13 +605,7 @@ impl Allocator {
 
     fn proc_sockets(&self, proto: L4Proto) -> Option<HashSet<(SocketAddr, SocketAddr)>> {
         let host = LocalPorts::read_from(&self.proc_root, proto).ok()?;
-        Some(
-            host.sockets
-                .iter()
-                .filter(|s| !matches!(s.state, TCP_TIME_WAIT | TCP_CLOSE | TCP_LISTEN))
-                .map(|s| (canonical(s.local), canonical(s.remote)))
-                .collect(),
-        )
+        Some(connections_of(&host).collect())
     }
 
     /// Answers one request line. `may_configure` says whether the peer may
