@@ -87,6 +87,11 @@ pub struct Agent {
     stop: Arc<AtomicBool>,
     stop_sampler: Option<mpsc::Sender<()>>,
     threads: Vec<JoinHandle<()>>,
+    /// The listening socket tiny_http accepts on, shut down on drop: a
+    /// dropped tiny_http server closes it from its own accept thread a
+    /// moment later, so without this a new agent on the same port, or a
+    /// client, could still meet the old listener after shutdown returned.
+    listener: Option<TcpListener>,
 }
 
 fn empty_load() -> LoadReply {
@@ -136,6 +141,10 @@ impl Agent {
             })
         })?;
         let addr = listener.local_addr().map_err(|source| AgentError::Listen {
+            addr: listen,
+            source,
+        })?;
+        let own_listener = listener.try_clone().map_err(|source| AgentError::Listen {
             addr: listen,
             source,
         })?;
@@ -206,6 +215,7 @@ impl Agent {
             stop,
             stop_sampler: Some(stop_tx),
             threads,
+            listener: Some(own_listener),
         })
     }
 
@@ -248,6 +258,15 @@ impl Drop for Agent {
         self.stop_sampler.take();
         for t in self.threads.drain(..) {
             let _ = t.join();
+        }
+        // shutdown(2) on a listening TCP socket stops it listening at once
+        // (inet_shutdown -> tcp_disconnect): connects are refused from here
+        // on, and tiny_http's accept thread wakes up and sees its close flag.
+        if let Some(listener) = self.listener.take() {
+            let _ = nix::sys::socket::shutdown(
+                std::os::fd::AsRawFd::as_raw_fd(&listener),
+                nix::sys::socket::Shutdown::Read,
+            );
         }
     }
 }
