@@ -13,7 +13,12 @@
 //! - `preload-srap`: the shim with Steer's real allocator (srap), spares on;
 //! - `preload-srap-one-by-one`: the real allocator, one round trip each;
 //! - `preload-no-allocator`: the shim, nothing listening on the socket
-//!   path (the fallback cost).
+//!   path (the fallback cost);
+//! - `cgroup-bpf` (root): the client in a cgroup with the cgroup binder's
+//!   connect4 program and 16 planned ports for the target (a map lookup and
+//!   a bpf_bind() inside connect());
+//! - `cgroup-bpf-no-plan` (root): the program attached, no plan for the
+//!   target (one map lookup, then the kernel's port).
 //!
 //! Sockets are closed with SO_LINGER 0 (RST), so no TIME_WAIT piles up.
 //! Prints median and p90 per mode and the median difference.
@@ -22,10 +27,12 @@
 
 use std::io::{BufRead, BufReader, Write};
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::os::unix::net::UnixListener;
 use std::process::Command;
 use std::time::Instant;
+
+use binder::{CgroupBinder, TempCgroup};
 
 fn client(target: SocketAddr, n: usize) {
     let SocketAddr::V4(t) = target else {
@@ -107,6 +114,29 @@ fn allocator(path: &std::path::Path) {
     });
 }
 
+/// The cgroup binder's two modes: a cgroup whose program has 16 ports for
+/// `target`, and one whose program has none. None (and why, on stderr)
+/// without root or cgroup v2.
+fn cgroup_modes(target: SocketAddr) -> Option<[(CgroupBinder, TempCgroup); 2]> {
+    let make = |ports: &[u16]| -> Result<(CgroupBinder, TempCgroup), binder::BinderError> {
+        let cgroup = TempCgroup::create()?;
+        let binder = CgroupBinder::attach(cgroup.path())?;
+        if !ports.is_empty() {
+            binder.set_ports(Ipv4Addr::UNSPECIFIED.into(), target, ports)?;
+        }
+        // Dropped in order: the program is detached before the cgroup goes.
+        Ok((binder, cgroup))
+    };
+    let ports: Vec<u16> = (50000..50016).collect();
+    match (make(&ports), make(&[])) {
+        (Ok(planned), Ok(unplanned)) => Some([planned, unplanned]),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("cgroup-bpf modes skipped: {e}");
+            None
+        }
+    }
+}
+
 fn quantile(sorted: &[u64], q: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * q).round() as usize] as f64 / 1000.0
 }
@@ -144,7 +174,7 @@ fn main() {
     server.allocator().set_config(target.ip(), config).unwrap();
     let _server = server.spawn();
     let shim = binder::preload::install_shim_in(&dir).unwrap();
-    let modes = [
+    let mut modes = vec![
         "plain",
         "preload",
         "preload-one-by-one",
@@ -152,6 +182,10 @@ fn main() {
         "preload-srap-one-by-one",
         "preload-no-allocator",
     ];
+    let cgroups = cgroup_modes(target);
+    if cgroups.is_some() {
+        modes.extend(["cgroup-bpf", "cgroup-bpf-no-plan"]);
+    }
     let mut samples: Vec<Vec<u64>> = vec![Vec::new(); modes.len()];
     for _ in 0..rounds {
         for (i, mode) in modes.iter().enumerate() {
@@ -170,6 +204,11 @@ fn main() {
                 }
                 "preload-no-allocator" => {
                     binder::preload::configure(&mut cmd, &shim, Some(&dir.join("absent.sock")))
+                }
+                "cgroup-bpf" | "cgroup-bpf-no-plan" => {
+                    let [planned, unplanned] = cgroups.as_ref().expect("cgroup modes only then");
+                    let (_, cgroup) = if *mode == "cgroup-bpf" { planned } else { unplanned };
+                    cgroup.enter_in_child(&mut cmd).unwrap();
                 }
                 _ => {}
             }
@@ -198,9 +237,14 @@ fn main() {
             quantile(s, 0.9)
         );
     }
-    println!("added by the shim (median, minus plain):");
+    println!("added by the binder (median, minus plain):");
     for (mode, m) in modes.iter().zip(&medians).skip(1) {
         println!("  {mode:<24} {:>6.1} us", m - medians[0]);
+    }
+    // The planned mode must really have bound (else it measured a fallback).
+    if let Some([(planned, _), (unplanned, _)]) = &cgroups {
+        println!("cgroup-bpf stats: {:?}", planned.stats().unwrap());
+        println!("cgroup-bpf-no-plan stats: {:?}", unplanned.stats().unwrap());
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
