@@ -55,7 +55,8 @@ fn quick_demo_three_ways_measured_on_the_datapath() {
     let perfect = random["perfect_fraction"].as_f64().unwrap();
     assert!((0.0..=1.0).contains(&perfect));
     check_runs(random, 16, 32);
-    // The steered ways give 1:1 in every repetition (the done criterion).
+    // The goal: the steered ways put every flow on its own queue in every
+    // repetition (README, "A tour"; SRAP paper, Figure 1).
     for name in ["preload", "bpf"] {
         let steered = way(&v, name);
         check_runs(steered, 16, 32);
