@@ -117,6 +117,28 @@ pub enum ClientError {
     },
 }
 
+impl ClientError {
+    /// True when this host may not make the request (binding the chosen
+    /// source port is refused; CLI exit 3).
+    pub fn is_environment(&self) -> bool {
+        matches!(self, ClientError::Bind { source, .. }
+            if source.kind() == std::io::ErrorKind::PermissionDenied)
+    }
+
+    /// True for a bad URL or token (exit 2). Neither this nor
+    /// [`is_environment`](Self::is_environment): the agent is unreachable,
+    /// too slow, not an agent, another version, refused the request, or the
+    /// path rewrites source ports (exit 1).
+    pub fn is_bad_input(&self) -> bool {
+        matches!(
+            self,
+            ClientError::InvalidUrl { .. }
+                | ClientError::InvalidToken(_)
+                | ClientError::Unauthorized { .. }
+        )
+    }
+}
+
 /// What the agent saw of a request sent from a known local socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct PathCheck {

@@ -38,6 +38,14 @@ impl DeviceError {
             DeviceError::Live(e) => e.is_environment(),
         }
     }
+
+    /// A device that does not exist or has nothing attached (exit 2).
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            DeviceError::Nic(e) => e.is_bad_input(),
+            DeviceError::Live(e) => e.is_bad_input(),
+        }
+    }
 }
 
 #[derive(Debug, Error)]
@@ -92,6 +100,21 @@ impl AgentError {
             AgentError::Listen { source, .. } | AgentError::Io { source, .. } => {
                 source.kind() == std::io::ErrorKind::PermissionDenied
             }
+            _ => false,
+        }
+    }
+
+    /// Bad input (exit 2): a missing token, a bad config file, option or
+    /// device, a namespace that does not exist. Neither this nor
+    /// [`is_environment`](Self::is_environment): the agent could not start
+    /// (the address is taken, an I/O failure; exit 1).
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            AgentError::TokenRequired { .. }
+            | AgentError::ConfigFile { .. }
+            | AgentError::NoSuchNetns { .. }
+            | AgentError::InvalidOption(_) => true,
+            AgentError::Device { source, .. } => source.is_bad_input(),
             _ => false,
         }
     }

@@ -29,6 +29,19 @@ pub enum ProcError {
     Parse { what: &'static str, reason: String },
 }
 
+impl ProcError {
+    /// True when /proc refused us (CLI exit 3).
+    pub fn is_environment(&self) -> bool {
+        matches!(self, ProcError::Read { source, .. }
+            if source.kind() == std::io::ErrorKind::PermissionDenied)
+    }
+
+    /// Never bad input: /proc is the host's, not the user's (exit 1).
+    pub fn is_bad_input(&self) -> bool {
+        false
+    }
+}
+
 fn parse_err(what: &'static str, reason: impl Into<String>) -> ProcError {
     ProcError::Parse {
         what,

@@ -39,6 +39,18 @@ impl Rejection {
 #[error("invalid token: {0}")]
 pub struct TokenError(pub &'static str);
 
+impl TokenError {
+    /// Never the environment.
+    pub fn is_environment(&self) -> bool {
+        false
+    }
+
+    /// Always bad input: the token given is unusable (CLI exit 2).
+    pub fn is_bad_input(&self) -> bool {
+        true
+    }
+}
+
 impl Token {
     /// A token from its text; surrounding whitespace (a token file's final
     /// newline) is removed.

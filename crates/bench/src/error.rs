@@ -39,6 +39,29 @@ pub enum BenchError {
 }
 
 impl BenchError {
+    /// True when a file or the database may not be read (CLI exit 3).
+    pub fn is_environment(&self) -> bool {
+        matches!(self, BenchError::Io { source, .. }
+            if source.kind() == std::io::ErrorKind::PermissionDenied)
+    }
+
+    /// True for bad input (exit 2): a bad case file, filter, run, baseline
+    /// or database path. Neither this nor
+    /// [`is_environment`](Self::is_environment): the history is corrupt or
+    /// an SQL or I/O operation failed (exit 1).
+    pub fn is_bad_input(&self) -> bool {
+        matches!(
+            self,
+            BenchError::CaseFile { .. }
+                | BenchError::Case { .. }
+                | BenchError::NoCaseMatches(_)
+                | BenchError::Foreign { .. }
+                | BenchError::NoDatabase { .. }
+                | BenchError::NoSuchRun(_)
+                | BenchError::Baseline { .. }
+        )
+    }
+
     pub(crate) fn io(op: impl Into<String>, source: std::io::Error) -> Self {
         BenchError::Io {
             op: op.into(),

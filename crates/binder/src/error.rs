@@ -61,6 +61,23 @@ impl BinderError {
             BinderError::Bpf { source, .. } => {
                 source.kind() == libbpf_rs::ErrorKind::PermissionDenied
             }
+            BinderError::Srap(e) => e.is_environment(),
+            _ => false,
+        }
+    }
+
+    /// True for bad input (exit 2): a path that is not a cgroup, a cgroup
+    /// without the binder, a namespace that does not exist, a plan that
+    /// cannot be made from what was given. Neither this nor
+    /// [`is_environment`](Self::is_environment): the operation failed (an
+    /// I/O or BPF failure; exit 1).
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            BinderError::NotACgroup { .. }
+            | BinderError::NotAttached { .. }
+            | BinderError::NoSuchNetns { .. }
+            | BinderError::Plan(_) => true,
+            BinderError::Srap(e) => e.is_bad_input(),
             _ => false,
         }
     }

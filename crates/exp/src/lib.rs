@@ -38,4 +38,17 @@ impl ExpError {
             _ => false,
         }
     }
+
+    /// True for a bad parameter, or a lab or device given wrong (CLI exit
+    /// 2). Neither this nor [`is_environment`](Self::is_environment): the
+    /// run failed (a program failed or its output lacks what the
+    /// measurement needs; exit 1).
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            ExpError::Lab(e) => e.is_bad_input(),
+            ExpError::Nic(e) => e.is_bad_input(),
+            ExpError::Parameter(_) => true,
+            _ => false,
+        }
+    }
 }

@@ -32,16 +32,35 @@ pub enum LabError {
 }
 
 impl LabError {
-    /// True for missing privilege, tools or kernel features (CLI exit 3);
-    /// false for bad input (exit 2).
+    /// True for missing privilege, tools (a program that is not installed)
+    /// or kernel features (CLI exit 3).
     pub fn is_environment(&self) -> bool {
         match self {
-            LabError::Privilege
-            | LabError::Command { .. }
-            | LabError::Io { .. }
-            | LabError::State { .. }
-            | LabError::NamespaceExists { .. } => true,
+            LabError::Privilege => true,
+            LabError::Io { source, .. } => matches!(
+                source.kind(),
+                std::io::ErrorKind::PermissionDenied
+                    | std::io::ErrorKind::NotFound
+                    | std::io::ErrorKind::Unsupported
+            ),
             LabError::Nic(e) => e.is_environment(),
+            _ => false,
+        }
+    }
+
+    /// True for bad input (exit 2): an invalid spec or config, a lab or
+    /// host that does not exist, a name taken by a namespace the lab did
+    /// not create. Neither this nor [`is_environment`](Self::is_environment):
+    /// the operation failed (a command such as `ip` failed, a broken state
+    /// file; exit 1).
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            LabError::InvalidSpec(_)
+            | LabError::NoSuchLab { .. }
+            | LabError::NoSuchHost { .. }
+            | LabError::NamespaceExists { .. }
+            | LabError::Rss(_) => true,
+            LabError::Nic(e) => e.is_bad_input(),
             _ => false,
         }
     }

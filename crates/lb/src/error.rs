@@ -27,6 +27,18 @@ pub enum TraceError {
     NoIpPackets { frames: usize },
 }
 
+impl TraceError {
+    /// Never the environment.
+    pub fn is_environment(&self) -> bool {
+        false
+    }
+
+    /// Always bad input: the capture named cannot be read or used (CLI exit 2).
+    pub fn is_bad_input(&self) -> bool {
+        true
+    }
+}
+
 /// An agent report or a set of reports the controller refuses.
 #[derive(Debug, Error, Clone, PartialEq)]
 #[non_exhaustive]
@@ -75,6 +87,19 @@ pub enum ReportError {
     GroupBucketMismatch { got: usize, expected: usize },
 }
 
+impl ReportError {
+    /// Never the environment.
+    pub fn is_environment(&self) -> bool {
+        false
+    }
+
+    /// Never bad input: a report comes from an agent (or the simulated
+    /// ones), so refusing it means the operation failed (CLI exit 1).
+    pub fn is_bad_input(&self) -> bool {
+        false
+    }
+}
+
 /// A simulation that cannot be set up.
 #[derive(Debug, Error, Clone, PartialEq)]
 #[non_exhaustive]
@@ -99,4 +124,16 @@ pub enum SimError {
     Rss(#[from] rss::RssError),
     #[error(transparent)]
     Report(#[from] ReportError),
+}
+
+impl SimError {
+    /// Never the environment.
+    pub fn is_environment(&self) -> bool {
+        false
+    }
+
+    /// Bad input (CLI exit 2) but for a refused report (exit 1).
+    pub fn is_bad_input(&self) -> bool {
+        !matches!(self, SimError::Report(_))
+    }
 }

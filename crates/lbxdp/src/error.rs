@@ -78,4 +78,18 @@ impl LbXdpError {
             _ => false,
         }
     }
+
+    /// True for a configuration the data plane cannot hold, or a lab,
+    /// device or agent option given wrong (exit 2). Neither this nor
+    /// [`is_environment`](Self::is_environment): the run failed (BPF, I/O,
+    /// a refused report, a broken connection; exit 1).
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            LbXdpError::Config { .. } | LbXdpError::Rss(_) => true,
+            LbXdpError::Nic(e) => e.is_bad_input(),
+            LbXdpError::Lab(e) => e.is_bad_input(),
+            LbXdpError::Agent(e) => e.is_bad_input(),
+            _ => false,
+        }
+    }
 }

@@ -57,20 +57,38 @@ fn in_netns(netns: &Option<String>) -> String {
 
 impl NicError {
     /// True when the failure comes from the environment (privilege, kernel
-    /// features, device state), not from the input: the CLI exits with 3.
+    /// features, a device setting to change first), not from the input:
+    /// the CLI exits with 3.
     pub fn is_environment(&self) -> bool {
         match self {
             NicError::Privilege { .. }
             | NicError::KernelFeature { .. }
-            | NicError::PeerChecksumOffload { .. }
-            | NicError::Io { .. }
-            | NicError::State { .. } => true,
+            | NicError::PeerChecksumOffload { .. } => true,
             NicError::Bpf { source, .. } => matches!(
                 source.kind(),
                 libbpf_rs::ErrorKind::PermissionDenied | libbpf_rs::ErrorKind::Unsupported
             ),
+            NicError::Io { source, .. } => source.kind() == std::io::ErrorKind::Unsupported,
             _ => false,
         }
+    }
+
+    /// True when the input is wrong: a device, namespace or config that
+    /// names nothing or cannot be applied, or a device without what the
+    /// command needs attached (exit 2). Neither this nor
+    /// [`is_environment`](Self::is_environment): the operation failed
+    /// (a foreign XDP program, a BPF or I/O failure, a broken state file;
+    /// exit 1).
+    pub fn is_bad_input(&self) -> bool {
+        matches!(
+            self,
+            NicError::NoSuchDevice { .. }
+                | NicError::NoSuchNetns { .. }
+                | NicError::NotAttached { .. }
+                | NicError::UnsupportedConfig { .. }
+                | NicError::InvalidConfig(_)
+                | NicError::FlowsNotTracked { .. }
+        )
     }
 
     pub(crate) fn bpf(op: impl Into<String>, source: libbpf_rs::Error) -> Self {

@@ -53,6 +53,30 @@ pub enum CaptureError {
     Write(String),
 }
 
+impl CaptureError {
+    /// True when the file may not be read (CLI exit 3).
+    pub fn is_environment(&self) -> bool {
+        matches!(self, CaptureError::Io { source, .. }
+            if source.kind() == std::io::ErrorKind::PermissionDenied)
+    }
+
+    /// True for a capture that is missing or not a readable capture (exit
+    /// 2). Neither this nor [`is_environment`](Self::is_environment): an
+    /// I/O failure, or writing failed (exit 1).
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            CaptureError::Io { source, .. } => matches!(
+                source.kind(),
+                std::io::ErrorKind::NotFound
+                    | std::io::ErrorKind::IsADirectory
+                    | std::io::ErrorKind::InvalidData
+            ),
+            CaptureError::Write(_) => false,
+            _ => true,
+        }
+    }
+}
+
 /// The container format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

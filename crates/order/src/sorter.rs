@@ -152,6 +152,18 @@ pub enum ConfigError {
     ZeroMaxFlows,
 }
 
+impl ConfigError {
+    /// Never the environment: a sorter parameter is wrong.
+    pub fn is_environment(&self) -> bool {
+        false
+    }
+
+    /// Always bad input (CLI exit 2).
+    pub fn is_bad_input(&self) -> bool {
+        true
+    }
+}
+
 /// Counters, cumulative since the sorter was made.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct SorterStats {

@@ -22,10 +22,27 @@ pub enum PktIoError {
 }
 
 impl PktIoError {
-    /// True for missing privilege or a missing namespace, device or kernel
-    /// feature (CLI exit 3).
+    /// True for missing privilege or kernel feature (CLI exit 3).
     pub fn is_environment(&self) -> bool {
-        !matches!(self, PktIoError::Config(_))
+        match self {
+            PktIoError::Privilege => true,
+            PktIoError::Io { source, .. } => matches!(
+                source.kind(),
+                std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::Unsupported
+            ),
+            _ => false,
+        }
+    }
+
+    /// True for a namespace or device that does not exist, or a bad port
+    /// config (exit 2). Neither this nor
+    /// [`is_environment`](Self::is_environment): an I/O operation failed
+    /// (exit 1).
+    pub fn is_bad_input(&self) -> bool {
+        matches!(
+            self,
+            PktIoError::NoSuchNetns(_) | PktIoError::NoSuchDevice { .. } | PktIoError::Config(_)
+        )
     }
 
     pub(crate) fn io(op: impl Into<String>, source: std::io::Error) -> Self {

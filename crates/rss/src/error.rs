@@ -45,3 +45,18 @@ pub enum RssError {
     #[error("invalid RSS config: {0}")]
     InvalidConfig(String),
 }
+
+impl RssError {
+    /// Never the environment: every variant is about a value given to the
+    /// model (the CLI's exit codes: `is_environment` 3, `is_bad_input` 2).
+    pub fn is_environment(&self) -> bool {
+        false
+    }
+
+    /// Always bad input: the key, table, endpoint or config given is wrong
+    /// (exit 2). Where a device's own config is at fault, the caller wraps
+    /// this in its own error, which classifies it instead.
+    pub fn is_bad_input(&self) -> bool {
+        true
+    }
+}

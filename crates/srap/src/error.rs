@@ -51,3 +51,33 @@ pub enum SrapError {
     #[error("invalid parameter: {0}")]
     Parameter(String),
 }
+
+impl SrapError {
+    /// True for missing privilege (reading the host's port settings; CLI
+    /// exit 3).
+    pub fn is_environment(&self) -> bool {
+        matches!(self, SrapError::Read { source, .. }
+            if source.kind() == io::ErrorKind::PermissionDenied)
+    }
+
+    /// True for bad input (exit 2): a config, flow, range or parameter that
+    /// cannot be steered or parsed, or a port range smaller than the flows
+    /// asked for. Neither this nor [`is_environment`](Self::is_environment):
+    /// the operation failed (the ports of a large enough range are in use,
+    /// a host file that cannot be read or parsed; exit 1).
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            SrapError::Exhausted {
+                wanted, low, high, ..
+            } => usize::from(high.saturating_sub(*low)) + 1 < *wanted,
+            SrapError::Rss(_)
+            | SrapError::PortNotHashed { .. }
+            | SrapError::NoPorts(_)
+            | SrapError::MixedFamilies { .. }
+            | SrapError::BadPortRange(_)
+            | SrapError::BadPortList(_)
+            | SrapError::Parameter(_) => true,
+            SrapError::Read { .. } | SrapError::Parse { .. } => false,
+        }
+    }
+}

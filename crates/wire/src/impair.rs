@@ -172,6 +172,18 @@ pub struct SpecError {
     pub expected: &'static str,
 }
 
+impl SpecError {
+    /// Never the environment.
+    pub fn is_environment(&self) -> bool {
+        false
+    }
+
+    /// Always bad input: the spec given does not parse (CLI exit 2).
+    pub fn is_bad_input(&self) -> bool {
+        true
+    }
+}
+
 /// "2.5ms", "250us", "100ns", "1s", "0".
 pub fn parse_duration_ns(text: &str) -> Option<u64> {
     let t = text.trim();

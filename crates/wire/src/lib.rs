@@ -56,11 +56,25 @@ pub enum WireError {
 }
 
 impl WireError {
-    /// True for missing privilege, devices or kernel features (CLI exit 3).
+    /// True for missing privilege or kernel features (CLI exit 3).
     pub fn is_environment(&self) -> bool {
         match self {
             WireError::PktIo(e) => e.is_environment(),
-            WireError::Io { .. } | WireError::Command { .. } => true,
+            WireError::Io { source, .. } => matches!(
+                source.kind(),
+                std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::Unsupported
+            ),
+            _ => false,
+        }
+    }
+
+    /// True for a bad config, device or namespace (exit 2). Neither this
+    /// nor [`is_environment`](Self::is_environment): an I/O operation or a
+    /// command failed (exit 1).
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            WireError::PktIo(e) => e.is_bad_input(),
+            WireError::Config(_) | WireError::Sorter(_) => true,
             _ => false,
         }
     }

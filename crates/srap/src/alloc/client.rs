@@ -40,6 +40,38 @@ pub enum ClientError {
     Refused { code: ErrorCode, message: String },
 }
 
+impl ClientError {
+    /// True for missing privilege: the socket refused us, or the allocator
+    /// refused a `set_config` from another user (CLI exit 3).
+    pub fn is_environment(&self) -> bool {
+        match self {
+            ClientError::Connect { source, .. } => source.kind() == io::ErrorKind::PermissionDenied,
+            ClientError::Refused { code, .. } => *code == ErrorCode::Forbidden,
+            _ => false,
+        }
+    }
+
+    /// True when the allocator refused the request for what it asked (no
+    /// config for that receiver, not steerable, an unknown lease, a bad
+    /// request; exit 2). Neither this nor
+    /// [`is_environment`](Self::is_environment): the allocator is
+    /// unreachable, too slow, busy, out of ports or answered nonsense
+    /// (exit 1).
+    pub fn is_bad_input(&self) -> bool {
+        matches!(
+            self,
+            ClientError::Refused {
+                code: ErrorCode::BadRequest
+                    | ErrorCode::NoConfig
+                    | ErrorCode::NotSteerable
+                    | ErrorCode::UnknownLease
+                    | ErrorCode::TooLong,
+                ..
+            }
+        )
+    }
+}
+
 /// A connection to the allocator.
 pub struct AllocClient {
     reader: BufReader<UnixStream>,

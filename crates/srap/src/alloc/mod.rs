@@ -64,6 +64,12 @@ impl AllocError {
             AllocError::AlreadyRunning(_) => false,
         }
     }
+
+    /// Never bad input: the socket is taken or cannot be made, so the
+    /// server failed to start (CLI exit 1) unless it lacks privilege.
+    pub fn is_bad_input(&self) -> bool {
+        false
+    }
 }
 
 /// The source address the kernel would pick towards `remote` (a UDP socket
