@@ -180,72 +180,118 @@ pub struct ConfigArgs {
     pub assumed: Assumptions,
 }
 
+/// The device a `steer nic` command works on, and its namespace.
+#[derive(Debug, Args)]
+pub struct NicDev {
+    /// The network device (e.g. veth0).
+    #[arg(long, value_name = "DEV", required_unless_present = "dev_positional")]
+    dev: Option<String>,
+    /// The device given as a bare argument (`steer nic stats veth0`): the
+    /// older spelling of --dev, still accepted.
+    #[arg(value_name = "DEV", hide = true, conflicts_with = "dev")]
+    dev_positional: Option<String>,
+    /// Network namespace (a name under /run/netns) the device lives in;
+    /// default: the namespace steer runs in.
+    #[arg(long)]
+    pub netns: Option<String>,
+}
+
+impl NicDev {
+    /// The device name, however it was given.
+    pub fn name(&self) -> &str {
+        self.dev
+            .as_deref()
+            .or(self.dev_positional.as_deref())
+            .unwrap_or_default()
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum NicCommand {
-    /// Load the XDP software RSS on DEV with the given config.
+    /// Load the XDP software RSS on the device with the given config.
+    ///
+    /// Example: steer nic attach --dev veth0 --config cfg.json
     Attach {
-        dev: String,
-        /// RssConfig JSON (from `steer rss config`).
+        #[command(flatten)]
+        dev: NicDev,
+        /// RssConfig JSON (from `steer rss config` or `steer rss show --json`).
         #[arg(long)]
         config: PathBuf,
-        #[arg(long)]
-        netns: Option<String>,
-        /// Also count packets per flow (used by the demo; costs a hash-map update per packet).
+        /// Also count packets per flow (for `steer nic flows`; costs a
+        /// hash-map update per packet). Default: off.
         #[arg(long)]
         track_flows: bool,
     },
     /// Change the key, table or fields of an attached software RSS, live.
     Update {
-        dev: String,
+        #[command(flatten)]
+        dev: NicDev,
+        /// The new RssConfig JSON (same queue count as attached).
         #[arg(long)]
         config: PathBuf,
-        #[arg(long)]
-        netns: Option<String>,
     },
     /// Per-queue and per-CPU packets and bytes counted by the software RSS.
+    ///
+    /// Example: steer nic stats --dev veth0 --netns tour-rcv
     Stats {
-        dev: String,
-        #[arg(long)]
-        netns: Option<String>,
+        #[command(flatten)]
+        dev: NicDev,
         /// Zero the counters after reading them.
         #[arg(long)]
         reset: bool,
     },
     /// Per-flow counters (needs `attach --track-flows`).
     Flows {
-        dev: String,
-        #[arg(long)]
-        netns: Option<String>,
+        #[command(flatten)]
+        dev: NicDev,
     },
     /// Remove the software RSS and restore the device.
     Detach {
-        dev: String,
-        #[arg(long)]
-        netns: Option<String>,
+        #[command(flatten)]
+        dev: NicDev,
     },
+}
+
+/// The lab a command works on: `--lab NAME` (`--name` is the older
+/// spelling, still accepted).
+#[derive(Debug, Args)]
+pub struct LabName {
+    /// Name of the lab; its namespaces are NAME-HOST.
+    #[arg(
+        long = "lab",
+        value_name = "NAME",
+        alias = "name",
+        default_value = "steer"
+    )]
+    pub name: String,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum LabCommand {
     /// Create (or keep) the lab: namespaces, veths, addresses, software RSS.
+    ///
+    /// Example: steer lab up --lab tour --queues 4 --track-flows
     Up(LabUpArgs),
     /// Remove everything the lab created, and nothing else.
     Down {
-        #[arg(long, default_value = "steer")]
-        name: String,
+        #[command(flatten)]
+        lab: LabName,
     },
     /// What the lab consists of.
     Status {
-        #[arg(long, default_value = "steer")]
-        name: String,
+        #[command(flatten)]
+        lab: LabName,
     },
-    /// Run a command in one of the lab's hosts.
+    /// Run a command in one of the lab's hosts; its exit status is the
+    /// command's. Its output is the command's own, so --json is refused.
     ///
-    /// Example: steer lab exec rcv -- iperf3 -s
+    /// Example: steer lab exec rcv --lab tour -- iperf3 -s
     Exec {
+        /// The host to run in (a name from `lab up --hosts`, e.g. snd or rcv).
         host: String,
-        #[arg(long, default_value = "steer")]
-        name: String,
+        #[command(flatten)]
+        lab: LabName,
+        /// The command and its arguments, after `--`.
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
@@ -253,8 +299,8 @@ pub enum LabCommand {
 
 #[derive(Debug, Args)]
 pub struct LabUpArgs {
-    #[arg(long, default_value = "steer")]
-    pub name: String,
+    #[command(flatten)]
+    pub lab: LabName,
     /// Hosts; the first is the sender, the second the receiver.
     #[arg(long, value_delimiter = ',', default_value = "snd,rcv")]
     pub hosts: Vec<String>,
@@ -264,10 +310,10 @@ pub struct LabUpArgs {
     /// RssConfig JSON for the receiver (key, table, fields) instead of defaults.
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// Count packets per flow in the receiver's software RSS.
+    /// Count packets per flow in the receiver's software RSS. Default: off.
     #[arg(long)]
     pub track_flows: bool,
-    /// IPv4 only.
+    /// IPv4 only (default: IPv4 and IPv6 addresses).
     #[arg(long)]
     pub no_ipv6: bool,
 }
@@ -307,7 +353,7 @@ pub struct DemoArgs {
     #[arg(long)]
     pub keep_lab: bool,
     /// Name of the lab the demo builds (and removes).
-    #[arg(long, default_value = "steer-demo")]
+    #[arg(long, value_name = "NAME", default_value = "steer-demo")]
     pub lab: String,
 }
 

@@ -218,12 +218,12 @@ fn allocator_serves_two_racing_client_processes() {
         .assert()
         .success()
         .stdout(predicate::str::contains("\"lease\": 4"));
-    // A second allocator on the same socket is refused.
+    // A second allocator on the same socket cannot start: exit 1.
     steer()
         .args(["ports", "serve"])
         .env("STEER_ALLOC_SOCK", &sock)
         .assert()
-        .code(2)
+        .code(1)
         .stderr(predicate::str::contains("already"));
 }
 
@@ -308,9 +308,10 @@ fn plan_with_agent(url: &str) -> std::process::Output {
         .unwrap()
 }
 
-/// Exit 2 and exactly one line on stderr containing `needle`.
+/// Exit 1 (the operation failed: the agent or the path to it did not do
+/// its part) and exactly one line on stderr containing `needle`.
 fn fails_with_one_line(out: &std::process::Output, needle: &str) {
-    common::fails_with_one_line(out, 2, needle);
+    common::fails_with_one_line(out, 1, needle);
 }
 
 #[test]
@@ -344,5 +345,6 @@ fn plan_with_a_faulty_agent_fails_with_one_line() {
         &plan_with_agent(&fake_agent(Agent::Rewrites)),
         "steering is impossible on the path",
     );
-    fails_with_one_line(&plan_with_agent("ftp://x"), "only http://");
+    // A URL that is not an agent's: bad input.
+    common::fails_with_one_line(&plan_with_agent("ftp://x"), 2, "only http://");
 }

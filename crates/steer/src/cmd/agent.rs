@@ -10,7 +10,7 @@ use clap::Args;
 
 use ::agent::{Agent, Devices, FileSource, ServerOptions, Sources, Token};
 
-use crate::output;
+use crate::{exit, output};
 
 /// Serve this host's RSS configuration to senders (SRAP's RSS information
 /// exchange), with per-CPU softirq load and Prometheus metrics.
@@ -134,5 +134,5 @@ pub fn run(args: AgentArgs, json: bool) -> anyhow::Result<i32> {
         ::agent::API_VERSION
     );
     server.wait();
-    Ok(0)
+    Ok(exit::OK)
 }

@@ -176,7 +176,13 @@ fn install(binder: &CgroupBinder, planned: &[Planned]) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn run_exec(args: ExecArgs, _json: bool) -> anyhow::Result<i32> {
+pub fn run_exec(args: ExecArgs, json: bool) -> anyhow::Result<i32> {
+    if json {
+        return Err(exit::usage(
+            "steer exec prints the command's own output, which steer cannot turn into JSON; \
+             drop --json (the exit status is the command's)",
+        ));
+    }
     if !args.bpf {
         refuse_plan_flags(&args.plan)?;
     }
@@ -224,7 +230,11 @@ pub fn run_attach(args: AttachArgs, json: bool) -> anyhow::Result<i32> {
     }
     if args.detach {
         binder::cgroup::detach_pinned(&args.cgroup)?;
-        eprintln!("cgroup binder detached from {}", args.cgroup.display());
+        if json {
+            output::json(&serde_json::json!({ "cgroup": args.cgroup, "detached": true }))?;
+        } else {
+            eprintln!("cgroup binder detached from {}", args.cgroup.display());
+        }
         return Ok(exit::OK);
     }
     if args.plan.to.is_empty() {

@@ -4,44 +4,55 @@ use anyhow::Context;
 use lab::{Lab, LabSpec};
 
 use crate::cli::{LabCommand, LabUpArgs};
-use crate::output;
+use crate::{exit, output};
 
 pub fn run(cmd: LabCommand, json: bool) -> anyhow::Result<i32> {
     match cmd {
         LabCommand::Up(args) => up(args, json),
-        LabCommand::Down { name } => {
-            Lab::down(&name)?;
-            eprintln!("lab {name} is down");
-            Ok(0)
-        }
-        LabCommand::Status { name } => {
-            let status = Lab::status(&name)?;
+        LabCommand::Down { lab } => down(&lab.name, json),
+        LabCommand::Status { lab } => {
+            let status = Lab::status(&lab.name)?;
             if json {
                 output::json(&status)?;
             } else {
                 println!("{status}");
             }
-            Ok(0)
+            Ok(exit::OK)
         }
-        LabCommand::Exec {
-            host,
-            name,
-            command,
-        } => {
-            let lab = Lab::open(&name)?;
+        LabCommand::Exec { host, lab, command } => {
+            if json {
+                return Err(exit::usage(
+                    "lab exec prints the command's own output, which steer cannot turn into JSON; \
+                     drop --json (the exit status is the command's)",
+                ));
+            }
+            let lab = Lab::open(&lab.name)?;
             let (program, rest) = command.split_first().context("no command given")?;
             let status = lab
                 .command(&host, program)?
                 .args(rest)
                 .status()
                 .with_context(|| format!("cannot run {program}"))?;
-            Ok(status.code().unwrap_or(1))
+            Ok(binder::run::exit_code(status))
         }
     }
 }
 
+/// `steer lab down` (and `steer wire down`): removes the lab, then says so
+/// on stderr, or as `{"lab": NAME, "down": true}` with `--json`.
+pub fn down(name: &str, json: bool) -> anyhow::Result<i32> {
+    Lab::down(name)?;
+    if json {
+        output::json(&serde_json::json!({ "lab": name, "down": true }))?;
+    } else {
+        eprintln!("lab {name} is down");
+    }
+    Ok(exit::OK)
+}
+
 fn up(args: LabUpArgs, json: bool) -> anyhow::Result<i32> {
-    let mut spec = LabSpec::new(&args.name);
+    let name = &args.lab.name;
+    let mut spec = LabSpec::new(name);
     spec.hosts = args.hosts;
     spec.queues = args.queues;
     spec.track_flows = args.track_flows;
@@ -49,18 +60,19 @@ fn up(args: LabUpArgs, json: bool) -> anyhow::Result<i32> {
     if let Some(path) = &args.config {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read {}", path.display()))?;
-        let config = rss::RssConfig::from_json(&text)?;
+        let config =
+            rss::RssConfig::from_json(&text).with_context(|| format!("{}", path.display()))?;
         spec.queues = config.queues;
         spec.key = Some(config.key);
         spec.table = Some(config.indirection_table);
         spec.fields = Some(config.fields);
     }
     Lab::up(&spec)?;
-    let status = Lab::status(&args.name)?;
+    let status = Lab::status(name)?;
     if json {
         output::json(&status)?;
     } else {
         println!("{status}");
     }
-    Ok(0)
+    Ok(exit::OK)
 }

@@ -4,9 +4,10 @@ use std::path::Path;
 
 use anyhow::Context;
 use rss::RssConfig;
+use serde::Serialize;
 
 use crate::cli::NicCommand;
-use crate::output;
+use crate::{exit, output};
 
 fn read_config(path: &Path) -> anyhow::Result<RssConfig> {
     let text =
@@ -14,12 +15,24 @@ fn read_config(path: &Path) -> anyhow::Result<RssConfig> {
     RssConfig::from_json(&text).with_context(|| format!("{}", path.display()))
 }
 
+/// What `attach`, `update` and `detach` print with `--json`.
+#[derive(Serialize)]
+struct Change<'a> {
+    dev: &'a str,
+    netns: Option<&'a str>,
+    /// `attached`, `updated` or `detached`.
+    action: &'static str,
+    /// The config now applied (absent after `detach`).
+    queues: Option<u32>,
+    cpus: Option<Vec<u32>>,
+    track_flows: Option<bool>,
+}
+
 pub fn run(cmd: NicCommand, json: bool) -> anyhow::Result<i32> {
     match cmd {
         NicCommand::Attach {
             dev,
             config,
-            netns,
             track_flows,
         } => {
             let config = read_config(&config)?;
@@ -27,30 +40,66 @@ pub fn run(cmd: NicCommand, json: bool) -> anyhow::Result<i32> {
                 track_flows,
                 ..Default::default()
             };
-            nic::attach(&dev, netns.as_deref(), &config, &opts)?;
-            eprintln!(
-                "software RSS attached to {dev}: {} queues over CPUs {:?}",
-                config.queues,
-                config.cpus()
-            );
+            nic::attach(dev.name(), dev.netns.as_deref(), &config, &opts)?;
+            let change = Change {
+                dev: dev.name(),
+                netns: dev.netns.as_deref(),
+                action: "attached",
+                queues: Some(config.queues),
+                cpus: Some(config.cpus()),
+                track_flows: Some(track_flows),
+            };
+            if json {
+                output::json(&change)?;
+            } else {
+                eprintln!(
+                    "software RSS attached to {}: {} queues over CPUs {:?}",
+                    dev.name(),
+                    config.queues,
+                    config.cpus()
+                );
+            }
         }
-        NicCommand::Update { dev, config, netns } => {
-            nic::update(&dev, netns.as_deref(), &read_config(&config)?)?;
-            eprintln!("software RSS on {dev} updated");
+        NicCommand::Update { dev, config } => {
+            let config = read_config(&config)?;
+            nic::update(dev.name(), dev.netns.as_deref(), &config)?;
+            if json {
+                output::json(&Change {
+                    dev: dev.name(),
+                    netns: dev.netns.as_deref(),
+                    action: "updated",
+                    queues: Some(config.queues),
+                    cpus: Some(config.cpus()),
+                    track_flows: None,
+                })?;
+            } else {
+                eprintln!("software RSS on {} updated", dev.name());
+            }
         }
-        NicCommand::Detach { dev, netns } => {
-            nic::detach(&dev, netns.as_deref())?;
-            eprintln!("software RSS detached from {dev}");
+        NicCommand::Detach { dev } => {
+            nic::detach(dev.name(), dev.netns.as_deref())?;
+            if json {
+                output::json(&Change {
+                    dev: dev.name(),
+                    netns: dev.netns.as_deref(),
+                    action: "detached",
+                    queues: None,
+                    cpus: None,
+                    track_flows: None,
+                })?;
+            } else {
+                eprintln!("software RSS detached from {}", dev.name());
+            }
         }
-        NicCommand::Stats { dev, netns, reset } => {
-            let stats = nic::stats(&dev, netns.as_deref())?;
+        NicCommand::Stats { dev, reset } => {
+            let stats = nic::stats(dev.name(), dev.netns.as_deref())?;
             if reset {
-                nic::reset_stats(&dev, netns.as_deref())?;
+                nic::reset_stats(dev.name(), dev.netns.as_deref())?;
             }
             print_stats(&stats, json)?;
         }
-        NicCommand::Flows { dev, netns } => {
-            let flows = nic::flows(&dev, netns.as_deref())?;
+        NicCommand::Flows { dev } => {
+            let flows = nic::flows(dev.name(), dev.netns.as_deref())?;
             if json {
                 output::json(&flows)?;
             } else {
@@ -69,7 +118,7 @@ pub fn run(cmd: NicCommand, json: bool) -> anyhow::Result<i32> {
             }
         }
     }
-    Ok(0)
+    Ok(exit::OK)
 }
 
 fn print_stats(stats: &nic::NicStats, json: bool) -> anyhow::Result<()> {

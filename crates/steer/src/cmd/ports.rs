@@ -13,7 +13,7 @@ use serde::Serialize;
 use srap::alloc::{AllocClient, Server, ServerOptions};
 use srap::{LocalPorts, Plan, PlanOptions, PortRange};
 
-use crate::output;
+use crate::{exit, output};
 
 #[derive(Debug, Subcommand)]
 pub enum PortsCommand {
@@ -76,13 +76,6 @@ impl Proto {
     }
 }
 
-/// How the indirection table is filled.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum TableFill {
-    /// ethtool's default: entry i -> queue i % queues.
-    Default,
-}
-
 /// The receiver's config: a file, its agent, or stated assumptions. Shared
 /// by `steer ports plan`, `steer exec --bpf` and `steer attach`.
 #[derive(Debug, Args)]
@@ -91,9 +84,9 @@ pub struct ReceiverArgs {
     #[arg(long, conflicts_with_all = ["key", "queues", "weight", "agent"])]
     pub config: Option<PathBuf>,
     /// The receiver's agent (`steer agent` on the receiver), e.g.
-    /// http://10.77.1.2:7431: its live config for the destination address,
+    /// http://10.77.1.2:9477: its live config for the destination address,
     /// its per-CPU load (least-loaded CPUs first), and a check that source
-    /// ports reach it unchanged (exit 2 when the path rewrites them).
+    /// ports reach it unchanged (exit 1 when the path rewrites them).
     #[arg(long, value_name = "URL", conflicts_with_all = ["key", "queues", "weight"])]
     pub agent: Option<String>,
     /// Token for an agent that serves a non-loopback address.
@@ -108,10 +101,8 @@ pub struct ReceiverArgs {
     /// Receive queues (queue q served by CPU q).
     #[arg(long)]
     pub queues: Option<u32>,
-    /// Indirection table fill.
-    #[arg(long, value_enum, default_value_t = TableFill::Default)]
-    pub table: TableFill,
-    /// Indirection table size.
+    /// Indirection table size (filled like ethtool's default, entry i ->
+    /// queue i % queues, unless --weight).
     #[arg(long, default_value_t = 128)]
     pub table_size: usize,
     /// Fill the table like `ethtool -X DEV weight W0 W1 ...` instead.
@@ -201,7 +192,7 @@ pub fn run(cmd: PortsCommand, json: bool) -> anyhow::Result<i32> {
     match cmd {
         PortsCommand::Odds(args) => odds(&args, json),
         PortsCommand::Plan(args) => plan(&args, json),
-        PortsCommand::Serve(args) => serve(&args),
+        PortsCommand::Serve(args) => serve(&args, json),
         PortsCommand::Lease(args) => lease(&args, json),
         PortsCommand::Status(args) => status(&args, json),
     }
@@ -221,7 +212,7 @@ fn odds(args: &OddsArgs, json: bool) -> anyhow::Result<i32> {
     let odds = srap::odds::odds(args.flows, args.cores, args.trials, args.seed)?;
     if json {
         output::json(&odds)?;
-        return Ok(0);
+        return Ok(exit::OK);
     }
     output::rows(&[
         (
@@ -255,7 +246,7 @@ fn odds(args: &OddsArgs, json: bool) -> anyhow::Result<i32> {
     if shown < odds.distribution.len() {
         println!("(rows with probability below 1e-12 omitted; --json lists all)");
     }
-    Ok(0)
+    Ok(exit::OK)
 }
 
 fn read_key(text: &str) -> anyhow::Result<RssKey> {
@@ -356,7 +347,6 @@ pub fn receiver_config(args: &ReceiverArgs) -> anyhow::Result<RssConfig> {
         bail!("--key needs --queues N (the receiver's receive queue count)");
     };
     let mut config = RssConfig::ethtool_default(key, queues, args.table_size)?;
-    let TableFill::Default = args.table;
     if !args.weight.is_empty() {
         if args.weight.len() != queues as usize {
             bail!(
@@ -476,7 +466,7 @@ fn plan(args: &PlanArgs, json: bool) -> anyhow::Result<i32> {
             port_range: range,
             plan: &plan,
         })?;
-        return Ok(0);
+        return Ok(exit::OK);
     }
     let body: Vec<Vec<String>> = plan
         .entries
@@ -538,10 +528,10 @@ fn plan(args: &PlanArgs, json: bool) -> anyhow::Result<i32> {
         ));
     }
     output::rows(&rows)?;
-    Ok(0)
+    Ok(exit::OK)
 }
 
-fn serve(args: &ServeArgs) -> anyhow::Result<i32> {
+fn serve(args: &ServeArgs, json: bool) -> anyhow::Result<i32> {
     if args.config.len() != args.for_addr.len() {
         bail!(
             "give one --for ADDR per --config FILE ({} configs, {} addresses)",
@@ -568,15 +558,24 @@ fn serve(args: &ServeArgs) -> anyhow::Result<i32> {
         options.config_ttl = Duration::from_millis(args.config_ttl_ms);
     }
     let server = Server::bind(options)?;
+    let receivers: Vec<IpAddr> = configs.iter().map(|(addr, _)| *addr).collect();
     for (addr, config) in configs {
         server
             .allocator()
             .set_config(addr, config)
-            .map_err(|r| anyhow::anyhow!("{}", r.message))?;
+            .map_err(|r| exit::usage(format!("--config for {addr}: {}", r.message)))?;
+    }
+    if json {
+        // One object when listening, as `steer agent --json` does.
+        output::json(&serde_json::json!({
+            "socket": server.path(),
+            "receivers": receivers,
+            "agent": args.agent,
+        }))?;
     }
     eprintln!("steer: allocator listening on {}", server.path().display());
     server.run()?;
-    Ok(0)
+    Ok(exit::OK)
 }
 
 /// The allocator's config source for `serve --agent`: the agent's config
@@ -597,7 +596,7 @@ fn lease(args: &LeaseArgs, json: bool) -> anyhow::Result<i32> {
     let lease = client.lease(args.proto.l4(), args.from, args.to.ip(), args.to.port())?;
     if json {
         output::json(&lease)?;
-        return Ok(0);
+        return Ok(exit::OK);
     }
     output::rows(&[
         ("port", lease.port.to_string()),
@@ -605,14 +604,14 @@ fn lease(args: &LeaseArgs, json: bool) -> anyhow::Result<i32> {
         ("cpu", lease.cpu.to_string()),
         ("lease", lease.lease.to_string()),
     ])?;
-    Ok(0)
+    Ok(exit::OK)
 }
 
 fn status(args: &SocketArg, json: bool) -> anyhow::Result<i32> {
     let status = AllocClient::connect(args.path())?.status()?;
     if json {
         output::json(&status)?;
-        return Ok(0);
+        return Ok(exit::OK);
     }
     let remotes: Vec<String> = status.remotes.iter().map(IpAddr::to_string).collect();
     output::rows(&[("receivers", remotes.join(" "))])?;
@@ -643,5 +642,5 @@ fn status(args: &SocketArg, json: bool) -> anyhow::Result<i32> {
         ],
         &body,
     )?;
-    Ok(0)
+    Ok(exit::OK)
 }

@@ -11,7 +11,7 @@ use order::replay::{descriptors, parse_capture, replay, ReplayConfig};
 use order::sorter::{SorterConfig, SorterStats};
 use serde::Serialize;
 
-use crate::output;
+use crate::{exit, output};
 
 #[derive(Debug, Subcommand)]
 pub enum ReorderCommand {
@@ -122,7 +122,7 @@ fn stats(args: StatsArgs, json: bool) -> anyhow::Result<i32> {
     };
     if json {
         output::json(&result)?;
-        return Ok(0);
+        return Ok(exit::OK);
     }
     let body: Vec<Vec<String>> = result
         .flows
@@ -159,7 +159,7 @@ fn stats(args: StatsArgs, json: bool) -> anyhow::Result<i32> {
         ],
         &body,
     )?;
-    Ok(0)
+    Ok(exit::OK)
 }
 
 fn endpoint(addr: &std::net::IpAddr, port: u16) -> String {
@@ -260,5 +260,5 @@ fn sort(args: SortArgs, json: bool) -> anyhow::Result<i32> {
             ),
         ])?;
     }
-    Ok(0)
+    Ok(exit::OK)
 }

@@ -11,7 +11,7 @@ use rss::{
 use serde::Serialize;
 
 use crate::cli::{Assumptions, ConfigSource, Proto, RssCommand, Transform, WhereArgs};
-use crate::output;
+use crate::{exit, output};
 
 /// A flow is busy when the receiver has taken at least this many bytes on it.
 const BUSY_BYTES: u64 = 1 << 20;
@@ -23,7 +23,7 @@ pub fn run(cmd: RssCommand, json: bool) -> anyhow::Result<i32> {
         RssCommand::Where(args) => where_flow(&args, json),
         RssCommand::Config(args) => {
             output::json(&assumed_config(&args.assumed, "microsoft")?)?;
-            Ok(0)
+            Ok(exit::OK)
         }
     }
 }
@@ -51,7 +51,7 @@ fn show(dev: Option<String>, netns: Option<String>, json: bool) -> anyhow::Resul
         })??;
     if json {
         output::json(&reports)?;
-        return Ok(0);
+        return Ok(exit::OK);
     }
     for (i, report) in reports.iter().enumerate() {
         if i > 0 {
@@ -59,7 +59,7 @@ fn show(dev: Option<String>, netns: Option<String>, json: bool) -> anyhow::Resul
         }
         print_report(report)?;
     }
-    Ok(0)
+    Ok(exit::OK)
 }
 
 fn print_report(r: &DeviceReport) -> anyhow::Result<()> {
@@ -256,7 +256,7 @@ fn where_flow(args: &WhereArgs, json: bool) -> anyhow::Result<i32> {
     let result = placement_row(&config, flow, placement)?;
     if json {
         output::json(&result)?;
-        return Ok(0);
+        return Ok(exit::OK);
     }
     output::rows(&[
         ("flow", output::flow(&flow)),
@@ -276,7 +276,7 @@ fn where_flow(args: &WhereArgs, json: bool) -> anyhow::Result<i32> {
         ("queue", result.queue.to_string()),
         ("cpu", result.cpu.to_string()),
     ])?;
-    Ok(0)
+    Ok(exit::OK)
 }
 
 #[derive(Serialize)]
@@ -322,7 +322,7 @@ fn where_sockets(source: &ConfigSource, json: bool) -> anyhow::Result<i32> {
     }
     if json {
         output::json(&rows)?;
-        return Ok(0);
+        return Ok(exit::OK);
     }
     let body: Vec<Vec<String>> = rows
         .iter()
@@ -344,5 +344,5 @@ fn where_sockets(source: &ConfigSource, json: bool) -> anyhow::Result<i32> {
         &["remote", "local", "hash", "queue", "cpu", "rx bytes", ""],
         &body,
     )?;
-    Ok(0)
+    Ok(exit::OK)
 }

@@ -9,18 +9,17 @@ use clap::{Args, Subcommand};
 use lab::{Lab, LabSpec};
 use wire::{Delay, DirectionStats, DriverConfig, Impairment, Loss, WireConfig};
 
-use crate::output;
+use crate::{exit, output};
 
 #[derive(Debug, Subcommand)]
 pub enum WireCommand {
     /// Build a lab whose two hosts are joined through a wire namespace
     /// (snd —veth— NAME-wire —veth— rcv; IPv6 off, no software RSS).
-    Up {
-        /// Lab name.
-        name: String,
-    },
+    ///
+    /// Example: steer wire up --lab wt1
+    Up(WireLab),
     /// Tear the lab down (same as `steer lab down`).
-    Down { name: String },
+    Down(WireLab),
     /// Forward between the wire namespace's two devices, applying delay,
     /// loss and a rate limit per direction; prints the counters at the end.
     Run(RunArgs),
@@ -30,10 +29,36 @@ pub enum WireCommand {
     Srpic(SrpicArgs),
 }
 
+/// The lab `wire up` and `wire down` work on: `--lab NAME` (a bare NAME is
+/// the older spelling, still accepted).
+#[derive(Debug, Args)]
+pub struct WireLab {
+    /// Name of the lab; its namespaces are NAME-snd, NAME-wire, NAME-rcv.
+    #[arg(
+        long = "lab",
+        value_name = "NAME",
+        required_unless_present = "lab_positional"
+    )]
+    lab: Option<String>,
+    /// The lab name as a bare argument (`steer wire up wt1`).
+    #[arg(value_name = "NAME", hide = true, conflicts_with = "lab")]
+    lab_positional: Option<String>,
+}
+
+impl WireLab {
+    /// The lab name, however it was given.
+    pub fn name(&self) -> &str {
+        self.lab
+            .as_deref()
+            .or(self.lab_positional.as_deref())
+            .unwrap_or_default()
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The lab (built with `steer wire up`).
-    #[arg(long)]
+    #[arg(long, value_name = "NAME")]
     pub lab: String,
     /// Forward (sender to receiver) delay: const:2.5ms | normal:2.5ms,25us |
     /// normal:2.5ms,1% | uniform:1ms,4ms.
@@ -65,7 +90,7 @@ pub struct RunArgs {
 #[derive(Debug, Args)]
 pub struct SrpicArgs {
     /// The lab (built with `steer wire up`).
-    #[arg(long)]
+    #[arg(long, value_name = "NAME")]
     pub lab: String,
     /// Deliver in ring order (the control: same path, no sorting).
     #[arg(long)]
@@ -89,12 +114,8 @@ pub struct SrpicArgs {
 
 pub fn run(cmd: WireCommand, json: bool) -> anyhow::Result<i32> {
     match cmd {
-        WireCommand::Up { name } => up(&name, json),
-        WireCommand::Down { name } => {
-            Lab::down(&name)?;
-            eprintln!("lab {name} is down");
-            Ok(0)
-        }
+        WireCommand::Up(lab) => up(lab.name(), json),
+        WireCommand::Down(lab) => super::lab::down(lab.name(), json),
         WireCommand::Run(args) => forward(args, json),
         WireCommand::Srpic(args) => srpic(args, json),
     }
@@ -118,7 +139,7 @@ fn up(name: &str, json: bool) -> anyhow::Result<i32> {
             );
         }
     }
-    Ok(0)
+    Ok(exit::OK)
 }
 
 fn impairment(delay: &str, loss: &str, rate: &str, queue: u32) -> anyhow::Result<Impairment> {
@@ -164,7 +185,7 @@ fn forward(args: RunArgs, json: bool) -> anyhow::Result<i32> {
     let st = wire.run(&stop, None)?;
     if json {
         output::json(&serde_json::json!({ "config": cfg, "stats": st }))?;
-        return Ok(0);
+        return Ok(exit::OK);
     }
     let row = |name: &str, d: &DirectionStats| {
         let c = d.counters;
@@ -196,7 +217,7 @@ fn forward(args: RunArgs, json: bool) -> anyhow::Result<i32> {
         ],
         &[row("snd->rcv", &st.a_to_b), row("rcv->snd", &st.b_to_a)],
     )?;
-    Ok(0)
+    Ok(exit::OK)
 }
 
 fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
@@ -230,7 +251,7 @@ fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
     let st = driver.run(&stop, None)?;
     if json {
         output::json(&serde_json::json!({ "config": cfg, "stats": st }))?;
-        return Ok(0);
+        return Ok(exit::OK);
     }
     output::rows(&[
         ("packets in", st.packets_in.to_string()),
@@ -251,5 +272,5 @@ fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
             ),
         ),
     ])?;
-    Ok(0)
+    Ok(exit::OK)
 }
