@@ -15,7 +15,7 @@ const TOKEN: &str = "lab-token-1234";
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn serves_software_rss_across_the_lab() {
-    testkit::need_root!("network namespaces, veths, XDP");
+    testkit::require_root("network namespaces, veths, XDP");
     let lab = Lab::up(&LabSpec::new(&unique_name("ag")))
         .unwrap()
         .teardown_on_drop();

@@ -3,10 +3,11 @@
 //! DOM has the case rows, and a screenshot PNG is written under
 //! `target/bench-browser/` (its path is printed).
 //!
-//! Chromium missing: as root, `make deps` installs it (it is in the
-//! Makefile's APT_PACKAGES) and the test goes on; not root, the test skips
-//! and says why. With `STEER_BENCH_REPORT=DIR/index.html` (set by `make
-//! test` after the quick matrix run) it also renders that real report.
+//! Chromium is a prerequisite, installed by `make deps` (it is in the
+//! Makefile's APT_PACKAGES): the test is ignored by a plain `cargo test`,
+//! and fails, saying so, when run without it. With
+//! `STEER_BENCH_REPORT=DIR/index.html` (set by `make bench-matrix` after the
+//! quick matrix run) it also renders that real report.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -20,29 +21,14 @@ fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn chromium() -> Option<PathBuf> {
+/// The browser; the test fails (one line) without one.
+fn browser() -> PathBuf {
     ["chromium", "chromium-browser", "google-chrome"]
         .iter()
         .find_map(|p| bench::runner::find_program(p))
-}
-
-/// The browser, installed through the Makefile when missing and root.
-fn browser() -> Option<PathBuf> {
-    if let Some(path) = chromium() {
-        return Some(path);
-    }
-    if !bench::runner::is_root() {
-        eprintln!("skipped: chromium is not installed and installing it (make deps) needs root");
-        return None;
-    }
-    let status = Command::new("make")
-        .arg("-C")
-        .arg(workspace())
-        .arg("deps")
-        .status()
-        .expect("run make deps");
-    assert!(status.success(), "make deps failed");
-    Some(chromium().expect("make deps did not install chromium"))
+        .unwrap_or_else(|| {
+            testkit::missing("headless Chromium (the program chromium): `make deps` installs it")
+        })
 }
 
 /// Headless Chromium, no sandbox (root), no GPU, no network, fresh profile.
@@ -116,8 +102,9 @@ fn render(browser: &Path, index: &Path, expect: &[String], png: &Path) {
 }
 
 #[test]
+#[ignore = "needs headless Chromium (`make deps` installs it): `make test` runs it"]
 fn report_renders_in_headless_chromium() {
-    let Some(browser) = browser() else { return };
+    let browser = browser();
     let out = workspace().join("target/bench-browser");
     std::fs::create_dir_all(&out).unwrap();
     let out = out.canonicalize().unwrap();

@@ -26,7 +26,7 @@ fn run(cgroup: &TempCgroup, scenario: &str, args: &[String]) -> serde_json::Valu
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn planned_ports_and_fallbacks() {
-    testkit::need_root!("cgroup BPF");
+    testkit::require_root("cgroup BPF");
     let target = listener("127.0.0.1:0");
     let (p1, p2) = (free_port(), free_port());
     // p1 is held by a listener: bpf_bind fails, the next slot (p2) is used.

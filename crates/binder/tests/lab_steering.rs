@@ -195,7 +195,8 @@ fn streams_as_planned(lab: &Lab, plan: &Plan, what: &str, configure: impl Fn(&mu
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn preload_steers_iperf3_and_separate_processes() {
-    testkit::need_root!("network namespaces, XDP");
+    testkit::require_root("network namespaces, XDP");
+    testkit::require_program("iperf3", "`make deps` installs it");
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let (lab, p_iperf, p_sink) = lab_with_plans("bpre");
     let ports = |p: &Plan| p.entries.iter().map(|e| e.port).collect::<Vec<_>>();
@@ -230,7 +231,8 @@ fn preload_steers_iperf3_and_separate_processes() {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn cgroup_bpf_steers_iperf3_and_separate_processes() {
-    testkit::need_root!("network namespaces, XDP, cgroup BPF");
+    testkit::require_root("network namespaces, XDP, cgroup BPF");
+    testkit::require_program("iperf3", "`make deps` installs it");
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let (lab, p_iperf, p_sink) = lab_with_plans("bbpf");
     let cgroup = TempCgroup::create().unwrap();

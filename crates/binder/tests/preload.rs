@@ -61,13 +61,10 @@ fn allocator_port_is_used() {
 
 #[test]
 fn ipv6_is_steered_and_mapped_ipv4_is_not() {
-    // No IPv6 loopback is no reason to pass: the test says how to enable it.
-    if let Err(e) = TcpListener::bind("[::1]:0") {
-        panic!(
-            "this test needs the IPv6 loopback ::1 (binding [::1]:0: {e}); \
-             enable it with `sysctl net.ipv6.conf.lo.disable_ipv6=0`"
-        );
-    }
+    testkit::require(
+        "the IPv6 loopback ::1: enable it with `sysctl net.ipv6.conf.lo.disable_ipv6=0`",
+        TcpListener::bind("[::1]:0").is_ok(),
+    );
     let port = free_port();
     let alloc = Allocator::start(Answer::Ports(vec![port]));
     let target = listener("[::1]:0");

@@ -14,7 +14,7 @@ fn netns_exists(ns: &str) -> bool {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn up_and_down_are_idempotent() {
-    testkit::need_root!("network namespaces, veths, XDP");
+    testkit::require_root("network namespaces, veths, XDP");
     let name = unique_name("lu");
     let spec = LabSpec::new(&name);
     let lab = Lab::up(&spec).unwrap();
@@ -40,7 +40,7 @@ fn up_and_down_are_idempotent() {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn down_removes_only_what_it_created() {
-    testkit::need_root!("network namespaces, veths, XDP");
+    testkit::require_root("network namespaces, veths, XDP");
     let name = unique_name("lo");
     // A namespace with the name the lab wants for its sender, made by
     // someone else: `up` must refuse, and the cleanup must leave it alone.
@@ -102,7 +102,7 @@ fn tcp_transfer(lab: &Lab, from: &str, port: u16, bytes: usize) -> usize {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn three_hosts_join_through_a_switch() {
-    testkit::need_root!("network namespaces, veths, XDP");
+    testkit::require_root("network namespaces, veths, XDP");
     let mut spec = LabSpec::new(&unique_name("l3"));
     spec.hosts = vec!["a".into(), "b".into(), "rcv".into()];
     let lab = Lab::up(&spec).unwrap().teardown_on_drop();
@@ -116,7 +116,7 @@ fn three_hosts_join_through_a_switch() {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn tcp_works_with_software_rss() {
-    testkit::need_root!("network namespaces, veths, XDP");
+    testkit::require_root("network namespaces, veths, XDP");
     let mut spec = LabSpec::new(&unique_name("lt"));
     spec.queues = 8;
     let lab = Lab::up(&spec).unwrap().teardown_on_drop();

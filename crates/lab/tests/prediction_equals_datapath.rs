@@ -101,7 +101,7 @@ fn spec(name: &str) -> LabSpec {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn per_queue_counters_equal_the_prediction() {
-    testkit::need_root!("network namespaces, veths, XDP");
+    testkit::require_root("network namespaces, veths, XDP");
     let seed: u64 = rand::random();
     eprintln!("seed {seed}");
     let mut rng = StdRng::seed_from_u64(seed);
@@ -143,7 +143,7 @@ fn per_queue_counters_equal_the_prediction() {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn update_with_a_new_key_moves_flows_live() {
-    testkit::need_root!("network namespaces, veths, XDP");
+    testkit::require_root("network namespaces, veths, XDP");
     let seed: u64 = rand::random();
     eprintln!("seed {seed}");
     let mut rng = StdRng::seed_from_u64(seed);

@@ -1,12 +1,10 @@
 //! Simulator replay rate and controller recompute time.
 //!
 //! `cargo bench -p lb --bench lb`. The replay benchmark preloads the Auckland
-//! trace (16 copies, 500k packets) and times the dispatch + Toeplitz hash +
-//! per-core count loop (with the controller ticks it triggers) for one policy;
+//! capture (docs/traces.md; 16 copies, 500k packets) and times the dispatch +
+//! Toeplitz hash + per-core count loop (with the controller ticks it triggers) for one policy;
 //! the controller benchmarks recompute a 1,000-server x 64-core x 512-bucket
 //! table.
-
-use std::path::PathBuf;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use lb::controller::{crossrss_table, AgentReport, CrossRssPlus, PlusParams};
@@ -15,12 +13,11 @@ use lb::sim::{Policy, Replay, SimConfig, Simulator};
 use lb::Trace;
 
 fn replay(c: &mut Criterion) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/traces/libtrace_auckland_atm_2000-01-25_oneway_rawip.pcap");
-    let Ok(trace) = Trace::open(&path) else {
-        eprintln!("skipping replay benchmark: {} not found", path.display());
-        return;
-    };
+    // Found where every test finds the shared captures (STEER_TRACES, else
+    // traces/, else ../shared/traces: docs/traces.md); missing, the
+    // benchmark fails and says so rather than leave the replay out.
+    let path = testkit::shared_trace("libtrace_auckland_atm_2000-01-25_oneway_rawip.pcap");
+    let trace = Trace::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let replay = Replay::new(&trace, 10.0, 16, 10_000_000_000).expect("replay");
     let sim = Simulator::new(&replay, SimConfig::default()).expect("simulator");
     let mut group = c.benchmark_group("replay");

@@ -42,7 +42,7 @@ const SHORT: ConnShape = ConnShape {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn connections_through_the_load_balancer() {
-    testkit::need_root!("namespaces, XDP");
+    testkit::require_root("namespaces, XDP");
     let (live, _servers, ctl) = running_lab(LivePolicy::CrossRss, 10.0);
     let w = Workload {
         workers: 4,
@@ -84,7 +84,7 @@ fn connections_through_the_load_balancer() {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn table_changes_never_move_established_connections() {
-    testkit::need_root!("namespaces, XDP");
+    testkit::require_root("namespaces, XDP");
     let (live, _servers, ctl) = running_lab(LivePolicy::Hash, 20.0);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let churn = {
@@ -136,7 +136,7 @@ fn table_changes_never_move_established_connections() {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn stale_agents_bad_reports_and_a_vanishing_backend() {
-    testkit::need_root!("namespaces, XDP");
+    testkit::require_root("namespaces, XDP");
     let (live, _servers, ctl) = running_lab(LivePolicy::CrossRss, 20.0);
     let client = live.clients[0].netns.clone();
     let vip = live.vip;
@@ -305,7 +305,7 @@ fn poll(
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn agents_report_load_and_config_over_http() {
-    testkit::need_root!("namespaces, XDP");
+    testkit::require_root("namespaces, XDP");
     let (live, _servers, ctl) = running_lab(LivePolicy::Hash, 10.0);
     let reporters = live.reporters().unwrap();
     let ns = reporters.netns.clone();

@@ -103,7 +103,7 @@ struct Case {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn packet_table() {
-    testkit::need_root!("BPF_PROG_TEST_RUN");
+    testkit::require_root("BPF_PROG_TEST_RUN");
     let (dp, _) = setup(4);
     let vip_syn = syn(frame(&tcp(1000, VIP), 0));
     let mut frag = frame(&tcp(1001, VIP), 8);
@@ -240,7 +240,7 @@ fn packet_table() {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn bucket_equals_backend_rss_and_connections_stick() {
-    testkit::need_root!("BPF_PROG_TEST_RUN");
+    testkit::require_root("BPF_PROG_TEST_RUN");
     let (dp, config) = setup(4);
     for sport in 2000..2200u16 {
         let t = tcp(sport, VIP);
@@ -280,7 +280,7 @@ fn bucket_equals_backend_rss_and_connections_stick() {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn unhealthy_backend_keeps_connections_and_gets_no_new_ones() {
-    testkit::need_root!("BPF_PROG_TEST_RUN");
+    testkit::require_root("BPF_PROG_TEST_RUN");
     let (dp, config) = setup(4);
     // Connections on every backend.
     let flows: Vec<FlowTuple> = (4000..4100u16).map(|p| tcp(p, VIP)).collect();
@@ -332,7 +332,7 @@ fn unhealthy_backend_keeps_connections_and_gets_no_new_ones() {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn round_robin_ring_and_plus_modes() {
-    testkit::need_root!("BPF_PROG_TEST_RUN");
+    testkit::require_root("BPF_PROG_TEST_RUN");
     let (dp, _) = setup(4);
     dp.set_mode(Mode::RoundRobin, 1).unwrap();
     let mut seen = [0u32; 4];

@@ -113,7 +113,7 @@ fn nothing_left(pair: &Pair) {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn nonexistent_device_is_no_such_device_and_pins_nothing() {
-    testkit::need_root!("network namespaces, XDP");
+    testkit::require_root("network namespaces, XDP");
     let pair = Pair::new(true);
     let err = nic::attach("nosuch0", pair.b(), &config(4), &AttachOptions::default()).unwrap_err();
     assert!(matches!(err, NicError::NoSuchDevice { .. }), "{err}");
@@ -133,7 +133,7 @@ fn nonexistent_device_is_no_such_device_and_pins_nothing() {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn bad_configs_are_rejected_before_attach() {
-    testkit::need_root!("network namespaces, XDP");
+    testkit::require_root("network namespaces, XDP");
     let pair = Pair::new(true);
     let mut c = config(4);
     c.indirection_table = IndirectionTable::from_entries(vec![0, 1, 2, 3, 4]).unwrap();
@@ -168,7 +168,7 @@ fn bad_configs_are_rejected_before_attach() {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn peer_with_tx_checksum_offload_is_reported_with_the_fix() {
-    testkit::need_root!("network namespaces, XDP");
+    testkit::require_root("network namespaces, XDP");
     let pair = Pair::new(false);
     let err = nic::attach("veth0", pair.b(), &config(2), &AttachOptions::default()).unwrap_err();
     match &err {
@@ -186,7 +186,7 @@ fn peer_with_tx_checksum_offload_is_reported_with_the_fix() {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn attach_update_detach_across_calls() {
-    testkit::need_root!("network namespaces, XDP");
+    testkit::require_root("network namespaces, XDP");
     let pair = Pair::new(true);
     assert_eq!(nic::attached_config("veth0", pair.b()).unwrap(), None);
     assert!(matches!(
@@ -237,7 +237,7 @@ fn attach_update_detach_across_calls() {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn a_foreign_xdp_program_is_not_replaced() {
-    testkit::need_root!("network namespaces, XDP");
+    testkit::require_root("network namespaces, XDP");
     let pair = Pair::new(true);
     nic::attach("veth0", pair.b(), &config(2), &AttachOptions::default()).unwrap();
     let id = pair.xdp_prog();

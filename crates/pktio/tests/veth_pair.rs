@@ -46,7 +46,7 @@ fn frame(i: u32, len: usize) -> Vec<u8> {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn batches_cross_a_veth_pair_in_order() {
-    testkit::need_root!("network namespaces, veths, AF_PACKET");
+    testkit::require_root("network namespaces, veths, AF_PACKET");
     let ns = Netns::new();
     let cfg = PortConfig::default();
     let mut a = Port::open("a", Some(&ns.0), &cfg).unwrap();

@@ -1,14 +1,65 @@
 //! Test plumbing shared by the integration tests of several crates (dev-only,
-//! never published): root checks for the root-only tests, scratch
-//! directories removed on drop, and a loopback port that refuses
+//! never published): prerequisite checks, the shared packet captures,
+//! scratch directories removed on drop, and a loopback port that refuses
 //! connections.
 //!
 //! Only helpers that more than one crate's tests use live here; a helper of
 //! one crate's tests stays in that crate's `tests/`.
+//!
+//! # A test that cannot run fails
+//!
+//! A test that needs something the code cannot provide (root, a program, a
+//! device, the packet captures) says so with [`require`] (or
+//! [`require_root`], [`shared_trace`]): when it is missing the test fails
+//! with one line, `missing prerequisite: WHAT`. It never returns early and
+//! passes. A test whose prerequisite an ordinary developer machine lacks
+//! (root, headless Chromium) is also marked `#[ignore = "needs ..."]`, so a
+//! plain `cargo test` does not run it and reports it as ignored, with that
+//! reason.
+//!
+//! Strict mode (see [`strict`]): under CI (the variable `CI` is set) or
+//! under `make test`, which exports `STEER_STRICT_TESTS=1` to its test runs,
+//! nothing may be left out: the tests run with `--include-ignored`, so every
+//! missing prerequisite is a failure, and this crate's
+//! `strict_mode_runs_the_ignored_tests` test fails when they were not.
 
+use std::ffi::OsString;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
+
+/// The variable `make test` sets (to `1`) for its test runs: see [`strict`].
+pub const STRICT_VAR: &str = "STEER_STRICT_TESTS";
+
+/// Whether the tests run in strict mode: under CI (`CI` set, as CI services
+/// do) or under `make test` ([`STRICT_VAR`] set). An empty value or `0`
+/// counts as unset.
+pub fn strict() -> bool {
+    strict_in(std::env::var_os("CI"), std::env::var_os(STRICT_VAR))
+}
+
+fn strict_in(ci: Option<OsString>, strict_var: Option<OsString>) -> bool {
+    let set = |v: Option<OsString>| v.is_some_and(|v| !v.is_empty() && v != "0");
+    set(ci) || set(strict_var)
+}
+
+/// Fails the calling test, with the one line `missing prerequisite: {what}`,
+/// unless `available`. `what` names the thing and, where it helps, how to
+/// get it: `testkit::require("iperf3 (make deps installs it)", found)`.
+#[track_caller]
+pub fn require(what: &str, available: bool) {
+    if !available {
+        missing(what);
+    }
+}
+
+/// Fails the calling test with the one line `missing prerequisite: {what}`:
+/// for a prerequisite found missing by an error, e.g.
+/// `.unwrap_or_else(|e| testkit::missing(&format!("network namespaces ({e})")))`.
+#[track_caller]
+pub fn missing(what: &str) -> ! {
+    panic!("missing prerequisite: {what}");
+}
 
 /// Whether this process runs as root (effective uid 0).
 pub fn is_root() -> bool {
@@ -16,27 +67,52 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// True as root; otherwise says `skipped: needs root ({what})` on stderr.
-///
-/// For the root-only tests (`#[ignore = "needs root ..."]`, run by
-/// `make test` as root with `--include-ignored`): see [`need_root!`].
-pub fn root(what: &str) -> bool {
-    if is_root() {
-        return true;
-    }
-    eprintln!("skipped: needs root ({what})");
-    false
+/// Fails the calling test unless it runs as root: [`require`] with
+/// `root ({what})`. For the root-only tests, marked
+/// `#[ignore = "needs root ..."]` and run by `make test` as root with
+/// `--include-ignored`.
+#[track_caller]
+pub fn require_root(what: &str) {
+    require(
+        &format!("root ({what}): run the tests as root, as `make test` does"),
+        is_root(),
+    );
 }
 
-/// Returns from the test (after saying why) unless it runs as root:
-/// `testkit::need_root!("network namespaces, XDP");`.
+/// [`require_root`], for call sites written as `if !testkit::root(..)`:
+/// fails the test when not root, so it returns true whenever it returns.
+#[track_caller]
+pub fn root(what: &str) -> bool {
+    require_root(what);
+    true
+}
+
+/// [`require_root`] as a statement: `testkit::need_root!("network namespaces, XDP");`.
 #[macro_export]
 macro_rules! need_root {
     ($what:expr) => {
-        if !$crate::root($what) {
-            return;
-        }
+        $crate::require_root($what)
     };
+}
+
+/// Whether `program` is an executable file in a directory of `$PATH`.
+pub fn on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| is_executable(candidate))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// The path of `program` on `$PATH`; fails the test (one line, with `how`
+/// to get it) when there is none: `testkit::require_program("iperf3", "make deps installs it")`.
+#[track_caller]
+pub fn require_program(program: &str, how: &str) -> PathBuf {
+    on_path(program).unwrap_or_else(|| missing(&format!("the program {program} ({how})")))
 }
 
 /// A path under the system's temp dir that no other call in any test
@@ -137,31 +213,110 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// Where the shared public packet captures are: `$STEER_TRACES`, else
-/// `../shared/traces` next to the repository. They are not in the
-/// repository (not ours to relicense, docs/bench.md).
-pub fn shared_traces_dir() -> PathBuf {
-    std::env::var_os("STEER_TRACES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces"))
+/// The workspace's root directory (two levels above a crate's manifest).
+pub fn workspace_root() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    root.canonicalize().unwrap_or(root)
 }
 
-/// One of the shared captures. A test that needs it fails when it is
-/// missing, rather than pass without running.
+/// Where the shared public packet captures (docs/traces.md) are looked
+/// for, in order: `$STEER_TRACES` alone when it is set (and not empty);
+/// else `traces/` in the workspace, then `../shared/traces` next to it.
+/// They are not in the repository: they are not ours to relicense.
+pub fn traces_search_path() -> Vec<PathBuf> {
+    traces_search_path_in(std::env::var_os("STEER_TRACES"), &workspace_root())
+}
+
+fn traces_search_path_in(steer_traces: Option<OsString>, root: &Path) -> Vec<PathBuf> {
+    match steer_traces {
+        Some(dir) if !dir.is_empty() => vec![PathBuf::from(dir)],
+        _ => vec![root.join("traces"), root.join("../shared/traces")],
+    }
+}
+
+/// One of the shared captures, from the first directory of
+/// [`traces_search_path`] that holds it. A test that needs it fails with one
+/// line when none does, rather than pass without running.
+#[track_caller]
 pub fn shared_trace(name: &str) -> PathBuf {
-    let path = shared_traces_dir().join(name);
-    assert!(
-        path.is_file(),
-        "this test needs the shared packet trace {}: put the shared traces \
-         (shared/traces/SOURCES.md) there or set STEER_TRACES to their directory",
-        path.display()
-    );
-    path
+    let dirs = traces_search_path();
+    let found = dirs.iter().map(|d| d.join(name)).find(|p| p.is_file());
+    found.unwrap_or_else(|| {
+        let looked: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+        missing(&format!(
+            "the packet capture {name} (looked in {}): docs/traces.md says where to \
+             get it; put it in traces/ or set STEER_TRACES to its directory",
+            looked.join(", ")
+        ))
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Strict mode leaves nothing out: a run under CI or `make test` that
+    /// did not include the ignored tests (root, Chromium) would report them
+    /// as ignored and pass without them.
+    #[test]
+    fn strict_mode_runs_the_ignored_tests() {
+        let args: Vec<String> = std::env::args().collect();
+        let includes_ignored = args
+            .iter()
+            .any(|a| a == "--include-ignored" || a == "--ignored");
+        assert!(
+            !strict() || includes_ignored,
+            "strict mode (CI or {STRICT_VAR} set) runs the tests with --include-ignored; these args leave them out: {args:?}"
+        );
+    }
+
+    #[test]
+    fn strict_mode_is_ci_or_the_make_test_variable() {
+        let v = |s: &str| Some(OsString::from(s));
+        assert!(!strict_in(None, None));
+        assert!(strict_in(v("true"), None));
+        assert!(strict_in(None, v("1")));
+        assert!(!strict_in(v(""), v("0")));
+    }
+
+    #[test]
+    fn require_fails_with_one_line_naming_what_is_missing() {
+        require("nothing", true);
+        let err = std::panic::catch_unwind(|| require("the program nosuch (apt)", false))
+            .expect_err("a missing prerequisite fails");
+        let msg = err.downcast_ref::<String>().expect("a formatted message");
+        assert_eq!(msg, "missing prerequisite: the program nosuch (apt)");
+        assert!(
+            std::panic::catch_unwind(|| require_program("steer-no-such-program", "none")).is_err()
+        );
+        assert!(on_path("sh").is_some());
+    }
+
+    #[test]
+    fn traces_come_from_steer_traces_alone_when_set() {
+        let root = Path::new("/ws");
+        assert_eq!(
+            traces_search_path_in(Some("/t".into()), root),
+            vec![PathBuf::from("/t")]
+        );
+        let default = vec![root.join("traces"), root.join("../shared/traces")];
+        assert_eq!(traces_search_path_in(None, root), default);
+        assert_eq!(traces_search_path_in(Some("".into()), root), default);
+    }
+
+    #[test]
+    fn a_missing_trace_fails_naming_where_it_looked() {
+        let err = std::panic::catch_unwind(|| shared_trace("steer-no-such-capture.pcap"))
+            .expect_err("a missing capture fails");
+        let msg = err.downcast_ref::<String>().expect("a formatted message");
+        assert!(
+            msg.starts_with(
+                "missing prerequisite: the packet capture steer-no-such-capture.pcap (looked in "
+            ) && msg.contains("docs/traces.md")
+                && !msg.contains('\n'),
+            "{msg}"
+        );
+    }
 
     #[test]
     fn refusing_port_refuses() {

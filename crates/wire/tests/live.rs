@@ -59,7 +59,7 @@ fn wire_config(lab: &Lab) -> WireConfig {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn tcp_crosses_a_reordering_lossy_wire_and_counters_balance() {
-    testkit::need_root!("network namespaces, veths, AF_PACKET, TAP");
+    testkit::require_root("network namespaces, veths, AF_PACKET, TAP");
     let lab = wire_lab("wl");
     let mut cfg = wire_config(&lab);
     cfg.a_to_b = Impairment {
@@ -103,7 +103,7 @@ fn link_counters(netns: &str, dev: &str) -> (u64, u64) {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn srpic_driver_delivers_every_frame_under_reordering() {
-    testkit::need_root!("network namespaces, veths, AF_PACKET, TAP");
+    testkit::require_root("network namespaces, veths, AF_PACKET, TAP");
     let lab = wire_lab("wd");
     let mut cfg = wire_config(&lab);
     cfg.a_to_b.delay = Delay::Normal {

@@ -131,11 +131,26 @@ impl Allocator {
     }
 }
 
-/// The body of each test binary's `probe` test, the child side: runs the
-/// scenario when re-executed by [`probe_command`] (BINDER_PROBE set), does
-/// nothing otherwise.
+/// The body of each test binary's `probe` test. Re-executed by
+/// [`probe_command`] (BINDER_PROBE set), it is the child: runs the scenario
+/// and prints its result. Run as a plain test, it checks the probe itself:
+/// a child with no shim and no cgroup connects to a loopback listener and
+/// reports the kernel's own result (connected, from a port of its own).
 pub fn probe_child() {
     let Ok(scenario) = std::env::var("BINDER_PROBE") else {
+        let target = listener("127.0.0.1:0");
+        let r = probe_result(
+            &probe_command("connect", &[target.to_string()])
+                .output()
+                .unwrap(),
+        );
+        assert_eq!(r["r"], 0, "{r}");
+        assert_eq!(
+            r["errno"], 4242,
+            "a successful connect leaves errno alone: {r}"
+        );
+        let port = r["local_port"].as_u64().expect("a local port");
+        assert!(port != 0 && port != u64::from(target.port()), "{r}");
         return;
     };
     let args: Vec<String> = std::env::var("BINDER_PROBE_ARGS")
