@@ -85,7 +85,8 @@ pub enum RssCommand {
         /// Device to inspect; all devices when omitted.
         #[arg(long)]
         dev: Option<String>,
-        /// Network namespace (a name under /run/netns) the device lives in.
+        /// Network namespace (a name under /run/netns) the device lives in;
+        /// default: the namespace steer runs in.
         #[arg(long)]
         netns: Option<String>,
     },
@@ -136,7 +137,7 @@ pub struct ConfigSource {
     /// A live device: Steer's software RSS config if attached, else the NIC's.
     #[arg(long, group = "from")]
     pub dev: Option<String>,
-    /// Network namespace of --dev.
+    /// Network namespace of --dev; default: the namespace steer runs in.
     #[arg(long, requires = "dev")]
     pub netns: Option<String>,
     #[command(flatten)]
@@ -147,7 +148,8 @@ pub struct ConfigSource {
 #[derive(Debug, Args)]
 pub struct Assumptions {
     /// Key: hex bytes (colons allowed), `microsoft` (the verification key) or
-    /// `symmetric` (0x6d5a repeated, 40 bytes).
+    /// `symmetric` (0x6d5a repeated, 40 bytes). `rss config` without --key
+    /// uses `microsoft`.
     #[arg(long, group = "from")]
     pub key: Option<String>,
     /// Number of receive queues (queue q is assumed served by CPU q).

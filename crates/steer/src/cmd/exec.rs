@@ -29,7 +29,8 @@ use crate::output;
 /// Example: steer exec --bpf --to 10.77.1.2:5201 --config rcv.json -- iperf3 -c 10.77.1.2 -P 8
 #[derive(Debug, Args)]
 pub struct ExecArgs {
-    /// The allocator's Unix socket (LD_PRELOAD binder).
+    /// The allocator's Unix socket (LD_PRELOAD binder); default
+    /// $STEER_ALLOC_SOCK or /run/steer/alloc.sock.
     #[arg(long, conflicts_with = "bpf")]
     pub socket: Option<PathBuf>,
     /// Use the cgroup BPF binder instead of LD_PRELOAD (needs --to and the

@@ -113,7 +113,7 @@ pub struct ReceiverArgs {
 #[derive(Debug, Args)]
 pub struct PlanArgs {
     /// The receiver: HOST:PORT (IPv6 as [ADDR]:PORT).
-    #[arg(long)]
+    #[arg(long, value_name = "HOST:PORT")]
     pub to: String,
     /// Flows to plan.
     #[arg(long, default_value_t = 16)]
@@ -122,13 +122,15 @@ pub struct PlanArgs {
     /// kernel picks towards HOST.
     #[arg(long)]
     pub from: Option<IpAddr>,
+    /// Transport protocol of the flows.
     #[arg(long, value_enum, default_value_t = Proto::Tcp)]
     pub proto: Proto,
     /// Source ports to choose from, LOW-HIGH; default: this host's
     /// ip_local_port_range (ports in use and reserved ports are always skipped).
     #[arg(long)]
     pub port_range: Option<PortRange>,
-    /// Seed of the scan's starting port (reproducible plans).
+    /// Seed of the scan's starting port, for reproducible plans; default:
+    /// a random start.
     #[arg(long)]
     pub seed: Option<u64>,
     #[command(flatten)]
@@ -177,11 +179,12 @@ pub struct ServeArgs {
 #[derive(Debug, Args)]
 pub struct LeaseArgs {
     /// The receiver: ADDR:PORT.
-    #[arg(long)]
+    #[arg(long, value_name = "ADDR:PORT")]
     pub to: SocketAddr,
     /// Local address; default: the allocator's routed source address.
     #[arg(long)]
     pub from: Option<IpAddr>,
+    /// Transport protocol of the connection.
     #[arg(long, value_enum, default_value_t = Proto::Tcp)]
     pub proto: Proto,
     #[command(flatten)]

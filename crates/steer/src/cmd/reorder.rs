@@ -60,7 +60,8 @@ pub struct SortArgs {
     /// Packets per batch (the NAPI budget of one poll).
     #[arg(long, default_value_t = 64)]
     pub batch: usize,
-    /// Also end a batch at an inter-arrival gap longer than this (µs).
+    /// Also end a batch at an inter-arrival gap longer than this (µs);
+    /// default: batches end at --batch packets only.
     #[arg(long)]
     pub gap_us: Option<u64>,
     /// Most flows with a manager at once.

@@ -104,7 +104,7 @@ pub struct SrpicArgs {
     /// SRPIC BlockSize.
     #[arg(long, default_value_t = 32)]
     pub block: u32,
-    /// GRO on the TAP.
+    /// Turn GRO on on the TAP (default: off).
     #[arg(long)]
     pub gro: bool,
     /// Seconds to run.
