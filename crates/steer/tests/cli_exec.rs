@@ -8,7 +8,7 @@ mod common;
 use std::path::PathBuf;
 
 use assert_cmd::Command;
-use common::{fails_with_one_line, microsoft_config, steer, success_json};
+use common::{cgroup2_root, fails_with_one_line, microsoft_config, steer, success_json, Cgroup};
 use testkit::TempDir;
 
 /// To 127.0.0.1:5201 from 127.0.0.1, the config file next.
@@ -170,27 +170,6 @@ fn missing_privilege_exits_3() {
         assert_eq!(out.status.code(), Some(3), "{args:?}: {err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{err}");
         assert!(err.contains("root"), "{err}");
-    }
-}
-
-fn cgroup2_root() -> Option<PathBuf> {
-    let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
-    mounts.lines().find_map(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        (f.get(2) == Some(&"cgroup2")).then(|| PathBuf::from(f[1]))
-    })
-}
-
-/// Removes the test's cgroup (and detaches, if a step failed) on drop.
-struct Cgroup(PathBuf);
-
-impl Drop for Cgroup {
-    fn drop(&mut self) {
-        let _ = steer()
-            .args(["attach", "--detach", "--cgroup"])
-            .arg(&self.0)
-            .output();
-        let _ = std::fs::remove_dir(&self.0);
     }
 }
 

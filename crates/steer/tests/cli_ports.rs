@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-use common::{microsoft_config, steer, success_json};
+use common::{microsoft_config, steer, success_json, Serve};
 use predicates::prelude::*;
 use testkit::{RefusingPort, TempDir};
 
@@ -129,15 +129,6 @@ fn plan_bad_input() {
         "cannot steer",
     );
     plan().args(["--key", "@/nonexistent/key"]).assert().code(2);
-}
-
-struct Serve(Child);
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //! uses some of them).
 #![allow(dead_code)]
 
-use std::process::Output;
+use std::path::PathBuf;
+use std::process::{Child, Output};
 
 use assert_cmd::Command;
 
@@ -38,4 +39,38 @@ pub fn microsoft_config(queues: u32) -> Vec<u8> {
         .unwrap();
     assert!(out.status.success());
     out.stdout
+}
+
+/// A long-running `steer` (an allocator, an agent), killed and reaped when
+/// dropped, so a failing test leaves no process behind.
+pub struct Serve(pub Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Where the cgroup v2 hierarchy is mounted, from /proc/self/mounts.
+pub fn cgroup2_root() -> Option<PathBuf> {
+    let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
+    mounts.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.get(2) == Some(&"cgroup2")).then(|| PathBuf::from(f[1]))
+    })
+}
+
+/// A test's cgroup: detaches the binder (if a step failed) and removes the
+/// directory on drop.
+pub struct Cgroup(pub PathBuf);
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        let _ = steer()
+            .args(["attach", "--detach", "--cgroup"])
+            .arg(&self.0)
+            .output();
+        let _ = std::fs::remove_dir(&self.0);
+    }
 }
