@@ -1,8 +1,8 @@
 //! `steer`: parses arguments, calls the library crates, prints their results.
 //!
-//! Exit codes (DESIGN.md): 0 ok, 1 the thing checked is false (no command
-//! checks anything yet), 2 bad input or
-//! usage, 3 missing privilege or kernel feature.
+//! Exit codes: 0 ok, 1 the operation failed or the thing checked is false,
+//! 2 bad usage or input, 3 missing privilege or kernel feature; the table
+//! and how errors are classified are in [`exit`].
 
 mod cli;
 mod cmd;
