@@ -126,9 +126,12 @@ pub struct Repetition {
     pub aggregate_gbps: f64,
     /// Each data stream's goodput (same order as `source_ports`).
     pub flow_gbps: Vec<f64>,
+    /// The slowest of them.
+    pub min_flow_gbps: f64,
     /// Share of each CPU's time spent busy (not idle or iowait) during the
-    /// repetition, from /proc/stat.
-    pub cpu_busy: Vec<f64>,
+    /// repetition, from /proc/stat; `None` (JSON null) for a CPU whose
+    /// counters did not advance (no time to divide by).
+    pub cpu_busy: Vec<Option<f64>>,
 }
 
 /// One way over all repetitions.
@@ -209,7 +212,11 @@ fn run_in_lab(
             progress(way, &run);
             runs.push(run);
         }
-        ways.push(summarize(way, runs));
+        ways.push(
+            summarize(way, runs).ok_or_else(|| {
+                ExpError::Parameter(format!("way {} ran no repetition", way.name()))
+            })?,
+        );
     }
     let theory = Theory {
         perfect_probability: srap::odds::max_load_distribution(params.flows, params.queues)
@@ -422,12 +429,12 @@ fn repetition_of(
         .iter()
         .map(|&port| iperf::Server::start(lab.command(&rcv.name, "iperf3")?, addr, port))
         .collect::<Result<Vec<_>, _>>()?;
-    let before = CpuTimes::read();
+    let before = CpuTimes::read()?;
     let runs = run_clients(&dest_ports, |port| {
         let make = || client_command(lab, params, files, way, cgroup, &dest_ports);
         iperf::run_client(make, addr, port, streams, params.seconds)
     })?;
-    let cpu_busy = CpuTimes::read().busy_since(&before);
+    let cpu_busy = CpuTimes::read()?.busy_since(&before);
     measure(lab, params, repetition, &dest_ports, &runs, cpu_busy)
 }
 
@@ -464,7 +471,7 @@ fn measure(
     repetition: u32,
     dest_ports: &[u16],
     runs: &[IperfRun],
-    cpu_busy: Vec<f64>,
+    cpu_busy: Vec<Option<f64>>,
 ) -> Result<Repetition, ExpError> {
     let rcv = lab.receiver();
     let flows = nic::flows(&rcv.dev, Some(&rcv.netns))?;
@@ -494,13 +501,16 @@ fn measure(
         });
     }
     let predicted_queues = predict(lab, &pairs)?;
-    let mut flows_per_queue = vec![0u32; params.queues as usize];
-    for &q in &flow_queues {
-        if let Some(n) = flows_per_queue.get_mut(q as usize) {
-            *n += 1;
-        }
-    }
-    let max = flows_per_queue.iter().copied().max().unwrap_or(0);
+    let flows_per_queue = count_per_queue(&flow_queues, params.queues)?;
+    let (Some(max), Some(min_flow_gbps)) = (
+        flows_per_queue.iter().copied().max(),
+        flow_gbps.iter().copied().reduce(f64::min),
+    ) else {
+        return Err(ExpError::FlowsMissing {
+            seen: 0,
+            expected: params.flows as usize,
+        });
+    };
     Ok(Repetition {
         repetition,
         source_ports: pairs.iter().map(|p| p.0).collect(),
@@ -512,8 +522,25 @@ fn measure(
         perfect: max <= params.ideal_max(),
         aggregate_gbps: runs.iter().map(|r| r.bits_per_second).sum::<f64>() / 1e9,
         flow_gbps,
+        min_flow_gbps,
         cpu_busy,
     })
+}
+
+/// Flows per queue (index = queue) of the queues the datapath reported; a
+/// queue outside the receiver's `queues` is an error, not a flow to drop.
+fn count_per_queue(flow_queues: &[u32], queues: u32) -> Result<Vec<u32>, ExpError> {
+    let mut per_queue = vec![0u32; queues as usize];
+    for &q in flow_queues {
+        let n = per_queue
+            .get_mut(q as usize)
+            .ok_or_else(|| ExpError::Program {
+                program: "software RSS".into(),
+                detail: format!("a flow on queue {q}, but the receiver has {queues} queues"),
+            })?;
+        *n += 1;
+    }
+    Ok(per_queue)
 }
 
 /// The model's queue for each (source port, destination port).
@@ -536,70 +563,73 @@ fn predict(lab: &Lab, pairs: &[(u16, u16)]) -> Result<Vec<u32>, ExpError> {
         .collect()
 }
 
-fn summarize(way: Way, runs: Vec<Repetition>) -> WayResult {
-    let n = runs.len().max(1) as f64;
-    WayResult {
+/// One way's summary; `None` without a repetition (nothing measured).
+fn summarize(way: Way, runs: Vec<Repetition>) -> Option<WayResult> {
+    let n = runs.len() as f64;
+    Some(WayResult {
         name: way.name(),
         description: way.describe(),
         repetitions: runs.len() as u32,
         perfect_fraction: runs.iter().filter(|r| r.perfect).count() as f64 / n,
-        max_flows_on_a_queue: runs
-            .iter()
-            .map(|r| r.max_flows_on_a_queue)
-            .max()
-            .unwrap_or(0),
+        max_flows_on_a_queue: runs.iter().map(|r| r.max_flows_on_a_queue).max()?,
         aggregate_gbps: runs.iter().map(|r| r.aggregate_gbps).sum::<f64>() / n,
-        min_flow_gbps: runs
-            .iter()
-            .flat_map(|r| r.flow_gbps.iter().copied())
-            .fold(f64::INFINITY, f64::min),
+        min_flow_gbps: runs.iter().map(|r| r.min_flow_gbps).reduce(f64::min)?,
         runs,
-    }
+    })
 }
 
 /// Per-CPU jiffies from /proc/stat: (busy, total).
 struct CpuTimes(Vec<(u64, u64)>);
 
 impl CpuTimes {
-    fn read() -> Self {
-        let text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-        CpuTimes(parse_proc_stat(&text))
+    fn read() -> Result<Self, ExpError> {
+        let fail = |detail: String| ExpError::Program {
+            program: "/proc/stat".into(),
+            detail,
+        };
+        let text = std::fs::read_to_string("/proc/stat").map_err(|e| fail(e.to_string()))?;
+        parse_proc_stat(&text).map(CpuTimes).map_err(fail)
     }
 
-    /// Busy share of each CPU since `before`.
-    fn busy_since(&self, before: &CpuTimes) -> Vec<f64> {
+    /// Busy share of each CPU since `before`; `None` for a CPU whose
+    /// counters did not advance.
+    fn busy_since(&self, before: &CpuTimes) -> Vec<Option<f64>> {
         self.0
             .iter()
             .zip(&before.0)
             .map(|(&(b1, t1), &(b0, t0))| {
                 let total = t1.saturating_sub(t0);
-                if total == 0 {
-                    0.0
-                } else {
-                    b1.saturating_sub(b0) as f64 / total as f64
-                }
+                (total > 0).then(|| b1.saturating_sub(b0) as f64 / total as f64)
             })
             .collect()
     }
 }
 
 /// `cpuN user nice system idle iowait irq softirq steal ...`: busy is all
-/// but idle and iowait.
-fn parse_proc_stat(text: &str) -> Vec<(u64, u64)> {
-    text.lines()
+/// but idle and iowait. A line without those eight numbers is an error.
+fn parse_proc_stat(text: &str) -> Result<Vec<(u64, u64)>, String> {
+    let cpus: Vec<(u64, u64)> = text
+        .lines()
         .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
         .map(|l| {
             let v: Vec<u64> = l
                 .split_whitespace()
                 .skip(1)
                 .take(8)
-                .map(|x| x.parse().unwrap_or(0))
-                .collect();
+                .map(str::parse)
+                .collect::<Result<_, _>>()
+                .map_err(|e| format!("'{l}': {e}"))?;
+            if v.len() < 8 {
+                return Err(format!("'{l}': fewer than 8 counters"));
+            }
             let total: u64 = v.iter().sum();
-            let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
-            (total - idle, total)
+            Ok((total - v[3] - v[4], total))
         })
-        .collect()
+        .collect::<Result<_, _>>()?;
+    if cpus.is_empty() {
+        return Err("no cpuN line".into());
+    }
+    Ok(cpus)
 }
 
 #[cfg(test)]
@@ -609,10 +639,29 @@ mod tests {
     #[test]
     fn proc_stat_busy_excludes_idle_and_iowait() {
         let text = "cpu  10 0 10 80 0 0 0 0 0 0\ncpu0 4 1 5 40 10 0 0 0 0 0\ncpu1 1 0 1 8 0 0 0 0\nintr 5\n";
-        assert_eq!(parse_proc_stat(text), vec![(10, 60), (2, 10)]);
-        let before = CpuTimes(vec![(10, 60), (2, 10)]);
-        let after = CpuTimes(vec![(40, 120), (2, 20)]);
-        assert_eq!(after.busy_since(&before), vec![0.5, 0.0]);
+        assert_eq!(parse_proc_stat(text).unwrap(), vec![(10, 60), (2, 10)]);
+        let before = CpuTimes(vec![(10, 60), (2, 10), (5, 5)]);
+        let after = CpuTimes(vec![(40, 120), (2, 20), (5, 5)]);
+        assert_eq!(after.busy_since(&before), vec![Some(0.5), Some(0.0), None]);
+    }
+
+    #[test]
+    fn broken_proc_stat_is_an_error() {
+        assert!(parse_proc_stat("").is_err());
+        assert!(parse_proc_stat("cpu  1 2 3 4 5 6 7 8\nintr 5\n").is_err());
+        assert!(parse_proc_stat("cpu0 1 2 3 x 5 6 7 8\n").is_err());
+        assert!(parse_proc_stat("cpu0 1 2 3 4\n").is_err());
+    }
+
+    #[test]
+    fn a_queue_outside_the_receiver_is_an_error() {
+        assert_eq!(count_per_queue(&[0, 2, 2], 4).unwrap(), vec![1, 0, 2, 0]);
+        assert!(count_per_queue(&[0, 4], 4).is_err());
+    }
+
+    #[test]
+    fn no_repetition_is_no_summary() {
+        assert!(summarize(Way::Random, Vec::new()).is_none());
     }
 
     #[test]

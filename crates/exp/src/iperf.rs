@@ -20,6 +20,9 @@ pub struct IperfRun {
     /// Receiver-side goodput of each data stream, same order as
     /// `source_ports` (`end.streams[].receiver`, matched by socket).
     pub stream_bits_per_second: Vec<f64>,
+    /// Segments the sender retransmitted (`end.sum_sent.retransmits`; TCP
+    /// only, so `None` when iperf3 did not report it).
+    pub retransmits: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -50,6 +53,8 @@ struct Connected {
 struct End {
     sum_received: Sum,
     #[serde(default)]
+    sum_sent: Option<SentSum>,
+    #[serde(default)]
     streams: Vec<Stream>,
 }
 
@@ -69,6 +74,12 @@ struct Sum {
     bits_per_second: f64,
 }
 
+#[derive(Deserialize)]
+struct SentSum {
+    #[serde(default)]
+    retransmits: Option<u64>,
+}
+
 /// Parses `iperf3 --json` client output.
 pub fn parse_report(text: &str) -> Result<IperfRun, ExpError> {
     if let Ok(ErrorReport { error: Some(error) }) = serde_json::from_str(text) {
@@ -79,19 +90,34 @@ pub fn parse_report(text: &str) -> Result<IperfRun, ExpError> {
     }
     let report: Report =
         serde_json::from_str(text).map_err(|e| ExpError::IperfOutput(e.to_string()))?;
-    let stream_rate = |socket: i64| {
+    // A stream without a receiver entry was not measured: an error, not a
+    // stream that carried nothing.
+    let stream_rate = |c: &Connected| {
         report
             .end
             .streams
             .iter()
-            .find(|s| s.receiver.socket == socket)
-            .map_or(0.0, |s| s.receiver.bits_per_second)
+            .find(|s| s.receiver.socket == c.socket)
+            .map(|s| s.receiver.bits_per_second)
+            .ok_or_else(|| {
+                ExpError::IperfOutput(format!(
+                    "no receiver result for the stream on socket {} (source port {})",
+                    c.socket, c.local_port
+                ))
+            })
     };
     let connected = &report.start.connected;
+    if connected.is_empty() {
+        return Err(ExpError::IperfOutput("no data stream connected".into()));
+    }
     Ok(IperfRun {
         source_ports: connected.iter().map(|c| c.local_port).collect(),
         bits_per_second: report.end.sum_received.bits_per_second,
-        stream_bits_per_second: connected.iter().map(|c| stream_rate(c.socket)).collect(),
+        stream_bits_per_second: connected
+            .iter()
+            .map(stream_rate)
+            .collect::<Result<_, _>>()?,
+        retransmits: report.end.sum_sent.and_then(|s| s.retransmits),
     })
 }
 
@@ -190,6 +216,9 @@ mod tests {
         assert_eq!(run.source_ports, vec![40000, 40002]);
         assert_eq!(run.bits_per_second, 1.5e9);
         assert_eq!(run.stream_bits_per_second, vec![0.5e9, 1e9]);
+        assert_eq!(run.retransmits, None);
+        let with_sent = text.replace(r#""sum_sent":{}"#, r#""sum_sent":{"retransmits":3}"#);
+        assert_eq!(parse_report(&with_sent).unwrap().retransmits, Some(3));
     }
 
     #[test]
@@ -200,6 +229,24 @@ mod tests {
             Err(ExpError::Program { detail, .. }) => assert!(detail.contains("refused")),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_stream_without_a_receiver_result_is_an_error() {
+        let text = r#"{"start":{"connected":[{"socket":5,"local_port":40000},{"socket":7,"local_port":40002}]},
+            "end":{"sum_received":{"bits_per_second":1e9},
+            "streams":[{"sender":{},"receiver":{"socket":5,"bits_per_second":1e9}}]}}"#;
+        match parse_report(text) {
+            Err(ExpError::IperfOutput(why)) => assert!(why.contains("40002"), "{why}"),
+            other => panic!("expected an error, got {other:?}"),
+        }
+        // No streams list at all: every stream lacks its result.
+        let text = r#"{"start":{"connected":[{"socket":5,"local_port":40000}]},
+            "end":{"sum_received":{"bits_per_second":1e9}}}"#;
+        assert!(matches!(parse_report(text), Err(ExpError::IperfOutput(_))));
+        // No stream connected: nothing was measured.
+        let text = r#"{"start":{"connected":[]},"end":{"sum_received":{"bits_per_second":0}}}"#;
+        assert!(matches!(parse_report(text), Err(ExpError::IperfOutput(_))));
     }
 
     #[test]

@@ -5,6 +5,7 @@ pub mod demo;
 pub mod iperf;
 pub mod meta;
 pub mod srpic;
+pub mod stats;
 pub mod xdp_overhead;
 
 use thiserror::Error;
@@ -20,6 +21,13 @@ pub enum ExpError {
     MissingProgram { program: String },
     #[error("{program} failed: {detail}")]
     Program { program: String, detail: String },
+    /// A counter the measurement needs is not in the program's output.
+    #[error("{program} on {host} did not report the counter {counter}")]
+    MissingCounter {
+        program: String,
+        host: String,
+        counter: String,
+    },
     #[error("iperf3 printed JSON Steer cannot read: {0}")]
     IperfOutput(String),
     #[error("the datapath saw {seen} of the {expected} flows iperf3 opened")]

@@ -28,6 +28,7 @@ use wire::stats::{LatencySummary, SignedSummary};
 use wire::{Delay, DriverConfig, DriverHandle, Impairment, Loss, WireConfig, WireHandle};
 
 use crate::meta::Meta;
+use crate::stats::{stat, Stat};
 use crate::ExpError;
 
 const PORT: u16 = 5211;
@@ -158,12 +159,6 @@ pub struct Sample {
     pub sorter_hold: SignedSummary,
 }
 
-#[derive(Debug, Clone, Copy, Default, Serialize)]
-pub struct Stat {
-    pub mean: f64,
-    pub ci95: f64,
-}
-
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
     #[serde(flatten)]
@@ -182,39 +177,14 @@ pub struct SrpicResult {
     pub params: SrpicParams,
     pub samples: Vec<Sample>,
     pub summaries: Vec<Summary>,
-    /// Mean over the reordering cells of SRPIC / no-SRPIC duplicate ACKs per Mbit.
-    pub dup_ack_ratio: f64,
-    /// Mean over the reordering cells of SRPIC / no-SRPIC throughput.
-    pub throughput_ratio: f64,
+    /// Mean over the reordering cells of SRPIC / no-SRPIC duplicate ACKs
+    /// per Mbit; `None` (JSON null) when no cell has both sides with a
+    /// non-zero control (nothing to compare).
+    pub dup_ack_ratio: Option<f64>,
+    /// Mean over the reordering cells of SRPIC / no-SRPIC throughput;
+    /// `None` as above.
+    pub throughput_ratio: Option<f64>,
     pub meta: Meta,
-}
-
-fn t95(df: usize) -> f64 {
-    const T: [f64; 10] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-    ];
-    match df {
-        0 => 0.0,
-        1..=10 => T[df - 1],
-        11..=30 => 2.1,
-        _ => 1.96,
-    }
-}
-
-/// Mean and 95% CI half-width (Student t).
-pub fn stat(xs: &[f64]) -> Stat {
-    let n = xs.len();
-    if n == 0 {
-        return Stat::default();
-    }
-    let mean = xs.iter().sum::<f64>() / n as f64;
-    let ci95 = if n > 1 {
-        let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-        t95(n - 1) * (var / n as f64).sqrt()
-    } else {
-        0.0
-    };
-    Stat { mean, ci95 }
 }
 
 fn program_err(program: &str, detail: impl ToString) -> ExpError {
@@ -240,7 +210,8 @@ fn sysctl(lab: &Lab, host: &str, key: &str, value: &str) -> Result<(), ExpError>
     Ok(())
 }
 
-/// Absolute nstat counters of a host (`nstat -a -s -z -j`).
+/// Absolute nstat counters of a host (`nstat -a -s -z -j`: `-z` lists
+/// counters that are still zero, so every counter the kernel has is there).
 fn nstat(lab: &Lab, host: &str, names: &[&str]) -> Result<Vec<u64>, ExpError> {
     let out = lab
         .command(host, "nstat")?
@@ -252,13 +223,32 @@ fn nstat(lab: &Lab, host: &str, names: &[&str]) -> Result<Vec<u64>, ExpError> {
             },
             _ => program_err("nstat", e),
         })?;
+    if !out.status.success() {
+        return Err(program_err(
+            "nstat",
+            format!("{host}: {}", String::from_utf8_lossy(&out.stderr).trim()),
+        ));
+    }
+    parse_nstat(&out.stdout, host, names)
+}
+
+/// The counters `names` from `nstat -j` output; a counter that is not
+/// there is an error naming it (0 would read as "never happened").
+fn parse_nstat(json: &[u8], host: &str, names: &[&str]) -> Result<Vec<u64>, ExpError> {
     let v: serde_json::Value =
-        serde_json::from_slice(&out.stdout).map_err(|e| program_err("nstat", e))?;
-    let table = &v["kernel"];
-    Ok(names
+        serde_json::from_slice(json).map_err(|e| program_err("nstat", format!("{host}: {e}")))?;
+    names
         .iter()
-        .map(|n| table[*n].as_u64().unwrap_or(0))
-        .collect())
+        .map(|name| {
+            v["kernel"][*name]
+                .as_u64()
+                .ok_or_else(|| ExpError::MissingCounter {
+                    program: "nstat".into(),
+                    host: host.into(),
+                    counter: (*name).into(),
+                })
+        })
+        .collect()
 }
 
 fn configure_sender(lab: &Lab, kind: SenderKind, sack: bool) -> Result<(), ExpError> {
@@ -357,7 +347,18 @@ fn run_cell(
     let r1 = nstat(lab, &rcv.name, &rcv_names)?;
     let ws = wire.stop().map_err(wire_err)?;
     let ds = driver.stop().map_err(wire_err)?;
-    let mbit = (mbit_per_s * f64::from(params.seconds)).max(1e-9);
+    // Every count below is per Mbit: a run that moved nothing (or a NaN
+    // rate) has none.
+    if mbit_per_s.is_nan() || mbit_per_s <= 0.0 {
+        return Err(program_err(
+            "iperf3 -c",
+            format!(
+                "no goodput through the wire in {} s ({cell:?})",
+                params.seconds
+            ),
+        ));
+    }
+    let mbit = mbit_per_s * f64::from(params.seconds);
     let retrans_segs = s1[0].saturating_sub(s0[0]);
     let ofo_queue = r1[0].saturating_sub(r0[0]);
     let dup_acks = ws.b_to_a.dup_acks;
@@ -441,53 +442,52 @@ pub fn run(
             samples.push(s);
         }
     }
-    let summaries: Vec<Summary> = cells
-        .iter()
-        .map(|c| {
-            let of: Vec<&Sample> = samples.iter().filter(|s| s.cell == *c).collect();
-            let st =
-                |f: &dyn Fn(&Sample) -> f64| stat(&of.iter().map(|s| f(s)).collect::<Vec<_>>());
-            Summary {
-                cell: *c,
-                n: of.len(),
-                mbit_per_s: st(&|s| s.mbit_per_s),
-                retrans_per_mbit: st(&|s| s.retrans_per_mbit),
-                dup_acks_per_mbit: st(&|s| s.dup_acks_per_mbit),
-                ofo_per_mbit: st(&|s| s.ofo_per_mbit),
-                mean_block: st(&|s| s.mean_block),
-            }
-        })
-        .collect();
-    let ratio = |f: &dyn Fn(&Summary) -> f64| {
-        let pairs: Vec<f64> = summaries
-            .iter()
-            .filter(|s| s.cell.srpic && s.cell.kind == "reorder")
-            .filter_map(|on| {
-                let off = summaries.iter().find(|o| {
-                    o.cell
-                        == Cell {
-                            srpic: false,
-                            ..on.cell
-                        }
-                })?;
-                (f(off) > 0.0).then(|| f(on) / f(off))
-            })
-            .collect();
-        if pairs.is_empty() {
-            0.0
-        } else {
-            pairs.iter().sum::<f64>() / pairs.len() as f64
-        }
-    };
+    let summaries: Vec<Summary> = cells.iter().filter_map(|c| summary(*c, &samples)).collect();
     Ok(SrpicResult {
         experiment: "srpic",
         params: params.clone(),
-        dup_ack_ratio: ratio(&|s| s.dup_acks_per_mbit.mean),
-        throughput_ratio: ratio(&|s| s.mbit_per_s.mean),
+        dup_ack_ratio: ratio(&summaries, &|s| s.dup_acks_per_mbit.mean),
+        throughput_ratio: ratio(&summaries, &|s| s.mbit_per_s.mean),
         summaries,
         samples,
         meta: Meta::collect(),
     })
+}
+
+/// One cell's statistics; `None` when the cell has no sample.
+fn summary(cell: Cell, samples: &[Sample]) -> Option<Summary> {
+    let of: Vec<&Sample> = samples.iter().filter(|s| s.cell == cell).collect();
+    let st = |f: &dyn Fn(&Sample) -> f64| stat(&of.iter().map(|s| f(s)).collect::<Vec<_>>());
+    Some(Summary {
+        cell,
+        n: of.len(),
+        mbit_per_s: st(&|s| s.mbit_per_s)?,
+        retrans_per_mbit: st(&|s| s.retrans_per_mbit)?,
+        dup_acks_per_mbit: st(&|s| s.dup_acks_per_mbit)?,
+        ofo_per_mbit: st(&|s| s.ofo_per_mbit)?,
+        mean_block: st(&|s| s.mean_block)?,
+    })
+}
+
+/// Mean over the reordering cells of `f(SRPIC) / f(no SRPIC)`, over the
+/// cells that have both sides and a non-zero control; `None` when there is
+/// no such cell.
+fn ratio(summaries: &[Summary], f: &dyn Fn(&Summary) -> f64) -> Option<f64> {
+    let pairs: Vec<f64> = summaries
+        .iter()
+        .filter(|s| s.cell.srpic && s.cell.kind == "reorder")
+        .filter_map(|on| {
+            let off = summaries.iter().find(|o| {
+                o.cell
+                    == Cell {
+                        srpic: false,
+                        ..on.cell
+                    }
+            })?;
+            (f(off) > 0.0).then(|| f(on) / f(off))
+        })
+        .collect();
+    (!pairs.is_empty()).then(|| pairs.iter().sum::<f64>() / pairs.len() as f64)
 }
 
 /// A grouped bar chart: throughput without and with SRPIC per cell.
@@ -510,7 +510,10 @@ pub fn svg(result: &SrpicResult) -> String {
     let (w, h, left, bottom) = (120 * pairs.len().max(1) + 80, 360, 60.0, 300.0);
     let max = pairs
         .iter()
-        .map(|(a, b)| a.mbit_per_s.mean.max(b.mbit_per_s.mean))
+        .map(|(a, b)| {
+            let top = |s: &Stat| s.mean + s.ci95.unwrap_or(0.0);
+            top(&a.mbit_per_s).max(top(&b.mbit_per_s))
+        })
         .fold(1.0f64, f64::max)
         * 1.1;
     let y = |v: f64| bottom - v / max * 260.0;
@@ -539,15 +542,21 @@ pub fn svg(result: &SrpicResult) -> String {
                 y(v),
                 bottom - y(v)
             );
-            let (lo, hi) = (v - sum.mbit_per_s.ci95, v + sum.mbit_per_s.ci95);
-            let _ = write!(
-                s,
-                r#"<line x1="{0}" y1="{1:.1}" x2="{0}" y2="{2:.1}" stroke="black"/><text x="{x}" y="{3:.1}">{v:.0}</text>"#,
-                x + 20.0,
-                y(lo.max(0.0)),
-                y(hi),
-                y(hi) - 3.0
-            );
+            // One sample: no interval to draw.
+            let hi = match sum.mbit_per_s.ci95 {
+                Some(ci) => {
+                    let _ = write!(
+                        s,
+                        r#"<line x1="{0}" y1="{1:.1}" x2="{0}" y2="{2:.1}" stroke="black"/>"#,
+                        x + 20.0,
+                        y((v - ci).max(0.0)),
+                        y(v + ci),
+                    );
+                    v + ci
+                }
+                None => v,
+            };
+            let _ = write!(s, r#"<text x="{x}" y="{:.1}">{v:.0}</text>"#, y(hi) - 3.0);
         }
         let c = off.cell;
         let label = if c.kind == "reorder" {
@@ -592,14 +601,103 @@ mod tests {
     }
 
     #[test]
-    fn stats_and_bad_params() {
-        let s = stat(&[1.0, 2.0, 3.0]);
-        assert!((s.mean - 2.0).abs() < 1e-12);
-        assert!((s.ci95 - 4.303 / 3f64.sqrt()).abs() < 1e-9);
+    fn bad_params() {
         let p = SrpicParams {
             spreads: vec![2.0],
             ..SrpicParams::default()
         };
         assert!(p.check().is_err());
+    }
+
+    fn cell(kind: &'static str, srpic: bool) -> Cell {
+        Cell {
+            kind,
+            sender: SenderKind::Static,
+            streams: 1,
+            spread: if kind == "reorder" { 0.01 } else { 0.0 },
+            drop: if kind == "drop" { 0.0001 } else { 0.0 },
+            gro: false,
+            srpic,
+        }
+    }
+
+    fn summary_of(c: Cell, mbit: f64, dup: f64) -> Summary {
+        let st = |x: f64| stat(&[x]).unwrap();
+        Summary {
+            cell: c,
+            n: 1,
+            mbit_per_s: st(mbit),
+            retrans_per_mbit: st(0.0),
+            dup_acks_per_mbit: st(dup),
+            ofo_per_mbit: st(0.0),
+            mean_block: st(1.0),
+        }
+    }
+
+    #[test]
+    fn ratios_without_an_on_off_pair_are_absent() {
+        let dup = |s: &Summary| s.dup_acks_per_mbit.mean;
+        // Nothing at all.
+        assert_eq!(ratio(&[], &dup), None);
+        // SRPIC side only, or only drop cells: no reordering pair.
+        let only_on = [summary_of(cell("reorder", true), 900.0, 1.0)];
+        assert_eq!(ratio(&only_on, &dup), None);
+        let drops = [
+            summary_of(cell("drop", false), 900.0, 4.0),
+            summary_of(cell("drop", true), 900.0, 1.0),
+        ];
+        assert_eq!(ratio(&drops, &dup), None);
+        // A control with no duplicate ACK: nothing to divide by.
+        let zero = [
+            summary_of(cell("reorder", false), 900.0, 0.0),
+            summary_of(cell("reorder", true), 900.0, 0.0),
+        ];
+        assert_eq!(ratio(&zero, &dup), None);
+        let pair = [
+            summary_of(cell("reorder", false), 800.0, 4.0),
+            summary_of(cell("reorder", true), 900.0, 1.0),
+        ];
+        assert_eq!(ratio(&pair, &dup), Some(0.25));
+        // A cell without samples has no summary, so no pair.
+        assert!(summary(cell("reorder", false), &[]).is_none());
+    }
+
+    #[test]
+    fn absent_ratio_is_json_null() {
+        let r = SrpicResult {
+            experiment: "srpic",
+            params: SrpicParams::default().quick(),
+            samples: Vec::new(),
+            summaries: Vec::new(),
+            dup_ack_ratio: None,
+            throughput_ratio: None,
+            meta: Meta::collect(),
+        };
+        let v = serde_json::to_value(&r).unwrap();
+        assert!(v["dup_ack_ratio"].is_null() && v["throughput_ratio"].is_null());
+    }
+
+    #[test]
+    fn nstat_counters_are_read_and_a_missing_one_is_named() {
+        let json = br#"{"kernel":{"TcpRetransSegs":12,"TcpExtTCPOFOQueue":0}}"#;
+        assert_eq!(
+            parse_nstat(json, "snd", &["TcpRetransSegs", "TcpExtTCPOFOQueue"]).unwrap(),
+            vec![12, 0]
+        );
+        let lacking = br#"{"kernel":{"TcpRetransSegs":12}}"#;
+        match parse_nstat(lacking, "rcv", &["TcpRetransSegs", "TcpExtTCPOFOQueue"]) {
+            Err(e @ ExpError::MissingCounter { .. }) => {
+                let text = e.to_string();
+                assert!(
+                    text.contains("TcpExtTCPOFOQueue") && text.contains("rcv"),
+                    "{text}"
+                );
+            }
+            other => panic!("expected a missing counter, got {other:?}"),
+        }
+        // Not a number is not a counter either; not JSON is an error.
+        let bad = br#"{"kernel":{"TcpRetransSegs":"x"}}"#;
+        assert!(parse_nstat(bad, "snd", &["TcpRetransSegs"]).is_err());
+        assert!(parse_nstat(b"nstat: error", "snd", &["TcpRetransSegs"]).is_err());
     }
 }

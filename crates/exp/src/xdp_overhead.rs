@@ -15,6 +15,7 @@ use serde::Serialize;
 
 use crate::iperf;
 use crate::meta::Meta;
+use crate::stats::stat;
 use crate::ExpError;
 
 /// The iperf3 port.
@@ -98,7 +99,8 @@ pub struct Sample {
 pub struct ModeSummary {
     pub n: usize,
     pub mean_gbit: f64,
-    pub ci95_gbit: f64,
+    /// `None` (JSON null) with one sample.
+    pub ci95_gbit: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -110,8 +112,9 @@ pub struct XdpOverheadResult {
     pub without_program: ModeSummary,
     pub mean_with_gbit: f64,
     pub mean_without_gbit: f64,
-    /// mean with / mean without (goal: >= 0.70).
-    pub ratio: f64,
+    /// mean with / mean without (goal: >= 0.70); `None` (JSON null) when
+    /// nothing flowed without the program (no ratio to take).
+    pub ratio: Option<f64>,
     pub meta: Meta,
 }
 
@@ -172,18 +175,17 @@ pub fn run(
             .map(|s| s.gbit_per_s)
             .collect()
     };
-    let with = summarize(&of(Mode::SoftwareRss));
-    let without = summarize(&of(Mode::NoProgram));
+    let summary = |m: Mode| {
+        summarize(&of(m)).ok_or_else(|| ExpError::Parameter(format!("no sample in mode {m:?}")))
+    };
+    let with = summary(Mode::SoftwareRss)?;
+    let without = summary(Mode::NoProgram)?;
     Ok(XdpOverheadResult {
         experiment: "xdp-overhead",
         params: params.clone(),
         mean_with_gbit: with.mean_gbit,
         mean_without_gbit: without.mean_gbit,
-        ratio: if without.mean_gbit > 0.0 {
-            with.mean_gbit / without.mean_gbit
-        } else {
-            0.0
-        },
+        ratio: ratio(with.mean_gbit, without.mean_gbit),
         with_software_rss: with,
         without_program: without,
         samples,
@@ -213,10 +215,9 @@ fn client(
             })?;
         match iperf::parse_report(&String::from_utf8_lossy(&output.stdout)) {
             Ok(run) if output.status.success() => {
-                let retransmits = serde_json::from_slice::<serde_json::Value>(&output.stdout)
-                    .ok()
-                    .and_then(|v| v["end"]["sum_sent"]["retransmits"].as_u64())
-                    .unwrap_or(0);
+                let retransmits = run.retransmits.ok_or_else(|| {
+                    ExpError::IperfOutput("no end.sum_sent.retransmits in a TCP run".into())
+                })?;
                 return Ok((run.bits_per_second / 1e9, retransmits));
             }
             Err(ExpError::Program { detail, .. }) if detail.contains("refused") => last = detail,
@@ -231,35 +232,18 @@ fn client(
     })
 }
 
-/// Mean and 95% CI half-width (Student t, two-sided).
-pub fn summarize(xs: &[f64]) -> ModeSummary {
-    let n = xs.len();
-    let mean = xs.iter().sum::<f64>() / n.max(1) as f64;
-    let ci95_gbit = if n > 1 {
-        let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-        t95(n - 1) * (var / n as f64).sqrt()
-    } else {
-        0.0
-    };
-    ModeSummary {
-        n,
-        mean_gbit: mean,
-        ci95_gbit,
-    }
+/// Mean and 95% CI half-width (Student t, two-sided); `None` without samples.
+pub fn summarize(xs: &[f64]) -> Option<ModeSummary> {
+    stat(xs).map(|s| ModeSummary {
+        n: xs.len(),
+        mean_gbit: s.mean,
+        ci95_gbit: s.ci95,
+    })
 }
 
-/// Two-sided 95% Student t quantile for `df` degrees of freedom.
-fn t95(df: usize) -> f64 {
-    const T: [f64; 10] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-    ];
-    match df {
-        0 => f64::NAN,
-        1..=10 => T[df - 1],
-        11..=20 => 2.1,
-        21..=30 => 2.05,
-        _ => 1.96,
-    }
+/// with / without; `None` when nothing flowed without the program.
+fn ratio(with: f64, without: f64) -> Option<f64> {
+    (without > 0.0).then(|| with / without)
 }
 
 #[cfg(test)]
@@ -268,12 +252,20 @@ mod tests {
 
     #[test]
     fn summary_of_samples() {
-        let s = summarize(&[4.0, 5.0, 6.0]);
+        let s = summarize(&[4.0, 5.0, 6.0]).unwrap();
         assert_eq!(s.n, 3);
         assert!((s.mean_gbit - 5.0).abs() < 1e-12);
         // sd 1, se 1/sqrt(3), t(2) = 4.303
-        assert!((s.ci95_gbit - 4.303 / 3f64.sqrt()).abs() < 1e-9);
-        assert_eq!(summarize(&[3.0]).ci95_gbit, 0.0);
+        assert!((s.ci95_gbit.unwrap() - 4.303 / 3f64.sqrt()).abs() < 1e-9);
+        assert_eq!(summarize(&[3.0]).unwrap().ci95_gbit, None);
+        assert!(summarize(&[]).is_none());
+    }
+
+    #[test]
+    fn no_traffic_without_the_program_has_no_ratio() {
+        assert_eq!(ratio(3.0, 0.0), None);
+        assert_eq!(ratio(0.0, 0.0), None);
+        assert_eq!(ratio(3.0, 4.0), Some(0.75));
     }
 
     #[test]

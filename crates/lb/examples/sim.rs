@@ -16,18 +16,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let report = simulate(&path, &trace, config, &Policy::ALL, |_, _| {})?;
     println!(
-        "{} packets, {:.1} s, {:.1} packets/core/window",
-        report.replay.packets, report.replay.duration_s, report.replay.packets_per_core_window
+        "{} packets, {:.1} s, {} packets/core/window",
+        report.replay.packets,
+        report.replay.duration_s,
+        report
+            .replay
+            .packets_per_core_window
+            .map_or("n/a".into(), |v| format!("{v:.1}"))
     );
     for p in &report.policies {
         println!(
-            "{:>14} server {:7.4}% core {:7.4}%  peak/mean {:.3}  changes {}",
+            "{:>14} server {}% core {}%  peak/mean {}  changes {}",
             p.name,
-            p.server_variance * 100.0,
-            p.core_variance * 100.0,
-            p.peak_to_mean,
+            percent(p.server_variance),
+            percent(p.core_variance),
+            p.peak_to_mean.map_or("n/a".into(), |v| format!("{v:.3}")),
             p.table_changes
         );
     }
     Ok(())
+}
+
+/// A variance in percent, or "n/a" when no window had a packet.
+fn percent(v: Option<f64>) -> String {
+    v.map_or("n/a".into(), |v| format!("{:7.4}", v * 100.0))
 }

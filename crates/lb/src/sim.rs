@@ -343,14 +343,18 @@ pub struct Simulator<'a> {
 #[derive(Debug, Clone, Serialize)]
 pub struct PolicyResult {
     pub name: &'static str,
-    /// Mean over 1 s windows of the variance of (server count / mean).
-    pub server_variance: f64,
-    /// Mean over 1 s windows of the variance of (core count / mean), all cores of all servers.
-    pub core_variance: f64,
-    /// Worst window's per-core variance.
-    pub core_variance_max: f64,
-    /// Mean over windows of (busiest core / mean core).
-    pub peak_to_mean: f64,
+    /// Mean over 1 s windows of the variance of (server count / mean);
+    /// `None` (JSON null) when no window had a packet.
+    pub server_variance: Option<f64>,
+    /// Mean over 1 s windows of the variance of (core count / mean), all
+    /// cores of all servers; `None` when no window had a packet.
+    pub core_variance: Option<f64>,
+    /// Worst window's per-core variance; `None` when no window had a packet.
+    pub core_variance_max: Option<f64>,
+    /// Mean over windows of (busiest core / mean core); `None` when no
+    /// window had a packet.
+    pub peak_to_mean: Option<f64>,
+    /// Windows with at least one packet (the ones the means are over).
     pub windows: usize,
     pub connections: usize,
     /// Controller recomputations that changed at least one bucket.
@@ -650,20 +654,30 @@ pub fn normalized_variance(counts: impl Iterator<Item = u64> + Clone) -> Option<
     )
 }
 
-/// Computes the metrics of one run from its window counts.
-pub fn summarize(
-    name: &'static str,
-    run: &RunCounts,
-    servers: usize,
-    cores: usize,
-) -> PolicyResult {
+/// The paper's metrics over the 1 s windows that had packets (see the
+/// module docs); the windows are server-major per-core counts.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct WindowVariances {
+    /// Mean over the windows of the variance of (server count / mean).
+    pub server_variance: f64,
+    /// Mean over the windows of the variance of (core count / mean).
+    pub core_variance: f64,
+    /// The worst window's per-core variance.
+    pub core_variance_max: f64,
+    /// Mean over the windows of (busiest core / mean core).
+    pub peak_to_mean: f64,
+    /// Windows the means are over.
+    pub windows: usize,
+}
+
+/// The metrics of `windows`, or `None` when no window had a packet: with
+/// nothing measured there is no variance, and 0 would read as perfect
+/// balance.
+pub fn window_variances(windows: &[Vec<u64>], cores: usize) -> Option<WindowVariances> {
     let (mut sv, mut cv, mut cmax, mut peak, mut used) = (0.0, 0.0, 0.0f64, 0.0, 0usize);
-    let mut totals = vec![0u64; servers * cores];
-    for w in &run.windows {
-        for (t, n) in totals.iter_mut().zip(w) {
-            *t += n;
-        }
-        let per_server = (0..servers).map(|s| w[s * cores..(s + 1) * cores].iter().sum::<u64>());
+    for w in windows {
+        // Server-major: each run of `cores` counts is one server.
+        let per_server = w.chunks(cores.max(1)).map(|c| c.iter().sum::<u64>());
         if let (Some(s), Some(c)) = (
             normalized_variance(per_server),
             normalized_variance(w.iter().copied()),
@@ -676,14 +690,39 @@ pub fn summarize(
             used += 1;
         }
     }
-    let div = used.max(1) as f64;
+    (used > 0).then(|| {
+        let n = used as f64;
+        WindowVariances {
+            server_variance: sv / n,
+            core_variance: cv / n,
+            core_variance_max: cmax,
+            peak_to_mean: peak / n,
+            windows: used,
+        }
+    })
+}
+
+/// Computes the metrics of one run from its window counts.
+pub fn summarize(
+    name: &'static str,
+    run: &RunCounts,
+    servers: usize,
+    cores: usize,
+) -> PolicyResult {
+    let mut totals = vec![0u64; servers * cores];
+    for w in &run.windows {
+        for (t, n) in totals.iter_mut().zip(w) {
+            *t += n;
+        }
+    }
+    let v = window_variances(&run.windows, cores);
     PolicyResult {
         name,
-        server_variance: sv / div,
-        core_variance: cv / div,
-        core_variance_max: cmax,
-        peak_to_mean: peak / div,
-        windows: used,
+        server_variance: v.map(|v| v.server_variance),
+        core_variance: v.map(|v| v.core_variance),
+        core_variance_max: v.map(|v| v.core_variance_max),
+        peak_to_mean: v.map(|v| v.peak_to_mean),
+        windows: v.map_or(0, |v| v.windows),
         connections: run.connections,
         table_changes: run.table_changes,
         throughput: throughput_curve(&run.windows),
@@ -728,9 +767,11 @@ pub struct ReplaySummary {
     pub packets: usize,
     pub flows: usize,
     pub duration_s: f64,
-    pub mean_pps: f64,
-    /// Mean packets per core per 1 s window.
-    pub packets_per_core_window: f64,
+    /// `None` (JSON null) when the replay lasts no time (one timestamp):
+    /// no rate to take.
+    pub mean_pps: Option<f64>,
+    /// Mean packets per core per 1 s window; `None` as `mean_pps`.
+    pub packets_per_core_window: Option<f64>,
 }
 
 /// The whole comparison, as printed and as JSON.
@@ -767,11 +808,7 @@ pub fn simulate(
     }
     let duration_s = replay.duration_ns() as f64 / 1e9;
     let n_cores = (config.servers * config.cores) as f64;
-    let mean_pps = if duration_s > 0.0 {
-        replay.packets.len() as f64 / duration_s
-    } else {
-        0.0
-    };
+    let mean_pps = (duration_s > 0.0).then(|| replay.packets.len() as f64 / duration_s);
     Ok(SimReport {
         trace: trace_name.to_string(),
         trace_stats: trace.stats.clone(),
@@ -783,7 +820,7 @@ pub fn simulate(
             flows: replay.flows.len(),
             duration_s,
             mean_pps,
-            packets_per_core_window: mean_pps / n_cores,
+            packets_per_core_window: mean_pps.map(|r| r / n_cores),
         },
         config,
         metric: METRIC,
@@ -811,6 +848,58 @@ mod tests {
             vec![Policy::Rr, Policy::CrossrssPlus]
         );
         assert!(Policy::parse_list("rr,fastest").is_err());
+    }
+
+    #[test]
+    fn no_window_with_packets_is_absent_not_zero() {
+        let empty = RunCounts {
+            windows: Vec::new(),
+            connections: 0,
+            table_changes: 0,
+        };
+        let r = summarize("rr", &empty, 2, 2);
+        assert_eq!(r.core_variance, None);
+        assert_eq!(r.server_variance, None);
+        assert_eq!(r.core_variance_max, None);
+        assert_eq!(r.peak_to_mean, None);
+        assert_eq!(r.windows, 0);
+        let json = serde_json::to_value(&r).unwrap();
+        assert!(json["core_variance"].is_null(), "{json}");
+        // Windows without a packet are skipped, not counted as balanced.
+        let idle = RunCounts {
+            windows: vec![vec![0; 4], vec![0; 4]],
+            ..empty
+        };
+        assert_eq!(summarize("rr", &idle, 2, 2).core_variance, None);
+        assert_eq!(window_variances(&idle.windows, 2), None);
+        let v = window_variances(&[vec![0, 0, 0, 0], vec![0, 2, 0, 2]], 2).unwrap();
+        assert_eq!(v.windows, 1);
+        assert_eq!(v.core_variance, 1.0);
+        assert_eq!(v.server_variance, 0.0);
+    }
+
+    #[test]
+    fn a_replay_that_lasts_no_time_has_no_rate() {
+        let tuple = FlowTuple::new(
+            IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+            1000,
+            IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
+            80,
+            rss::L4Proto::Tcp,
+        );
+        let trace = Trace {
+            link_type: 101,
+            packets: vec![crate::trace::TracePacket { ts_ns: 5, tuple }; 3],
+            stats: TraceStats::default(),
+        };
+        let r = simulate("one instant", &trace, SimConfig::default(), &[Policy::Rr], |_, _| {})
+            .unwrap();
+        assert_eq!(r.replay.duration_s, 0.0);
+        assert_eq!(r.replay.mean_pps, None);
+        assert_eq!(r.replay.packets_per_core_window, None);
+        // Its only (partial) window has packets: the variance is measured.
+        assert_eq!(r.policies[0].windows, 1);
+        assert!(r.policies[0].core_variance.is_some());
     }
 
     #[test]

@@ -86,7 +86,9 @@ pub fn variance_plot(report: &SimReport) -> String {
     let max = report
         .policies
         .iter()
-        .map(|p| p.core_variance.max(p.server_variance) * 100.0)
+        .flat_map(|p| [p.core_variance, p.server_variance])
+        .flatten()
+        .map(|v| v * 100.0)
         .fold(0.0, f64::max);
     let max = nice_max(max);
     y_axis(&mut out, max, "variance (%)", |v| format!("{v:.2}"));
@@ -101,8 +103,18 @@ pub fn variance_plot(report: &SimReport) -> String {
             .iter()
             .enumerate()
         {
-            let h = plot_h * (v * 100.0 / max).min(1.0);
             let x = x0 + bar * j as f64;
+            // Not measured (no window had a packet): no bar, say so.
+            let Some(v) = v else {
+                let _ = writeln!(
+                    out,
+                    r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="9">n/a</text>"#,
+                    x + bar / 2.0 - 1.0,
+                    TOP + plot_h - 3.0
+                );
+                continue;
+            };
+            let h = plot_h * (v * 100.0 / max).min(1.0);
             let _ = writeln!(
                 out,
                 r#"<rect x="{x:.1}" y="{:.1}" width="{:.1}" height="{h:.1}" fill="{color}"><title>{:.3}%</title></rect><text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="9">{:.2}</text>"#,

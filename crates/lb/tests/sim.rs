@@ -149,6 +149,7 @@ fn plus_beats_baselines_on_an_auckland_prefix() {
             .find(|p| p.name == name)
             .unwrap()
             .core_variance
+            .expect("a replay with packets has a per-core variance")
     };
     for baseline in ["rr", "hash", "pow2", "maglev"] {
         assert!(

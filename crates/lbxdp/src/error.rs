@@ -41,6 +41,10 @@ pub enum LbXdpError {
     /// A backend's agent could not start (namespace, listener, device).
     #[error("backend agent: {0}")]
     Agent(#[from] agent::AgentError),
+    /// A backend's datapath counters could not be read or lack a queue: the
+    /// measurement stops here rather than count the queue as idle.
+    #[error("cannot read the per-queue counters of backend {backend}: {reason}")]
+    Counters { backend: String, reason: String },
     /// A traffic check failed (a connection broke or returned wrong data).
     #[error("connection failed: {reason}")]
     Connection { reason: String },

@@ -104,10 +104,12 @@ impl CrossRssParams {
 pub struct LivePolicyResult {
     pub name: &'static str,
     /// Mean over 1 s windows of the normalized variance across all queues
-    /// of all backends (fraction; the paper's metric).
-    pub core_variance: f64,
+    /// of all backends (fraction; the paper's metric); `None` (JSON null)
+    /// when no window had a packet.
+    pub core_variance: Option<f64>,
     /// Same across backends.
-    pub server_variance: f64,
+    pub server_variance: Option<f64>,
+    /// Windows with packets (the ones the means are over).
     pub windows: usize,
     /// Every window's per-queue packet counts (backend-major).
     pub window_counts: Vec<Vec<u64>>,
@@ -124,16 +126,17 @@ pub struct LivePolicyResult {
 }
 
 /// Mean and 95% confidence half-width (Student t) over the repetitions.
-pub use exp::srpic::Stat;
+pub use exp::stats::Stat;
 
 /// One policy over all repetitions: the means (the fields the bench matrix
 /// reads), the statistics and every repetition's raw result.
 #[derive(Debug, Clone, Serialize)]
 pub struct PolicySummary {
     pub name: &'static str,
-    /// Means over the repetitions.
-    pub core_variance: f64,
-    pub server_variance: f64,
+    /// Means over the repetitions; `None` (JSON null) unless every
+    /// repetition measured it.
+    pub core_variance: Option<f64>,
+    pub server_variance: Option<f64>,
     pub throughput_mbit: f64,
     pub lb_packets_per_s: f64,
     /// Sums over the repetitions.
@@ -147,35 +150,44 @@ pub struct PolicySummary {
 #[derive(Debug, Clone, Serialize)]
 pub struct PolicyStats {
     pub n: usize,
-    pub core_variance: Stat,
-    pub server_variance: Stat,
+    /// `None` unless every repetition measured it.
+    pub core_variance: Option<Stat>,
+    pub server_variance: Option<Stat>,
     pub throughput_mbit: Stat,
     pub failures: Stat,
 }
 
 impl PolicySummary {
-    fn new(name: &'static str, reps: Vec<LivePolicyResult>) -> Self {
+    /// The summary of a policy's repetitions; an error without any.
+    fn new(name: &'static str, reps: Vec<LivePolicyResult>) -> Result<Self, LbXdpError> {
         let stat = |f: fn(&LivePolicyResult) -> f64| {
-            exp::srpic::stat(&reps.iter().map(f).collect::<Vec<f64>>())
+            exp::stats::stat(&reps.iter().map(f).collect::<Vec<f64>>())
+                .ok_or_else(|| LbXdpError::config(format!("policy {name} ran no repetition")))
+        };
+        // A repetition without a variance makes the policy's variance
+        // absent: a mean over the others would hide the failed one.
+        let measured = |f: fn(&LivePolicyResult) -> Option<f64>| {
+            let xs: Option<Vec<f64>> = reps.iter().map(f).collect();
+            xs.and_then(|xs| exp::stats::stat(&xs))
         };
         let stats = PolicyStats {
             n: reps.len(),
-            core_variance: stat(|r| r.core_variance),
-            server_variance: stat(|r| r.server_variance),
-            throughput_mbit: stat(|r| r.throughput_mbit),
-            failures: stat(|r| r.failures as f64),
+            core_variance: measured(|r| r.core_variance),
+            server_variance: measured(|r| r.server_variance),
+            throughput_mbit: stat(|r| r.throughput_mbit)?,
+            failures: stat(|r| r.failures as f64)?,
         };
-        PolicySummary {
+        Ok(PolicySummary {
             name,
-            core_variance: stats.core_variance.mean,
-            server_variance: stats.server_variance.mean,
+            core_variance: stats.core_variance.map(|s| s.mean),
+            server_variance: stats.server_variance.map(|s| s.mean),
             throughput_mbit: stats.throughput_mbit.mean,
-            lb_packets_per_s: stat(|r| r.lb_packets_per_s).mean,
+            lb_packets_per_s: stat(|r| r.lb_packets_per_s)?.mean,
             connections: reps.iter().map(|r| r.connections).sum(),
             failures: reps.iter().map(|r| r.failures).sum(),
             stats,
             repetitions: reps,
-        }
+        })
     }
 }
 
@@ -197,7 +209,8 @@ pub fn svg(result: &CrossRssResult) -> String {
     let ymax = result
         .policies
         .iter()
-        .map(|p| (p.stats.core_variance.mean + p.stats.core_variance.ci95) * 100.0)
+        .filter_map(|p| p.stats.core_variance)
+        .map(|s| (s.mean + s.ci95.unwrap_or(0.0)) * 100.0)
         .fold(0.0f64, f64::max)
         .max(1e-6)
         * 1.15;
@@ -239,33 +252,51 @@ pub fn svg(result: &CrossRssResult) -> String {
         "#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#e15759", "#76b7b2",
     ];
     for (i, p) in result.policies.iter().enumerate() {
-        let s = p.stats.core_variance;
-        let (m, ci) = (s.mean * 100.0, s.ci95 * 100.0);
         let x0 = left + slot * i as f64 + slot * 0.2;
         let bw = slot * 0.6;
         let xc = x0 + bw / 2.0;
+        // Not measured: no bar, the policy's name and "n/a".
+        let Some(s) = p.stats.core_variance else {
+            let _ = writeln!(
+                out,
+                r##"<text x="{xc:.1}" y="{:.1}" text-anchor="middle">n/a</text>
+<text x="{xc:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
+                h - bottom - 4.0,
+                h - bottom + 18.0,
+                p.name
+            );
+            continue;
+        };
+        let m = s.mean * 100.0;
         let _ = writeln!(
             out,
             r##"<rect x="{x0:.1}" y="{:.1}" width="{bw:.1}" height="{:.1}" fill="{}"/>
-<line x1="{xc:.1}" y1="{:.1}" x2="{xc:.1}" y2="{:.1}" stroke="black"/>
-<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="black"/>
-<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="black"/>
 <text x="{xc:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
             y(m),
             (h - bottom - y(m)).max(0.0),
             COLORS[i % COLORS.len()],
-            y((m - ci).max(0.0)),
-            y(m + ci),
-            xc - 6.0,
-            y(m + ci),
-            xc + 6.0,
-            y(m + ci),
-            xc - 6.0,
-            y((m - ci).max(0.0)),
-            xc + 6.0,
-            y((m - ci).max(0.0)),
             h - bottom + 18.0,
             p.name
+        );
+        // One repetition: no interval to draw.
+        let Some(ci) = s.ci95.map(|c| c * 100.0) else {
+            continue;
+        };
+        let _ = writeln!(
+            out,
+            r##"<line x1="{xc:.1}" y1="{:.1}" x2="{xc:.1}" y2="{:.1}" stroke="black"/>
+<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="black"/>
+<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="black"/>"##,
+            y((m - ci).max(0.0)),
+            y(m + ci),
+            xc - 6.0,
+            y(m + ci),
+            xc + 6.0,
+            y(m + ci),
+            xc - 6.0,
+            y((m - ci).max(0.0)),
+            xc + 6.0,
+            y((m - ci).max(0.0)),
         );
     }
     out.push_str("</svg>\n");
@@ -275,10 +306,25 @@ pub fn svg(result: &CrossRssResult) -> String {
 /// Every backend's cumulative per-queue counts (backend-major), read from
 /// the datapath (the software RSS counters), not from the agents: the
 /// measurement must not depend on what the controller was told.
-fn counts(backends: &[Host], queues: u32) -> Vec<u64> {
-    backends
-        .iter()
-        .flat_map(|b| queue_counts(b, queues).unwrap_or_else(|_| vec![0; queues as usize]))
+fn counts(backends: &[Host], queues: u32) -> Result<Vec<u64>, LbXdpError> {
+    let mut all = Vec::with_capacity(backends.len() * queues as usize);
+    for b in backends {
+        all.extend(queue_counts(b, queues)?);
+    }
+    Ok(all)
+}
+
+/// Per-window packets per queue from cumulative readings taken 1 s apart.
+fn window_deltas(readings: &[Vec<u64>]) -> Vec<Vec<u64>> {
+    readings
+        .windows(2)
+        .map(|pair| {
+            pair[1]
+                .iter()
+                .zip(&pair[0])
+                .map(|(n, p)| n.saturating_sub(*p))
+                .collect()
+        })
         .collect()
 }
 
@@ -300,9 +346,10 @@ pub fn run_policy(
     let stop = Arc::new(AtomicBool::new(false));
     let sampler = {
         let stop = stop.clone();
-        std::thread::spawn(move || {
-            let mut windows = Vec::new();
-            let mut prev = counts(&backends, queues);
+        // A failed read ends the sampling with the error: a window made
+        // of zeros would read as idle cores.
+        std::thread::spawn(move || -> Result<Vec<Vec<u64>>, LbXdpError> {
+            let mut readings = vec![counts(&backends, queues)?];
             let mut next = Instant::now() + Duration::from_secs(1);
             while !stop.load(Ordering::Relaxed) {
                 if Instant::now() < next {
@@ -310,16 +357,9 @@ pub fn run_policy(
                     continue;
                 }
                 next += Duration::from_secs(1);
-                let now = counts(&backends, queues);
-                windows.push(
-                    now.iter()
-                        .zip(&prev)
-                        .map(|(n, p)| n.saturating_sub(*p))
-                        .collect::<Vec<u64>>(),
-                );
-                prev = now;
+                readings.push(counts(&backends, queues)?);
             }
-            windows
+            Ok(window_deltas(&readings))
         })
     };
     let before = live.dp.stats(live.backends.len())?;
@@ -331,30 +371,16 @@ pub fn run_policy(
     stop.store(true, Ordering::Relaxed);
     let windows = sampler
         .join()
-        .map_err(|_| LbXdpError::config("sampler panicked"))?;
+        .map_err(|_| LbXdpError::config("sampler panicked"))??;
     let after = live.dp.stats(live.backends.len())?;
     let controller = ctl.stop();
-    let cores = params.queues as usize;
-    let servers = live.backends.len();
-    let (mut sv, mut cv, mut used) = (0.0, 0.0, 0usize);
-    for w in &windows {
-        let per_server = (0..servers).map(|s| w[s * cores..(s + 1) * cores].iter().sum::<u64>());
-        if let (Some(s), Some(c)) = (
-            lb::sim::normalized_variance(per_server),
-            lb::sim::normalized_variance(w.iter().copied()),
-        ) {
-            sv += s;
-            cv += c;
-            used += 1;
-        }
-    }
-    let div = used.max(1) as f64;
+    let variances = lb::sim::window_variances(&windows, params.queues as usize);
     let fwd = after.get(maps::STAT_FORWARDED) - before.get(maps::STAT_FORWARDED);
     Ok(LivePolicyResult {
         name: policy.name(),
-        core_variance: cv / div,
-        server_variance: sv / div,
-        windows: used,
+        core_variance: variances.map(|v| v.core_variance),
+        server_variance: variances.map(|v| v.server_variance),
+        windows: variances.map_or(0, |v| v.windows),
         window_counts: windows,
         throughput_mbit: work.bytes as f64 * 8.0 / work.seconds.max(1e-9) / 1e6,
         lb_packets_per_s: fwd as f64 / work.seconds.max(1e-9),
@@ -396,7 +422,7 @@ pub fn run(
         .iter()
         .zip(reps)
         .map(|(p, r)| PolicySummary::new(p.name(), r))
-        .collect();
+        .collect::<Result<_, _>>()?;
     Ok(CrossRssResult {
         experiment: "crossrss",
         meta: exp::meta::Meta::collect(),
@@ -404,4 +430,72 @@ pub fn run(
         failures: policies.iter().map(|p| p.failures).sum(),
         policies,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rep(core: Option<f64>) -> LivePolicyResult {
+        LivePolicyResult {
+            name: "hash",
+            core_variance: core,
+            server_variance: core,
+            windows: usize::from(core.is_some()),
+            window_counts: Vec::new(),
+            throughput_mbit: 1.0,
+            lb_packets_per_s: 1.0,
+            connections: 1,
+            failures: 0,
+            errors: Vec::new(),
+            per_backend: Vec::new(),
+            controller: LoopSummary::default(),
+        }
+    }
+
+    #[test]
+    fn a_backend_that_cannot_be_read_is_an_error_naming_it() {
+        let ghost = Host {
+            name: "b-ghost".into(),
+            netns: "steer-no-such-netns".into(),
+            dev: "veth-none".into(),
+            ipv4: std::net::Ipv4Addr::LOCALHOST,
+            ipv6: None,
+        };
+        match counts(&[ghost], 4) {
+            Err(e @ LbXdpError::Counters { .. }) => {
+                assert!(e.to_string().contains("b-ghost"), "{e}")
+            }
+            other => panic!("expected a counter error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn windows_are_deltas_and_none_gives_no_variance() {
+        let readings = vec![vec![0, 0, 0, 0], vec![1, 1, 1, 1], vec![1, 3, 1, 3]];
+        let w = window_deltas(&readings);
+        assert_eq!(w, vec![vec![1, 1, 1, 1], vec![0, 2, 0, 2]]);
+        assert_eq!(window_deltas(&readings[..1]), Vec::<Vec<u64>>::new());
+        assert_eq!(
+            lb::sim::window_variances(&window_deltas(&readings[..1]), 2),
+            None
+        );
+        // Counters that did not move: no window with packets, no variance.
+        assert_eq!(
+            lb::sim::window_variances(&window_deltas(&[vec![5; 4], vec![5; 4]]), 2),
+            None
+        );
+    }
+
+    #[test]
+    fn a_repetition_without_variance_makes_the_policy_variance_absent() {
+        let s = PolicySummary::new("hash", vec![rep(Some(0.5)), rep(None)]).unwrap();
+        assert_eq!(s.core_variance, None);
+        assert!(s.stats.core_variance.is_none());
+        let json = serde_json::to_value(&s).unwrap();
+        assert!(json["core_variance"].is_null(), "{json}");
+        let s = PolicySummary::new("hash", vec![rep(Some(0.5)), rep(Some(0.25))]).unwrap();
+        assert_eq!(s.core_variance, Some(0.375));
+        assert!(PolicySummary::new("hash", Vec::new()).is_err());
+    }
 }

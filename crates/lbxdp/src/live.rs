@@ -80,14 +80,28 @@ impl LiveSpec {
 /// controller never uses it (it asks the agents over HTTP,
 /// `crate::agents`).
 pub fn queue_counts(host: &Host, queues: u32) -> Result<Vec<u64>, LbXdpError> {
-    let stats = nic::stats(&host.dev, Some(&host.netns))?;
-    let mut counts = vec![0u64; queues as usize];
-    for q in stats.queues {
-        if let Some(c) = counts.get_mut(q.queue as usize) {
-            *c = q.packets;
-        }
-    }
-    Ok(counts)
+    let failed = |reason: String| LbXdpError::Counters {
+        backend: format!("{} ({} in {})", host.name, host.dev, host.netns),
+        reason,
+    };
+    let stats = nic::stats(&host.dev, Some(&host.netns)).map_err(|e| failed(e.to_string()))?;
+    (0..queues)
+        .map(|queue| {
+            // A queue the counters do not list was not measured: 0 would
+            // read as an idle core.
+            stats
+                .queues
+                .iter()
+                .find(|q| q.queue == queue)
+                .map(|q| q.packets)
+                .ok_or_else(|| {
+                    failed(format!(
+                        "no queue {queue} (the software RSS lists {} queues)",
+                        stats.queues.len()
+                    ))
+                })
+        })
+        .collect()
 }
 
 /// A built lab with the load balancer attached and an agent on every

@@ -380,10 +380,12 @@ impl Datapath {
         key: u32,
         words: usize,
     ) -> Result<Vec<u64>, LbXdpError> {
+        // An array map has every key: no entry means the counters cannot
+        // be read, not that they are zero.
         let values = map
             .lookup_percpu(&key.to_ne_bytes(), MapFlags::ANY)
             .map_err(|e| LbXdpError::bpf(format!("read map {name}"), e))?
-            .unwrap_or_default();
+            .ok_or_else(|| LbXdpError::config(format!("map {name} has no entry {key}")))?;
         let mut sum = vec![0u64; words];
         for v in values {
             for (i, s) in sum.iter_mut().enumerate() {

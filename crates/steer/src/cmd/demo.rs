@@ -93,13 +93,10 @@ fn print_summary(result: &DemoResult) -> anyhow::Result<()> {
                     r.max_flows_on_a_queue.to_string(),
                     if r.perfect { "yes" } else { "no" }.into(),
                     format!("{:.2}", r.aggregate_gbps),
-                    format!(
-                        "{:.2}",
-                        r.flow_gbps.iter().copied().fold(f64::INFINITY, f64::min)
-                    ),
+                    format!("{:.2}", r.min_flow_gbps),
                     r.cpu_busy
                         .iter()
-                        .map(|b| format!("{:.0}%", b * 100.0))
+                        .map(|b| b.map_or("n/a".into(), |b| format!("{:.0}%", b * 100.0)))
                         .collect::<Vec<_>>()
                         .join(" "),
                 ]

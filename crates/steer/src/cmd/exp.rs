@@ -142,14 +142,14 @@ fn print_table(r: &XdpOverheadResult) -> anyhow::Result<()> {
             name.to_string(),
             s.n.to_string(),
             format!("{:.2}", s.mean_gbit),
-            format!("{:.2}", s.ci95_gbit),
+            s.ci95_gbit.map_or("n/a".into(), |c| format!("{c:.2}")),
         ]
     })
     .collect();
     output::table(&["mode", "samples", "mean Gbit/s", "95% CI ±"], &body)?;
     println!(
-        "ratio {:.2} (software RSS / no program; goal >= 0.70)",
-        r.ratio
+        "ratio {} (software RSS / no program; goal >= 0.70)",
+        r.ratio.map_or("n/a".into(), |x| format!("{x:.2}"))
     );
     Ok(())
 }
@@ -249,9 +249,14 @@ fn crossrss(args: CrossrssArgs, json: bool) -> anyhow::Result<i32> {
     let show = !json || std::io::stderr().is_terminal();
     let result = match lbxdp::experiment::run(&params, |rep, p| {
         if show {
+            let v = |x: Option<f64>| x.map_or("n/a".into(), |x| format!("{x:.4}"));
             eprintln!(
-                "  rep {rep} {:<14} core variance {:.4} server variance {:.4} {} connections, {} failed",
-                p.name, p.core_variance, p.server_variance, p.connections, p.failures
+                "  rep {rep} {:<14} core variance {} server variance {} {} connections, {} failed",
+                p.name,
+                v(p.core_variance),
+                v(p.server_variance),
+                p.connections,
+                p.failures
             );
         }
     }) {
@@ -269,13 +274,9 @@ fn crossrss(args: CrossrssArgs, json: bool) -> anyhow::Result<i32> {
     if json {
         output::json(&result)?;
     } else {
-        let pm = |s: exp::srpic::Stat, scale: f64, digits: usize| {
-            format!(
-                "{:.d$} ± {:.d$}",
-                s.mean * scale,
-                s.ci95 * scale,
-                d = digits
-            )
+        let pm = |s: exp::stats::Stat, scale: f64, digits: usize| pm(s, scale, digits);
+        let pm_or_na = |s: Option<exp::stats::Stat>, scale: f64, digits: usize| {
+            s.map_or("n/a".into(), |s| pm(s, scale, digits))
         };
         let body: Vec<Vec<String>> = result
             .policies
@@ -284,8 +285,8 @@ fn crossrss(args: CrossrssArgs, json: bool) -> anyhow::Result<i32> {
                 vec![
                     p.name.to_string(),
                     p.stats.n.to_string(),
-                    pm(p.stats.core_variance, 100.0, 3),
-                    pm(p.stats.server_variance, 100.0, 3),
+                    pm_or_na(p.stats.core_variance, 100.0, 3),
+                    pm_or_na(p.stats.server_variance, 100.0, 3),
                     pm(p.stats.throughput_mbit, 1.0, 1),
                     format!("{:.0}", p.lb_packets_per_s),
                     p.connections.to_string(),
@@ -405,7 +406,7 @@ fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
         .iter()
         .map(|s| {
             let c = s.cell;
-            let pm = |st: exp::srpic::Stat, p: usize| format!("{:.p$} ± {:.p$}", st.mean, st.ci95);
+            let pm = |st: exp::stats::Stat, digits: usize| pm(st, 1.0, digits);
             vec![
                 c.kind.to_string(),
                 format!("{:?}", c.sender).to_lowercase(),
@@ -439,9 +440,19 @@ fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
         ],
         &body,
     )?;
+    let x = |r: Option<f64>| r.map_or("n/a".into(), |r| format!("x{r:.2}"));
     println!(
-        "SRPIC / none, reordering runs: dup ACKs x{:.2}, throughput x{:.2}",
-        result.dup_ack_ratio, result.throughput_ratio
+        "SRPIC / none, reordering runs: dup ACKs {}, throughput {}",
+        x(result.dup_ack_ratio),
+        x(result.throughput_ratio)
     );
     Ok(0)
+}
+
+/// "mean ± ci" scaled, or "mean ± n/a" with one sample (no interval).
+fn pm(s: exp::stats::Stat, scale: f64, digits: usize) -> String {
+    match s.ci95 {
+        Some(ci) => format!("{:.d$} ± {:.d$}", s.mean * scale, ci * scale, d = digits),
+        None => format!("{:.d$} ± n/a", s.mean * scale, d = digits),
+    }
 }

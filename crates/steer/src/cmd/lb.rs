@@ -68,8 +68,8 @@ fn live_run(args: RunArgs, json: bool) -> anyhow::Result<i32> {
             .map(|p| {
                 vec![
                     p.name.to_string(),
-                    format!("{:.3}", p.core_variance * 100.0),
-                    format!("{:.3}", p.server_variance * 100.0),
+                    percent(p.core_variance, ""),
+                    percent(p.server_variance, ""),
                     format!(
                         "{:?}",
                         p.repetitions
@@ -148,6 +148,11 @@ pub struct SimArgs {
     /// Write variance.svg and throughput.svg into this directory.
     #[arg(long)]
     pub svg: Option<PathBuf>,
+}
+
+/// A fraction as a percentage, or "n/a" when it was not measured.
+fn percent(v: Option<f64>, unit: &str) -> String {
+    v.map_or("n/a".into(), |v| format!("{:.3}{unit}", v * 100.0))
 }
 
 pub fn run(cmd: LbCommand, json: bool) -> anyhow::Result<i32> {
@@ -249,14 +254,18 @@ fn print_report(r: &SimReport) -> anyhow::Result<()> {
         (
             "replay",
             format!(
-                "speedup {}, amplify {} -> {} packets, {} flows over {:.1} s ({:.0} packets/s, {:.1} per core per 1 s window; {} idle gaps > {} s shortened)",
+                "speedup {}, amplify {} -> {} packets, {} flows over {:.1} s ({} packets/s, {} per core per 1 s window; {} idle gaps > {} s shortened)",
                 r.replay.speedup,
                 r.replay.amplify,
                 r.replay.packets,
                 r.replay.flows,
                 r.replay.duration_s,
-                r.replay.mean_pps,
-                r.replay.packets_per_core_window,
+                r.replay
+                    .mean_pps
+                    .map_or("n/a".into(), |v| format!("{v:.0}")),
+                r.replay
+                    .packets_per_core_window
+                    .map_or("n/a".into(), |v| format!("{v:.1}")),
                 r.replay.gaps_shortened,
                 c.max_gap_s
             ),
@@ -277,10 +286,10 @@ fn print_report(r: &SimReport) -> anyhow::Result<()> {
                 });
             vec![
                 p.name.to_string(),
-                format!("{:.3}%", p.server_variance * 100.0),
-                format!("{:.3}%", p.core_variance * 100.0),
-                format!("{:.3}%", p.core_variance_max * 100.0),
-                format!("{:.3}", p.peak_to_mean),
+                percent(p.server_variance, "%"),
+                percent(p.core_variance, "%"),
+                percent(p.core_variance_max, "%"),
+                p.peak_to_mean.map_or("n/a".into(), |v| format!("{v:.3}")),
                 at_capacity,
                 p.windows.to_string(),
                 p.connections.to_string(),
