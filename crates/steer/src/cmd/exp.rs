@@ -9,7 +9,7 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
 use exp::xdp_overhead::{Mode, Sample, XdpOverheadParams, XdpOverheadResult};
 
 use crate::output;
@@ -205,9 +205,9 @@ impl LiveLoadArgs {
 pub struct CrossrssArgs {
     #[command(flatten)]
     pub live: LiveLoadArgs,
-    /// Policies, comma-separated: rr, hash, maglev, crossrss, crossrss-plus, or all.
-    #[arg(long, default_value = "all")]
-    pub policy: String,
+    /// Policies, comma-separated, or all.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "all")]
+    pub policy: Vec<LivePolicyArg>,
     /// Repetitions, each running every policy (--quick uses at most 2).
     #[arg(long, default_value_t = 3)]
     pub repetitions: u32,
@@ -218,30 +218,48 @@ pub struct CrossrssArgs {
     pub common: Common,
 }
 
-/// Parses a policy list for the live load balancer.
-pub fn live_policies(text: &str) -> anyhow::Result<Vec<lbxdp::LivePolicy>> {
-    if text == "all" {
-        return Ok(lbxdp::LivePolicy::ALL.to_vec());
+/// A live load-balancing policy on the command line (lbxdp::LivePolicy),
+/// or all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LivePolicyArg {
+    /// Every policy below.
+    All,
+    /// Per-connection round robin over healthy backends.
+    Rr,
+    /// Plain hashing of the bucket to a healthy backend.
+    Hash,
+    /// Maglev consistent hashing.
+    Maglev,
+    /// The published CrossRSS controller.
+    Crossrss,
+    /// Steer's controller (docs/crossrss.md).
+    CrossrssPlus,
+}
+
+/// The policies named, in order, each once.
+pub fn live_policies(args: &[LivePolicyArg]) -> Vec<lbxdp::LivePolicy> {
+    use lbxdp::LivePolicy;
+    let mut out: Vec<LivePolicy> = Vec::new();
+    for arg in args {
+        let named = match arg {
+            LivePolicyArg::All => LivePolicy::ALL.to_vec(),
+            LivePolicyArg::Rr => vec![LivePolicy::Rr],
+            LivePolicyArg::Hash => vec![LivePolicy::Hash],
+            LivePolicyArg::Maglev => vec![LivePolicy::Maglev],
+            LivePolicyArg::Crossrss => vec![LivePolicy::CrossRss],
+            LivePolicyArg::CrossrssPlus => vec![LivePolicy::CrossRssPlus],
+        };
+        for p in named {
+            if !out.contains(&p) {
+                out.push(p);
+            }
+        }
     }
-    text.split(',')
-        .map(|p| {
-            lbxdp::LivePolicy::parse(p.trim()).ok_or_else(|| {
-                anyhow::anyhow!(
-                    "unknown policy '{p}': use rr, hash, maglev, crossrss, crossrss-plus or all"
-                )
-            })
-        })
-        .collect()
+    out
 }
 
 fn crossrss(args: CrossrssArgs, json: bool) -> anyhow::Result<i32> {
-    let policies = match live_policies(&args.policy) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("steer: {e}");
-            return Ok(2);
-        }
-    };
+    let policies = live_policies(&args.policy);
     let mut params = args.live.params(policies, args.repetitions);
     if args.common.quick {
         params = params.quick();
@@ -329,12 +347,17 @@ pub struct SrpicArgs {
     /// value: no drop runs.
     #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "0.001,0.0001,0.00001")]
     pub drops: Vec<f64>,
-    /// Sender kinds: static (dupthresh 3) and/or adaptive.
-    #[arg(long, value_delimiter = ',', default_value = "static,adaptive")]
-    pub senders: Vec<String>,
-    /// GRO on the receiver's TAP: off, on or both.
-    #[arg(long, value_delimiter = ',', default_value = "off,on")]
-    pub gro: Vec<String>,
+    /// Sender kinds, comma-separated.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "static,adaptive"
+    )]
+    pub senders: Vec<SenderArg>,
+    /// GRO on the receiver's TAP, comma-separated (both = off,on).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "both")]
+    pub gro: Vec<GroArg>,
     /// Write the SVG chart here.
     #[arg(long)]
     pub svg: Option<PathBuf>,
@@ -342,26 +365,55 @@ pub struct SrpicArgs {
     pub common: Common,
 }
 
+/// An SRPIC sender kind on the command line (exp::srpic::SenderKind).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SenderArg {
+    /// Static dupthresh 3 (the paper's S-sender).
+    Static,
+    /// Linux's adaptive reordering threshold (the paper's A-sender).
+    Adaptive,
+}
+
+/// GRO on the receiver's TAP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GroArg {
+    Off,
+    On,
+    /// Both settings, off then on.
+    Both,
+}
+
+/// The GRO settings named, in order, each once.
+fn gro_settings(args: &[GroArg]) -> Vec<bool> {
+    let mut out = Vec::new();
+    for arg in args {
+        let named: &[bool] = match arg {
+            GroArg::Off => &[false],
+            GroArg::On => &[true],
+            GroArg::Both => &[false, true],
+        };
+        for g in named {
+            if !out.contains(g) {
+                out.push(*g);
+            }
+        }
+    }
+    out
+}
+
 fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
     use exp::srpic::{SenderKind, SrpicParams};
-    let senders = args
-        .senders
-        .iter()
-        .map(|s| match s.as_str() {
-            "static" => Ok(SenderKind::Static),
-            "adaptive" => Ok(SenderKind::Adaptive),
-            other => anyhow::bail!("sender '{other}': static or adaptive"),
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let gro = args
-        .gro
-        .iter()
-        .map(|s| match s.as_str() {
-            "off" => Ok(false),
-            "on" => Ok(true),
-            other => anyhow::bail!("gro '{other}': off or on"),
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut senders = Vec::new();
+    for s in &args.senders {
+        let kind = match s {
+            SenderArg::Static => SenderKind::Static,
+            SenderArg::Adaptive => SenderKind::Adaptive,
+        };
+        if !senders.contains(&kind) {
+            senders.push(kind);
+        }
+    }
+    let gro = gro_settings(&args.gro);
     let mut params = SrpicParams {
         senders,
         streams: args.streams,

@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
 use lb::sim::{simulate, Policy, SimConfig, SimReport};
 use lb::Trace;
 
@@ -35,21 +35,20 @@ pub enum LbCommand {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// rr, hash, maglev, crossrss, crossrss-plus (comma-separated), or all.
-    #[arg(long, default_value = "crossrss-plus")]
-    pub policy: String,
+    /// Policies, comma-separated, or all.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "crossrss-plus"
+    )]
+    pub policy: Vec<crate::cmd::exp::LivePolicyArg>,
     #[command(flatten)]
     pub live: crate::cmd::exp::LiveLoadArgs,
 }
 
 fn live_run(args: RunArgs, json: bool) -> anyhow::Result<i32> {
-    let policies = match crate::cmd::exp::live_policies(&args.policy) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("steer: {e}");
-            return Ok(2);
-        }
-    };
+    let policies = crate::cmd::exp::live_policies(&args.policy);
     let params = args.live.params(policies, 1);
     let result = match lbxdp::experiment::run(&params, |_, _| {}) {
         Ok(r) => r,
@@ -113,10 +112,9 @@ pub struct SimArgs {
     /// Cores (RSS queues) per server.
     #[arg(long, default_value_t = 4)]
     pub cores: u32,
-    /// Policies, comma-separated: rr, hash, pow2, maglev, crossrss,
-    /// crossrss-plus, or all.
-    #[arg(long, default_value = "all")]
-    pub policy: String,
+    /// Policies, comma-separated, or all.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "all")]
+    pub policy: Vec<SimPolicyArg>,
     /// Agent report / controller rate (Hz).
     #[arg(long, default_value_t = 10.0)]
     pub rate_hz: f64,
@@ -150,6 +148,50 @@ pub struct SimArgs {
     pub svg: Option<PathBuf>,
 }
 
+/// A simulated policy on the command line (lb::sim::Policy), or all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SimPolicyArg {
+    /// Every policy below.
+    All,
+    /// Per-connection round robin over servers.
+    Rr,
+    /// Hash of the 5-tuple modulo the number of servers.
+    Hash,
+    /// Power of two choices on server load.
+    Pow2,
+    /// Maglev consistent hashing.
+    Maglev,
+    /// CrossRSS as published.
+    Crossrss,
+    /// Steer's CrossRSS (docs/crossrss.md).
+    CrossrssPlus,
+}
+
+impl SimPolicyArg {
+    fn policies(self) -> Vec<Policy> {
+        match self {
+            SimPolicyArg::All => Policy::ALL.to_vec(),
+            SimPolicyArg::Rr => vec![Policy::Rr],
+            SimPolicyArg::Hash => vec![Policy::Hash],
+            SimPolicyArg::Pow2 => vec![Policy::Pow2],
+            SimPolicyArg::Maglev => vec![Policy::Maglev],
+            SimPolicyArg::Crossrss => vec![Policy::Crossrss],
+            SimPolicyArg::CrossrssPlus => vec![Policy::CrossrssPlus],
+        }
+    }
+}
+
+/// The policies named, in order, each once.
+fn sim_policies(args: &[SimPolicyArg]) -> Vec<Policy> {
+    let mut out: Vec<Policy> = Vec::new();
+    for p in args.iter().flat_map(|a| a.policies()) {
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    out
+}
+
 /// A fraction as a percentage, or "n/a" when it was not measured.
 fn percent(v: Option<f64>, unit: &str) -> String {
     v.map_or("n/a".into(), |v| format!("{:.3}{unit}", v * 100.0))
@@ -163,7 +205,7 @@ pub fn run(cmd: LbCommand, json: bool) -> anyhow::Result<i32> {
 }
 
 fn sim(args: SimArgs, json: bool) -> anyhow::Result<i32> {
-    let policies = Policy::parse_list(&args.policy)?;
+    let policies = sim_policies(&args.policy);
     let key = match args.key.as_str() {
         "microsoft" => rss::RssKey::microsoft(),
         hex => rss::RssKey::from_hex(hex).context("--key")?,
