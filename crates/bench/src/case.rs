@@ -118,9 +118,32 @@ pub struct CheckSpec {
     /// Compare with the value at this other pointer instead of `value`.
     #[serde(default)]
     pub same_as: Option<String>,
+    /// Only in the cells of the matrix whose parameters have one of these
+    /// values (`when = { flows = [16, 30] }`): a check that is meaningful
+    /// for some parameters only (with one flow, random ports are
+    /// necessarily collision-free).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub when: BTreeMap<String, Vec<Value>>,
     /// What the check means, for the report.
     #[serde(default)]
     pub about: String,
+}
+
+/// Why a check did not hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CheckFailure {
+    /// A value it reads is missing or null (not measured): NOVALUE.
+    Absent(String),
+    /// The values are there and the condition is false: FAIL.
+    False(String),
+}
+
+impl std::fmt::Display for CheckFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CheckFailure::Absent(why) | CheckFailure::False(why) => f.write_str(why),
+        }
+    }
 }
 
 /// One cell of the matrix: a spec with every parameter fixed.
@@ -205,6 +228,21 @@ impl CaseSpec {
                     c.pointer
                 ));
             }
+            for (k, values) in &c.when {
+                let Some(declared) = self.params.get(k) else {
+                    return bad(format!(
+                        "check on {}: `when` names '{k}', which is not a parameter",
+                        c.pointer
+                    ));
+                };
+                let declared: Vec<String> = declared.iter().map(value_text).collect();
+                if let Some(v) = values.iter().find(|v| !declared.contains(&value_text(v))) {
+                    return bad(format!(
+                        "check on {}: `when` {k} = {v}, which is not one of its values",
+                        c.pointer
+                    ));
+                }
+            }
         }
         if self.timeout == 0 || self.quick_timeout == Some(0) {
             return bad("timeout must be at least 1 second".into());
@@ -271,6 +309,18 @@ impl Case {
             out = out.replace(&format!("{{{k}}}"), v);
         }
         out
+    }
+
+    /// The checks that apply to this cell (their `when` matches its
+    /// parameters).
+    pub fn checks(&self) -> impl Iterator<Item = &CheckSpec> {
+        self.spec.checks.iter().filter(|c| {
+            c.when.iter().all(|(k, values)| {
+                self.params
+                    .get(k)
+                    .is_some_and(|p| values.iter().any(|v| value_text(v) == *p))
+            })
+        })
     }
 
     pub fn timeout(&self, quick: bool) -> u64 {
@@ -409,20 +459,43 @@ pub fn metric_values(root: &Value, pointer: &str) -> Option<Vec<f64>> {
     }
 }
 
+/// True when `v` is null or holds a null anywhere: a value with an absent
+/// part was not (wholly) measured.
+fn has_null(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Array(items) => items.iter().any(has_null),
+        Value::Object(map) => map.values().any(has_null),
+        _ => false,
+    }
+}
+
+/// The value at `pointer`, or why it is absent (missing, or null: not
+/// measured).
+fn present<'a>(root: &'a Value, pointer: &str) -> Result<&'a Value, CheckFailure> {
+    match lookup(root, pointer) {
+        None => Err(CheckFailure::Absent(format!("{pointer} is missing"))),
+        Some(v) if has_null(v) => Err(CheckFailure::Absent(format!(
+            "{pointer} is {} (not measured)",
+            short(v)
+        ))),
+        Some(v) => Ok(v),
+    }
+}
+
 impl CheckSpec {
-    /// `Ok(())` when true, else what was found.
-    pub fn evaluate(&self, root: &Value) -> Result<(), String> {
-        let got = lookup(root, &self.pointer);
+    /// `Ok(())` when true. A value the check reads that is missing or null
+    /// is [`CheckFailure::Absent`]: an unmeasured value never passes, not
+    /// even `null == null`.
+    pub fn evaluate(&self, root: &Value) -> Result<(), CheckFailure> {
+        let got = present(root, &self.pointer)?;
         if self.op == "exists" {
-            return got
-                .map(|_| ())
-                .ok_or_else(|| format!("{} is missing", self.pointer));
+            return Ok(());
         }
-        let got = got.ok_or_else(|| format!("{} is missing", self.pointer))?;
         let want = match (&self.value, &self.same_as) {
             (Some(v), _) => v,
-            (None, Some(p)) => lookup(root, p).ok_or_else(|| format!("{p} is missing"))?,
-            (None, None) => return Err("check has no value".into()),
+            (None, Some(p)) => present(root, p)?,
+            (None, None) => return Err(CheckFailure::False("check has no value".into())),
         };
         let ok = match (got.as_f64(), want.as_f64()) {
             (Some(a), Some(b)) => match self.op.as_str() {
@@ -447,12 +520,12 @@ impl CheckSpec {
                 Some(p) => format!("{p} ({})", short(want)),
                 None => short(want),
             };
-            Err(format!(
+            Err(CheckFailure::False(format!(
                 "{} {} {want_text} is false (got {})",
                 self.pointer,
                 self.op,
                 short(got)
-            ))
+            )))
         }
     }
 }
@@ -548,6 +621,7 @@ params = { a = [1, 2], b = ["u", "v", "w"] }
             op: op.into(),
             value,
             same_as: same_as.map(Into::into),
+            when: BTreeMap::new(),
             about: String::new(),
         };
         assert!(c(">", Some(json!(0)), None, "/r").evaluate(&v).is_ok());
@@ -555,5 +629,75 @@ params = { a = [1, 2], b = ["u", "v", "w"] }
         assert!(c("==", None, Some("/p"), "/q").evaluate(&v).is_ok());
         assert!(c("==", Some(json!("x")), None, "/s").evaluate(&v).is_ok());
         assert!(c("exists", None, None, "/zz").evaluate(&v).is_err());
+    }
+
+    fn check(op: &str, value: Option<Value>, same_as: Option<&str>, ptr: &str) -> CheckSpec {
+        CheckSpec {
+            pointer: ptr.into(),
+            op: op.into(),
+            value,
+            same_as: same_as.map(Into::into),
+            when: BTreeMap::new(),
+            about: String::new(),
+        }
+    }
+
+    #[test]
+    fn null_or_missing_values_never_pass() {
+        let v = json!({"r": null, "q": [1, null], "p": [1, null], "n": 0.5,
+                       "ways": [{"name": "bpf", "f": null}]});
+        let absent = |c: CheckSpec| match c.evaluate(&v) {
+            Err(CheckFailure::Absent(why)) => why,
+            other => panic!("{} {}: expected absent, got {other:?}", c.pointer, c.op),
+        };
+        // Every op on a null, on a missing pointer, on a selector that finds nothing.
+        for op in ["==", "!=", "<", "<=", ">", ">="] {
+            absent(check(op, Some(json!(1)), None, "/r"));
+            absent(check(op, Some(json!(1)), None, "/zz"));
+            absent(check(op, Some(json!(1)), None, "/ways/name=bpf/f"));
+            absent(check(op, Some(json!(1)), None, "/ways/name=none/f"));
+        }
+        assert!(absent(check("exists", None, None, "/r")).contains("not measured"));
+        // null == null is not a pass; neither is an array with a null in it.
+        absent(check("==", Some(Value::Null), None, "/r"));
+        absent(check("==", None, Some("/r"), "/r"));
+        absent(check("==", None, Some("/p"), "/q"));
+        // The other side absent: absent too.
+        absent(check("<", None, Some("/r"), "/n"));
+        absent(check("<", None, Some("/zz"), "/n"));
+        // Present and false is FAIL, not absent.
+        assert!(matches!(
+            check(">", Some(json!(1)), None, "/n").evaluate(&v),
+            Err(CheckFailure::False(_))
+        ));
+    }
+
+    #[test]
+    fn when_limits_a_check_to_some_parameters() {
+        let file = CaseFile::parse(
+            r#"[[case]]
+name = "x"
+command = ["echo", "{flows}"]
+params = { flows = [1, 16], queues = [32] }
+checks = [
+  { pointer = "/a", op = "exists" },
+  { pointer = "/b", op = "<", value = 1, when = { flows = [16] } },
+]
+"#,
+            "t",
+        )
+        .unwrap();
+        let cases = file.cases[0].expand();
+        let ptrs = |c: &Case| c.checks().map(|c| c.pointer.clone()).collect::<Vec<_>>();
+        assert_eq!(ptrs(&cases[0]), ["/a"]);
+        assert_eq!(ptrs(&cases[1]), ["/a", "/b"]);
+        for text in [
+            // not a parameter
+            "[[case]]\nname = \"a\"\ncommand = [\"x\"]\nchecks = [{pointer = \"/a\", op = \"exists\", when = {n = [1]}}]",
+            // not one of its values
+            "[[case]]\nname = \"a\"\ncommand = [\"{n}\"]\nparams = {n = [1]}\nchecks = [{pointer = \"/a\", op = \"exists\", when = {n = [2]}}]",
+        ] {
+            assert!(CaseFile::parse(text, "t").is_err(), "{text}");
+        }
     }
 }

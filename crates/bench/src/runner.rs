@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::case::{metric_values, Better, Case};
+use crate::case::{metric_values, Better, Case, CheckFailure};
 use crate::State;
 
 /// How to run the cases of one matrix run.
@@ -355,14 +355,19 @@ pub fn evaluate(case: &Case, stdout: &[u8]) -> (State, String, Values) {
             }
         }
     }
-    for check in &case.spec.checks {
+    for check in case.checks() {
         if let Err(why) = check.evaluate(&json) {
             let about = if check.about.is_empty() {
                 String::new()
             } else {
                 format!(" ({})", check.about)
             };
-            return (State::Fail, format!("check {why}{about}"), values);
+            // Not measured is NOVALUE, never a pass and not a false check.
+            let state = match why {
+                CheckFailure::Absent(_) => State::NoValue,
+                CheckFailure::False(_) => State::Fail,
+            };
+            return (state, format!("check {why}{about}"), values);
         }
     }
     (State::Pass, String::new(), values)
@@ -451,4 +456,44 @@ fn netns_busy(netns: &str) -> bool {
         .stderr(Stdio::null())
         .output()
         .is_ok_and(|o| o.status.success() && !o.stdout.iter().all(u8::is_ascii_whitespace))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::CaseFile;
+
+    fn case(checks: &str) -> Case {
+        let text = format!(
+            "[[case]]\nname = \"x\"\ncommand = [\"true\"]\n\
+             metrics = [{{ name = \"m\", pointer = \"/m\", better = \"higher\" }}]\n\
+             checks = [{checks}]\n"
+        );
+        CaseFile::parse(&text, "t").unwrap().cases[0]
+            .expand()
+            .remove(0)
+    }
+
+    #[test]
+    fn a_check_on_an_unmeasured_value_is_novalue() {
+        let c = case(r#"{ pointer = "/ratio", op = "<", value = 1 }"#);
+        let (state, reason, _) = evaluate(&c, br#"{"m": 1, "ratio": null}"#);
+        assert_eq!(state, State::NoValue, "{reason}");
+        assert!(reason.contains("/ratio"), "{reason}");
+        let (state, _, _) = evaluate(&c, br#"{"m": 1}"#);
+        assert_eq!(state, State::NoValue);
+        let (state, _, _) = evaluate(&c, br#"{"m": 1, "ratio": 2}"#);
+        assert_eq!(state, State::Fail);
+        let (state, _, _) = evaluate(&c, br#"{"m": 1, "ratio": 0.5}"#);
+        assert_eq!(state, State::Pass);
+    }
+
+    #[test]
+    fn a_null_metric_is_novalue() {
+        let c = case("");
+        let (state, reason, _) = evaluate(&c, br#"{"m": null}"#);
+        assert_eq!(state, State::NoValue, "{reason}");
+        let (state, _, _) = evaluate(&c, br#"{"m": [1, null]}"#);
+        assert_eq!(state, State::NoValue);
+    }
 }

@@ -13,7 +13,8 @@ pub enum State {
     Pass,
     /// Exit 0 and values, but a declared check on the JSON is false.
     Fail,
-    /// No value: the output is not JSON or a metric is missing.
+    /// No value: the output is not JSON, or a metric or a value a check
+    /// reads is missing or null (not measured).
     #[serde(rename = "NOVALUE")]
     NoValue,
     /// The command exited with a non-zero status.
@@ -58,7 +59,9 @@ impl State {
         match self {
             State::Pass => "test passed: exit 0, every metric found, every check true",
             State::Fail => "exit 0 and values, but a declared check on the JSON is false",
-            State::NoValue => "no value produced: output not JSON, or a metric is missing",
+            State::NoValue => {
+                "no value produced: output not JSON, or a metric or checked value is missing or null"
+            }
             State::NoExit => "did not exit with code 0",
             State::Timeout => "did not terminate, killed (whole process group) after the timeout",
             State::NoRun => "did not run: a precondition is missing, or the run was interrupted",
