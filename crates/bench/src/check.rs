@@ -2,24 +2,40 @@
 //!
 //! The baseline (`bench/matrix/baseline.json`) maps case ids to the state
 //! they had in a real run. A case that was PASS there and is anything else
-//! in the checked run is a regression. Throughput never is: metrics are noisy
-//! on shared machines, and compare shows them.
+//! in the checked run is a regression; so is a baseline case the run's
+//! `--filter` selects that the run does not have (renamed, dropped, or never
+//! recorded): a case that silently stops running must not pass as "not
+//! judged". Throughput never is a regression: metrics are noisy on shared
+//! machines, and compare shows them.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::db::ResultRow;
+use crate::case::matches_filter;
+use crate::db::{ResultRow, RunRow};
 use crate::{BenchError, State};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Baseline {
-    /// Where the states come from (command, commit, machine).
+    /// Where the states come from (the run and its commit).
     #[serde(default)]
     pub about: String,
+    /// The machine the states were recorded on, by its properties.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<Machine>,
     pub cases: BTreeMap<String, State>,
+}
+
+/// A machine as `exp::meta::Meta` records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Machine {
+    pub cpu_model: String,
+    pub cores: i64,
+    pub kernel: String,
 }
 
 impl Baseline {
@@ -32,17 +48,34 @@ impl Baseline {
         })
     }
 
-    /// This baseline with the states of `rows` merged in.
-    pub fn updated(mut self, rows: &[ResultRow], about: String) -> Baseline {
+    /// This baseline with the states of run `run`'s `rows` merged in, and
+    /// the run's machine.
+    pub fn updated(mut self, run: &RunRow, rows: &[ResultRow]) -> Baseline {
         for r in rows {
             self.cases.insert(r.case_id.clone(), r.state);
         }
-        self.about = about;
+        self.about = format!(
+            "states from `steer bench run{}{}` (run {}), commit {}",
+            if run.quick { " --quick" } else { "" },
+            run.filter
+                .as_deref()
+                .map_or(String::new(), |f| format!(" --filter '{f}'")),
+            run.id,
+            run.git_commit
+        );
+        self.machine = Some(Machine {
+            cpu_model: run.cpu_model.clone(),
+            cores: run.cores,
+            kernel: run.kernel.clone(),
+        });
         self
     }
 
     pub fn save(&self, path: &Path) -> Result<(), BenchError> {
-        let text = serde_json::to_string_pretty(self).unwrap_or_default() + "\n";
+        let text = serde_json::to_string_pretty(self).map_err(|e| BenchError::Baseline {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })? + "\n";
         std::fs::write(path, text)
             .map_err(|e| BenchError::io(format!("write {}", path.display()), e))
     }
@@ -57,21 +90,39 @@ pub struct CheckLine {
     pub regression: bool,
 }
 
+/// A baseline case the run selected but does not have.
+#[derive(Debug, Clone, Serialize)]
+pub struct MissingCase {
+    pub case_id: String,
+    pub baseline: State,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct CheckReport {
     pub run: i64,
+    /// The run's `--filter` (none: the whole matrix).
+    pub filter: Option<String>,
     pub lines: Vec<CheckLine>,
-    /// Baseline PASS cases the run did not include (filtered out): not judged.
-    pub not_in_run: usize,
+    /// Baseline cases the run's filter selects that are not in the run:
+    /// each one is a regression.
+    pub missing: Vec<MissingCase>,
+    /// Baseline cases the run's filter does not select: not judged.
+    pub not_selected: usize,
 }
 
 impl CheckReport {
     pub fn regressions(&self) -> usize {
-        self.lines.iter().filter(|l| l.regression).count()
+        self.lines.iter().filter(|l| l.regression).count() + self.missing.len()
     }
 }
 
-pub fn check(baseline: &Baseline, run: i64, rows: &[ResultRow]) -> CheckReport {
+/// Checks run `run` (its `filter` and its `rows`) against `baseline`.
+pub fn check(
+    baseline: &Baseline,
+    run: i64,
+    filter: Option<&str>,
+    rows: &[ResultRow],
+) -> CheckReport {
     let lines: Vec<CheckLine> = rows
         .iter()
         .map(|r| {
@@ -85,14 +136,124 @@ pub fn check(baseline: &Baseline, run: i64, rows: &[ResultRow]) -> CheckReport {
             }
         })
         .collect();
-    let not_in_run = baseline
+    let selected = |id: &str| filter.is_none_or(|f| matches_filter(id, f));
+    let missing = baseline
         .cases
         .iter()
-        .filter(|(id, s)| **s == State::Pass && !rows.iter().any(|r| &r.case_id == *id))
-        .count();
+        .filter(|(id, _)| selected(id) && !rows.iter().any(|r| &r.case_id == *id))
+        .map(|(id, s)| MissingCase {
+            case_id: id.clone(),
+            baseline: *s,
+        })
+        .collect();
     CheckReport {
         run,
+        filter: filter.map(Into::into),
         lines,
-        not_in_run,
+        missing,
+        not_selected: baseline.cases.keys().filter(|id| !selected(id)).count(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: &str, state: State) -> ResultRow {
+        ResultRow {
+            run_id: 1,
+            case_id: id.into(),
+            name: id.split('/').next().unwrap_or(id).into(),
+            params: BTreeMap::new(),
+            command: Vec::new(),
+            state,
+            reason: String::new(),
+            samples: BTreeMap::new(),
+            repetitions: Vec::new(),
+            raw_path: None,
+            seconds: 0.0,
+            timestamp: 0,
+        }
+    }
+
+    fn baseline() -> Baseline {
+        let mut b = Baseline::default();
+        for id in ["demo/flows=16/queues=32", "srpic/streams=1", "lb-live"] {
+            b.cases.insert(id.into(), State::Pass);
+        }
+        b
+    }
+
+    #[test]
+    fn a_selected_baseline_case_missing_from_the_run_is_a_regression() {
+        let rows = [
+            row("demo/flows=16/queues=32", State::Pass),
+            row("lb-live", State::Pass),
+        ];
+        let r = check(
+            &baseline(),
+            1,
+            Some("demo/flows=16/*,srpic/*,lb-live"),
+            &rows,
+        );
+        assert_eq!(r.regressions(), 1);
+        assert_eq!(r.missing.len(), 1);
+        assert_eq!(r.missing[0].case_id, "srpic/streams=1");
+        // The whole matrix: every baseline case is expected.
+        let r = check(&baseline(), 1, None, &rows);
+        assert_eq!(r.regressions(), 1);
+        // Not selected by the filter: not judged, not missing.
+        let r = check(&baseline(), 1, Some("demo/*,lb-live"), &rows);
+        assert_eq!((r.regressions(), r.not_selected), (0, 1));
+    }
+
+    #[test]
+    fn pass_to_other_states_is_a_regression() {
+        let rows = [
+            row("demo/flows=16/queues=32", State::NoValue),
+            row("srpic/streams=1", State::Pass),
+            row("lb-live", State::Pass),
+            row("new/case", State::Fail),
+        ];
+        let r = check(&baseline(), 1, None, &rows);
+        assert_eq!(r.regressions(), 1);
+        assert!(r.lines[0].regression);
+        // A case the baseline does not know is shown, not judged.
+        assert!(!r.lines[3].regression);
+    }
+
+    #[test]
+    fn the_baseline_records_the_machine_not_a_path() {
+        let run = RunRow {
+            id: 7,
+            started: 0,
+            finished: None,
+            status: "complete".into(),
+            quick: true,
+            filter: Some("lb-live".into()),
+            repetitions: 1,
+            git_commit: "abc".into(),
+            kernel: "6.1".into(),
+            cpu_model: "Some CPU".into(),
+            cores: 2,
+            raw_dir: "x".into(),
+        };
+        let b = Baseline::default().updated(&run, &[row("lb-live", State::Pass)]);
+        assert_eq!(
+            b.machine,
+            Some(Machine {
+                cpu_model: "Some CPU".into(),
+                cores: 2,
+                kernel: "6.1".into()
+            })
+        );
+        assert!(
+            b.about.contains("--quick --filter 'lb-live'"),
+            "{}",
+            b.about
+        );
+        let text = serde_json::to_string(&b).unwrap();
+        let back: Baseline = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.machine, b.machine);
     }
 }

@@ -381,22 +381,14 @@ fn check(args: CheckArgs, json: bool) -> anyhow::Result<i32> {
     let h = History::open_existing(&args.db.path())?;
     let run = h.resolve(&args.run)?;
     let rows = h.results(run)?;
+    let info = h.run(run)?;
     if args.update {
-        let info = h.run(run)?;
         let old = if args.baseline.exists() {
             Baseline::load(&args.baseline)?
         } else {
             Baseline::default()
         };
-        let about = format!(
-            "states from `steer bench run` (run {run}, {}), commit {}, kernel {}, {} ({} cores)",
-            if info.quick { "quick" } else { "full" },
-            info.git_commit,
-            info.kernel,
-            info.cpu_model,
-            info.cores
-        );
-        old.updated(&rows, about).save(&args.baseline)?;
+        old.updated(&info, &rows).save(&args.baseline)?;
         eprintln!(
             "baseline {} updated from run {run}",
             args.baseline.display()
@@ -404,12 +396,12 @@ fn check(args: CheckArgs, json: bool) -> anyhow::Result<i32> {
         return Ok(0);
     }
     let baseline = Baseline::load(&args.baseline)?;
-    let report = bench::check::check(&baseline, run, &rows);
+    let report = bench::check::check(&baseline, run, info.filter.as_deref(), &rows);
     if json {
         output::json(&report)?;
     } else {
         let st = |s: Option<State>| s.map_or("-".to_string(), |s| s.to_string());
-        let body: Vec<Vec<String>> = report
+        let mut body: Vec<Vec<String>> = report
             .lines
             .iter()
             .map(|l| {
@@ -422,12 +414,24 @@ fn check(args: CheckArgs, json: bool) -> anyhow::Result<i32> {
                 ]
             })
             .collect();
+        body.extend(report.missing.iter().map(|m| {
+            vec![
+                m.case_id.clone(),
+                m.baseline.to_string(),
+                "-".into(),
+                "MISSING".into(),
+                "selected by the run's filter, not in the run".into(),
+            ]
+        }));
         output::table(&["case", "baseline", "now", "verdict", "reason"], &body)?;
         println!(
-            "run {run}: {} state regressions against {} ({} baseline PASS cases not in this run)",
+            "run {run}: {} regressions against {} ({} state changes, {} cases missing; {} baseline cases not selected by the filter {})",
             report.regressions(),
             args.baseline.display(),
-            report.not_in_run
+            report.regressions() - report.missing.len(),
+            report.missing.len(),
+            report.not_selected,
+            report.filter.as_deref().unwrap_or("(none)")
         );
     }
     Ok(if report.regressions() > 0 { 1 } else { 0 })
