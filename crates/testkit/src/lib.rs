@@ -32,14 +32,14 @@ use std::sync::atomic::{AtomicU32, Ordering};
 pub const STRICT_VAR: &str = "STEER_STRICT_TESTS";
 
 /// Whether the tests run in strict mode: under CI (`CI` set, as CI services
-/// do) or under `make test` ([`STRICT_VAR`] set). An empty value or `0`
-/// counts as unset.
+/// do) or under `make test` ([`STRICT_VAR`] set). An empty value, `0` or
+/// `false` counts as unset.
 pub fn strict() -> bool {
     strict_in(std::env::var_os("CI"), std::env::var_os(STRICT_VAR))
 }
 
 fn strict_in(ci: Option<OsString>, strict_var: Option<OsString>) -> bool {
-    let set = |v: Option<OsString>| v.is_some_and(|v| !v.is_empty() && v != "0");
+    let set = |v: Option<OsString>| v.is_some_and(|v| !(v.is_empty() || v == "0" || v == "false"));
     set(ci) || set(strict_var)
 }
 
@@ -95,8 +95,8 @@ macro_rules! need_root {
     };
 }
 
-/// Whether `program` is an executable file in a directory of `$PATH`.
-pub fn on_path(program: &str) -> Option<PathBuf> {
+/// Where `program` is, as an executable file in a directory of `$PATH`.
+fn on_path(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|dir| dir.join(program))
@@ -277,6 +277,7 @@ mod tests {
         assert!(strict_in(v("true"), None));
         assert!(strict_in(None, v("1")));
         assert!(!strict_in(v(""), v("0")));
+        assert!(!strict_in(v("false"), None));
     }
 
     #[test]
