@@ -563,6 +563,23 @@ mod tests {
     }
 
     #[test]
+    fn builtin_demo_states_random_collisions_only_where_meaningful() {
+        let cases = load_matrix(&[], true).unwrap();
+        let random_check = |id: &str| {
+            cases
+                .iter()
+                .find(|c| c.id == id)
+                .unwrap()
+                .checks()
+                .any(|c| c.pointer == "/ways/name=random/perfect_fraction")
+        };
+        assert!(!random_check("demo/flows=1/queues=32"));
+        assert!(!random_check("demo/flows=10/queues=32"));
+        assert!(random_check("demo/flows=16/queues=32"));
+        assert!(random_check("demo/flows=30/queues=32"));
+    }
+
+    #[test]
     fn matrix_is_the_cross_product() {
         let file = CaseFile::parse(
             r#"[[case]]
