@@ -892,8 +892,14 @@ mod tests {
             packets: vec![crate::trace::TracePacket { ts_ns: 5, tuple }; 3],
             stats: TraceStats::default(),
         };
-        let r = simulate("one instant", &trace, SimConfig::default(), &[Policy::Rr], |_, _| {})
-            .unwrap();
+        let r = simulate(
+            "one instant",
+            &trace,
+            SimConfig::default(),
+            &[Policy::Rr],
+            |_, _| {},
+        )
+        .unwrap();
         assert_eq!(r.replay.duration_s, 0.0);
         assert_eq!(r.replay.mean_pps, None);
         assert_eq!(r.replay.packets_per_core_window, None);
