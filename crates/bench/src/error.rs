@@ -46,15 +46,17 @@ impl BenchError {
     }
 
     /// True for bad input (exit 2): a bad case file, filter, run, baseline
-    /// or database path. Neither this nor
-    /// [`is_environment`](Self::is_environment): the history is corrupt or
-    /// an SQL or I/O operation failed (exit 1).
+    /// or history database (missing, corrupt or not Steer's: the user
+    /// points --db elsewhere). Neither this nor
+    /// [`is_environment`](Self::is_environment): an SQL or I/O operation
+    /// failed (exit 1).
     pub fn is_bad_input(&self) -> bool {
         matches!(
             self,
             BenchError::CaseFile { .. }
                 | BenchError::Case { .. }
                 | BenchError::NoCaseMatches(_)
+                | BenchError::Corrupt { .. }
                 | BenchError::Foreign { .. }
                 | BenchError::NoDatabase { .. }
                 | BenchError::NoSuchRun(_)
