@@ -62,6 +62,7 @@ toolchain:
 	rust_ok && exit 0; \
 	echo "Rust $${have:-not found}, need $(RUST_VERSION) or newer with rustfmt and clippy: installing it with rustup"; \
 	if ! command -v rustup >/dev/null; then \
+		[ "$$(id -u)" = 0 ] && apt-get update -qq; \
 		if apt-cache policy rustup 2>/dev/null | grep -q 'Candidate: [0-9]'; then \
 			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rustup; \
 		elif command -v curl >/dev/null; then \
@@ -73,8 +74,8 @@ toolchain:
 		fi; \
 	fi; \
 	if command -v rustup >/dev/null; then \
-		rustup toolchain install stable --profile minimal --component rustfmt,clippy \
-			&& rustup default stable; \
+		rustup toolchain install stable --profile minimal \
+			&& rustup default stable && rustup component add rustfmt clippy; \
 	fi; \
 	rust_ok || { echo "Rust $(RUST_VERSION) or newer (cargo, rustfmt, clippy) is needed, found $${have:-none}: install it with rustup (https://rustup.rs)"; exit 2; }
 
