@@ -416,6 +416,36 @@ fn json_is_refused_where_the_output_is_a_programs() {
     assert_eq!(refused, commands_of(Json::Refused));
 }
 
+#[test]
+fn old_spellings_are_accepted_but_not_shown() {
+    let nic = String::from_utf8(run_ok(&["nic", "stats"], &["--help"]).stdout).unwrap();
+    assert!(
+        nic.contains("--dev <DEV>") && !nic.contains("[DEV]"),
+        "{nic}"
+    );
+    let lab = String::from_utf8(run_ok(&["lab", "status"], &["--help"]).stdout).unwrap();
+    assert!(
+        lab.contains("--lab <NAME>") && !lab.contains("--name"),
+        "{lab}"
+    );
+    // `--name` still names the lab: the lab it names does not exist (exit 2).
+    let out = steer()
+        .args(["lab", "status", "--name", "no-such-lab-cli-walk"])
+        .output()
+        .unwrap();
+    common::fails_with_one_line(&out, 2, "no lab named 'no-such-lab-cli-walk'");
+    // Both spellings at once, or neither: usage errors.
+    for args in [
+        &["nic", "stats", "veth0", "--dev", "veth1"][..],
+        &["nic", "stats"][..],
+        &["wire", "up"][..],
+        &["wire", "up", "a", "--lab", "b"][..],
+    ] {
+        let out = steer().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+}
+
 /// Takes a lab down at the end of the test, however it ends.
 struct LabDown(String);
 
@@ -486,7 +516,8 @@ fn json_as_root_in_labs() {
     assert!(v["stats"].is_object(), "{v}");
     let v = c.json("wire srpic", &["--lab", &wired, "--seconds", "1"]);
     assert!(v["stats"].is_object(), "{v}");
-    c.json("wire down", &["--lab", &wired]);
+    // `wire down NAME`: the older spelling of --lab, still accepted.
+    c.json("wire down", &[&wired]);
 
     // The cgroup binder.
     let root = cgroup2_root().unwrap_or_else(|| {
