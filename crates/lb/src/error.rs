@@ -116,8 +116,6 @@ pub enum SimError {
     BadSpeedup(f64),
     #[error("report rate must be a positive finite number of Hz, at most 1e6 (got {0})")]
     BadRate(f64),
-    #[error("unknown policy '{0}' (known: rr, hash, pow2, maglev, crossrss, crossrss-plus, all)")]
-    UnknownPolicy(String),
     #[error("the replay holds no packets")]
     Empty,
     #[error(transparent)]

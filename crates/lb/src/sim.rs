@@ -93,28 +93,6 @@ impl Policy {
             Policy::CrossrssPlus => "crossrss-plus",
         }
     }
-
-    /// Parses a comma-separated list; `all` means every policy.
-    pub fn parse_list(text: &str) -> Result<Vec<Policy>, SimError> {
-        let mut out = Vec::new();
-        for word in text.split(',').map(str::trim) {
-            if word == "all" {
-                out.extend(Policy::ALL);
-                continue;
-            }
-            match Policy::ALL.iter().find(|p| p.name() == word) {
-                Some(p) => out.push(*p),
-                None => return Err(SimError::UnknownPolicy(word.to_string())),
-            }
-        }
-        let mut seen = Vec::new();
-        out.retain(|p| {
-            let new = !seen.contains(p);
-            seen.push(*p);
-            new
-        });
-        Ok(out)
-    }
 }
 
 /// How the simulation is set up.
@@ -838,16 +816,6 @@ mod tests {
         assert_eq!(normalized_variance([0u64, 0].into_iter()), None);
         // counts 0 and 2: x = 0 and 2, variance 1.
         assert_eq!(normalized_variance([0u64, 2].into_iter()), Some(1.0));
-    }
-
-    #[test]
-    fn policy_lists_parse() {
-        assert_eq!(Policy::parse_list("all").unwrap().len(), 6);
-        assert_eq!(
-            Policy::parse_list("rr,crossrss-plus,rr").unwrap(),
-            vec![Policy::Rr, Policy::CrossrssPlus]
-        );
-        assert!(Policy::parse_list("rr,fastest").is_err());
     }
 
     #[test]

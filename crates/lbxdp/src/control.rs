@@ -61,10 +61,6 @@ impl LivePolicy {
         }
     }
 
-    pub fn parse(text: &str) -> Option<LivePolicy> {
-        LivePolicy::ALL.into_iter().find(|p| p.name() == text)
-    }
-
     fn mode(self) -> Mode {
         match self {
             LivePolicy::Rr => Mode::RoundRobin,

@@ -508,3 +508,50 @@ fn pm(s: exp::stats::Stat, scale: f64, digits: usize) -> String {
         None => format!("{:.d$} ± n/a", s.mean * scale, d = digits),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Srpic {
+        #[command(flatten)]
+        args: SrpicArgs,
+    }
+
+    #[derive(Parser)]
+    struct Crossrss {
+        #[command(flatten)]
+        args: CrossrssArgs,
+    }
+
+    #[test]
+    fn gro_both_is_off_and_on_and_the_default() {
+        let gro = |argv: &[&str]| {
+            let t = Srpic::try_parse_from([&["t"][..], argv].concat()).unwrap();
+            gro_settings(&t.args.gro)
+        };
+        assert_eq!(gro(&[]), vec![false, true]);
+        assert_eq!(gro(&["--gro", "both"]), vec![false, true]);
+        assert_eq!(gro(&["--gro", "on"]), vec![true]);
+        assert_eq!(gro(&["--gro", "on,both"]), vec![true, false]);
+        assert!(Srpic::try_parse_from(["t", "--gro", "maybe"]).is_err());
+        assert!(Srpic::try_parse_from(["t", "--senders", "lazy"]).is_err());
+    }
+
+    #[test]
+    fn live_policies_expand_all_and_drop_repeats() {
+        let parse = |argv: &[&str]| {
+            let t = Crossrss::try_parse_from([&["t"][..], argv].concat()).unwrap();
+            live_policies(&t.args.policy)
+        };
+        assert_eq!(parse(&[]), lbxdp::LivePolicy::ALL.to_vec());
+        assert_eq!(
+            parse(&["--policy", "hash,crossrss-plus,hash"]),
+            vec![lbxdp::LivePolicy::Hash, lbxdp::LivePolicy::CrossRssPlus]
+        );
+        assert_eq!(parse(&["--policy", "rr,all"]).len(), 5);
+        assert!(Crossrss::try_parse_from(["t", "--policy", "pow2"]).is_err());
+    }
+}

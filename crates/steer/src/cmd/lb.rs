@@ -354,3 +354,36 @@ fn print_report(r: &SimReport) -> anyhow::Result<()> {
         &body,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Sim {
+        #[command(flatten)]
+        args: SimArgs,
+    }
+
+    #[test]
+    fn sim_policies_expand_all_and_drop_repeats() {
+        let parse = |policy: &str| {
+            let t = Sim::try_parse_from(["t", "--trace", "x.pcap", "--policy", policy]).unwrap();
+            sim_policies(&t.args.policy)
+        };
+        assert_eq!(parse("all"), Policy::ALL.to_vec());
+        assert_eq!(
+            parse("rr,crossrss-plus,rr"),
+            vec![Policy::Rr, Policy::CrossrssPlus]
+        );
+        assert_eq!(parse("pow2,all").len(), 6);
+        assert!(Sim::try_parse_from(["t", "--trace", "x", "--policy", "fastest"]).is_err());
+    }
+
+    #[test]
+    fn absent_fractions_print_as_na() {
+        assert_eq!(percent(None, "%"), "n/a");
+        assert_eq!(percent(Some(0.0123), "%"), "1.230%");
+    }
+}
