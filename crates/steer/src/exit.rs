@@ -186,6 +186,47 @@ mod tests {
     }
 
     #[test]
+    fn each_library_decides_by_what_went_wrong() {
+        let code = |e: anyhow::Error| code_for(&e);
+        // Nine flows cannot fit a range of eight ports: the range given is
+        // wrong. In a range large enough, ports in use: the host's state.
+        let exhausted = |high| srap::SrapError::Exhausted {
+            wanted: 9,
+            found: 8,
+            low: 40000,
+            high,
+        };
+        assert_eq!(code(exhausted(40007).into()), BAD_INPUT);
+        assert_eq!(code(exhausted(40100).into()), FAILED);
+        let refused = |code| srap::alloc::ClientError::Refused {
+            code,
+            message: String::new(),
+        };
+        assert_eq!(
+            code(refused(srap::alloc::ErrorCode::NoConfig).into()),
+            BAD_INPUT
+        );
+        assert_eq!(code(refused(srap::alloc::ErrorCode::Busy).into()), FAILED);
+        assert_eq!(
+            code(refused(srap::alloc::ErrorCode::Forbidden).into()),
+            ENVIRONMENT
+        );
+        let running = srap::alloc::AllocError::AlreadyRunning("/run/steer/alloc.sock".into());
+        assert_eq!(code(running.into()), FAILED);
+        let url = agent::ClientError::InvalidUrl {
+            url: "ftp://x".into(),
+            reason: "only http://".into(),
+        };
+        assert_eq!(code(url.into()), BAD_INPUT);
+        assert_eq!(code(order::CaptureError::NotACapture.into()), BAD_INPUT);
+        let garbled = rss::live::LiveError::Decode {
+            what: "RSS_GET".into(),
+            reason: "short".into(),
+        };
+        assert_eq!(code(garbled.into()), FAILED);
+    }
+
+    #[test]
     fn bare_io_errors() {
         let code = |kind| code_for(&anyhow::Error::new(io::Error::from(kind)).context("file"));
         assert_eq!(code(io::ErrorKind::NotFound), BAD_INPUT);
