@@ -184,7 +184,7 @@ fn every_help_exits_0_and_every_command_is_covered() {
 fn json_of(what: &str, out: &std::process::Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
-            "steer {what} --json: stdout is not JSON ({e}):\n{}",
+            "steer {what} (with --json): stdout is not JSON ({e}):\n{}",
             String::from_utf8_lossy(&out.stdout)
         )
     })
@@ -214,7 +214,7 @@ impl Checked {
             String::from_utf8_lossy(&out.stderr)
         );
         self.0.insert(command.to_string());
-        json_of(command, &out)
+        json_of(&format!("{command} {}", args.join(" ")), &out)
     }
 
     /// A server's first JSON value on stdout (it then keeps running).
