@@ -36,9 +36,11 @@ pub struct StatsArgs {
     /// RFC 5236 displacement threshold DT.
     #[arg(long, default_value_t = 64)]
     pub threshold: u32,
-    /// Show only flows with at least this many data segments (table only).
-    #[arg(long, default_value_t = 1)]
-    pub min_packets: u64,
+    /// Show only flows with at least this many data segments (table and
+    /// --json). Default: the table shows every flow with data, --json every
+    /// flow.
+    #[arg(long, value_name = "N")]
+    pub min_packets: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -116,10 +118,14 @@ fn reports(cap: &Capture, threshold: u32) -> Vec<FlowReport> {
 
 fn stats(args: StatsArgs, json: bool) -> anyhow::Result<i32> {
     let cap = read(&args.file)?;
+    let mut flows = reports(&cap, args.threshold);
+    if let Some(min) = args.min_packets {
+        flows.retain(|f| f.metrics.packets >= min);
+    }
     let result = StatsResult {
         file: args.file.display().to_string(),
         packets: cap.packets.len(),
-        flows: reports(&cap, args.threshold),
+        flows,
     };
     if json {
         output::json(&result)?;
@@ -128,7 +134,7 @@ fn stats(args: StatsArgs, json: bool) -> anyhow::Result<i32> {
     let body: Vec<Vec<String>> = result
         .flows
         .iter()
-        .filter(|f| f.metrics.packets >= args.min_packets && f.metrics.packets > 0)
+        .filter(|f| f.metrics.packets > 0)
         .map(|f| {
             let m = &f.metrics;
             vec![
