@@ -401,12 +401,15 @@ impl ControlLoop {
         }
     }
 
-    pub fn stop(mut self) -> LoopSummary {
+    /// Stops the loop and returns what it did; an error when its thread
+    /// died (an empty summary would read as a loop that never had to act).
+    pub fn stop(mut self) -> Result<LoopSummary, LbXdpError> {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
         self.handle
             .take()
-            .and_then(|h| h.join().ok())
-            .unwrap_or_default()
+            .ok_or_else(|| LbXdpError::config("the controller loop was already stopped"))?
+            .join()
+            .map_err(|_| LbXdpError::config("the controller loop's thread panicked"))
     }
 }
 

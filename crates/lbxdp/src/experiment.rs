@@ -373,7 +373,7 @@ pub fn run_policy(
         .join()
         .map_err(|_| LbXdpError::config("sampler panicked"))??;
     let after = live.dp.stats(live.backends.len())?;
-    let controller = ctl.stop();
+    let controller = ctl.stop()?;
     let variances = lb::sim::window_variances(&windows, params.queues as usize);
     let fwd = after.get(maps::STAT_FORWARDED) - before.get(maps::STAT_FORWARDED);
     Ok(LivePolicyResult {

@@ -57,7 +57,7 @@ fn connections_through_the_load_balancer() {
     };
     let clients: Vec<String> = live.clients.iter().map(|c| c.netns.clone()).collect();
     let r = w.run(&clients, live.vip, SERVICE_PORT, 3).unwrap();
-    let sum = ctl.stop();
+    let sum = ctl.stop().unwrap();
     assert_eq!(r.failures, 0, "{:?}", r.errors);
     assert!(r.connections > 20, "{r:?}");
     assert!(r.per_backend.iter().all(|&n| n > 0), "{r:?}");
@@ -121,7 +121,7 @@ fn table_changes_never_move_established_connections() {
     let r = w.run(&clients, live.vip, SERVICE_PORT, 3).unwrap();
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let writes = churn.join().unwrap();
-    let sum = ctl.stop();
+    let sum = ctl.stop().unwrap();
     assert!(writes > 100, "only {writes} table writes");
     assert!(r.long >= 6, "{r:?}");
     assert_eq!(r.failures, 0, "{:?}", r.errors);
@@ -232,7 +232,7 @@ fn stale_agents_bad_reports_and_a_vanishing_backend() {
     for h in longs {
         results.push(h.join().unwrap().unwrap());
     }
-    let sum = ctl.stop();
+    let sum = ctl.stop().unwrap();
     for (port, backend) in &placed {
         let result = &results
             .iter()
@@ -370,7 +370,7 @@ fn agents_report_load_and_config_over_http() {
     .unwrap()
     .unwrap();
     assert!(refused.iter().all(|&r| r), "{refused:?}");
-    let sum = ctl.stop();
+    let sum = ctl.stop().unwrap();
     assert!(sum.errors.is_empty(), "{sum:?}");
     assert!(sum.degraded_steps * 10 <= sum.steps, "{sum:?}");
 }
