@@ -397,6 +397,11 @@ pub fn run(
     params: &CrossRssParams,
     mut progress: impl FnMut(usize, &LivePolicyResult),
 ) -> Result<CrossRssResult, LbXdpError> {
+    if params.repetitions == 0 || params.policies.is_empty() {
+        return Err(LbXdpError::config(
+            "at least one repetition and one policy (nothing would be measured)",
+        ));
+    }
     let mut spec = LiveSpec::new(&lab::unique_name("xrss"));
     spec.backends = params.backends;
     spec.queues = params.queues;
@@ -408,7 +413,7 @@ pub fn run(
     let _servers = Servers::start(&ns, live.vip, SERVICE_PORT)?;
     let np = params.policies.len();
     let mut reps: Vec<Vec<LivePolicyResult>> = vec![Vec::new(); np];
-    for rep in 0..params.repetitions.max(1) as usize {
+    for rep in 0..params.repetitions as usize {
         for j in 0..np {
             let i = (j + rep) % np;
             let r = run_policy(&live, params, params.policies[i])?;
@@ -468,6 +473,26 @@ mod tests {
             }
             other => panic!("expected a counter error, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn nothing_to_run_is_an_error_before_any_lab() {
+        let none = CrossRssParams {
+            repetitions: 0,
+            ..CrossRssParams::default()
+        };
+        assert!(matches!(
+            run(&none, |_, _| {}),
+            Err(LbXdpError::Config { .. })
+        ));
+        let no_policy = CrossRssParams {
+            policies: Vec::new(),
+            ..CrossRssParams::default()
+        };
+        assert!(matches!(
+            run(&no_policy, |_, _| {}),
+            Err(LbXdpError::Config { .. })
+        ));
     }
 
     #[test]

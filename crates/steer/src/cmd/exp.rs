@@ -195,7 +195,7 @@ impl LiveLoadArgs {
             workers: self.workers,
             long_every: self.long_every,
             policies,
-            repetitions: repetitions.max(1),
+            repetitions,
             ..Default::default()
         }
     }
@@ -209,7 +209,7 @@ pub struct CrossrssArgs {
     #[arg(long, value_enum, value_delimiter = ',', default_value = "all")]
     pub policy: Vec<LivePolicyArg>,
     /// Repetitions, each running every policy (--quick uses at most 2).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     pub repetitions: u32,
     /// Write an SVG plot of per-core variance per policy (mean, 95% CI).
     #[arg(long)]
