@@ -207,7 +207,11 @@ fn main() {
                 }
                 "cgroup-bpf" | "cgroup-bpf-no-plan" => {
                     let [planned, unplanned] = cgroups.as_ref().expect("cgroup modes only then");
-                    let (_, cgroup) = if *mode == "cgroup-bpf" { planned } else { unplanned };
+                    let (_, cgroup) = if *mode == "cgroup-bpf" {
+                        planned
+                    } else {
+                        unplanned
+                    };
                     cgroup.enter_in_child(&mut cmd).unwrap();
                 }
                 _ => {}
