@@ -116,7 +116,7 @@ pub struct WhereArgs {
     pub proto: Proto,
     /// Instead of one flow: every live TCP connection of this host, as the
     /// receiver sees it, flagging cores that carry more than one busy flow.
-    #[arg(long, conflicts_with_all = ["src", "dst"])]
+    #[arg(long, conflicts_with_all = ["src", "dst", "proto"])]
     pub sockets: bool,
     #[command(flatten)]
     pub source: ConfigSource,
@@ -309,8 +309,9 @@ pub struct LabUpArgs {
     /// Receive queues of the receiver's software RSS.
     #[arg(long, default_value_t = 4)]
     pub queues: u32,
-    /// RssConfig JSON for the receiver (key, table, fields) instead of defaults.
-    #[arg(long)]
+    /// RssConfig JSON for the receiver (key, table, fields and its queue
+    /// count, so not with --queues) instead of defaults.
+    #[arg(long, conflicts_with = "queues")]
     pub config: Option<PathBuf>,
     /// Count packets per flow in the receiver's software RSS. Default: off.
     #[arg(long)]

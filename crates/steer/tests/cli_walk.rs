@@ -454,6 +454,35 @@ fn old_spellings_are_accepted_but_not_shown() {
     }
 }
 
+#[test]
+fn flags_that_would_be_ignored_are_refused() {
+    for (args, needle) in [
+        // --sockets places every live TCP connection; a --proto would be ignored.
+        (
+            &[
+                "rss",
+                "where",
+                "--sockets",
+                "--proto",
+                "udp",
+                "--key",
+                "microsoft",
+            ][..],
+            "cannot be used with",
+        ),
+        // The config's queue count wins; a --queues would be ignored.
+        (
+            &["lab", "up", "--config", "rcv.json", "--queues", "3"][..],
+            "cannot be used with",
+        ),
+    ] {
+        let out = steer().args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
+
 /// Takes a lab down at the end of the test, however it ends.
 struct LabDown(String);
 
