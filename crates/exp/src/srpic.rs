@@ -155,8 +155,9 @@ pub struct Sample {
     pub poll_cycle: LatencySummary,
     /// What sorting adds per packet relative to ring order (0 without SRPIC).
     pub sort_added_delay: SignedSummary,
-    /// From `push` to release, per packet the sorter held.
-    pub sorter_hold: SignedSummary,
+    /// From `push` to release, per packet the sorter held; `None` (JSON
+    /// null) when it held none (no sorting, or nothing out of order).
+    pub sorter_hold: Option<SignedSummary>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -196,6 +197,17 @@ fn program_err(program: &str, detail: impl ToString) -> ExpError {
 
 fn wire_err(e: wire::WireError) -> ExpError {
     program_err("wire", e)
+}
+
+/// A driver figure every run that moved data has (the data went through
+/// the driver); absent means the driver saw none of it, and the run is void.
+fn driver_measured<T>(what: &str, value: Option<T>) -> Result<T, ExpError> {
+    value.ok_or_else(|| {
+        program_err(
+            "SRPIC driver",
+            format!("measured no {what}: no TCP data went through the driver"),
+        )
+    })
 }
 
 fn sysctl(lab: &Lab, host: &str, key: &str, value: &str) -> Result<(), ExpError> {
@@ -362,6 +374,7 @@ fn run_cell(
     let retrans_segs = s1[0].saturating_sub(s0[0]);
     let ofo_queue = r1[0].saturating_sub(r0[0]);
     let dup_acks = ws.b_to_a.dup_acks;
+    let driver_added_delay = driver_measured("added delay", ds.added_delay)?;
     Ok(Sample {
         cell,
         repetition,
@@ -373,12 +386,12 @@ fn run_cell(
         retrans_per_mbit: retrans_segs as f64 / mbit,
         dup_acks_per_mbit: dup_acks as f64 / mbit,
         ofo_per_mbit: ofo_queue as f64 / mbit,
-        mean_block: ds.mean_block,
+        mean_block: driver_measured("per-flow block size", ds.mean_block)?,
         reordered_by_wire: ws.a_to_b.counters.reordered,
-        driver_added_delay_p99_us: ds.added_delay.p99_us,
-        driver_added_delay: ds.added_delay,
-        poll_cycle: ds.poll_cycle,
-        sort_added_delay: ds.sort_added_delay,
+        driver_added_delay_p99_us: driver_added_delay.p99_us,
+        driver_added_delay,
+        poll_cycle: driver_measured("poll cycle", ds.poll_cycle)?,
+        sort_added_delay: driver_measured("sorting's added delay", ds.sort_added_delay)?,
         sorter_hold: ds.sorter_hold,
     })
 }
@@ -675,6 +688,13 @@ mod tests {
         };
         let v = serde_json::to_value(&r).unwrap();
         assert!(v["dup_ack_ratio"].is_null() && v["throughput_ratio"].is_null());
+    }
+
+    #[test]
+    fn a_driver_figure_not_measured_voids_the_run() {
+        let err = driver_measured::<f64>("poll cycle", None).unwrap_err();
+        assert!(err.to_string().contains("poll cycle"), "{err}");
+        assert_eq!(driver_measured("poll cycle", Some(2.0)).unwrap(), 2.0);
     }
 
     #[test]

@@ -13,6 +13,12 @@ pub fn json<T: Serialize>(value: &T) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A measured number with `digits` decimals, or "n/a" when it was not
+/// measured (never a 0 that reads as a value).
+pub fn measured(value: Option<f64>, digits: usize) -> String {
+    value.map_or_else(|| "n/a".into(), |v| format!("{v:.digits$}"))
+}
+
 /// Prints aligned `label  value` rows.
 pub fn rows(rows: &[(&str, String)]) -> anyhow::Result<()> {
     let width = rows.iter().map(|(l, _)| l.len()).max().unwrap_or(0);
@@ -71,4 +77,16 @@ pub fn flow(f: &FlowTuple) -> String {
         ep(f.src, f.src_port),
         ep(f.dst, f.dst_port)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_absent_measurement_prints_as_na() {
+        assert_eq!(measured(None, 2), "n/a");
+        assert_eq!(measured(Some(0.0), 1), "0.0");
+        assert_eq!(measured(Some(2.345), 2), "2.35");
+    }
 }

@@ -97,30 +97,33 @@ pub struct DriverStats {
     /// Frames from the TAP sent out of the device (ACKs, ARP).
     pub acks_out: u64,
     pub batches: u64,
-    pub mean_batch: f64,
+    /// Frames per batch; `None` (JSON null) when no batch was read.
+    pub mean_batch: Option<f64>,
     /// `batch_sizes[n]`: batches of n frames (n = 1..=budget).
     pub batch_sizes: Vec<u64>,
     /// Per-flow blocks: packets of one TCP flow in one batch (paper section
     /// 3.1); `block_sizes[n]`: blocks of n packets.
     pub block_sizes: Vec<u64>,
-    pub mean_block: f64,
-    /// Device receive (kernel stamp) to TAP write, µs: the delay the driver adds.
-    pub added_delay: LatencySummary,
+    /// Packets per block; `None` when no TCP data packet was read.
+    pub mean_block: Option<f64>,
+    /// Device receive (kernel stamp) to TAP write, µs: the delay the driver
+    /// adds. Here and below: `None` (JSON null) with no sample.
+    pub added_delay: Option<LatencySummary>,
     /// One poll cycle per batch, µs: the coalescing wait actually slept
     /// (0 for a NAPI repoll after a full batch) plus the batch's processing
     /// time (first frame taken from the ring to the last TAP write done).
-    pub poll_cycle: LatencySummary,
+    pub poll_cycle: Option<LatencySummary>,
     /// The processing part of the poll cycle alone, µs.
-    pub batch_time: LatencySummary,
+    pub batch_time: Option<LatencySummary>,
     /// Per packet, what sorting adds relative to delivering the same batch
     /// in ring order (`--no-sort`), µs, signed: the time of the TAP write
     /// at the packet's sorted position minus the time of the write at its
     /// ring position, plus the batch's time inside the sorter (`push` and
     /// `end_batch`). Recorded with and without sorting (0 + nothing without).
-    pub sort_added_delay: SignedSummary,
+    pub sort_added_delay: Option<SignedSummary>,
     /// Per packet the sorter held (not released by its own `push`): from
     /// its `push` to the `push`/`end_batch` call that released it, µs.
-    pub sorter_hold: SignedSummary,
+    pub sorter_hold: Option<SignedSummary>,
     /// The sorter's counters (held, out of sequence, flushes...).
     pub sorter: SorterStats,
 }
@@ -304,21 +307,13 @@ impl Driver {
     pub fn stats(&mut self) -> DriverStats {
         let mut s = self.stats.clone();
         s.ring_drops = self.port.kernel_drops();
-        s.mean_batch = if s.batches == 0 {
-            0.0
-        } else {
-            s.packets_in as f64 / s.batches as f64
-        };
+        s.mean_batch = (s.batches > 0).then(|| s.packets_in as f64 / s.batches as f64);
         let (blocks, pkts) = s
             .block_sizes
             .iter()
             .enumerate()
             .fold((0u64, 0u64), |(b, p), (n, &c)| (b + c, p + c * n as u64));
-        s.mean_block = if blocks == 0 {
-            0.0
-        } else {
-            pkts as f64 / blocks as f64
-        };
+        s.mean_block = (blocks > 0).then(|| pkts as f64 / blocks as f64);
         s.added_delay = self.delay.summary();
         s.poll_cycle = self.cycle.summary();
         s.batch_time = self.batch_time.summary();

@@ -79,10 +79,11 @@ pub struct DirectionStats {
     /// duplicate ACKs the far end receives (RFC 5681 section 2, without the
     /// window check).
     pub dup_acks: u64,
-    /// Actual minus scheduled departure, µs.
-    pub delay_error: LatencySummary,
-    /// Frames per `sendmmsg` batch (mean).
-    pub mean_tx_batch: f64,
+    /// Actual minus scheduled departure, µs; `None` (JSON null) when no
+    /// frame was scheduled.
+    pub delay_error: Option<LatencySummary>,
+    /// Frames per `sendmmsg` batch (mean); `None` when nothing was sent.
+    pub mean_tx_batch: Option<f64>,
 }
 
 /// Both directions.
@@ -160,11 +161,8 @@ impl Side {
             pure_acks: self.acks.pure,
             dup_acks: self.acks.dup,
             delay_error: self.error.summary(),
-            mean_tx_batch: if self.tx_batches == 0 {
-                0.0
-            } else {
-                self.tx_frames as f64 / self.tx_batches as f64
-            },
+            mean_tx_batch: (self.tx_batches > 0)
+                .then(|| self.tx_frames as f64 / self.tx_batches as f64),
         }
     }
 }

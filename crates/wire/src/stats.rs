@@ -39,9 +39,10 @@ impl Histogram {
     }
 
     /// The `q` quantile (0..=1) in microseconds: the upper bound of the
-    /// bucket holding it (so "p99 = 3" means 99% took less than 3 µs).
-    pub fn quantile_us(&self, q: f64) -> f64 {
-        self.quantiles_us([q])[0]
+    /// bucket holding it (so "p99 = 3" means 99% took less than 3 µs);
+    /// `None` with no sample.
+    pub fn quantile_us(&self, q: f64) -> Option<f64> {
+        (self.count > 0).then(|| self.quantiles_us([q])[0])
     }
 
     /// Several quantiles (ascending) in one pass; the overflow bucket's
@@ -57,28 +58,30 @@ impl Histogram {
         })
     }
 
-    pub fn summary(&self) -> LatencySummary {
+    /// The percentiles, or `None` with no sample: an empty histogram has
+    /// no latency, and 0 would read as "no delay added".
+    pub fn summary(&self) -> Option<LatencySummary> {
+        if self.count == 0 {
+            return None;
+        }
         let [p50_us, p90_us, p99_us, p999_us] = self.quantiles_us([0.50, 0.90, 0.99, 0.999]);
-        LatencySummary {
+        Some(LatencySummary {
             samples: self.count,
-            mean_us: if self.count == 0 {
-                0.0
-            } else {
-                self.sum_ns as f64 / self.count as f64 / 1e3
-            },
+            mean_us: self.sum_ns as f64 / self.count as f64 / 1e3,
             p50_us,
             p90_us,
             p99_us,
             p999_us,
             max_us: self.max_ns as f64 / 1e3,
-        }
+        })
     }
 }
 
 /// Quantiles `qs` (ascending, 0..=1) of a histogram of `count` samples in
 /// one pass over its `buckets` (the driver takes a snapshot every 50 ms
 /// inside its loop): the value `bound(i)` of the bucket holding each; `max`
-/// where the buckets hold fewer than `count`; all 0 when empty.
+/// where the buckets hold fewer than `count`; `max` for all when empty
+/// (callers summarise only histograms with samples).
 fn quantiles<const N: usize>(
     buckets: &[u64],
     count: u64,
@@ -86,9 +89,6 @@ fn quantiles<const N: usize>(
     max: f64,
     bound: impl Fn(usize) -> f64,
 ) -> [f64; N] {
-    if count == 0 {
-        return [0.0; N];
-    }
     let mut out = [max; N];
     let mut k = 0;
     let mut seen = 0;
@@ -109,7 +109,7 @@ fn quantiles<const N: usize>(
 }
 
 /// Percentiles of a [`Histogram`], microseconds (1 µs resolution).
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
 pub struct LatencySummary {
     pub samples: u64,
     pub mean_us: f64,
@@ -158,9 +158,10 @@ impl FineHistogram {
         self.max_ns = self.max_ns.max(ns);
     }
 
-    /// The `q` quantile in microseconds: the upper bound of its 10 ns bucket.
-    pub fn quantile_us(&self, q: f64) -> f64 {
-        self.quantiles_us([q])[0]
+    /// The `q` quantile in microseconds: the upper bound of its 10 ns
+    /// bucket; `None` with no sample.
+    pub fn quantile_us(&self, q: f64) -> Option<f64> {
+        (self.count > 0).then(|| self.quantiles_us([q])[0])
     }
 
     /// Several quantiles (ascending) in one pass; a bucket's bound is kept
@@ -178,28 +179,27 @@ impl FineHistogram {
         )
     }
 
-    pub fn summary(&self) -> SignedSummary {
-        let empty = self.count == 0;
+    /// The percentiles, or `None` with no sample (see [`Histogram::summary`]).
+    pub fn summary(&self) -> Option<SignedSummary> {
+        if self.count == 0 {
+            return None;
+        }
         let [p50_us, p90_us, p99_us, p999_us] = self.quantiles_us([0.50, 0.90, 0.99, 0.999]);
-        SignedSummary {
+        Some(SignedSummary {
             samples: self.count,
-            mean_us: if empty {
-                0.0
-            } else {
-                self.sum_ns as f64 / self.count as f64 / 1e3
-            },
-            min_us: if empty { 0.0 } else { self.min_ns as f64 / 1e3 },
+            mean_us: self.sum_ns as f64 / self.count as f64 / 1e3,
+            min_us: self.min_ns as f64 / 1e3,
             p50_us,
             p90_us,
             p99_us,
             p999_us,
-            max_us: if empty { 0.0 } else { self.max_ns as f64 / 1e3 },
-        }
+            max_us: self.max_ns as f64 / 1e3,
+        })
     }
 }
 
 /// Percentiles of a [`FineHistogram`], microseconds (10 ns resolution).
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
 pub struct SignedSummary {
     pub samples: u64,
     pub mean_us: f64,
@@ -221,11 +221,11 @@ mod tests {
         for us in 0..100 {
             h.record(us * 1000 + 500);
         }
-        assert_eq!(h.quantile_us(0.5), 50.0);
-        assert_eq!(h.quantile_us(0.99), 99.0);
-        assert_eq!(h.summary().samples, 100);
+        assert_eq!(h.quantile_us(0.5), Some(50.0));
+        assert_eq!(h.quantile_us(0.99), Some(99.0));
+        assert_eq!(h.summary().unwrap().samples, 100);
         h.record(500_000_000);
-        assert_eq!(h.quantile_us(1.0), 500_000.0);
+        assert_eq!(h.quantile_us(1.0), Some(500_000.0));
     }
 
     #[test]
@@ -246,12 +246,12 @@ mod tests {
             sorted.sort_by_key(key);
             qs.map(|q| sorted[(q * sorted.len() as f64).ceil() as usize - 1])
         };
-        let hs = h.summary();
+        let hs = h.summary().unwrap();
         assert_eq!(
             [hs.p50_us, hs.p90_us, hs.p99_us, hs.p999_us],
             ranked(|v| v.abs()).map(|v| (v.unsigned_abs() / 1000 + 1) as f64)
         );
-        let fs = f.summary();
+        let fs = f.summary().unwrap();
         let fine_bound = |v: i64| {
             let b = (v.clamp(-FINE_SPAN_NS, FINE_SPAN_NS) + FINE_SPAN_NS) / FINE_NS;
             ((b + 1) * FINE_NS - FINE_SPAN_NS).clamp(-500_000, 200_000_000) as f64 / 1e3
@@ -260,7 +260,14 @@ mod tests {
             [fs.p50_us, fs.p90_us, fs.p99_us, fs.p999_us],
             ranked(|v| *v).map(fine_bound)
         );
-        assert_eq!(Histogram::default().summary(), LatencySummary::default());
+    }
+
+    #[test]
+    fn an_empty_histogram_has_no_summary() {
+        assert_eq!(Histogram::default().summary(), None);
+        assert_eq!(FineHistogram::default().summary(), None);
+        assert_eq!(Histogram::default().quantile_us(0.5), None);
+        assert_eq!(FineHistogram::default().quantile_us(0.5), None);
     }
 
     #[test]
@@ -269,10 +276,10 @@ mod tests {
         for ns in -50..50 {
             h.record(ns * 100);
         }
-        assert!((h.quantile_us(0.5) - -0.09).abs() < 1e-9);
-        assert!((h.quantile_us(0.01) - -4.99).abs() < 1e-9);
-        assert_eq!(h.summary().min_us, -5.0);
+        assert!((h.quantile_us(0.5).unwrap() - -0.09).abs() < 1e-9);
+        assert!((h.quantile_us(0.01).unwrap() - -4.99).abs() < 1e-9);
+        assert_eq!(h.summary().unwrap().min_us, -5.0);
         h.record(5_000_000);
-        assert_eq!(h.summary().max_us, 5000.0);
+        assert_eq!(h.summary().unwrap().max_us, 5000.0);
     }
 }

@@ -198,8 +198,8 @@ fn forward(args: RunArgs, json: bool) -> anyhow::Result<i32> {
             c.queued.to_string(),
             c.reordered.to_string(),
             d.dup_acks.to_string(),
-            format!("{:.0}", d.delay_error.p50_us),
-            format!("{:.0}", d.delay_error.p99_us),
+            output::measured(d.delay_error.map(|e| e.p50_us), 0),
+            output::measured(d.delay_error.map(|e| e.p99_us), 0),
         ]
     };
     output::table(
@@ -260,15 +260,16 @@ fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
         ("ring drops", st.ring_drops.to_string()),
         ("ACKs out", st.acks_out.to_string()),
         ("batches", st.batches.to_string()),
-        ("mean batch", format!("{:.1}", st.mean_batch)),
-        ("mean per-flow block", format!("{:.1}", st.mean_block)),
+        ("mean batch", output::measured(st.mean_batch, 1)),
+        ("mean per-flow block", output::measured(st.mean_block, 1)),
         ("held", st.sorter.held.to_string()),
         ("out of sequence", st.sorter.out_of_sequence.to_string()),
         (
             "added delay p50 / p99 us",
             format!(
-                "{:.0} / {:.0}",
-                st.added_delay.p50_us, st.added_delay.p99_us
+                "{} / {}",
+                output::measured(st.added_delay.map(|d| d.p50_us), 0),
+                output::measured(st.added_delay.map(|d| d.p99_us), 0)
             ),
         ),
     ])?;
