@@ -25,6 +25,8 @@ pub const FAILED: i32 = 1;
 pub const BAD_INPUT: i32 = 2;
 /// Missing privilege or kernel feature.
 pub const ENVIRONMENT: i32 = 3;
+/// `steer bench run` stopped by SIGINT (128 + 2, the shell's convention).
+pub const INTERRUPTED: i32 = 130;
 
 /// An error in how the command was used that clap cannot see (a flag the
 /// command cannot honour, a combination of values): exit 2.

@@ -13,7 +13,7 @@ use bench::stats::Summary;
 use bench::{History, State};
 use clap::{Args, Subcommand};
 
-use crate::output;
+use crate::{exit, output};
 
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
@@ -39,6 +39,7 @@ pub enum BenchCommand {
     /// by criterion cases of the matrix).
     #[command(name = "criterion-json")]
     CriterionJson {
+        /// The directory criterion writes its results into.
         #[arg(default_value = "target/criterion")]
         dir: PathBuf,
     },
@@ -155,7 +156,7 @@ pub fn run(cmd: BenchCommand, json: bool) -> anyhow::Result<i32> {
         BenchCommand::Report(args) => report(args, json),
         BenchCommand::CriterionJson { dir } => {
             output::json(&bench::criterion::collect(&dir)?)?;
-            Ok(0)
+            Ok(exit::OK)
         }
     }
 }
@@ -191,7 +192,11 @@ fn run_matrix(args: RunArgs, json: bool) -> anyhow::Result<i32> {
     } else {
         print_run(&summary)?;
     }
-    Ok(if summary.interrupted() { 130 } else { 0 })
+    Ok(if summary.interrupted() {
+        exit::INTERRUPTED
+    } else {
+        exit::OK
+    })
 }
 
 fn first_metric(
@@ -256,7 +261,7 @@ fn list(args: ListArgs, json: bool) -> anyhow::Result<i32> {
             })
             .collect();
         output::json(&v)?;
-        return Ok(0);
+        return Ok(exit::OK);
     }
     let body: Vec<Vec<String>> = cases
         .iter()
@@ -275,7 +280,7 @@ fn list(args: ListArgs, json: bool) -> anyhow::Result<i32> {
         })
         .collect();
     output::table(&["case", "timeout", "metrics", "command"], &body)?;
-    Ok(0)
+    Ok(exit::OK)
 }
 
 fn history(args: DbArgs, json: bool) -> anyhow::Result<i32> {
@@ -283,7 +288,7 @@ fn history(args: DbArgs, json: bool) -> anyhow::Result<i32> {
     let runs = h.runs()?;
     if json {
         output::json(&runs)?;
-        return Ok(0);
+        return Ok(exit::OK);
     }
     let mut body = Vec::new();
     for r in &runs {
@@ -302,7 +307,7 @@ fn history(args: DbArgs, json: bool) -> anyhow::Result<i32> {
         &["run", "status", "kind", "commit", "pass", "filter"],
         &body,
     )?;
-    Ok(0)
+    Ok(exit::OK)
 }
 
 fn compare(args: CompareArgs, json: bool) -> anyhow::Result<i32> {
@@ -310,7 +315,7 @@ fn compare(args: CompareArgs, json: bool) -> anyhow::Result<i32> {
     let cmp = bench::compare::compare(&h, &args.a, &args.b)?;
     if json {
         output::json(&cmp)?;
-        return Ok(0);
+        return Ok(exit::OK);
     }
     println!(
         "run {} ({}) -> run {} ({})",
@@ -361,7 +366,7 @@ fn compare(args: CompareArgs, json: bool) -> anyhow::Result<i32> {
         "{} state regressions (PASS -> not PASS); metric changes are flagged only beyond the noise band",
         cmp.regressions()
     );
-    Ok(0)
+    Ok(exit::OK)
 }
 
 fn verdict(v: Verdict) -> &'static str {
@@ -389,11 +394,18 @@ fn check(args: CheckArgs, json: bool) -> anyhow::Result<i32> {
             Baseline::default()
         };
         old.updated(&info, &rows).save(&args.baseline)?;
-        eprintln!(
-            "baseline {} updated from run {run}",
-            args.baseline.display()
-        );
-        return Ok(0);
+        if json {
+            output::json(&serde_json::json!({
+                "baseline": args.baseline,
+                "updated_from_run": run,
+            }))?;
+        } else {
+            eprintln!(
+                "baseline {} updated from run {run}",
+                args.baseline.display()
+            );
+        }
+        return Ok(exit::OK);
     }
     let baseline = Baseline::load(&args.baseline)?;
     let report = bench::check::check(&baseline, run, info.filter.as_deref(), &rows);
@@ -434,7 +446,11 @@ fn check(args: CheckArgs, json: bool) -> anyhow::Result<i32> {
             report.filter.as_deref().unwrap_or("(none)")
         );
     }
-    Ok(if report.regressions() > 0 { 1 } else { 0 })
+    Ok(if report.regressions() > 0 {
+        exit::FAILED
+    } else {
+        exit::OK
+    })
 }
 
 fn report(args: ReportArgs, json: bool) -> anyhow::Result<i32> {
@@ -448,5 +464,5 @@ fn report(args: ReportArgs, json: bool) -> anyhow::Result<i32> {
             summary.index, summary.runs, summary.cases, summary.charts, summary.raw_files
         );
     }
-    Ok(0)
+    Ok(exit::OK)
 }

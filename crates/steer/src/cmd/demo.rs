@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 use exp::demo::{DemoParams, DemoResult, Repetition, Way};
 
 use crate::cli::DemoArgs;
-use crate::output;
+use crate::{exit, output};
 
 pub fn run(args: DemoArgs, json: bool) -> anyhow::Result<i32> {
     let ways = args
@@ -53,7 +53,7 @@ pub fn run(args: DemoArgs, json: bool) -> anyhow::Result<i32> {
     } else {
         print_summary(&result)?;
     }
-    Ok(0)
+    Ok(exit::OK)
 }
 
 fn progress_line(way: Way, rep: &Repetition) -> String {

@@ -9,7 +9,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use lb::sim::{simulate, Policy, SimConfig, SimReport};
 use lb::Trace;
 
-use crate::output;
+use crate::{exit, output};
 
 #[derive(Debug, Subcommand)]
 pub enum LbCommand {
@@ -50,14 +50,7 @@ pub struct RunArgs {
 fn live_run(args: RunArgs, json: bool) -> anyhow::Result<i32> {
     let policies = crate::cmd::exp::live_policies(&args.policy);
     let params = args.live.params(policies, 1);
-    let result = match lbxdp::experiment::run(&params, |_, _| {}) {
-        Ok(r) => r,
-        Err(e) if e.is_environment() => {
-            eprintln!("steer: {e}");
-            return Ok(3);
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let result = lbxdp::experiment::run(&params, |_, _| {})?;
     if json {
         output::json(&result)?;
     } else {
@@ -98,7 +91,11 @@ fn live_run(args: RunArgs, json: bool) -> anyhow::Result<i32> {
             &body,
         )?;
     }
-    Ok(if result.failures == 0 { 0 } else { 1 })
+    Ok(if result.failures == 0 {
+        exit::OK
+    } else {
+        exit::FAILED
+    })
 }
 
 #[derive(Debug, Args)]
@@ -261,7 +258,7 @@ fn sim(args: SimArgs, json: bool) -> anyhow::Result<i32> {
     } else {
         print_report(&report)?;
     }
-    Ok(0)
+    Ok(exit::OK)
 }
 
 fn print_report(r: &SimReport) -> anyhow::Result<()> {
