@@ -66,7 +66,7 @@ impl XdpOverheadParams {
             return bad("--seconds must be at least 1");
         }
         if self.streams == 0 || self.streams > 128 {
-            return bad("--streams must be 1..=128");
+            return bad("--flows must be 1..=128");
         }
         if self.queues == 0 || self.queues > 256 {
             return bad("--queues must be 1..=256");

@@ -324,7 +324,7 @@ pub struct LabUpArgs {
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Parallel TCP flows per repetition (iperf3 -P).
-    #[arg(long, default_value_t = 16)]
+    #[arg(short = 'P', long, default_value_t = 16)]
     pub flows: u32,
     /// Receive queues of the receiver's software RSS.
     #[arg(long, default_value_t = 32)]

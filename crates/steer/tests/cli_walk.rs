@@ -594,7 +594,7 @@ fn json_as_root_in_labs() {
     assert!(v["ways"].is_array(), "{v}");
     let v = c.json(
         "exp xdp-overhead",
-        &[&small[..], &["--streams", "1", "--queues", "2"][..]].concat(),
+        &[&small[..], &["--flows", "1", "--queues", "2"][..]].concat(),
     );
     assert!(v.is_object(), "{v}");
     let live = [
@@ -619,7 +619,7 @@ fn json_as_root_in_labs() {
         &[
             &small[..],
             &[
-                "--streams",
+                "--flows",
                 "1",
                 "--spreads",
                 "0.1",

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand, ValueEnum};
 use exp::xdp_overhead::{Mode, Sample, XdpOverheadParams, XdpOverheadResult};
 
-use crate::output;
+use crate::{exit, output};
 
 #[derive(Debug, Subcommand)]
 pub enum ExpCommand {
@@ -58,7 +58,7 @@ pub struct XdpOverheadArgs {
     #[arg(long, default_value_t = 5)]
     pub seconds: u32,
     /// Parallel TCP flows (iperf3 -P).
-    #[arg(long, default_value_t = 4)]
+    #[arg(short = 'P', long = "flows", alias = "streams", default_value_t = 4)]
     pub streams: u32,
     /// Receive queues of the software RSS.
     #[arg(long, default_value_t = 4)]
@@ -104,7 +104,7 @@ fn xdp_overhead(args: XdpOverheadArgs, json: bool) -> anyhow::Result<i32> {
     } else {
         print_table(&result)?;
     }
-    Ok(0)
+    Ok(exit::OK)
 }
 
 fn write_output<T: serde::Serialize>(common: &Common, result: &T) -> anyhow::Result<()> {
@@ -265,7 +265,7 @@ fn crossrss(args: CrossrssArgs, json: bool) -> anyhow::Result<i32> {
         params = params.quick();
     }
     let show = !json || std::io::stderr().is_terminal();
-    let result = match lbxdp::experiment::run(&params, |rep, p| {
+    let result = lbxdp::experiment::run(&params, |rep, p| {
         if show {
             let v = |x: Option<f64>| x.map_or("n/a".into(), |x| format!("{x:.4}"));
             eprintln!(
@@ -277,14 +277,7 @@ fn crossrss(args: CrossrssArgs, json: bool) -> anyhow::Result<i32> {
                 p.failures
             );
         }
-    }) {
-        Ok(r) => r,
-        Err(e) if e.is_environment() => {
-            eprintln!("steer: {e}");
-            return Ok(3);
-        }
-        Err(e) => return Err(e.into()),
-    };
+    })?;
     write_output(&args.common, &result)?;
     if let Some(path) = &args.svg {
         std::fs::write(path, lbxdp::experiment::svg(&result))?;
@@ -326,7 +319,11 @@ fn crossrss(args: CrossrssArgs, json: bool) -> anyhow::Result<i32> {
             &body,
         )?;
     }
-    Ok(if result.failures == 0 { 0 } else { 1 })
+    Ok(if result.failures == 0 {
+        exit::OK
+    } else {
+        exit::FAILED
+    })
 }
 
 #[derive(Debug, Args)]
@@ -337,8 +334,15 @@ pub struct SrpicArgs {
     /// Seconds of iperf3 traffic per run (the paper: 50).
     #[arg(long, default_value_t = 10)]
     pub seconds: u32,
-    /// Parallel TCP streams to run (iperf3 -P).
-    #[arg(long, value_delimiter = ',', default_value = "1,5,10")]
+    /// Parallel TCP flows (the paper's streams, iperf3 -P), one cell per
+    /// value.
+    #[arg(
+        short = 'P',
+        long = "flows",
+        alias = "streams",
+        value_delimiter = ',',
+        default_value = "1,5,10"
+    )]
     pub streams: Vec<u32>,
     /// Relative spreads of the forward delay (sd / 2.5 ms).
     #[arg(long, value_delimiter = ',', default_value = "0.1,0.02,0.01,0.002")]
@@ -451,7 +455,7 @@ fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
     }
     if json {
         output::json(&result)?;
-        return Ok(0);
+        return Ok(exit::OK);
     }
     let body: Vec<Vec<String>> = result
         .summaries
@@ -498,7 +502,7 @@ fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
         x(result.dup_ack_ratio),
         x(result.throughput_ratio)
     );
-    Ok(0)
+    Ok(exit::OK)
 }
 
 /// "mean ± ci" scaled, or "mean ± n/a" with one sample (no interval).

@@ -47,8 +47,8 @@ pub enum PortsCommand {
 
 #[derive(Debug, Args)]
 pub struct OddsArgs {
-    /// Parallel flows.
-    #[arg(long, default_value_t = 16)]
+    /// Parallel flows (iperf3 -P).
+    #[arg(short = 'P', long, default_value_t = 16)]
     pub flows: u32,
     /// Receiver cores (one queue each, equal indirection table).
     #[arg(long, default_value_t = 32)]
@@ -115,8 +115,8 @@ pub struct PlanArgs {
     /// The receiver: HOST:PORT (IPv6 as [ADDR]:PORT).
     #[arg(long, value_name = "HOST:PORT")]
     pub to: String,
-    /// Flows to plan.
-    #[arg(long, default_value_t = 16)]
+    /// Parallel flows to plan (iperf3 -P).
+    #[arg(short = 'P', long, default_value_t = 16)]
     pub flows: usize,
     /// Source address as the receiver sees it; default: the address the
     /// kernel picks towards HOST.
