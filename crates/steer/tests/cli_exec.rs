@@ -173,27 +173,21 @@ fn missing_privilege_exits_3() {
     }
 }
 
-/// The cgroup v2 root as root; None (skipped, said why) when not root. No
-/// cgroup v2 hierarchy is no reason to pass: the test fails and says so.
-fn root(what: &str) -> Option<PathBuf> {
-    if !testkit::root(what) {
-        return None;
-    }
-    let root = cgroup2_root().unwrap_or_else(|| {
-        panic!(
-            "this test needs a cgroup v2 hierarchy ({what}): mount one, \
-             e.g. `mount -t cgroup2 none /sys/fs/cgroup`"
-        )
-    });
-    Some(root)
+/// The cgroup v2 root; fails the test (one line, what is missing) when not
+/// root or when there is no cgroup v2 hierarchy.
+fn root(what: &str) -> PathBuf {
+    testkit::require_root(what);
+    cgroup2_root().unwrap_or_else(|| {
+        testkit::missing(&format!(
+            "a cgroup v2 hierarchy ({what}): mount one, e.g. `mount -t cgroup2 none /sys/fs/cgroup`"
+        ))
+    })
 }
 
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn attach_plans_reports_and_detaches() {
-    let Some(root) = root("cgroup BPF programs") else {
-        return;
-    };
+    let root = root("cgroup BPF programs");
     let cg = Cgroup(root.join(lab::unique_name("steer-cli-attach-")));
     std::fs::create_dir(&cg.0).unwrap();
     let (_dir, cfg) = config_file();
@@ -249,9 +243,7 @@ fn attach_plans_reports_and_detaches() {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn exec_bpf_runs_the_command_and_passes_its_status() {
-    if root("cgroup BPF programs").is_none() {
-        return;
-    }
+    root("cgroup BPF programs");
     let (_dir, cfg) = config_file();
     let run = |script: &str| {
         steer()

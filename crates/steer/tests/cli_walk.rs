@@ -495,7 +495,7 @@ impl Drop for LabDown {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn json_as_root_in_labs() {
-    testkit::need_root!("network namespaces, veth, XDP, cgroup BPF");
+    testkit::require_root("network namespaces, veth, XDP, cgroup BPF");
     let dir = TempDir::new("steer-cli-walk-root");
     let cfg = dir.join("rcv.json");
     std::fs::write(&cfg, microsoft_config(2)).unwrap();

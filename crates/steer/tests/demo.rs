@@ -1,5 +1,5 @@
 //! `steer demo --quick` on the real datapath (namespaces, veth, XDP software
-//! RSS, iperf3, both binders). Needs root; skipped with the reason otherwise.
+//! RSS, iperf3, both binders). Needs root; without it the tests fail and say so.
 
 mod common;
 
@@ -41,7 +41,7 @@ fn check_runs(way: &Value, flows: u64, queues: usize) {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn quick_demo_three_ways_measured_on_the_datapath() {
-    testkit::need_root!("network namespaces, XDP, cgroup BPF");
+    testkit::require_root("network namespaces, XDP, cgroup BPF");
     let v = success_json(
         &steer()
             .args(["demo", "--quick", "--json", "--lab", "demo-test-quick"])
@@ -68,7 +68,7 @@ fn quick_demo_three_ways_measured_on_the_datapath() {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn fewer_queues_than_flows_and_separate_processes() {
-    testkit::need_root!("network namespaces, XDP, cgroup BPF");
+    testkit::require_root("network namespaces, XDP, cgroup BPF");
     // One iperf3 -P 8 on 4 queues: at best 2 data flows per queue (its
     // control connection takes a lease too).
     let v = demo(&["--flows", "8", "--queues", "4", "--lab", "demo-test-few"]);

@@ -79,22 +79,6 @@ pub fn require_root(what: &str) {
     );
 }
 
-/// [`require_root`], for call sites written as `if !testkit::root(..)`:
-/// fails the test when not root, so it returns true whenever it returns.
-#[track_caller]
-pub fn root(what: &str) -> bool {
-    require_root(what);
-    true
-}
-
-/// [`require_root`] as a statement: `testkit::need_root!("network namespaces, XDP");`.
-#[macro_export]
-macro_rules! need_root {
-    ($what:expr) => {
-        $crate::require_root($what)
-    };
-}
-
 /// Where `program` is, as an executable file in a directory of `$PATH`.
 fn on_path(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
