@@ -1,4 +1,4 @@
-//! The live CrossRSS load balancer (issue 5, parts 3 and 4): an XDP L4 data
+//! The live CrossRSS load balancer (docs/crossrss.md, "The live data plane"): an XDP L4 data
 //! plane in a load-balancer namespace of the lab, backends with Steer's
 //! software RSS and their own randomised indirection tables, the real Steer
 //! agent (crate `agent`) on every backend reporting per-queue load and its

@@ -1,8 +1,9 @@
 //! SRPIC sorter throughput on synthetic descriptor batches of 64.
 //!
-//! Goals (issue 4): >= 20 Mpps in-order, >= 5 Mpps with 10% reordered, one
-//! core. Run: `cargo bench -p order --bench sorter`. Criterion reports
-//! elements/s; one element is one packet.
+//! Goals (docs/performance.md, "Reorder repair (SRPIC)"): >= 20 Mpps
+//! in-order, >= 5 Mpps with 10% reordered, one core. Run:
+//! `cargo bench -p order --bench sorter`. Criterion reports elements/s; one
+//! element is one packet.
 
 use std::net::{IpAddr, Ipv4Addr};
 

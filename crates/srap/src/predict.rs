@@ -17,8 +17,8 @@
 //! where `off` is the source port's byte offset in the input and `T[p][v]` is
 //! the hash of a zero input with byte `v` at position `p`. So after building
 //! two 256-entry tables once per (local, remote, remote port), each candidate
-//! port costs two lookups and two XORs. This is the "port contribution table"
-//! of issue 6; the paper only says the predictor "computes RSS hashes for
+//! port costs two lookups and two XORs. This is a "port contribution table";
+//! the paper only says the predictor "computes RSS hashes for
 //! potential source ports" (section 3), which is what this does, fast.
 //!
 //! When the receiver applies an input transform (`symmetric-xor`,
