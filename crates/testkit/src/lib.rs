@@ -61,10 +61,9 @@ pub fn missing(what: &str) -> ! {
     panic!("missing prerequisite: {what}");
 }
 
-/// Whether this process runs as root (effective uid 0).
+/// Whether this process runs as root (effective uid 0): [`host::is_root`].
 pub fn is_root() -> bool {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() == 0 }
+    host::is_root()
 }
 
 /// Fails the calling test unless it runs as root: [`require`] with

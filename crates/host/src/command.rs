@@ -1,0 +1,97 @@
+//! Running a tool (`ip`, `ethtool`, ...) to completion: its stdout is the
+//! result, and when it fails the error names the program, its arguments,
+//! its exit status and what it wrote on stderr.
+
+use std::io;
+use std::process::{Command, Stdio};
+
+use crate::HostError;
+
+/// `cmd` as a person would type it: the program and its arguments.
+pub fn describe(cmd: &Command) -> String {
+    std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(|s| s.to_string_lossy())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Runs `cmd` (stdin empty) and returns its stdout; a program that cannot
+/// be started or exits non-zero is an error carrying its stderr.
+pub fn run(cmd: &mut Command) -> Result<String, HostError> {
+    let command = describe(cmd);
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|source| match source.kind() {
+            io::ErrorKind::NotFound => HostError::NoProgram {
+                command: command.clone(),
+                source,
+            },
+            _ => HostError::io(format!("run {command}"), source),
+        })?;
+    if !out.status.success() {
+        return Err(HostError::Failed {
+            command,
+            status: out.status,
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// `ip ARGS...` (iproute2), run with [`run`].
+pub fn ip(args: &[&str]) -> Result<String, HostError> {
+    run(Command::new("ip").args(args))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stdout_is_the_result() {
+        let out = run(Command::new("sh").args(["-c", "echo hello; echo ignored >&2"])).unwrap();
+        assert_eq!(out, "hello\n");
+    }
+
+    #[test]
+    fn a_failure_carries_program_arguments_status_and_stderr() {
+        let e = run(Command::new("sh").args(["-c", "echo 'no such device' >&2; exit 3"]))
+            .unwrap_err();
+        match &e {
+            HostError::Failed {
+                command,
+                status,
+                stderr,
+            } => {
+                assert_eq!(command, "sh -c echo 'no such device' >&2; exit 3");
+                assert_eq!(status.code(), Some(3));
+                assert_eq!(stderr, "no such device");
+            }
+            other => panic!("not Failed: {other}"),
+        }
+        let text = e.to_string();
+        assert!(text.contains("sh -c") && text.contains("no such device"), "{text}");
+        assert!(!e.is_environment() && !e.is_bad_input());
+    }
+
+    #[test]
+    fn a_missing_program_is_about_the_environment() {
+        let e = run(Command::new("steer-no-such-program").arg("x")).unwrap_err();
+        assert!(matches!(e, HostError::NoProgram { .. }), "{e}");
+        assert!(e.is_environment());
+        assert!(e.to_string().contains("steer-no-such-program x"), "{e}");
+    }
+
+    #[test]
+    fn ip_reports_its_own_complaint() {
+        let e = ip(&["link", "show", "dev", "steer-nodev0"]).unwrap_err();
+        assert!(e.to_string().contains("ip link show dev steer-nodev0"), "{e}");
+        match e {
+            HostError::Failed { stderr, .. } => assert!(!stderr.is_empty()),
+            HostError::NoProgram { .. } => testkit::missing("the program ip (iproute2)"),
+            other => panic!("{other}"),
+        }
+    }
+}

@@ -1,0 +1,67 @@
+//! The host's plumbing that several crates need: entering network
+//! namespaces ([`netns`]), running tools such as `ip` ([`command`]) and
+//! checking privilege ([`is_root`], [`require_root`]).
+//!
+//! It is a crate of its own, at the ground of the workspace, because its
+//! users are on both sides of it: `pktio` (raw sockets in a namespace) and
+//! the tests of `rss` (reading a device in a namespace) depend on nothing
+//! else of the workspace, and `nic`, `lab`, `agent`, `binder`, `lbxdp`,
+//! `wire` and `bench` stand on top of them. It must never depend on another
+//! crate of the workspace.
+//!
+//! ```text
+//! netns::run_in(netns, f) -> Result<T, HostError>        // f on a thread inside netns (None: here)
+//! netns::spawn_in(name, f) -> JoinHandle<Result<T, HostError>>
+//! netns::enter(name)                                     // the calling thread
+//! netns::enter_in_child(&mut Command, name)              // the child joins before exec
+//! netns::{path, open, exists, current_name}
+//! command::run(&mut Command) -> Result<String, HostError> // stdout; stderr in the error
+//! command::ip(args) -> Result<String, HostError>
+//! is_root(), require_root(what)
+//! ```
+//!
+//! Errors say what they are about ([`HostError::is_environment`],
+//! [`HostError::is_bad_input`]); the crates that call this one wrap them in
+//! their own errors.
+
+pub mod command;
+mod error;
+pub mod netns;
+
+pub use error::HostError;
+
+/// Whether this process runs as root (effective uid 0).
+pub fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+/// [`HostError::Privilege`] naming `what` unless this process runs as root.
+pub fn require_root(what: &str) -> Result<(), HostError> {
+    if is_root() {
+        Ok(())
+    } else {
+        Err(HostError::Privilege {
+            what: what.to_string(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn require_root_agrees_with_the_effective_uid() {
+        // SAFETY: geteuid cannot fail; read independently of nix.
+        let uid = unsafe { nix::libc::geteuid() };
+        assert_eq!(is_root(), uid == 0);
+        match require_root("open the thing") {
+            Ok(()) => assert_eq!(uid, 0),
+            Err(e) => {
+                assert_ne!(uid, 0);
+                assert!(e.is_environment());
+                assert!(e.to_string().contains("open the thing"), "{e}");
+            }
+        }
+    }
+}
