@@ -29,7 +29,7 @@ pub struct Baseline {
     pub cases: BTreeMap<String, State>,
 }
 
-/// A machine as `exp::meta::Meta` records it.
+/// A machine as `stats::Meta` records it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Machine {

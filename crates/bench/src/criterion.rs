@@ -19,7 +19,7 @@ pub struct CriterionResults {
     pub experiment: &'static str,
     /// `group/function` -> estimates of the latest run (`new/estimates.json`).
     pub benchmarks: BTreeMap<String, Estimate>,
-    pub meta: exp::meta::Meta,
+    pub meta: stats::Meta,
 }
 
 /// Reads every `DIR/<group>/<function>/new/estimates.json`.
@@ -56,6 +56,6 @@ pub fn collect(dir: &Path) -> Result<CriterionResults, BenchError> {
     Ok(CriterionResults {
         experiment: "criterion",
         benchmarks,
-        meta: exp::meta::Meta::collect(),
+        meta: stats::Meta::collect(),
     })
 }

@@ -217,7 +217,7 @@ impl History {
     /// Records the start of a run; returns its id.
     pub fn begin_run(
         &mut self,
-        meta: &exp::meta::Meta,
+        meta: &stats::Meta,
         quick: bool,
         filter: Option<&str>,
         repetitions: u32,
@@ -260,7 +260,7 @@ impl History {
     pub fn record(
         &mut self,
         run: i64,
-        meta: &exp::meta::Meta,
+        meta: &stats::Meta,
         result: &CaseResult,
     ) -> Result<(), BenchError> {
         let raw = result.repetitions.iter().find_map(|r| r.output.clone());

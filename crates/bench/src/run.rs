@@ -99,7 +99,7 @@ pub fn run_matrix(
     interrupted: Arc<AtomicBool>,
     mut on_event: impl FnMut(Event<'_>),
 ) -> Result<RunSummary, BenchError> {
-    let meta = exp::meta::Meta::collect();
+    let meta = stats::Meta::collect();
     let raw_root = raw_root(history.path());
     let run = history.begin_run(
         &meta,

@@ -9,8 +9,9 @@ pub struct Summary {
     pub mean: f64,
     pub min: f64,
     pub max: f64,
-    /// Standard error of the mean (0 with one sample).
-    pub std_error: f64,
+    /// Standard error of the mean; `None` (JSON null) with one sample,
+    /// which carries no noise estimate.
+    pub std_error: Option<f64>,
     /// The noise band: mean ± 2 standard errors, widened to min..max of the
     /// samples when that is wider. With one sample it is that sample.
     pub low: f64,
@@ -18,29 +19,25 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// The summary of the finite values; `None` when there is none.
     pub fn of(values: &[f64]) -> Option<Summary> {
         let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
-        if finite.is_empty() {
-            return None;
-        }
-        let n = finite.len();
-        let mean = finite.iter().sum::<f64>() / n as f64;
+        let mean = stats::mean(&finite)?;
         let min = finite.iter().copied().fold(f64::INFINITY, f64::min);
         let max = finite.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let std_error = if n > 1 {
-            let var = finite.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-            (var / n as f64).sqrt()
-        } else {
-            0.0
+        let std_error = stats::std_error(&finite);
+        let (low, high) = match std_error {
+            Some(se) => ((mean - 2.0 * se).min(min), (mean + 2.0 * se).max(max)),
+            None => (min, max),
         };
         Some(Summary {
-            n,
+            n: finite.len(),
             mean,
             min,
             max,
             std_error,
-            low: (mean - 2.0 * std_error).min(min),
-            high: (mean + 2.0 * std_error).max(max),
+            low,
+            high,
         })
     }
 
@@ -66,6 +63,9 @@ mod tests {
         assert!(!a.differs_from(&c));
         let one = Summary::of(&[30.0]).unwrap();
         assert!(!a.differs_from(&one), "one sample is never judged");
+        assert_eq!(one.std_error, None);
+        assert_eq!((one.low, one.high), (30.0, 30.0));
         assert!(Summary::of(&[]).is_none());
+        assert!(Summary::of(&[f64::NAN]).is_none());
     }
 }

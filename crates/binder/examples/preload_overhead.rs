@@ -137,8 +137,9 @@ fn cgroup_modes(target: SocketAddr) -> Option<[(CgroupBinder, TempCgroup); 2]> {
     }
 }
 
-fn quantile(sorted: &[u64], q: f64) -> f64 {
-    sorted[((sorted.len() - 1) as f64 * q).round() as usize] as f64 / 1000.0
+/// A value with one decimal, or "n/a" when it was not measured.
+fn one_decimal(v: Option<f64>) -> String {
+    v.map_or("n/a".into(), |v| format!("{v:.1}"))
 }
 
 fn main() {
@@ -231,19 +232,21 @@ fn main() {
         "mode", "samples", "median", "p90"
     );
     let mut medians = Vec::new();
-    for (mode, s) in modes.iter().zip(&mut samples) {
-        s.sort_unstable();
-        medians.push(quantile(s, 0.5));
+    for (mode, s) in modes.iter().zip(&samples) {
+        let us: Vec<f64> = s.iter().map(|&ns| ns as f64 / 1000.0).collect();
+        let us_at = |q| stats::quantile(&us, q);
+        medians.push(us_at(0.5));
         println!(
-            "{mode:<22} {:>8} {:>8.1} {:>8.1}",
+            "{mode:<22} {:>8} {:>8} {:>8}",
             s.len(),
-            quantile(s, 0.5),
-            quantile(s, 0.9)
+            one_decimal(us_at(0.5)),
+            one_decimal(us_at(0.9))
         );
     }
     println!("added by the binder (median, minus plain):");
     for (mode, m) in modes.iter().zip(&medians).skip(1) {
-        println!("  {mode:<24} {:>6.1} us", m - medians[0]);
+        let added = m.zip(medians[0]).map(|(m, plain)| m - plain);
+        println!("  {mode:<24} {:>6} us", one_decimal(added));
     }
     // The planned mode must really have bound (else it measured a fallback).
     if let Some([(planned, _), (unplanned, _)]) = &cgroups {

@@ -22,9 +22,9 @@ use std::time::{Duration, Instant};
 
 use lab::{Host, Lab, LabSpec};
 use serde::Serialize;
+use stats::Meta;
 
 use crate::iperf::{self, IperfRun};
-use crate::meta::Meta;
 use crate::ExpError;
 
 /// The first iperf3 port the demo uses (`--processes` uses the next ones too).

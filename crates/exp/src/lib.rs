@@ -3,9 +3,7 @@
 
 pub mod demo;
 pub mod iperf;
-pub mod meta;
 pub mod srpic;
-pub mod stats;
 pub mod xdp_overhead;
 
 use thiserror::Error;

@@ -24,11 +24,10 @@ use std::time::Duration;
 
 use lab::{Lab, LabSpec};
 use serde::Serialize;
+use stats::{stat, Meta, Stat};
 use wire::stats::{LatencySummary, SignedSummary};
 use wire::{Delay, DriverConfig, DriverHandle, Impairment, Loss, WireConfig, WireHandle};
 
-use crate::meta::Meta;
-use crate::stats::{stat, Stat};
 use crate::ExpError;
 
 const PORT: u16 = 5211;

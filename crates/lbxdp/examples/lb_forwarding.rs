@@ -55,10 +55,6 @@ fn rx_packets(netns: &str, dev: &str) -> u64 {
     .unwrap_or(0)
 }
 
-fn mean(v: &[f64]) -> f64 {
-    v.iter().sum::<f64>() / v.len().max(1) as f64
-}
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } != 0 {
@@ -190,19 +186,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let _ = s.join();
     }
     let col = |m: &str, f: fn(&(&str, f64, f64, f64)) -> f64| {
-        mean(&rows.iter().filter(|r| r.0 == m).map(f).collect::<Vec<_>>())
+        stats::mean(&rows.iter().filter(|r| r.0 == m).map(f).collect::<Vec<_>>())
+            .ok_or_else(|| format!("no {m} round was measured"))
     };
-    let (x, k) = (col("xdp", |r| r.1), col("kernel", |r| r.1));
+    let (x, k) = (col("xdp", |r| r.1)?, col("kernel", |r| r.1)?);
     println!(
         "mean delivered: xdp {x:.0} pkt/s, kernel forwarding {k:.0} pkt/s, ratio {:.2} (goal >= 0.80)",
         x / k
     );
     println!(
         "mean reaching the LB: xdp {:.0} pkt/s, kernel {:.0} pkt/s; sent: xdp {:.0}, kernel {:.0}",
-        col("xdp", |r| r.2),
-        col("kernel", |r| r.2),
-        col("xdp", |r| r.3),
-        col("kernel", |r| r.3)
+        col("xdp", |r| r.2)?,
+        col("kernel", |r| r.2)?,
+        col("xdp", |r| r.3)?,
+        col("kernel", |r| r.3)?
     );
     drop(ctl);
     Ok(())

@@ -126,7 +126,7 @@ pub struct LivePolicyResult {
 }
 
 /// Mean and 95% confidence half-width (Student t) over the repetitions.
-pub use exp::stats::Stat;
+pub use stats::Stat;
 
 /// One policy over all repetitions: the means (the fields the bench matrix
 /// reads), the statistics and every repetition's raw result.
@@ -161,14 +161,14 @@ impl PolicySummary {
     /// The summary of a policy's repetitions; an error without any.
     fn new(name: &'static str, reps: Vec<LivePolicyResult>) -> Result<Self, LbXdpError> {
         let stat = |f: fn(&LivePolicyResult) -> f64| {
-            exp::stats::stat(&reps.iter().map(f).collect::<Vec<f64>>())
+            stats::stat(&reps.iter().map(f).collect::<Vec<f64>>())
                 .ok_or_else(|| LbXdpError::config(format!("policy {name} ran no repetition")))
         };
         // A repetition without a variance makes the policy's variance
         // absent: a mean over the others would hide the failed one.
         let measured = |f: fn(&LivePolicyResult) -> Option<f64>| {
             let xs: Option<Vec<f64>> = reps.iter().map(f).collect();
-            xs.and_then(|xs| exp::stats::stat(&xs))
+            xs.and_then(|xs| stats::stat(&xs))
         };
         let stats = PolicyStats {
             n: reps.len(),
@@ -194,7 +194,7 @@ impl PolicySummary {
 #[derive(Debug, Clone, Serialize)]
 pub struct CrossRssResult {
     pub experiment: &'static str,
-    pub meta: exp::meta::Meta,
+    pub meta: stats::Meta,
     pub params: CrossRssParams,
     pub policies: Vec<PolicySummary>,
     /// Sum of connection failures over all policies and repetitions (must be 0).
@@ -430,7 +430,7 @@ pub fn run(
         .collect::<Result<_, _>>()?;
     Ok(CrossRssResult {
         experiment: "crossrss",
-        meta: exp::meta::Meta::collect(),
+        meta: stats::Meta::collect(),
         params: params.clone(),
         failures: policies.iter().map(|p| p.failures).sum(),
         policies,

@@ -285,8 +285,8 @@ fn crossrss(args: CrossrssArgs, json: bool) -> anyhow::Result<i32> {
     if json {
         output::json(&result)?;
     } else {
-        let pm = |s: exp::stats::Stat, scale: f64, digits: usize| pm(s, scale, digits);
-        let pm_or_na = |s: Option<exp::stats::Stat>, scale: f64, digits: usize| {
+        let pm = |s: stats::Stat, scale: f64, digits: usize| pm(s, scale, digits);
+        let pm_or_na = |s: Option<stats::Stat>, scale: f64, digits: usize| {
             s.map_or("n/a".into(), |s| pm(s, scale, digits))
         };
         let body: Vec<Vec<String>> = result
@@ -462,7 +462,7 @@ fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
         .iter()
         .map(|s| {
             let c = s.cell;
-            let pm = |st: exp::stats::Stat, digits: usize| pm(st, 1.0, digits);
+            let pm = |st: stats::Stat, digits: usize| pm(st, 1.0, digits);
             vec![
                 c.kind.to_string(),
                 format!("{:?}", c.sender).to_lowercase(),
@@ -506,7 +506,7 @@ fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
 }
 
 /// "mean ± ci" scaled, or "mean ± n/a" with one sample (no interval).
-fn pm(s: exp::stats::Stat, scale: f64, digits: usize) -> String {
+fn pm(s: stats::Stat, scale: f64, digits: usize) -> String {
     match s.ci95 {
         Some(ci) => format!("{:.d$} ± {:.d$}", s.mean * scale, ci * scale, d = digits),
         None => format!("{:.d$} ± n/a", s.mean * scale, d = digits),
