@@ -16,6 +16,7 @@ use crate::db::{History, ResultRow, RunRow};
 use crate::runner::file_stem;
 use crate::stats::Summary;
 use crate::{BenchError, State};
+use plot::{esc, num};
 
 /// What a report contains.
 #[derive(Debug, Clone, Serialize)]
@@ -226,7 +227,7 @@ fn render(
     h.push_str("</tbody></table>\n");
 
     // One chart per case and metric, oldest run left.
-    h.push_str("<h2>Metrics over runs</h2>\n<p class=\"sub\">Mean per run (dot) with min..max of the samples (bar); x: run and commit.</p>\n");
+    h.push_str("<h2>Metrics over runs</h2>\n<p class=\"sub\">Mean per run (dot) with min..max of the samples (whisker); x: run.</p>\n");
     let mut charts = 0;
     for id in &case_ids {
         let mut metric_names: Vec<String> = Vec::new();
@@ -248,18 +249,22 @@ fn render(
         for metric in &metric_names {
             let mut points = Vec::new();
             let mut unit = String::new();
+            // Every run of the case; one without a value for the metric
+            // shows as n/a.
             for run in runs {
-                if let Some(m) = find(run.id, id).and_then(|r| r.samples.get(metric)) {
+                let Some(r) = find(run.id, id) else {
+                    continue;
+                };
+                let m = r.samples.get(metric);
+                if let Some(m) = m {
                     unit = m.unit.clone();
-                    if let Some(s) = Summary::of(&m.values) {
-                        points.push((format!("{} {}", run.id, run.git_commit), s));
-                    }
                 }
+                points.push((run.id, m.and_then(|m| Summary::of(&m.values))));
             }
-            if points.is_empty() {
+            if points.iter().all(|(_, s)| s.is_none()) {
                 continue;
             }
-            h.push_str(&svg_chart(&format!("{metric} ({unit})"), &points));
+            h.push_str(&svg_chart(metric, &unit, &points));
             charts += 1;
         }
         h.push_str("</section>\n");
@@ -268,101 +273,29 @@ fn render(
     (h, case_ids.len(), charts)
 }
 
-fn svg_chart(title: &str, points: &[(String, Summary)]) -> String {
-    let (w, hgt, left, right, top, bottom) = (420.0, 170.0, 56.0, 10.0, 22.0, 40.0);
-    let lo = points
-        .iter()
-        .map(|(_, s)| s.min)
-        .fold(f64::INFINITY, f64::min);
-    let hi = points
-        .iter()
-        .map(|(_, s)| s.max)
-        .fold(f64::NEG_INFINITY, f64::max);
-    let (lo, hi) = if hi - lo < 1e-12 {
-        (
-            lo - (lo.abs() * 0.1).max(0.5),
-            hi + (hi.abs() * 0.1).max(0.5),
-        )
-    } else {
-        let pad = (hi - lo) * 0.08;
-        (lo - pad, hi + pad)
-    };
-    let n = points.len();
-    let x = |i: usize| {
-        if n == 1 {
-            left + (w - left - right) / 2.0
-        } else {
-            left + (w - left - right) * i as f64 / (n - 1) as f64
-        }
-    };
-    let y = |v: f64| top + (hgt - top - bottom) * (1.0 - (v - lo) / (hi - lo));
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{hgt}\" viewBox=\"0 0 {w} {hgt}\" role=\"img\"><title>{t}</title>\
-         <text x=\"{left}\" y=\"14\" class=\"ct\">{t}</text>\
-         <line x1=\"{left}\" y1=\"{top}\" x2=\"{left}\" y2=\"{yb}\" class=\"axis\"/>\
-         <line x1=\"{left}\" y1=\"{yb}\" x2=\"{xr}\" y2=\"{yb}\" class=\"axis\"/>\
-         <text x=\"{lx}\" y=\"{yt}\" class=\"tick\" text-anchor=\"end\">{hi_s}</text>\
-         <text x=\"{lx}\" y=\"{yb}\" class=\"tick\" text-anchor=\"end\">{lo_s}</text>",
-        t = esc(title),
-        yb = hgt - bottom,
-        xr = w - right,
-        lx = left - 4.0,
-        yt = top + 8.0,
-        hi_s = num(hi),
-        lo_s = num(lo),
-    );
-    let path: Vec<String> = points
+/// One metric over runs: the mean per run (dot, joined by a line) with
+/// min..max of its samples (whisker); a run without a value has none.
+fn svg_chart(metric: &str, unit: &str, points: &[(i64, Option<Summary>)]) -> String {
+    let values = points
         .iter()
         .enumerate()
-        .map(|(i, (_, p))| format!("{:.1},{:.1}", x(i), y(p.mean)))
+        .filter_map(|(i, (_, s))| {
+            let s = s.as_ref()?;
+            Some(plot::Point {
+                x: i as f64,
+                value: plot::Value::with_range(s.mean, s.min, s.max),
+            })
+        })
         .collect();
-    if n > 1 {
-        let _ = write!(
-            s,
-            "<polyline class=\"line\" points=\"{}\"/>",
-            path.join(" ")
-        );
-    }
-    for (i, (label, p)) in points.iter().enumerate() {
-        let _ = write!(
-            s,
-            "<line class=\"bar\" x1=\"{xi:.1}\" y1=\"{:.1}\" x2=\"{xi:.1}\" y2=\"{:.1}\"/>\
-             <circle class=\"dot\" cx=\"{xi:.1}\" cy=\"{:.1}\" r=\"3\"><title>{} : mean {} (n={}, {}..{})</title></circle>",
-            y(p.max),
-            y(p.min),
-            y(p.mean),
-            esc(label),
-            num(p.mean),
-            p.n,
-            num(p.min),
-            num(p.max),
-            xi = x(i)
-        );
-        if n <= 12 || i % n.div_ceil(12) == 0 {
-            let _ = write!(
-                s,
-                "<text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
-                x(i),
-                hgt - bottom + 14.0,
-                esc(label.split(' ').next().unwrap_or(""))
-            );
-        }
-    }
-    s.push_str("</svg>");
-    s
-}
-
-fn num(v: f64) -> String {
-    let a = v.abs();
-    if a != 0.0 && !(0.01..100_000.0).contains(&a) {
-        format!("{v:.3e}")
-    } else if a >= 100.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.3}")
-    }
+    let runs = points.iter().map(|(run, _)| run.to_string()).collect();
+    plot::LineChart::new(&format!("{metric} ({unit})"), plot::XAxis::Categories(runs))
+        .fit_y()
+        .size(440.0, 230.0)
+        .x_label("run")
+        .y_label(unit)
+        .series("mean", values)
+        .note("whiskers: min..max of the samples")
+        .svg()
 }
 
 fn short(s: &str, n: usize) -> String {
@@ -394,13 +327,6 @@ fn date(secs: i64) -> String {
     )
 }
 
-pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
 const HEAD: &str = r#"<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -422,9 +348,7 @@ a.raw { font-size: 10px; }
 table.legend td { padding: 2px 8px; border: 1px solid #bbb; font-weight: bold; } table.legend { border-collapse: collapse; }
 ul.legend-text { font-size: 11px; color: #444; columns: 2; } .status { color: #a00; font-weight: bold; }
 section.charts { margin: .6em 0 1.2em; } section.charts h3 { font: 12px monospace; margin: .3em 0; }
-svg.chart { border: 1px solid #ddd; margin: 0 8px 8px 0; background: #fff; }
-svg .axis { stroke: #888; } svg .line { fill: none; stroke: #36c; stroke-width: 1.5; } svg .bar { stroke: #36c; stroke-width: 1; }
-svg .dot { fill: #36c; } svg .ct { font: 11px sans-serif; } svg .tick { font: 9px sans-serif; fill: #555; }
+section.charts svg { border: 1px solid #ddd; margin: 0 8px 8px 0; }
 </style>
 </head>
 <body>
@@ -435,9 +359,40 @@ mod tests {
     use super::*;
 
     #[test]
-    fn dates_and_escaping() {
+    fn dates() {
         assert_eq!(date(0), "1970-01-01 00:00");
         assert_eq!(date(1_700_000_000), "2023-11-14 22:13");
-        assert_eq!(esc("<a href=\"x\">&"), "&lt;a href=&quot;x&quot;&gt;&amp;");
+    }
+
+    #[test]
+    fn metric_figure() {
+        let points = [
+            (7, Summary::of(&[1.0, 2.0, 3.0])),
+            (8, Summary::of(&[2.5])),
+            (9, Summary::of(&[2.0, 2.2])),
+        ];
+        let o = plot::outline(&svg_chart("rate", "Gbit/s", &points)).unwrap();
+        assert_eq!(o.title, "rate (Gbit/s)");
+        assert_eq!(o.y_label, "Gbit/s");
+        assert_eq!(o.x_label, "run");
+        assert_eq!(o.legend, vec!["mean"]);
+        assert_eq!(o.x_ticks, vec!["7", "8", "9"]);
+        assert_eq!((o.points, o.whiskers, o.not_available), (3, 3, 0));
+        assert_eq!(
+            o.note.as_deref(),
+            Some("whiskers: min..max of the samples")
+        );
+    }
+
+    #[test]
+    fn metric_figure_with_a_run_without_the_value() {
+        let points = [(7, Summary::of(&[1.0, 2.0])), (8, None)];
+        let o = plot::outline(&svg_chart("rate <&>", "Gbit/s", &points)).unwrap();
+        assert_eq!(o.title, "rate <&> (Gbit/s)");
+        assert_eq!((o.points, o.not_available), (1, 1));
+        assert_eq!(
+            o.note.as_deref(),
+            Some("n/a: not measured; whiskers: min..max of the samples")
+        );
     }
 }

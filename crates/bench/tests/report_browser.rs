@@ -74,7 +74,7 @@ fn render(browser: &Path, index: &Path, expect: &[String], png: &Path) {
     assert_eq!(rows, expect.len(), "case rows");
     for id in expect {
         assert!(
-            dom.contains(&format!("data-case=\"{}\"", bench::report::esc(id))),
+            dom.contains(&format!("data-case=\"{}\"", plot::esc(id))),
             "row {id}"
         );
     }

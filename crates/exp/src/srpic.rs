@@ -17,7 +17,6 @@
 //! the receiver's TcpExtTCPOFOQueue; the driver's per-flow block sizes.
 //! All per Mbit transferred.
 
-use std::fmt::Write as _;
 use std::net::IpAddr;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -502,90 +501,44 @@ fn ratio(summaries: &[Summary], f: &dyn Fn(&Summary) -> f64) -> Option<f64> {
     (!pairs.is_empty()).then(|| pairs.iter().sum::<f64>() / pairs.len() as f64)
 }
 
-/// A grouped bar chart: throughput without and with SRPIC per cell.
+/// A grouped bar chart: throughput without and with SRPIC per cell (mean
+/// and 95% CI); a side without samples has no bar.
 pub fn svg(result: &SrpicResult) -> String {
-    let pairs: Vec<(&Summary, &Summary)> = result
-        .summaries
-        .iter()
-        .filter(|s| s.cell.srpic)
-        .filter_map(|on| {
-            let off = result.summaries.iter().find(|o| {
-                o.cell
-                    == Cell {
-                        srpic: false,
-                        ..on.cell
-                    }
-            })?;
-            Some((off, on))
-        })
-        .collect();
-    let (w, h, left, bottom) = (120 * pairs.len().max(1) + 80, 360, 60.0, 300.0);
-    let max = pairs
-        .iter()
-        .map(|(a, b)| {
-            let top = |s: &Stat| s.mean + s.ci95.unwrap_or(0.0);
-            top(&a.mbit_per_s).max(top(&b.mbit_per_s))
-        })
-        .fold(1.0f64, f64::max)
-        * 1.1;
-    let y = |v: f64| bottom - v / max * 260.0;
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="11">"#
-    );
-    let _ = write!(
-        s,
-        r#"<text x="{left}" y="16" font-size="13">SRPIC: TCP throughput (Mbit/s), grey = no SRPIC, blue = SRPIC, bars = 95% CI</text>"#
-    );
-    let _ = write!(
-        s,
-        r#"<line x1="{left}" y1="{bottom}" x2="{}" y2="{bottom}" stroke="black"/>"#,
-        w - 10
-    );
-    for (i, (off, on)) in pairs.iter().enumerate() {
-        let x0 = left + 10.0 + i as f64 * 120.0;
-        for (j, (sum, color)) in [(off, "#999"), (on, "#3366cc")].iter().enumerate() {
-            let x = x0 + j as f64 * 45.0;
-            let v = sum.mbit_per_s.mean;
-            let _ = write!(
-                s,
-                r#"<rect x="{x}" y="{:.1}" width="40" height="{:.1}" fill="{color}"/>"#,
-                y(v),
-                bottom - y(v)
-            );
-            // One sample: no interval to draw.
-            let hi = match sum.mbit_per_s.ci95 {
-                Some(ci) => {
-                    let _ = write!(
-                        s,
-                        r#"<line x1="{0}" y1="{1:.1}" x2="{0}" y2="{2:.1}" stroke="black"/>"#,
-                        x + 20.0,
-                        y((v - ci).max(0.0)),
-                        y(v + ci),
-                    );
-                    v + ci
-                }
-                None => v,
-            };
-            let _ = write!(s, r#"<text x="{x}" y="{:.1}">{v:.0}</text>"#, y(hi) - 3.0);
+    // Every cell once, as its no-SRPIC side, in the order measured.
+    let mut cells: Vec<Cell> = Vec::new();
+    for s in &result.summaries {
+        let off = Cell {
+            srpic: false,
+            ..s.cell
+        };
+        if !cells.contains(&off) {
+            cells.push(off);
         }
-        let c = off.cell;
-        let label = if c.kind == "reorder" {
+    }
+    let side = |c: &Cell, srpic: bool| {
+        result
+            .summaries
+            .iter()
+            .find(|s| s.cell == Cell { srpic, ..*c })
+            .map(|s| plot::Value::with_ci(s.mbit_per_s.mean, s.mbit_per_s.ci95))
+    };
+    let label = |c: &Cell| {
+        let what = if c.kind == "reorder" {
             format!("{:?} {}s {}%", c.sender, c.streams, c.spread * 100.0)
         } else {
             format!("{:?} drop {}%", c.sender, c.drop * 100.0)
         };
-        let _ = write!(
-            s,
-            r#"<text x="{x0}" y="{}">{label}</text><text x="{x0}" y="{}">GRO {}</text>"#,
-            bottom + 15.0,
-            bottom + 28.0,
-            if c.gro { "on" } else { "off" }
-        );
-    }
-    s.push_str("</svg>\n");
-    s
+        format!("{what}\nGRO {}", if c.gro { "on" } else { "off" })
+    };
+    plot::BarChart::new("SRPIC: TCP throughput, mean and 95% CI")
+        .size((120 * cells.len() + 80).max(640) as f64, 360.0)
+        .x_label("cell (sender, flows, delay spread or drop rate, GRO)")
+        .y_label("throughput (Mbit/s)")
+        .groups(cells.iter().map(label))
+        .series("no SRPIC", cells.iter().map(|c| side(c, false)).collect())
+        .series("SRPIC", cells.iter().map(|c| side(c, true)).collect())
+        .note("whiskers: 95% CI")
+        .svg()
 }
 
 /// `Command` is used by callers that check prerequisites.
@@ -687,6 +640,54 @@ mod tests {
         };
         let v = serde_json::to_value(&r).unwrap();
         assert!(v["dup_ack_ratio"].is_null() && v["throughput_ratio"].is_null());
+    }
+
+    fn result_of(summaries: Vec<Summary>) -> SrpicResult {
+        SrpicResult {
+            experiment: "srpic",
+            params: SrpicParams::default().quick(),
+            samples: Vec::new(),
+            summaries,
+            dup_ack_ratio: None,
+            throughput_ratio: None,
+            meta: Meta::collect(),
+        }
+    }
+
+    #[test]
+    fn figure_pairs_each_cell_without_and_with_srpic() {
+        let mut on = summary_of(cell("reorder", true), 900.0, 1.0);
+        on.mbit_per_s = stat(&[880.0, 900.0, 920.0]).unwrap();
+        let r = result_of(vec![
+            summary_of(cell("reorder", false), 800.0, 4.0),
+            on,
+            summary_of(cell("drop", false), 700.0, 4.0),
+            summary_of(cell("drop", true), 750.0, 1.0),
+        ]);
+        let o = plot::outline(&svg(&r)).unwrap();
+        assert_eq!(o.title, "SRPIC: TCP throughput, mean and 95% CI");
+        assert_eq!(o.y_label, "throughput (Mbit/s)");
+        assert!(o.x_label.starts_with("cell"));
+        assert_eq!(o.legend, vec!["no SRPIC", "SRPIC"]);
+        assert_eq!(
+            o.x_ticks,
+            vec!["Static 1s 1%\nGRO off", "Static drop 0.01%\nGRO off"]
+        );
+        // One sample per side has no interval; the three-sample side has.
+        assert_eq!((o.bars, o.whiskers, o.not_available), (4, 1, 0));
+    }
+
+    #[test]
+    fn figure_marks_a_side_without_samples() {
+        let r = result_of(vec![summary_of(cell("reorder", true), 900.0, 1.0)]);
+        let o = plot::outline(&svg(&r)).unwrap();
+        assert_eq!((o.bars, o.not_available), (1, 1));
+        assert_eq!(
+            o.note.as_deref(),
+            Some("n/a: not measured; whiskers: 95% CI")
+        );
+        let empty = plot::outline(&svg(&result_of(Vec::new()))).unwrap();
+        assert_eq!((empty.bars, empty.x_ticks.len()), (0, 0));
     }
 
     #[test]

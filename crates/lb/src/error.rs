@@ -11,10 +11,8 @@ use thiserror::Error;
 pub enum TraceError {
     #[error("cannot read {path}: {reason}")]
     Io { path: String, reason: String },
-    #[error("not a pcap file (file header: {0})")]
+    #[error("not a readable pcap or pcapng capture: {0}")]
     NotPcap(String),
-    #[error("pcapng files are not supported; convert with `editcap -F pcap IN OUT`")]
-    PcapNg,
     #[error("link type {0} is not supported (Ethernet, raw IP, IPv4, IPv6, Linux SLL/SLL2 and BSD loopback are)")]
     UnsupportedLinkType(u32),
     #[error("record {index} at byte {offset} is corrupt: {reason}")]

@@ -1,220 +1,136 @@
-//! Hand-written SVG plots of a [`SimReport`]: the paper's Fig. 2a (variances)
-//! and Fig. 2b (packets processed versus offered load).
+//! The simulator's figures, drawn with [`plot`]: the paper's Fig. 2a
+//! (variances) and Fig. 2b (packets processed versus offered load).
 
-use std::fmt::Write;
+use plot::{BarChart, LineChart, Point, Value, XAxis};
 
 use crate::sim::SimReport;
 
-const W: f64 = 640.0;
-const H: f64 = 360.0;
-const LEFT: f64 = 70.0;
-const RIGHT: f64 = 20.0;
-const TOP: f64 = 40.0;
-const BOTTOM: f64 = 60.0;
-const COLORS: [&str; 6] = [
-    "#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#e15759", "#76b7b2",
-];
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
-fn header(out: &mut String, title: &str) {
-    let _ = write!(
-        out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">
-<rect width="100%" height="100%" fill="white"/>
-<text x="{}" y="20" text-anchor="middle" font-size="14">{}</text>
-"#,
-        W / 2.0,
-        esc(title)
-    );
-}
-
-/// A "nice" upper bound for an axis.
-fn nice_max(v: f64) -> f64 {
-    if v <= 0.0 || !v.is_finite() {
-        return 1.0;
-    }
-    let mag = 10f64.powf(v.log10().floor());
-    for m in [1.0, 2.0, 2.5, 5.0, 10.0] {
-        if m * mag >= v {
-            return m * mag;
-        }
-    }
-    10.0 * mag
-}
-
-fn y_axis(out: &mut String, max: f64, label: &str, fmt: impl Fn(f64) -> String) {
-    let plot_h = H - TOP - BOTTOM;
-    for i in 0..=5 {
-        let v = max * i as f64 / 5.0;
-        let y = TOP + plot_h * (1.0 - i as f64 / 5.0);
-        let _ = writeln!(
-            out,
-            r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
-            W - RIGHT,
-            LEFT - 5.0,
-            y + 4.0,
-            fmt(v)
-        );
-    }
-    let _ = writeln!(
-        out,
-        r#"<text x="15" y="{:.1}" transform="rotate(-90 15 {:.1})" text-anchor="middle">{}</text>"#,
-        TOP + plot_h / 2.0,
-        TOP + plot_h / 2.0,
-        esc(label)
-    );
-}
-
-/// Grouped bars: server and per-core variance (in %) per policy.
+/// Grouped bars: server and per-core variance (in %) per policy; a policy
+/// whose variance was not measured (no window had a packet) has no bar.
 pub fn variance_plot(report: &SimReport) -> String {
-    let mut out = String::new();
-    header(
-        &mut out,
-        &format!(
-            "Variance of packets per 1 s window ({} x {}, speedup {}, amplify {})",
-            report.config.servers,
-            report.config.cores,
-            report.config.speedup,
-            report.config.amplify
-        ),
-    );
-    let max = report
-        .policies
-        .iter()
-        .flat_map(|p| [p.core_variance, p.server_variance])
-        .flatten()
-        .map(|v| v * 100.0)
-        .fold(0.0, f64::max);
-    let max = nice_max(max);
-    y_axis(&mut out, max, "variance (%)", |v| format!("{v:.2}"));
-    let plot_w = W - LEFT - RIGHT;
-    let plot_h = H - TOP - BOTTOM;
-    let n = report.policies.len().max(1) as f64;
-    let group = plot_w / n;
-    let bar = group * 0.35;
-    for (i, p) in report.policies.iter().enumerate() {
-        let x0 = LEFT + group * i as f64 + group * 0.15;
-        for (j, (v, color)) in [(p.server_variance, "#9c9c9c"), (p.core_variance, "#4e79a7")]
-            .iter()
-            .enumerate()
-        {
-            let x = x0 + bar * j as f64;
-            // Not measured (no window had a packet): no bar, say so.
-            let Some(v) = v else {
-                let _ = writeln!(
-                    out,
-                    r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="9">n/a</text>"#,
-                    x + bar / 2.0 - 1.0,
-                    TOP + plot_h - 3.0
-                );
-                continue;
-            };
-            let h = plot_h * (v * 100.0 / max).min(1.0);
-            let _ = writeln!(
-                out,
-                r#"<rect x="{x:.1}" y="{:.1}" width="{:.1}" height="{h:.1}" fill="{color}"><title>{:.3}%</title></rect><text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="9">{:.2}</text>"#,
-                TOP + plot_h - h,
-                bar - 2.0,
-                v * 100.0,
-                x + bar / 2.0 - 1.0,
-                TOP + plot_h - h - 3.0,
-                v * 100.0
-            );
-        }
-        let _ = writeln!(
-            out,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-            x0 + bar,
-            H - BOTTOM + 16.0,
-            esc(p.name)
-        );
-    }
-    let _ = write!(
-        out,
-        r##"<rect x="{LEFT}" y="{:.1}" width="10" height="10" fill="#9c9c9c"/><text x="{:.1}" y="{:.1}">server variance</text>
-<rect x="{:.1}" y="{:.1}" width="10" height="10" fill="#4e79a7"/><text x="{:.1}" y="{:.1}">per-core variance</text>
-</svg>
-"##,
-        H - 25.0,
-        LEFT + 14.0,
-        H - 16.0,
-        LEFT + 150.0,
-        H - 25.0,
-        LEFT + 164.0,
-        H - 16.0
-    );
-    out
+    let percent = |v: Option<f64>| v.map(|v| Value::new(v * 100.0));
+    BarChart::new(&format!(
+        "Variance of packets per 1 s window ({} x {}, speedup {}, amplify {})",
+        report.config.servers, report.config.cores, report.config.speedup, report.config.amplify
+    ))
+    .x_label("policy")
+    .y_label("variance (%)")
+    .groups(report.policies.iter().map(|p| p.name))
+    .series(
+        "server variance",
+        report.policies.iter().map(|p| percent(p.server_variance)).collect(),
+    )
+    .series(
+        "per-core variance",
+        report.policies.iter().map(|p| percent(p.core_variance)).collect(),
+    )
+    .svg()
 }
 
-/// Lines: packets processed per second versus offered packets per second.
+/// Lines: packets processed per second versus offered packets per second,
+/// one per policy.
 pub fn throughput_plot(report: &SimReport) -> String {
-    let mut out = String::new();
-    header(
-        &mut out,
-        "Packets processed vs offered load (fixed capacity per core)",
-    );
-    let xmax = report
+    report
         .policies
         .iter()
-        .flat_map(|p| p.throughput.iter().map(|t| t.offered_pps))
-        .fold(0.0, f64::max);
-    let ymax = nice_max(xmax);
-    let xmin = report
-        .policies
-        .iter()
-        .flat_map(|p| p.throughput.iter().map(|t| t.offered_pps))
-        .fold(f64::INFINITY, f64::min);
-    let xmin = if xmin.is_finite() { xmin } else { 0.0 };
-    let xmax = if xmax > xmin { xmax } else { xmin + 1.0 };
-    y_axis(&mut out, ymax, "processed (packets/s)", |v| {
-        format!("{v:.0}")
-    });
-    let plot_w = W - LEFT - RIGHT;
-    let plot_h = H - TOP - BOTTOM;
-    let px = |x: f64| LEFT + plot_w * (x - xmin) / (xmax - xmin);
-    let py = |y: f64| TOP + plot_h * (1.0 - y / ymax);
-    for i in 0..=4 {
-        let x = xmin + (xmax - xmin) * i as f64 / 4.0;
-        let _ = writeln!(
-            out,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{x:.0}</text>"#,
-            px(x),
-            H - BOTTOM + 16.0
-        );
-    }
-    let _ = writeln!(
-        out,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">offered load (packets/s)</text>"#,
-        LEFT + plot_w / 2.0,
-        H - BOTTOM + 32.0
-    );
-    for (i, p) in report.policies.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
-        let points: Vec<String> = p
-            .throughput
-            .iter()
-            .map(|t| format!("{:.1},{:.1}", px(t.offered_pps), py(t.processed_pps)))
+        .fold(
+            LineChart::new(
+                "Packets processed vs offered load (fixed capacity per core)",
+                XAxis::Linear,
+            )
+            .x_label("offered load (packets/s)")
+            .y_label("processed (packets/s)"),
+            |chart, p| {
+                let points = p
+                    .throughput
+                    .iter()
+                    .map(|t| Point {
+                        x: t.offered_pps,
+                        value: Value::new(t.processed_pps),
+                    })
+                    .collect();
+                chart.series(p.name, points)
+            },
+        )
+        .svg()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::{IpAddr, Ipv4Addr};
+
+    use super::*;
+    use crate::sim::{simulate, Policy, SimConfig};
+    use crate::trace::{Trace, TracePacket, TraceStats};
+
+    /// Three seconds of 40 flows, simulated under two policies.
+    fn report() -> SimReport {
+        let packets = (0..3000u64)
+            .map(|i| TracePacket {
+                ts_ns: i * 1_000_000,
+                tuple: rss::FlowTuple::new(
+                    IpAddr::V4(Ipv4Addr::new(10, 0, 0, (i % 40) as u8 + 1)),
+                    1000 + (i % 40) as u16,
+                    IpAddr::V4(Ipv4Addr::new(10, 0, 1, 1)),
+                    80,
+                    rss::L4Proto::Tcp,
+                ),
+            })
             .collect();
-        let _ = writeln!(
-            out,
-            r#"<polyline fill="none" stroke="{color}" stroke-width="2" points="{}"/>"#,
-            points.join(" ")
-        );
-        let lx = LEFT + 10.0 + 95.0 * i as f64;
-        let _ = writeln!(
-            out,
-            r#"<rect x="{lx:.1}" y="{:.1}" width="10" height="10" fill="{color}"/><text x="{:.1}" y="{:.1}">{}</text>"#,
-            H - 18.0,
-            lx + 14.0,
-            H - 9.0,
-            esc(p.name)
-        );
+        let trace = Trace {
+            link_type: 101,
+            packets,
+            stats: TraceStats::default(),
+        };
+        simulate(
+            "synthetic",
+            &trace,
+            SimConfig::default(),
+            &[Policy::Rr, Policy::Hash],
+            |_, _| {},
+        )
+        .unwrap()
     }
-    out.push_str("</svg>\n");
-    out
+
+    #[test]
+    fn variance_figure() {
+        let r = report();
+        let o = plot::outline(&variance_plot(&r)).unwrap();
+        assert!(o.title.starts_with("Variance of packets per 1 s window"));
+        assert_eq!(o.y_label, "variance (%)");
+        assert_eq!(o.x_label, "policy");
+        assert_eq!(o.legend, vec!["server variance", "per-core variance"]);
+        let names: Vec<&str> = r.policies.iter().map(|p| p.name).collect();
+        assert_eq!(o.x_ticks, names);
+        assert_eq!((o.bars, o.not_available, o.note), (4, 0, None));
+    }
+
+    #[test]
+    fn variance_figure_without_a_measured_variance() {
+        let mut r = report();
+        r.policies[0].core_variance = None;
+        r.policies[0].server_variance = None;
+        let o = plot::outline(&variance_plot(&r)).unwrap();
+        assert_eq!((o.bars, o.not_available), (2, 2));
+        assert_eq!(o.note.as_deref(), Some(plot::NOT_MEASURED));
+    }
+
+    #[test]
+    fn throughput_figure() {
+        let mut r = report();
+        let o = plot::outline(&throughput_plot(&r)).unwrap();
+        assert!(o.title.starts_with("Packets processed vs offered load"));
+        assert_eq!(o.x_label, "offered load (packets/s)");
+        assert_eq!(o.y_label, "processed (packets/s)");
+        let names: Vec<&str> = r.policies.iter().map(|p| p.name).collect();
+        assert_eq!(o.legend, names);
+        let n: usize = r.policies.iter().map(|p| p.throughput.len()).sum();
+        assert!(n > 0);
+        assert_eq!(o.points, n);
+        // A policy without a curve: listed as n/a, nothing drawn for it.
+        r.policies[1].throughput.clear();
+        let o = plot::outline(&throughput_plot(&r)).unwrap();
+        assert_eq!(o.legend[1], format!("{} (n/a)", r.policies[1].name));
+        assert_eq!(o.points, r.policies[0].throughput.len());
+    }
 }

@@ -1,5 +1,6 @@
-//! A minimal pcap reader: each frame's timestamp and the 5-tuple the
-//! receiving NIC hashes, and nothing else.
+//! A capture (pcap or pcapng, read by [`order::capture`]) reduced to each
+//! frame's timestamp and the 5-tuple the receiving NIC hashes, and nothing
+//! else.
 //!
 //! # What is kept, what is skipped (the rule)
 //!
@@ -18,31 +19,28 @@
 //!   (etherparse's lax slicer); `vlan_tagged` counts the tagged frames.
 //! - A final record that runs past the end of the file (a capture cut short)
 //!   ends the trace: `truncated_tail` is set, the packets before it are kept.
-//! - A record whose header is impossible (a length above [`MAX_RECORD_LEN`]
-//!   and the snap length, a sub-second field of a second or more) is a
-//!   [`TraceError::CorruptRecord`]: the rest of the file cannot be trusted.
+//! - A record whose header is impossible (a length above
+//!   [`order::capture::MAX_RECORD_LEN`] and the snap length, a sub-second
+//!   field of a second or more) is a [`TraceError::CorruptRecord`]: the rest
+//!   of the file cannot be trusted.
 //!
 //! Packets are returned in timestamp order (a stable sort; `out_of_order`
 //! counts records whose timestamp was earlier than the one before).
 //!
-//! Link types: Ethernet (1), raw IP (101, and 12/14 as some systems number
-//! it), IPv4 (228), IPv6 (229), Linux cooked SLL (113) and SLL2 (276), BSD
-//! loopback (0). pcapng is refused with a clear error.
+//! Link types: those of [`order::wire::LinkType`]: Ethernet (1), raw IP
+//! (101, and 12/14 as some systems number it), IPv4 (228), IPv6 (229), Linux
+//! cooked SLL (113) and SLL2 (276), BSD loopback (0, 108).
 
 use std::net::IpAddr;
 use std::path::Path;
 
 use etherparse::{EtherType, IpNumber, LaxNetSlice, LaxSlicedPacket};
-use pcap_file::pcap::PcapParser;
-use pcap_file::{PcapError, TsResolution};
+use order::capture::{Capture, CaptureError};
+use order::wire::LinkType;
 use rss::{FlowTuple, L4Proto};
 use serde::Serialize;
 
 use crate::error::TraceError;
-
-/// Largest record accepted whatever the file's snap length says (the largest
-/// snap length tcpdump writes).
-pub const MAX_RECORD_LEN: u32 = 262_144;
 
 /// One packet as the load balancer and the receiving NIC see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,7 +89,7 @@ pub struct Trace {
 }
 
 impl Trace {
-    /// Reads a pcap file.
+    /// Reads a pcap or pcapng file.
     pub fn open(path: &Path) -> Result<Trace, TraceError> {
         let bytes = std::fs::read(path).map_err(|e| TraceError::Io {
             path: path.display().to_string(),
@@ -100,75 +98,44 @@ impl Trace {
         Trace::parse(&bytes)
     }
 
-    /// Parses a whole pcap file held in memory. Never panics (fuzzed by
-    /// `fuzz/fuzz_targets/lb_trace.rs`).
+    /// Parses a whole pcap or pcapng file held in memory, through the
+    /// project's capture reader ([`order::capture`]). Never panics (fuzzed
+    /// by `fuzz/fuzz_targets/lb_trace.rs`).
     pub fn parse(bytes: &[u8]) -> Result<Trace, TraceError> {
-        if bytes.len() >= 4 && bytes[..4] == [0x0a, 0x0d, 0x0d, 0x0a] {
-            return Err(TraceError::PcapNg);
-        }
-        let (mut rest, parser) = PcapParser::new(bytes).map_err(|e| match e {
-            PcapError::IncompleteBuffer => {
-                TraceError::NotPcap(format!("{} bytes, a pcap header needs 24", bytes.len()))
-            }
+        let (capture, damage) = Capture::read_partial(bytes).map_err(|e| match e {
+            CaptureError::UnsupportedLinkType(code) => TraceError::UnsupportedLinkType(code),
             other => TraceError::NotPcap(other.to_string()),
         })?;
-        let header = parser.header();
-        let link_type = u32::from(header.datalink);
-        let link = Link::from_number(link_type)?;
-        let frac_limit = match header.ts_resolution {
-            TsResolution::MicroSecond => 1_000_000,
-            TsResolution::NanoSecond => 1_000_000_000,
-        };
-        let frac_scale = 1_000_000_000 / frac_limit;
-        let max_len = MAX_RECORD_LEN.max(header.snaplen);
         let mut stats = TraceStats::default();
-        let mut packets = Vec::new();
-        let mut last_ts = 0u64;
-        while !rest.is_empty() {
-            let offset = bytes.len() - rest.len();
-            let index = stats.frames;
-            let corrupt = |reason: String| TraceError::CorruptRecord {
-                index,
+        match damage {
+            None => {}
+            Some(CaptureError::Truncated { .. }) => stats.truncated_tail = true,
+            Some(CaptureError::Corrupt {
+                packets,
                 offset,
                 reason,
-            };
-            if rest.len() >= 16 {
-                // Check the declared length before the parser slices with it.
-                let field = [rest[8], rest[9], rest[10], rest[11]];
-                let incl_len = match header.endianness {
-                    pcap_file::Endianness::Big => u32::from_be_bytes(field),
-                    pcap_file::Endianness::Little => u32::from_le_bytes(field),
-                };
-                if incl_len > max_len {
-                    return Err(corrupt(format!(
-                        "captured length {incl_len} exceeds {max_len}"
-                    )));
-                }
+            }) => {
+                return Err(TraceError::CorruptRecord {
+                    index: packets,
+                    offset,
+                    reason,
+                })
             }
-            let (next, raw) = match parser.next_raw_packet(rest) {
-                Ok(r) => r,
-                Err(PcapError::IncompleteBuffer) => {
-                    stats.truncated_tail = true;
-                    break;
-                }
-                Err(e) => return Err(corrupt(e.to_string())),
-            };
-            rest = next;
-            if raw.ts_frac >= frac_limit {
-                return Err(corrupt(format!(
-                    "sub-second timestamp {} is not below {frac_limit}",
-                    raw.ts_frac
-                )));
-            }
+            Some(other) => return Err(TraceError::NotPcap(other.to_string())),
+        }
+        let mut packets = Vec::new();
+        let mut last_ts = 0u64;
+        for frame in &capture.packets {
             stats.frames += 1;
-            let ts_ns = u64::from(raw.ts_sec) * 1_000_000_000
-                + u64::from(raw.ts_frac) * u64::from(frac_scale);
-            if ts_ns < last_ts {
+            if frame.time_ns < last_ts {
                 stats.out_of_order += 1;
             }
-            last_ts = ts_ns;
-            if let Some(tuple) = classify(link, &raw.data, &mut stats) {
-                packets.push(TracePacket { ts_ns, tuple });
+            last_ts = frame.time_ns;
+            if let Some(tuple) = classify(frame.link, &frame.data, &mut stats) {
+                packets.push(TracePacket {
+                    ts_ns: frame.time_ns,
+                    tuple,
+                });
             }
         }
         if packets.is_empty() {
@@ -178,7 +145,8 @@ impl Trace {
         }
         packets.sort_by_key(|p| p.ts_ns);
         Ok(Trace {
-            link_type,
+            // A capture with packets has a described link type.
+            link_type: capture.link_code().unwrap_or_default(),
             packets,
             stats,
         })
@@ -205,53 +173,26 @@ impl Trace {
     }
 }
 
-/// How a frame's first bytes are laid out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Link {
-    Ethernet,
-    RawIp,
-    /// Linux cooked capture: header of `len` bytes, protocol at `proto_at`.
-    Cooked {
-        len: usize,
-        proto_at: usize,
-    },
-    /// BSD loopback: a 4-byte address family in the writer's byte order.
-    Null,
-}
-
-impl Link {
-    fn from_number(n: u32) -> Result<Link, TraceError> {
-        Ok(match n {
-            1 => Link::Ethernet,
-            101 | 12 | 14 | 228 | 229 => Link::RawIp,
-            113 => Link::Cooked {
-                len: 16,
-                proto_at: 14,
-            },
-            276 => Link::Cooked {
-                len: 20,
-                proto_at: 0,
-            },
-            0 => Link::Null,
-            other => return Err(TraceError::UnsupportedLinkType(other)),
-        })
-    }
-}
-
 /// The tuple of one frame, or `None` (counted) if it cannot be placed.
-fn classify(link: Link, data: &[u8], stats: &mut TraceStats) -> Option<FlowTuple> {
+fn classify(link: LinkType, data: &[u8], stats: &mut TraceStats) -> Option<FlowTuple> {
+    let cooked = match link {
+        LinkType::LinuxSll => Some((16, 14)),
+        LinkType::LinuxSll2 => Some((20, 0)),
+        _ => None,
+    };
     let sliced = match link {
-        Link::Ethernet => LaxSlicedPacket::from_ethernet(data).ok(),
-        Link::RawIp => LaxSlicedPacket::from_ip(data).ok(),
-        Link::Cooked { len, proto_at } => match (data.get(proto_at..proto_at + 2), data.get(len..))
-        {
-            (Some(p), Some(rest)) => Some(LaxSlicedPacket::from_ether_type(
+        LinkType::Ethernet => LaxSlicedPacket::from_ethernet(data).ok(),
+        LinkType::RawIp | LinkType::Ipv4 | LinkType::Ipv6 => LaxSlicedPacket::from_ip(data).ok(),
+        LinkType::LinuxSll | LinkType::LinuxSll2 => match cooked.and_then(|(len, proto_at)| {
+            Some((data.get(proto_at..proto_at + 2)?, data.get(len..)?))
+        }) {
+            Some((p, rest)) => Some(LaxSlicedPacket::from_ether_type(
                 EtherType(u16::from_be_bytes([p[0], p[1]])),
                 rest,
             )),
-            _ => None,
+            None => None,
         },
-        Link::Null => match data.get(4..) {
+        LinkType::Null | LinkType::Loop => match data.get(4..) {
             Some(rest) if matches!(rest.first().map(|b| b >> 4), Some(4 | 6)) => {
                 LaxSlicedPacket::from_ip(rest).ok()
             }
@@ -264,7 +205,8 @@ fn classify(link: Link, data: &[u8], stats: &mut TraceStats) -> Option<FlowTuple
     };
     let Some(sliced) = sliced else {
         // The link layer itself is cut short, or the raw IP version is unknown.
-        if link == Link::RawIp && !matches!(data.first().map(|b| b >> 4), Some(4 | 6)) {
+        let raw_ip = matches!(link, LinkType::RawIp | LinkType::Ipv4 | LinkType::Ipv6);
+        if raw_ip && !matches!(data.first().map(|b| b >> 4), Some(4 | 6)) {
             stats.non_ip += 1;
         } else {
             stats.malformed += 1;
@@ -326,25 +268,4 @@ fn classify(link: Link, data: &[u8], stats: &mut TraceStats) -> Option<FlowTuple
         stats.ipv6 += 1;
     }
     Some(FlowTuple::new(src, ports.0, dst, ports.1, proto))
-}
-
-/// Writes a little-endian microsecond pcap (for tests, fuzz seeds and
-/// examples): `(ts_ns, frame)` records with the given link type.
-pub fn write_pcap(link_type: u32, records: &[(u64, Vec<u8>)]) -> Vec<u8> {
-    let mut out = Vec::new();
-    out.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
-    out.extend_from_slice(&2u16.to_le_bytes());
-    out.extend_from_slice(&4u16.to_le_bytes());
-    out.extend_from_slice(&0i32.to_le_bytes());
-    out.extend_from_slice(&0u32.to_le_bytes());
-    out.extend_from_slice(&65535u32.to_le_bytes());
-    out.extend_from_slice(&link_type.to_le_bytes());
-    for (ts, frame) in records {
-        out.extend_from_slice(&((ts / 1_000_000_000) as u32).to_le_bytes());
-        out.extend_from_slice(&((ts % 1_000_000_000 / 1000) as u32).to_le_bytes());
-        out.extend_from_slice(&(frame.len() as u32).to_le_bytes());
-        out.extend_from_slice(&(frame.len() as u32).to_le_bytes());
-        out.extend_from_slice(frame);
-    }
-    out
 }

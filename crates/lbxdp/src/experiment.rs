@@ -201,106 +201,30 @@ pub struct CrossRssResult {
     pub failures: u64,
 }
 
-/// Per-core variance per policy, mean with 95% CI bars (SVG).
+/// Per-core variance per policy, mean with 95% CI whiskers (SVG); a policy
+/// whose variance was not measured in every repetition has no bar.
 pub fn svg(result: &CrossRssResult) -> String {
-    use std::fmt::Write;
-    let (w, h, left, bottom, top) = (640.0, 360.0, 70.0, 60.0, 40.0);
-    let n = result.policies.len().max(1) as f64;
-    let ymax = result
-        .policies
-        .iter()
-        .filter_map(|p| p.stats.core_variance)
-        .map(|s| (s.mean + s.ci95.unwrap_or(0.0)) * 100.0)
-        .fold(0.0f64, f64::max)
-        .max(1e-6)
-        * 1.15;
-    let plot_h = h - top - bottom;
-    let y = |v: f64| top + plot_h * (1.0 - v / ymax);
-    let slot = (w - left - 20.0) / n;
-    let mut out = String::new();
-    let _ = write!(
-        out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">
-<rect width="100%" height="100%" fill="white"/>
-<text x="{}" y="20" text-anchor="middle" font-size="14">steer exp crossrss: per-core variance, mean and 95% CI over {} repetitions</text>
-<line x1="{left}" y1="{top}" x2="{left}" y2="{}" stroke="black"/>
-<line x1="{left}" y1="{}" x2="{}" y2="{}" stroke="black"/>
-<text x="16" y="{}" transform="rotate(-90 16 {})" text-anchor="middle">per-core variance (%)</text>
-"#,
-        w / 2.0,
-        result.params.repetitions,
-        h - bottom,
-        h - bottom,
-        w - 20.0,
-        h - bottom,
-        top + plot_h / 2.0,
-        top + plot_h / 2.0,
-    );
-    for i in 0..=4 {
-        let v = ymax * f64::from(i) / 4.0;
-        let _ = writeln!(
-            out,
-            r##"<text x="{}" y="{:.1}" text-anchor="end">{v:.2}</text><line x1="{left}" y1="{:.1}" x2="{}" y2="{:.1}" stroke="#ddd"/>"##,
-            left - 6.0,
-            y(v) + 4.0,
-            y(v),
-            w - 20.0,
-            y(v)
-        );
-    }
-    const COLORS: [&str; 6] = [
-        "#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#e15759", "#76b7b2",
-    ];
-    for (i, p) in result.policies.iter().enumerate() {
-        let x0 = left + slot * i as f64 + slot * 0.2;
-        let bw = slot * 0.6;
-        let xc = x0 + bw / 2.0;
-        // Not measured: no bar, the policy's name and "n/a".
-        let Some(s) = p.stats.core_variance else {
-            let _ = writeln!(
-                out,
-                r##"<text x="{xc:.1}" y="{:.1}" text-anchor="middle">n/a</text>
-<text x="{xc:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
-                h - bottom - 4.0,
-                h - bottom + 18.0,
-                p.name
-            );
-            continue;
-        };
-        let m = s.mean * 100.0;
-        let _ = writeln!(
-            out,
-            r##"<rect x="{x0:.1}" y="{:.1}" width="{bw:.1}" height="{:.1}" fill="{}"/>
-<text x="{xc:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
-            y(m),
-            (h - bottom - y(m)).max(0.0),
-            COLORS[i % COLORS.len()],
-            h - bottom + 18.0,
-            p.name
-        );
-        // One repetition: no interval to draw.
-        let Some(ci) = s.ci95.map(|c| c * 100.0) else {
-            continue;
-        };
-        let _ = writeln!(
-            out,
-            r##"<line x1="{xc:.1}" y1="{:.1}" x2="{xc:.1}" y2="{:.1}" stroke="black"/>
-<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="black"/>
-<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="black"/>"##,
-            y((m - ci).max(0.0)),
-            y(m + ci),
-            xc - 6.0,
-            y(m + ci),
-            xc + 6.0,
-            y(m + ci),
-            xc - 6.0,
-            y((m - ci).max(0.0)),
-            xc + 6.0,
-            y((m - ci).max(0.0)),
-        );
-    }
-    out.push_str("</svg>\n");
-    out
+    plot::BarChart::new(&format!(
+        "steer exp crossrss: per-core variance, mean and 95% CI over {} repetitions",
+        result.params.repetitions
+    ))
+    .x_label("policy")
+    .y_label("per-core variance (%)")
+    .groups(result.policies.iter().map(|p| p.name))
+    .series(
+        "per-core variance",
+        result
+            .policies
+            .iter()
+            .map(|p| {
+                p.stats
+                    .core_variance
+                    .map(|s| plot::Value::with_ci(s.mean * 100.0, s.ci95.map(|c| c * 100.0)))
+            })
+            .collect(),
+    )
+    .note("whiskers: 95% CI")
+    .svg()
 }
 
 /// Every backend's cumulative per-queue counts (backend-major), read from
@@ -522,5 +446,46 @@ mod tests {
         let s = PolicySummary::new("hash", vec![rep(Some(0.5)), rep(Some(0.25))]).unwrap();
         assert_eq!(s.core_variance, Some(0.375));
         assert!(PolicySummary::new("hash", Vec::new()).is_err());
+    }
+
+    fn result(policies: Vec<PolicySummary>) -> CrossRssResult {
+        CrossRssResult {
+            experiment: "crossrss",
+            meta: stats::Meta::collect(),
+            params: CrossRssParams::default(),
+            policies,
+            failures: 0,
+        }
+    }
+
+    #[test]
+    fn figure_shows_every_policy_with_its_interval() {
+        let r = result(vec![
+            PolicySummary::new("hash", vec![rep(Some(0.5)), rep(Some(0.25))]).unwrap(),
+            PolicySummary::new("crossrss", vec![rep(Some(0.1)), rep(Some(0.2))]).unwrap(),
+        ]);
+        let o = plot::outline(&svg(&r)).unwrap();
+        assert!(o.title.contains("per-core variance"), "{}", o.title);
+        assert_eq!(o.y_label, "per-core variance (%)");
+        assert_eq!(o.x_label, "policy");
+        assert_eq!(o.legend, vec!["per-core variance"]);
+        assert_eq!(o.x_ticks, vec!["hash", "crossrss"]);
+        assert_eq!((o.bars, o.whiskers, o.not_available), (2, 2, 0));
+        assert_eq!(o.note.as_deref(), Some("whiskers: 95% CI"));
+    }
+
+    #[test]
+    fn figure_marks_an_unmeasured_policy_and_a_single_repetition() {
+        let r = result(vec![
+            PolicySummary::new("hash", vec![rep(Some(0.5)), rep(None)]).unwrap(),
+            PolicySummary::new("crossrss", vec![rep(Some(0.1))]).unwrap(),
+        ]);
+        let o = plot::outline(&svg(&r)).unwrap();
+        // hash: no bar, "n/a"; crossrss: a bar without an interval.
+        assert_eq!((o.bars, o.whiskers, o.not_available), (1, 0, 1));
+        assert_eq!(
+            o.note.as_deref(),
+            Some("n/a: not measured; whiskers: 95% CI")
+        );
     }
 }

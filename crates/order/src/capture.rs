@@ -1,10 +1,16 @@
 //! Reading and writing capture files (pcap and pcapng) with the `pcap-file`
 //! crate, from an in-memory buffer.
 //!
+//! This is the one capture reader of the project: SRPIC's replay and metrics
+//! and the load balancer's trace simulator both read through it.
+//!
 //! The record headers are parsed "raw" and checked here: pcap-file's checked
 //! packet type rejects records whose original length exceeds the file's snap
 //! length, which every capture cut to its headers has (the tcptrace traces).
-//! A file that is cut or corrupted part-way is an error
+//! A record whose header is impossible (a captured length above
+//! [`MAX_RECORD_LEN`] and the snap length, or above the original length; a
+//! sub-second field of a second or more) is corrupt: the rest of the file
+//! cannot be trusted. A file that is cut or corrupted part-way is an error
 //! ([`CaptureError::Truncated`] / [`CaptureError::Corrupt`]) that says how
 //! many packets were read before it; [`Capture::read_lenient`] instead keeps
 //! the packets before the damage and reports it in [`Capture::damage`].
@@ -25,6 +31,10 @@ use pcap_file::{PcapError, TsResolution};
 use serde::Serialize;
 
 use crate::wire::LinkType;
+
+/// Largest record accepted whatever the file's snap length says (the largest
+/// snap length tcpdump writes).
+pub const MAX_RECORD_LEN: u32 = 262_144;
 
 /// Why a capture could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -147,7 +157,7 @@ impl Capture {
 
     /// Parses a capture held in memory; any damage is an error.
     pub fn read(bytes: &[u8]) -> Result<Capture, CaptureError> {
-        let (cap, err) = Capture::read_inner(bytes)?;
+        let (cap, err) = Capture::read_partial(bytes)?;
         match err {
             Some(e) => Err(e),
             None => Ok(cap),
@@ -157,7 +167,7 @@ impl Capture {
     /// Parses a capture, keeping the packets before any damage. Fails only
     /// when the file is not a capture at all.
     pub fn read_lenient(bytes: &[u8]) -> Result<Capture, CaptureError> {
-        let (mut cap, err) = Capture::read_inner(bytes)?;
+        let (mut cap, err) = Capture::read_partial(bytes)?;
         cap.damage = err.map(|e| match e {
             CaptureError::Truncated { offset, .. } => Damage {
                 offset,
@@ -172,7 +182,11 @@ impl Capture {
         Ok(cap)
     }
 
-    fn read_inner(bytes: &[u8]) -> Result<(Capture, Option<CaptureError>), CaptureError> {
+    /// Parses a capture, returning the packets before any damage together
+    /// with the damage as an error ([`CaptureError::Truncated`] or
+    /// [`CaptureError::Corrupt`]), for callers that treat the two apart.
+    /// Fails only when the file is not a capture at all.
+    pub fn read_partial(bytes: &[u8]) -> Result<(Capture, Option<CaptureError>), CaptureError> {
         if bytes.len() < 4 {
             return Err(CaptureError::NotACapture);
         }
@@ -183,6 +197,15 @@ impl Capture {
             | [0xa1, 0xb2, 0x3c, 0x4d] => read_pcap(bytes),
             [0x0a, 0x0d, 0x0d, 0x0a] => read_pcapng(bytes),
             _ => Err(CaptureError::NotACapture),
+        }
+    }
+
+    /// The link type number of the file (pcap header), or of its first
+    /// interface (pcapng); `None` for a pcapng without interfaces.
+    pub fn link_code(&self) -> Option<u32> {
+        match &self.header {
+            Header::Pcap(h) => Some(u32::from(h.datalink)),
+            Header::PcapNg { interfaces, .. } => interfaces.first().map(|i| u32::from(i.linktype)),
         }
     }
 
@@ -264,19 +287,51 @@ fn read_pcap(bytes: &[u8]) -> Result<(Capture, Option<CaptureError>), CaptureErr
     let link =
         LinkType::from_pcap(link_code).ok_or(CaptureError::UnsupportedLinkType(link_code))?;
     let nanos = header.ts_resolution == TsResolution::NanoSecond;
+    let frac_limit: u32 = if nanos { 1_000_000_000 } else { 1_000_000 };
+    let max_len = MAX_RECORD_LEN.max(header.snaplen);
     let mut packets = Vec::new();
     let mut damage = None;
     while !rest.is_empty() {
         let offset = bytes.len() - rest.len();
+        let corrupt = |packets: usize, reason: String| CaptureError::Corrupt {
+            packets,
+            offset,
+            reason,
+        };
+        // Check the declared length before the parser slices with it: a huge
+        // one would otherwise read as a file cut short.
+        if let Some(field) = rest.get(8..12) {
+            let field = [field[0], field[1], field[2], field[3]];
+            let incl_len = match header.endianness {
+                pcap_file::Endianness::Big => u32::from_be_bytes(field),
+                pcap_file::Endianness::Little => u32::from_le_bytes(field),
+            };
+            if incl_len > max_len {
+                damage = Some(corrupt(
+                    packets.len(),
+                    format!("captured length {incl_len} exceeds {max_len}"),
+                ));
+                break;
+            }
+        }
         match parser.next_raw_packet(rest) {
             Ok((r, raw)) => {
                 rest = r;
                 if raw.incl_len > raw.orig_len {
-                    damage = Some(CaptureError::Corrupt {
-                        packets: packets.len(),
-                        offset,
-                        reason: "captured length exceeds original length".into(),
-                    });
+                    damage = Some(corrupt(
+                        packets.len(),
+                        "captured length exceeds original length".into(),
+                    ));
+                    break;
+                }
+                if raw.ts_frac >= frac_limit {
+                    damage = Some(corrupt(
+                        packets.len(),
+                        format!(
+                            "sub-second timestamp {} is not below {frac_limit}",
+                            raw.ts_frac
+                        ),
+                    ));
                     break;
                 }
                 let frac_ns = if nanos {
@@ -304,11 +359,7 @@ fn read_pcap(bytes: &[u8]) -> Result<(Capture, Option<CaptureError>), CaptureErr
                 break;
             }
             Err(e) => {
-                damage = Some(CaptureError::Corrupt {
-                    packets: packets.len(),
-                    offset,
-                    reason: e.to_string(),
-                });
+                damage = Some(corrupt(packets.len(), e.to_string()));
                 break;
             }
         }
@@ -434,4 +485,64 @@ fn read_pcapng(bytes: &[u8]) -> Result<(Capture, Option<CaptureError>), CaptureE
         },
     };
     Ok((cap, damage))
+}
+
+/// A little-endian microsecond pcap of `(time_ns, frame)` records with the
+/// given link type (tests, fuzz seeds, examples). Times are cut to the
+/// microsecond.
+pub fn write_pcap(link_type: u32, records: &[(u64, Vec<u8>)]) -> Vec<u8> {
+    let header = PcapHeader {
+        datalink: link_type.into(),
+        endianness: pcap_file::Endianness::Little,
+        ..PcapHeader::default()
+    };
+    let mut out = Vec::new();
+    // Writing into a Vec fails only on allocation failure, which aborts.
+    if let Ok(mut w) = PcapWriter::with_header(&mut out, header) {
+        for (time_ns, frame) in records {
+            let len = u32::try_from(frame.len()).unwrap_or(u32::MAX);
+            let raw = RawPcapPacket {
+                ts_sec: u32::try_from(time_ns / 1_000_000_000).unwrap_or(u32::MAX),
+                ts_frac: (time_ns % 1_000_000_000 / 1000) as u32,
+                incl_len: len,
+                orig_len: len,
+                data: Cow::Borrowed(frame),
+            };
+            if w.write_raw_packet(&raw).is_err() {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// A pcapng (one section, one interface with nanosecond timestamps) of
+/// `(time_ns, frame)` records with the given link type (tests, examples).
+pub fn write_pcapng(link_type: u32, records: &[(u64, Vec<u8>)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    if let Ok(mut w) = PcapNgWriter::new(&mut out) {
+        let idb = InterfaceDescriptionBlock {
+            linktype: link_type.into(),
+            snaplen: 0,
+            // if_tsresol 9: timestamps count nanoseconds.
+            options: vec![InterfaceDescriptionOption::IfTsResol(9)],
+        };
+        if w.write_pcapng_block(idb).is_ok() {
+            for (time_ns, frame) in records {
+                let epb = EnhancedPacketBlock {
+                    interface_id: 0,
+                    // pcap-file stores the Duration's nanoseconds as the raw
+                    // timestamp units (see `RawTime::PcapNg`).
+                    timestamp: Duration::from_nanos(*time_ns),
+                    original_len: u32::try_from(frame.len()).unwrap_or(u32::MAX),
+                    data: Cow::Borrowed(frame),
+                    options: vec![],
+                };
+                if w.write_pcapng_block(epb).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    out
 }

@@ -3,7 +3,7 @@
 
 mod common;
 
-use order::capture::{Capture, CaptureError};
+use order::capture::{write_pcap, write_pcapng, Capture, CaptureError, Format};
 use order::wire::{parse, LinkType, ParseError, Suitability, Transport};
 use proptest::prelude::*;
 
@@ -44,7 +44,7 @@ fn shared_traces_read_and_parse() {
 #[test]
 fn damaged_files_are_errors() {
     let frame = common::tcp_frame(common::A, 1, common::B, 2, 7, common::ACK, 10);
-    let bytes = common::pcap(1, &[(0, frame.clone()), (1, frame)]);
+    let bytes = write_pcap(1, &[(0, frame.clone()), (1_000, frame)]);
     assert!(Capture::read(&bytes).is_ok());
     for cut in [bytes.len() - 1, bytes.len() - 30, 24 + 8] {
         match Capture::read(&bytes[..cut]) {
@@ -67,12 +67,12 @@ fn pcap_round_trip_keeps_bytes_and_order() {
     let frames: Vec<(u64, Vec<u8>)> = (0..5u32)
         .map(|i| {
             (
-                u64::from(i) * 7,
+                u64::from(i) * 7_000,
                 common::tcp_frame(common::A, 1, common::B, 2, i * 10, common::ACK, 10),
             )
         })
         .collect();
-    let cap = Capture::read(&common::pcap(1, &frames)).unwrap();
+    let cap = Capture::read(&write_pcap(1, &frames)).unwrap();
     let mut out = Vec::new();
     cap.write(&mut out, &[4, 3, 2, 1, 0], None).unwrap();
     let back = Capture::read(&out).unwrap();
@@ -87,6 +87,56 @@ fn pcap_round_trip_keeps_bytes_and_order() {
             &frames[0].1
         ]
     );
+}
+
+#[test]
+fn pcapng_reads_like_pcap() {
+    let frames: Vec<(u64, Vec<u8>)> = (0..3u32)
+        .map(|i| {
+            (
+                1_000_000_000 + u64::from(i) * 1_500,
+                common::tcp_frame(common::A, 1, common::B, 2, i * 10, common::ACK, 10),
+            )
+        })
+        .collect();
+    let ng = Capture::read(&write_pcapng(1, &frames)).unwrap();
+    let classic = Capture::read(&write_pcap(1, &frames)).unwrap();
+    assert_eq!((ng.format, classic.format), (Format::PcapNg, Format::Pcap));
+    assert_eq!((ng.link_code(), classic.link_code()), (Some(1), Some(1)));
+    let times = |c: &Capture| c.packets.iter().map(|p| p.time_ns).collect::<Vec<_>>();
+    // pcapng keeps nanoseconds, the microsecond pcap cuts them.
+    assert_eq!(times(&ng), [1_000_000_000, 1_000_001_500, 1_000_003_000]);
+    assert_eq!(times(&classic), [1_000_000_000, 1_000_001_000, 1_000_003_000]);
+    for (a, b) in ng.packets.iter().zip(&classic.packets) {
+        assert_eq!((a.link, &a.data), (b.link, &b.data));
+    }
+}
+
+#[test]
+fn impossible_record_headers_are_corrupt() {
+    let frame = common::tcp_frame(common::A, 1, common::B, 2, 7, common::ACK, 10);
+    let ok = write_pcap(1, &[(0, frame.clone()), (1_000, frame)]);
+    // A record claiming 1 GiB, read as corrupt rather than as a cut file.
+    let mut huge = ok.clone();
+    huge[32..36].copy_from_slice(&(1u32 << 30).to_le_bytes());
+    let err = Capture::read(&huge).unwrap_err();
+    assert!(
+        matches!(err, CaptureError::Corrupt { packets: 0, offset: 24, .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("exceeds"), "{err}");
+    // A microsecond field of 2 s.
+    let mut frac = ok.clone();
+    frac[28..32].copy_from_slice(&2_000_000u32.to_le_bytes());
+    let err = Capture::read(&frac).unwrap_err();
+    assert!(err.to_string().contains("sub-second"), "{err}");
+    // The lenient reader keeps what came before the damage.
+    let second = 24 + 16 + ok[24 + 8] as usize;
+    let mut late = ok.clone();
+    late[second + 4..second + 8].copy_from_slice(&2_000_000u32.to_le_bytes());
+    let cap = Capture::read_lenient(&late).unwrap();
+    assert_eq!(cap.packets.len(), 1);
+    assert_eq!(cap.damage.unwrap().offset, second);
 }
 
 #[test]
@@ -113,7 +163,7 @@ fn linux_cooked_and_raw_ip() {
         );
     }
     // Through a capture with the Linux cooked link type.
-    let cap = Capture::read(&common::pcap(
+    let cap = Capture::read(&write_pcap(
         113,
         &[(0, {
             let mut s = vec![0u8; 14];

@@ -119,12 +119,12 @@ fn through_capture(start: u32, arrivals: &[(u64, u64, u64)]) -> order::ReorderMe
         .map(|&(s, l, t)| {
             let seq = start.wrapping_add(s as u32);
             (
-                t / 1000,
+                t,
                 common::tcp_frame(common::A, 5000, common::B, 80, seq, common::ACK, l as usize),
             )
         })
         .collect();
-    let bytes = common::pcap(1, &records);
+    let bytes = order::capture::write_pcap(1, &records);
     let cap = Capture::read(&bytes).unwrap();
     let infos = parse_capture(&cap);
     let reports = flow_reports(

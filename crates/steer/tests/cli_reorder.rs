@@ -46,20 +46,15 @@ fn crafted() -> Vec<u8> {
     const ORDER: [u32; 20] = [
         1, 3, 6, 2, 4, 5, 7, 8, 9, 11, 10, 13, 15, 12, 14, 16, 17, 18, 19, 20,
     ];
-    let mut b = Vec::new();
-    b.extend_from_slice(&0xa1b2c3d4u32.to_le_bytes());
-    b.extend_from_slice(&[2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
-    b.extend_from_slice(&65535u32.to_le_bytes());
-    b.extend_from_slice(&1u32.to_le_bytes());
-    for (i, k) in ORDER.iter().enumerate() {
-        let frame = tcp_frame((u32::MAX - 1000).wrapping_add(k * 100), 100);
-        b.extend_from_slice(&0u32.to_le_bytes());
-        b.extend_from_slice(&(i as u32 * 10).to_le_bytes());
-        b.extend_from_slice(&(frame.len() as u32).to_le_bytes());
-        b.extend_from_slice(&(frame.len() as u32).to_le_bytes());
-        b.extend_from_slice(&frame);
-    }
-    b
+    let records: Vec<(u64, Vec<u8>)> = ORDER
+        .iter()
+        .enumerate()
+        .map(|(i, k)| {
+            let frame = tcp_frame((u32::MAX - 1000).wrapping_add(k * 100), 100);
+            (i as u64 * 10_000, frame)
+        })
+        .collect();
+    order::capture::write_pcap(1, &records)
 }
 
 fn stats_json(path: &std::path::Path) -> serde_json::Value {

@@ -44,25 +44,6 @@ pub fn tcp_frame(
     f
 }
 
-/// A classic little-endian microsecond pcap with the given link type.
-pub fn pcap(linktype: u32, records: &[(u64, Vec<u8>)]) -> Vec<u8> {
-    let mut b = Vec::new();
-    b.extend_from_slice(&0xa1b2c3d4u32.to_le_bytes());
-    b.extend_from_slice(&2u16.to_le_bytes());
-    b.extend_from_slice(&4u16.to_le_bytes());
-    b.extend_from_slice(&[0; 8]);
-    b.extend_from_slice(&65535u32.to_le_bytes());
-    b.extend_from_slice(&linktype.to_le_bytes());
-    for (time_us, data) in records {
-        b.extend_from_slice(&((time_us / 1_000_000) as u32).to_le_bytes());
-        b.extend_from_slice(&((time_us % 1_000_000) as u32).to_le_bytes());
-        b.extend_from_slice(&(data.len() as u32).to_le_bytes());
-        b.extend_from_slice(&(data.len() as u32).to_le_bytes());
-        b.extend_from_slice(data);
-    }
-    b
-}
-
 pub const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 pub const B: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
 pub const ACK: u8 = 0x10;

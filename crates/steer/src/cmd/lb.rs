@@ -100,7 +100,7 @@ fn live_run(args: RunArgs, json: bool) -> anyhow::Result<i32> {
 
 #[derive(Debug, Args)]
 pub struct SimArgs {
-    /// A pcap capture (Ethernet, raw IP, Linux SLL; not pcapng).
+    /// A pcap or pcapng capture (Ethernet, raw IP, Linux SLL/SLL2, loopback).
     #[arg(long)]
     pub trace: PathBuf,
     /// Servers behind the load balancer.
