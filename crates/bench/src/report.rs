@@ -378,10 +378,7 @@ mod tests {
         assert_eq!(o.legend, vec!["mean"]);
         assert_eq!(o.x_ticks, vec!["7", "8", "9"]);
         assert_eq!((o.points, o.whiskers, o.not_available), (3, 3, 0));
-        assert_eq!(
-            o.note.as_deref(),
-            Some("whiskers: min..max of the samples")
-        );
+        assert_eq!(o.note.as_deref(), Some("whiskers: min..max of the samples"));
     }
 
     #[test]

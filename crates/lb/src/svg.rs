@@ -18,11 +18,19 @@ pub fn variance_plot(report: &SimReport) -> String {
     .groups(report.policies.iter().map(|p| p.name))
     .series(
         "server variance",
-        report.policies.iter().map(|p| percent(p.server_variance)).collect(),
+        report
+            .policies
+            .iter()
+            .map(|p| percent(p.server_variance))
+            .collect(),
     )
     .series(
         "per-core variance",
-        report.policies.iter().map(|p| percent(p.core_variance)).collect(),
+        report
+            .policies
+            .iter()
+            .map(|p| percent(p.core_variance))
+            .collect(),
     )
     .svg()
 }

@@ -254,7 +254,11 @@ impl BarChart {
             }
         }
         c.close();
-        let names: Vec<(&str, bool)> = self.series.iter().map(|s| (s.name.as_str(), true)).collect();
+        let names: Vec<(&str, bool)> = self
+            .series
+            .iter()
+            .map(|s| (s.name.as_str(), true))
+            .collect();
         c.legend(&names, absent, &self.frame.note);
         c.finish()
     }
@@ -309,8 +313,12 @@ impl LineChart {
 
     pub fn svg(&self) -> String {
         let points = || self.series.iter().flat_map(|s| s.data.iter());
-        let mut lo = points().map(|p| p.value.low()).fold(f64::INFINITY, f64::min);
-        let mut hi = points().map(|p| p.value.high()).fold(f64::NEG_INFINITY, f64::max);
+        let mut lo = points()
+            .map(|p| p.value.low())
+            .fold(f64::INFINITY, f64::min);
+        let mut hi = points()
+            .map(|p| p.value.high())
+            .fold(f64::NEG_INFINITY, f64::max);
         if self.y_from_zero {
             lo = lo.min(0.0);
             hi = hi.max(0.0);
@@ -444,7 +452,7 @@ impl Ticks {
 
 /// The round number (1, 2, 2.5, 5 times a power of ten) at or above `x`.
 fn nice(x: f64) -> f64 {
-    if !(x > 0.0) || !x.is_finite() {
+    if !x.is_finite() || x <= 0.0 {
         return 1.0;
     }
     let mag = 10f64.powf(x.log10().floor());
