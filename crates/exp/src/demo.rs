@@ -572,7 +572,7 @@ fn summarize(way: Way, runs: Vec<Repetition>) -> Option<WayResult> {
         repetitions: runs.len() as u32,
         perfect_fraction: runs.iter().filter(|r| r.perfect).count() as f64 / n,
         max_flows_on_a_queue: runs.iter().map(|r| r.max_flows_on_a_queue).max()?,
-        aggregate_gbps: runs.iter().map(|r| r.aggregate_gbps).sum::<f64>() / n,
+        aggregate_gbps: stats::mean(&runs.iter().map(|r| r.aggregate_gbps).collect::<Vec<_>>())?,
         min_flow_gbps: runs.iter().map(|r| r.min_flow_gbps).reduce(f64::min)?,
         runs,
     })

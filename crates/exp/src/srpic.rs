@@ -498,7 +498,7 @@ fn ratio(summaries: &[Summary], f: &dyn Fn(&Summary) -> f64) -> Option<f64> {
             (f(off) > 0.0).then(|| f(on) / f(off))
         })
         .collect();
-    (!pairs.is_empty()).then(|| pairs.iter().sum::<f64>() / pairs.len() as f64)
+    stats::mean(&pairs)
 }
 
 /// A grouped bar chart: throughput without and with SRPIC per cell (mean

@@ -353,8 +353,8 @@ mod tests {
             sd_ns: 250_000,
         };
         let xs: Vec<f64> = (0..200_000).map(|_| d.sample(&mut rng) as f64).collect();
-        let mean = xs.iter().sum::<f64>() / xs.len() as f64;
-        let sd = (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / xs.len() as f64).sqrt();
+        let mean = ::stats::mean(&xs).unwrap();
+        let sd = ::stats::stddev(&xs).unwrap();
         assert!((mean - 2.5e6).abs() < 5e3, "{mean}");
         assert!((sd - 2.5e5).abs() < 5e3, "{sd}");
     }
