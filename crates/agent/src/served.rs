@@ -117,15 +117,16 @@ fn with_bpffs_hint(message: String, err: &DeviceError) -> String {
     }
 }
 
-/// Reads and validates a config file.
+/// Reads and validates a config file ([`RssConfig::from_file`]).
 pub fn file_config(path: &std::path::Path) -> Result<RssConfig, AgentError> {
-    let text = std::fs::read_to_string(path).map_err(|e| AgentError::ConfigFile {
+    RssConfig::from_file(path).map_err(|e| AgentError::ConfigFile {
         path: path.to_path_buf(),
-        reason: e.to_string(),
-    })?;
-    RssConfig::from_json(&text).map_err(|e| AgentError::ConfigFile {
-        path: path.to_path_buf(),
-        reason: e.to_string(),
+        // The variant names the file itself.
+        reason: match e {
+            rss::RssError::Unreadable { reason, .. } => reason,
+            rss::RssError::InFile { source, .. } => source.to_string(),
+            other => other.to_string(),
+        },
     })
 }
 

@@ -124,17 +124,24 @@ pub(crate) fn read_config(
     netns: Option<&str>,
 ) -> Result<Option<rss::RssConfig>, NicError> {
     let path = config_path(dev, netns);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(NicError::io(format!("read {}", path.display()), e)),
-    };
-    rss::RssConfig::from_json(&text)
-        .map(Some)
-        .map_err(|e| NicError::State {
+    match rss::RssConfig::from_file(&path) {
+        Ok(config) => Ok(Some(config)),
+        Err(rss::RssError::Unreadable {
+            kind: std::io::ErrorKind::NotFound,
+            ..
+        }) => Ok(None),
+        Err(rss::RssError::Unreadable { kind, reason, .. }) => Err(NicError::io(
+            format!("read {}", path.display()),
+            std::io::Error::new(kind, reason),
+        )),
+        Err(e) => Err(NicError::State {
             path: path.display().to_string(),
-            reason: e.to_string(),
-        })
+            reason: match e {
+                rss::RssError::InFile { source, .. } => source.to_string(),
+                other => other.to_string(),
+            },
+        }),
+    }
 }
 
 #[cfg(test)]

@@ -87,6 +87,58 @@ pub struct Placement {
     pub cpu: u32,
 }
 
+/// What a user states about a device that cannot be inspected (the
+/// `--key/--queues/--table-size/--weight/--udp-ports/--transform` options):
+/// [`RssConfig::ethtool_default`] with the stated changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatedConfig {
+    pub key: RssKey,
+    pub queues: u32,
+    pub table_size: usize,
+    /// Fill the table like `ethtool -X DEV weight W0 W1 ...` (one weight per
+    /// queue); empty: equally.
+    pub weights: Vec<u32>,
+    /// Hash UDP on ports too (default: addresses only).
+    pub udp_ports: bool,
+    pub input_transform: InputTransform,
+}
+
+impl StatedConfig {
+    /// The stated key and queues, everything else as `ethtool -X DEV default`.
+    pub fn new(key: RssKey, queues: u32, table_size: usize) -> Self {
+        StatedConfig {
+            key,
+            queues,
+            table_size,
+            weights: Vec::new(),
+            udp_ports: false,
+            input_transform: InputTransform::None,
+        }
+    }
+
+    /// The config, validated.
+    pub fn build(&self) -> Result<RssConfig, RssError> {
+        let mut config =
+            RssConfig::ethtool_default(self.key.clone(), self.queues, self.table_size)?;
+        if !self.weights.is_empty() {
+            if self.weights.len() != self.queues as usize {
+                return Err(RssError::WeightCount {
+                    weights: self.weights.len(),
+                    queues: self.queues,
+                });
+            }
+            config.indirection_table =
+                IndirectionTable::weighted(self.table_size, &self.weights, 0)?;
+        }
+        if self.udp_ports {
+            config.fields = HashFieldsByFlow::all_four_tuple();
+        }
+        config.input_transform = self.input_transform;
+        config.validate()?;
+        Ok(config)
+    }
+}
+
 impl RssConfig {
     /// The configuration `ethtool -X DEV default` gives a device with `queues`
     /// queues: Toeplitz, the given key, 4-tuple TCP / 2-tuple UDP, table entry
@@ -140,6 +192,21 @@ impl RssConfig {
             serde_json::from_str(text).map_err(|e| RssError::InvalidConfig(e.to_string()))?;
         config.validate()?;
         Ok(config)
+    }
+
+    /// Reads and validates a config file (JSON, as `steer rss show --json`
+    /// prints it): the one loader every crate and command uses.
+    pub fn from_file(path: &std::path::Path) -> Result<Self, RssError> {
+        let text = std::fs::read_to_string(path).map_err(|e| RssError::Unreadable {
+            what: "RSS config",
+            path: path.display().to_string(),
+            kind: e.kind(),
+            reason: e.to_string(),
+        })?;
+        RssConfig::from_json(&text).map_err(|e| RssError::InFile {
+            path: path.display().to_string(),
+            source: Box::new(e),
+        })
     }
 
     pub fn to_json(&self) -> String {
@@ -251,6 +318,27 @@ mod tests {
         let mut config = RssConfig::ethtool_default(RssKey::microsoft(), 4, 128).unwrap();
         config.rps_cpus = vec![vec![0, 1], vec![], vec![], vec![2]];
         let back = RssConfig::from_json(&config.to_json()).unwrap();
+        // Through a file, and the file errors name the file on one line.
+        let dir = std::env::temp_dir().join(format!("rss-config-file-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("rss.json");
+        std::fs::write(&file, config.to_json()).unwrap();
+        assert_eq!(RssConfig::from_file(&file).unwrap(), config);
+        std::fs::write(&file, "{\"version\": 1").unwrap();
+        let err = RssConfig::from_file(&file).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!("{}: invalid RSS config", file.display())),
+            "{err}"
+        );
+        assert!(!err.contains('\n'), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+        let err = RssConfig::from_file(std::path::Path::new("/nonexistent/rss.json")).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("cannot read RSS config /nonexistent/rss.json"),
+            "{err}"
+        );
+        assert!(err.is_bad_input());
         assert_eq!(back, config);
     }
 

@@ -30,6 +30,8 @@ pub enum RssError {
     NoQueues,
     #[error("indirection table of {size} entries is larger than the kernel allows ({max})")]
     TableTooLarge { size: usize, max: usize },
+    #[error("{weights} weights given for {queues} queues (give one per queue)")]
+    WeightCount { weights: usize, queues: u32 },
     #[error("weights must not all be zero")]
     ZeroWeights,
     #[error("queue_cpus lists {listed} queues but the device has {queues}")]
@@ -44,19 +46,43 @@ pub enum RssError {
     OnePort,
     #[error("invalid RSS config: {0}")]
     InvalidConfig(String),
+    #[error(
+        "`default`: Linux drivers hash with a random per-boot key (netdev_rss_key), so a \
+         sender cannot predict the receiver's cores; steering needs the receiver's real key \
+         (its config file, its key in hex, or @FILE holding the hex)"
+    )]
+    KeyUnknowable,
+    /// A key or config file that cannot be read (`kind` decides whether the
+    /// environment is at fault).
+    #[error("cannot read {what} {path}: {reason}")]
+    Unreadable {
+        what: &'static str,
+        path: String,
+        kind: std::io::ErrorKind,
+        reason: String,
+    },
+    /// A key or config file that was read but does not parse.
+    #[error("{path}: {source}")]
+    InFile {
+        path: String,
+        #[source]
+        source: Box<RssError>,
+    },
 }
 
 impl RssError {
-    /// Never the environment: every variant is about a value given to the
-    /// model (the CLI's exit codes: `is_environment` 3, `is_bad_input` 2).
+    /// The environment only when a named file may not be read; every other
+    /// variant is about a value given to the model (the CLI's exit codes:
+    /// `is_environment` 3, `is_bad_input` 2).
     pub fn is_environment(&self) -> bool {
-        false
+        matches!(self, RssError::Unreadable { kind, .. } if *kind == std::io::ErrorKind::PermissionDenied)
     }
 
-    /// Always bad input: the key, table, endpoint or config given is wrong
-    /// (exit 2). Where a device's own config is at fault, the caller wraps
+    /// Otherwise bad input: the key, table, endpoint or config given is
+    /// wrong, or its file is missing (exit 2). Where a device's own config
+    /// is at fault, the caller wraps
     /// this in its own error, which classifies it instead.
     pub fn is_bad_input(&self) -> bool {
-        true
+        !self.is_environment()
     }
 }

@@ -60,6 +60,34 @@ impl RssKey {
         RssKey::new(bytes)
     }
 
+    /// Parses a key as users name one (every `--key` of the project):
+    /// `microsoft` ([`RssKey::microsoft`]), `symmetric`
+    /// ([`RssKey::symmetric`], 40 bytes), `@FILE` (a file holding the hex,
+    /// e.g. `ethtool -x` output trimmed to the key), or hex. `default` is
+    /// refused: Linux drivers default to a random per-boot key that no
+    /// other host can know.
+    pub fn from_arg(text: &str) -> Result<Self, RssError> {
+        match text {
+            "default" => Err(RssError::KeyUnknowable),
+            "microsoft" => Ok(RssKey::microsoft()),
+            "symmetric" => Ok(RssKey::symmetric(40)),
+            file if file.starts_with('@') => {
+                let path = &file[1..];
+                let text = std::fs::read_to_string(path).map_err(|e| RssError::Unreadable {
+                    what: "RSS key",
+                    path: path.to_string(),
+                    kind: e.kind(),
+                    reason: e.to_string(),
+                })?;
+                RssKey::from_hex(&text).map_err(|e| RssError::InFile {
+                    path: path.to_string(),
+                    source: Box::new(e),
+                })
+            }
+            hex => RssKey::from_hex(hex),
+        }
+    }
+
     pub fn as_bytes(&self) -> &[u8] {
         &self.0
     }
@@ -113,6 +141,50 @@ impl<'de> Deserialize<'de> for RssKey {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let text = String::deserialize(d)?;
         RssKey::from_hex(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod arg_tests {
+    use super::*;
+
+    #[test]
+    fn names_hex_and_files() {
+        assert_eq!(RssKey::from_arg("microsoft").unwrap(), RssKey::microsoft());
+        assert_eq!(
+            RssKey::from_arg("symmetric").unwrap(),
+            RssKey::symmetric(40)
+        );
+        assert_eq!(RssKey::from_arg("6d:5a").unwrap().as_bytes(), [0x6d, 0x5a]);
+        let dir = std::env::temp_dir().join(format!("rss-key-arg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("key");
+        std::fs::write(&file, "0102\n").unwrap();
+        let arg = format!("@{}", file.display());
+        assert_eq!(RssKey::from_arg(&arg).unwrap().as_bytes(), [1, 2]);
+        std::fs::write(&file, "nothex").unwrap();
+        let err = RssKey::from_arg(&arg).unwrap_err();
+        assert!(matches!(err, RssError::InFile { .. }), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn bad_keys_are_one_line_errors() {
+        for (arg, needle) in [
+            ("default", "random per-boot key"),
+            ("zz", "not hex"),
+            ("", "empty"),
+            (
+                "@/nonexistent/steer-key",
+                "cannot read RSS key /nonexistent/steer-key",
+            ),
+        ] {
+            let err = RssKey::from_arg(arg).unwrap_err();
+            let text = err.to_string();
+            assert!(text.contains(needle), "{arg}: {text}");
+            assert!(!text.contains('\n'), "{arg}: {text}");
+            assert!(err.is_bad_input(), "{arg}");
+        }
     }
 }
 

@@ -21,7 +21,7 @@ pub mod live;
 pub mod toeplitz;
 pub mod tuple;
 
-pub use config::{HashFunction, InputTransform, Placement, Predictor, RssConfig};
+pub use config::{HashFunction, InputTransform, Placement, Predictor, RssConfig, StatedConfig};
 pub use endpoint::Endpoint;
 pub use error::RssError;
 pub use fields::{FlowType, HashFields, HashFieldsByFlow};

@@ -147,9 +147,9 @@ pub struct ConfigSource {
 /// A config from stated assumptions.
 #[derive(Debug, Args)]
 pub struct Assumptions {
-    /// Key: hex bytes (colons allowed), `microsoft` (the verification key) or
-    /// `symmetric` (0x6d5a repeated, 40 bytes). `rss config` without --key
-    /// uses `microsoft`.
+    /// Key: hex bytes (colons allowed), `microsoft` (the verification key),
+    /// `symmetric` (0x6d5a repeated, 40 bytes) or @FILE (a file holding the
+    /// hex). `rss config` without --key uses `microsoft`.
     #[arg(long, group = "from")]
     pub key: Option<String>,
     /// Number of receive queues (queue q is assumed served by CPU q).

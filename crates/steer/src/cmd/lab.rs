@@ -58,10 +58,7 @@ fn up(args: LabUpArgs, json: bool) -> anyhow::Result<i32> {
     spec.track_flows = args.track_flows;
     spec.ipv6 = !args.no_ipv6;
     if let Some(path) = &args.config {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let config =
-            rss::RssConfig::from_json(&text).with_context(|| format!("{}", path.display()))?;
+        let config = rss::RssConfig::from_file(path)?;
         spec.queues = config.queues;
         spec.key = Some(config.key);
         spec.table = Some(config.indirection_table);

@@ -131,7 +131,8 @@ pub struct SimArgs {
     /// load balancer's table.
     #[arg(long, default_value_t = lb::servers::DEFAULT_BUCKETS)]
     pub buckets: usize,
-    /// Toeplitz key shared by all servers: hex, or `microsoft`.
+    /// Toeplitz key shared by all servers: hex, `microsoft`, `symmetric` or
+    /// @FILE (a file holding the hex).
     #[arg(long, default_value = "microsoft")]
     pub key: String,
     /// Use only the first N packets of the capture.
@@ -203,10 +204,7 @@ pub fn run(cmd: LbCommand, json: bool) -> anyhow::Result<i32> {
 
 fn sim(args: SimArgs, json: bool) -> anyhow::Result<i32> {
     let policies = sim_policies(&args.policy);
-    let key = match args.key.as_str() {
-        "microsoft" => rss::RssKey::microsoft(),
-        hex => rss::RssKey::from_hex(hex).context("--key")?,
-    };
+    let key = rss::RssKey::from_arg(&args.key).context("--key")?;
     key.check_input_len(rss::toeplitz::V6_TUPLE_LEN)
         .context("--key")?;
     let config = SimConfig {

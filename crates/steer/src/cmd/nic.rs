@@ -1,19 +1,10 @@
 //! `steer nic attach|update|stats|flows|detach`.
 
-use std::path::Path;
-
-use anyhow::Context;
 use rss::RssConfig;
 use serde::Serialize;
 
 use crate::cli::NicCommand;
 use crate::{exit, output};
-
-fn read_config(path: &Path) -> anyhow::Result<RssConfig> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    RssConfig::from_json(&text).with_context(|| format!("{}", path.display()))
-}
 
 /// What `attach`, `update` and `detach` print with `--json`.
 #[derive(Serialize)]
@@ -35,7 +26,7 @@ pub fn run(cmd: NicCommand, json: bool) -> anyhow::Result<i32> {
             config,
             track_flows,
         } => {
-            let config = read_config(&config)?;
+            let config = RssConfig::from_file(&config)?;
             let opts = nic::AttachOptions {
                 track_flows,
                 ..Default::default()
@@ -61,7 +52,7 @@ pub fn run(cmd: NicCommand, json: bool) -> anyhow::Result<i32> {
             }
         }
         NicCommand::Update { dev, config } => {
-            let config = read_config(&config)?;
+            let config = RssConfig::from_file(&config)?;
             nic::update(dev.name(), dev.netns.as_deref(), &config)?;
             if json {
                 output::json(&Change {

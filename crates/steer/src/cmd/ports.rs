@@ -3,12 +3,12 @@
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
-use rss::{IndirectionTable, L4Proto, RssConfig, RssKey};
+use rss::{L4Proto, RssConfig, RssKey, StatedConfig};
 use serde::Serialize;
 use srap::alloc::{AllocClient, Server, ServerOptions};
 use srap::{LocalPorts, Plan, PlanOptions, PortRange};
@@ -252,25 +252,6 @@ fn odds(args: &OddsArgs, json: bool) -> anyhow::Result<i32> {
     Ok(exit::OK)
 }
 
-fn read_key(text: &str) -> anyhow::Result<RssKey> {
-    Ok(match text {
-        "default" => bail!(
-            "--key default: Linux drivers hash with a random per-boot key (netdev_rss_key), so a \
-             sender cannot predict the receiver's cores; steering needs the receiver's real key: \
-             --config FILE (steer rss show --json on the receiver), --key HEX or --key @FILE"
-        ),
-        "microsoft" => RssKey::microsoft(),
-        "symmetric" => RssKey::symmetric(40),
-        file if file.starts_with('@') => {
-            let path = &file[1..];
-            let text =
-                std::fs::read_to_string(path).with_context(|| format!("cannot read key {path}"))?;
-            RssKey::from_hex(&text).with_context(|| format!("key file {path}"))?
-        }
-        hex => RssKey::from_hex(hex).context("--key")?,
-    })
-}
-
 /// What a sender knows about a receiver before planning.
 #[derive(Debug, Clone)]
 pub struct Receiver {
@@ -283,12 +264,6 @@ pub struct Receiver {
     pub seen_from: Option<IpAddr>,
     /// Where the config came from, for the table.
     pub origin: String,
-}
-
-fn config_file(path: &Path) -> anyhow::Result<RssConfig> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    RssConfig::from_json(&text).with_context(|| format!("{}", path.display()))
 }
 
 /// The receiver's config from an agent, for destination `to`: first the
@@ -324,7 +299,10 @@ pub fn receiver(args: &ReceiverArgs, to: SocketAddr) -> anyhow::Result<Receiver>
             .context("cannot get the receiver's RSS config from its agent");
     }
     let (config, origin) = match &args.config {
-        Some(path) => (config_file(path)?, format!("file {}", path.display())),
+        Some(path) => (
+            RssConfig::from_file(path)?,
+            format!("file {}", path.display()),
+        ),
         None => (receiver_config(args)?, "stated assumptions".to_string()),
     };
     Ok(Receiver {
@@ -343,24 +321,17 @@ pub fn has_receiver(args: &ReceiverArgs) -> bool {
 /// The receiver's config from `--config` or `--key/--queues/...`.
 pub fn receiver_config(args: &ReceiverArgs) -> anyhow::Result<RssConfig> {
     if let Some(path) = &args.config {
-        return config_file(path);
+        return Ok(RssConfig::from_file(path)?);
     }
-    let key = read_key(args.key.as_deref().unwrap_or("default"))?;
+    let key = RssKey::from_arg(args.key.as_deref().unwrap_or("default")).context("--key")?;
     let Some(queues) = args.queues else {
         bail!("--key needs --queues N (the receiver's receive queue count)");
     };
-    let mut config = RssConfig::ethtool_default(key, queues, args.table_size)?;
-    if !args.weight.is_empty() {
-        if args.weight.len() != queues as usize {
-            bail!(
-                "--weight gives {} weights but --queues is {queues}",
-                args.weight.len()
-            );
-        }
-        config.indirection_table = IndirectionTable::weighted(args.table_size, &args.weight, 0)?;
-    }
-    config.validate()?;
-    Ok(config)
+    let stated = StatedConfig {
+        weights: args.weight.clone(),
+        ..StatedConfig::new(key, queues, args.table_size)
+    };
+    Ok(stated.build()?)
 }
 
 /// `HOST:PORT` (IPv6 as `[ADDR]:PORT`), resolved.
@@ -544,10 +515,7 @@ fn serve(args: &ServeArgs, json: bool) -> anyhow::Result<i32> {
     }
     let mut configs = Vec::new();
     for (path, addr) in args.config.iter().zip(&args.for_addr) {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let config = RssConfig::from_json(&text).with_context(|| format!("{}", path.display()))?;
-        configs.push((*addr, config));
+        configs.push((*addr, RssConfig::from_file(path)?));
     }
     let mut options = ServerOptions::new(args.socket.path());
     options.grace = Duration::from_millis(args.grace_ms);

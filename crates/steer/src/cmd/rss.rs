@@ -6,7 +6,7 @@ use anyhow::{bail, Context};
 use rss::live::{Channels, DeviceReport, QueueIrq, TcpSocket};
 use rss::{
     Endpoint, FlowTuple, HashFieldsByFlow, IndirectionTable, InputTransform, L4Proto, Placement,
-    Predictor, RssConfig, RssKey,
+    Predictor, RssConfig, RssKey, StatedConfig,
 };
 use serde::Serialize;
 
@@ -156,9 +156,7 @@ fn queue_cpus_summary(cpus: &[u32]) -> String {
 /// The config named by `--config`, `--dev` or `--key`.
 pub fn load_config(source: &ConfigSource) -> anyhow::Result<RssConfig> {
     if let Some(path) = &source.config {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        return RssConfig::from_json(&text).with_context(|| format!("{}", path.display()));
+        return Ok(RssConfig::from_file(path)?);
     }
     if let Some(dev) = &source.dev {
         return device_config(dev, source.netns.clone());
@@ -178,38 +176,20 @@ fn device_config(dev: &str, netns: Option<String>) -> anyhow::Result<RssConfig> 
     Ok(in_netns(netns, move || rss::live::read_config(&dev))??)
 }
 
-fn parse_key(text: &str) -> anyhow::Result<RssKey> {
-    Ok(match text {
-        "microsoft" => RssKey::microsoft(),
-        "symmetric" => RssKey::symmetric(40),
-        hex => RssKey::from_hex(hex).context("--key")?,
-    })
-}
-
 /// A config from `--key/--queues/--table-size/--weight/--udp-ports/--transform`.
 pub fn assumed_config(a: &Assumptions, default_key: &str) -> anyhow::Result<RssConfig> {
-    let key = parse_key(a.key.as_deref().unwrap_or(default_key))?;
-    let mut config = RssConfig::ethtool_default(key, a.queues, a.table_size)?;
-    if !a.weight.is_empty() {
-        if a.weight.len() != a.queues as usize {
-            bail!(
-                "--weight gives {} weights but --queues is {}",
-                a.weight.len(),
-                a.queues
-            );
-        }
-        config.indirection_table = IndirectionTable::weighted(a.table_size, &a.weight, 0)?;
-    }
-    if a.udp_ports {
-        config.fields = HashFieldsByFlow::all_four_tuple();
-    }
-    config.input_transform = match a.transform {
-        Transform::None => InputTransform::None,
-        Transform::SymmetricXor => InputTransform::SymXor,
-        Transform::SymmetricOrXor => InputTransform::SymOrXor,
+    let key = RssKey::from_arg(a.key.as_deref().unwrap_or(default_key)).context("--key")?;
+    let stated = StatedConfig {
+        weights: a.weight.clone(),
+        udp_ports: a.udp_ports,
+        input_transform: match a.transform {
+            Transform::None => InputTransform::None,
+            Transform::SymmetricXor => InputTransform::SymXor,
+            Transform::SymmetricOrXor => InputTransform::SymOrXor,
+        },
+        ..StatedConfig::new(key, a.queues, a.table_size)
     };
-    config.validate()?;
-    Ok(config)
+    Ok(stated.build()?)
 }
 
 #[derive(Serialize)]
