@@ -183,15 +183,11 @@ fn classify(link: LinkType, data: &[u8], stats: &mut TraceStats) -> Option<FlowT
     let sliced = match link {
         LinkType::Ethernet => LaxSlicedPacket::from_ethernet(data).ok(),
         LinkType::RawIp | LinkType::Ipv4 | LinkType::Ipv6 => LaxSlicedPacket::from_ip(data).ok(),
-        LinkType::LinuxSll | LinkType::LinuxSll2 => match cooked.and_then(|(len, proto_at)| {
-            Some((data.get(proto_at..proto_at + 2)?, data.get(len..)?))
-        }) {
-            Some((p, rest)) => Some(LaxSlicedPacket::from_ether_type(
-                EtherType(u16::from_be_bytes([p[0], p[1]])),
-                rest,
-            )),
-            None => None,
-        },
+        LinkType::LinuxSll | LinkType::LinuxSll2 => cooked
+            .and_then(|(len, proto_at)| Some((data.get(proto_at..proto_at + 2)?, data.get(len..)?)))
+            .map(|(p, rest)| {
+                LaxSlicedPacket::from_ether_type(EtherType(u16::from_be_bytes([p[0], p[1]])), rest)
+            }),
         LinkType::Null | LinkType::Loop => match data.get(4..) {
             Some(rest) if matches!(rest.first().map(|b| b >> 4), Some(4 | 6)) => {
                 LaxSlicedPacket::from_ip(rest).ok()

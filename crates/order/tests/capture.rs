@@ -106,7 +106,10 @@ fn pcapng_reads_like_pcap() {
     let times = |c: &Capture| c.packets.iter().map(|p| p.time_ns).collect::<Vec<_>>();
     // pcapng keeps nanoseconds, the microsecond pcap cuts them.
     assert_eq!(times(&ng), [1_000_000_000, 1_000_001_500, 1_000_003_000]);
-    assert_eq!(times(&classic), [1_000_000_000, 1_000_001_000, 1_000_003_000]);
+    assert_eq!(
+        times(&classic),
+        [1_000_000_000, 1_000_001_000, 1_000_003_000]
+    );
     for (a, b) in ng.packets.iter().zip(&classic.packets) {
         assert_eq!((a.link, &a.data), (b.link, &b.data));
     }
@@ -121,7 +124,14 @@ fn impossible_record_headers_are_corrupt() {
     huge[32..36].copy_from_slice(&(1u32 << 30).to_le_bytes());
     let err = Capture::read(&huge).unwrap_err();
     assert!(
-        matches!(err, CaptureError::Corrupt { packets: 0, offset: 24, .. }),
+        matches!(
+            err,
+            CaptureError::Corrupt {
+                packets: 0,
+                offset: 24,
+                ..
+            }
+        ),
         "{err}"
     );
     assert!(err.to_string().contains("exceeds"), "{err}");
