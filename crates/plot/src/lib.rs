@@ -423,7 +423,9 @@ impl Ticks {
         let (lo, hi) = if hi - lo > f64::EPSILON * hi.abs().max(1.0) {
             (lo, hi)
         } else {
-            let pad = (lo.abs() * 0.1).max(0.5);
+            // One value: 10% around it (so the axis keeps its sign), or
+            // ±0.5 around zero.
+            let pad = if lo == 0.0 { 0.5 } else { lo.abs() * 0.1 };
             (lo - pad, hi + pad)
         };
         let step = nice((hi - lo) / 5.0);
@@ -879,6 +881,10 @@ mod tests {
         assert_eq!((t.lo, t.hi, t.step), (0.0, 8.0, 2.0));
         let t = Ticks::new(3.0, 3.0);
         assert!(t.lo < 3.0 && t.hi > 3.0);
+        let t = Ticks::new(0.49, 0.49);
+        assert!(t.lo > 0.0 && t.lo < 0.49 && t.hi > 0.49, "{t:?}");
+        let t = Ticks::new(0.0, 0.0);
+        assert!(t.lo < 0.0 && t.hi > 0.0);
         assert_eq!(nice(0.0), 1.0);
         assert_eq!(nice(3.0), 5.0);
         assert_eq!(nice(0.2), 0.2);
