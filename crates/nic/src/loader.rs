@@ -23,18 +23,25 @@ mod skel {
 
 pub(crate) use skel::types;
 
+/// The constants of `softrss.h`, generated from it by build.rs (all of
+/// them; Rust uses those it needs).
+#[allow(dead_code)]
+mod abi {
+    include!(concat!(env!("OUT_DIR"), "/softrss_h.rs"));
+}
+
 /// Limits of the datapath (`softrss.h`).
-pub const MAX_INPUT: usize = 36;
-pub const MAX_QUEUES: u32 = 256;
-pub const MAX_TABLE: usize = 65536;
-pub const MAX_FLOWS: u32 = 65536;
+pub const MAX_INPUT: usize = abi::SOFTRSS_MAX_INPUT as usize;
+pub const MAX_QUEUES: u32 = abi::SOFTRSS_MAX_QUEUES;
+pub const MAX_TABLE: usize = abi::SOFTRSS_MAX_TABLE as usize;
+pub const MAX_FLOWS: u32 = abi::SOFTRSS_MAX_FLOWS;
 /// cpumap's per-CPU queue limit (kernel/bpf/cpumap.c).
 pub const MAX_CPUMAP_QSIZE: u32 = 16384;
 
-const FLAG_SRC_IP: u32 = 1 << 0;
-const FLAG_DST_IP: u32 = 1 << 1;
-const FLAG_SRC_PORT: u32 = 1 << 2;
-const FLAG_DST_PORT: u32 = 1 << 3;
+use abi::{
+    SOFTRSS_F_DST_IP as FLAG_DST_IP, SOFTRSS_F_DST_PORT as FLAG_DST_PORT,
+    SOFTRSS_F_SRC_IP as FLAG_SRC_IP, SOFTRSS_F_SRC_PORT as FLAG_SRC_PORT,
+};
 
 /// The map contents for one config, computed before anything is touched.
 pub(crate) struct Plan {
@@ -145,9 +152,9 @@ pub(crate) fn plan(
         .collect();
 
     let transform = match config.input_transform {
-        InputTransform::None => 0,
-        InputTransform::SymXor => 1,
-        InputTransform::SymOrXor => 2,
+        InputTransform::None => abi::SOFTRSS_XFRM_NONE,
+        InputTransform::SymXor => abi::SOFTRSS_XFRM_SYM_XOR,
+        InputTransform::SymOrXor => abi::SOFTRSS_XFRM_SYM_OR_XOR,
     };
     let f = &config.fields;
     let datapath = types::softrss_config {
@@ -334,12 +341,12 @@ fn sum_percpu(map: &MapHandle, key: u32, name: &str) -> Result<types::softrss_co
 /// The flow a `flows` key describes.
 fn flow_tuple(k: &types::softrss_flow_key) -> Option<FlowTuple> {
     use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-    let (src, dst): (IpAddr, IpAddr) = match k.family {
-        4 => (
+    let (src, dst): (IpAddr, IpAddr) = match u32::from(k.family) {
+        abi::SOFTRSS_FAMILY_IPV4 => (
             Ipv4Addr::new(k.src[0], k.src[1], k.src[2], k.src[3]).into(),
             Ipv4Addr::new(k.dst[0], k.dst[1], k.dst[2], k.dst[3]).into(),
         ),
-        6 => (Ipv6Addr::from(k.src).into(), Ipv6Addr::from(k.dst).into()),
+        abi::SOFTRSS_FAMILY_IPV6 => (Ipv6Addr::from(k.src).into(), Ipv6Addr::from(k.dst).into()),
         _ => return None,
     };
     let proto = match k.proto {
