@@ -22,30 +22,37 @@ mod skel {
 
 pub use skel::types;
 
+/// The constants of `lbxdp.h`, generated from it by build.rs (all of
+/// them; Rust uses those it needs).
+#[allow(dead_code)]
+mod abi {
+    include!(concat!(env!("OUT_DIR"), "/lbxdp_h.rs"));
+}
+
 /// Limits of the data plane (`lbxdp.h`).
-pub const MAX_INPUT: usize = 12;
-pub const MAX_BUCKETS: usize = 4096;
-pub const MAX_BACKENDS: usize = 64;
-pub const MAX_CORES: usize = 64;
-pub const RING_SIZE: usize = 65537;
-pub const CANDIDATES: usize = 4;
-pub const MAX_CONNS: u32 = 262_144;
+pub const MAX_INPUT: usize = abi::LBXDP_MAX_INPUT as usize;
+pub const MAX_BUCKETS: usize = abi::LBXDP_MAX_BUCKETS as usize;
+pub const MAX_BACKENDS: usize = abi::LBXDP_MAX_BACKENDS as usize;
+pub const MAX_CORES: usize = abi::LBXDP_MAX_CORES as usize;
+pub const RING_SIZE: usize = abi::LBXDP_RING_SIZE as usize;
+pub const CANDIDATES: usize = abi::LBXDP_CANDIDATES as usize;
+pub const MAX_CONNS: u32 = abi::LBXDP_MAX_CONNS;
 
 /// How a new connection picks its backend (`LBXDP_MODE_*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Mode {
     /// bucket -> backend from map `buckets`.
-    Table = 0,
+    Table = abi::LBXDP_MODE_TABLE as isize,
     /// Per-CPU round robin over the healthy backends.
-    RoundRobin = 1,
+    RoundRobin = abi::LBXDP_MODE_RR as isize,
     /// Maglev lookup table (map `ring`).
-    Ring = 2,
+    Ring = abi::LBXDP_MODE_RING as isize,
     /// crossrss-plus: ranked candidates with a per-core budget.
-    Plus = 3,
+    Plus = abi::LBXDP_MODE_PLUS as isize,
 }
 
 /// Counter slots of map `stats` (`LBXDP_STAT_*`), in slot order.
-pub const STAT_NAMES: [&str; 10] = [
+pub const STAT_NAMES: [&str; abi::LBXDP_STATS as usize] = [
     "forwarded",
     "new_conn",
     "miss_nonsyn",
@@ -57,14 +64,14 @@ pub const STAT_NAMES: [&str; 10] = [
     "conn_full",
     "unconfigured",
 ];
-pub const STAT_FORWARDED: usize = 0;
-pub const STAT_NEW_CONN: usize = 1;
-pub const STAT_MISS_NONSYN: usize = 2;
-pub const STAT_PASS_OTHER: usize = 3;
-pub const STAT_MALFORMED: usize = 4;
-pub const STAT_FRAGMENT: usize = 5;
-pub const STAT_NO_BACKEND: usize = 6;
-pub const STAT_OTHER_PROTO: usize = 7;
+pub const STAT_FORWARDED: usize = abi::LBXDP_STAT_FORWARDED as usize;
+pub const STAT_NEW_CONN: usize = abi::LBXDP_STAT_NEW_CONN as usize;
+pub const STAT_MISS_NONSYN: usize = abi::LBXDP_STAT_MISS_NONSYN as usize;
+pub const STAT_PASS_OTHER: usize = abi::LBXDP_STAT_PASS_OTHER as usize;
+pub const STAT_MALFORMED: usize = abi::LBXDP_STAT_MALFORMED as usize;
+pub const STAT_FRAGMENT: usize = abi::LBXDP_STAT_FRAGMENT as usize;
+pub const STAT_NO_BACKEND: usize = abi::LBXDP_STAT_NO_BACKEND as usize;
+pub const STAT_OTHER_PROTO: usize = abi::LBXDP_STAT_OTHER_PROTO as usize;
 
 /// XDP verdicts (uapi/linux/bpf.h `enum xdp_action`).
 pub const XDP_DROP: u32 = 1;
@@ -110,10 +117,11 @@ fn from_bytes<T: Copy>(bytes: &[u8]) -> Option<T> {
 }
 
 fn field_bits(f: HashFields) -> u32 {
-    u32::from(f.src_ip)
-        | u32::from(f.dst_ip) << 1
-        | u32::from(f.src_port) << 2
-        | u32::from(f.dst_port) << 3
+    let bit = |on: bool, flag: u32| if on { flag } else { 0 };
+    bit(f.src_ip, abi::LBXDP_F_SRC_IP)
+        | bit(f.dst_ip, abi::LBXDP_F_DST_IP)
+        | bit(f.src_port, abi::LBXDP_F_SRC_PORT)
+        | bit(f.dst_port, abi::LBXDP_F_DST_PORT)
 }
 
 const ZERO: [u8; 4] = [0; 4];
