@@ -1,39 +1,17 @@
 //! Compiles the XDP load balancer with clang and generates its Rust skeleton
-//! into OUT_DIR (`lbxdp.skel.rs`, never committed).
-
-use std::env;
-use std::path::PathBuf;
-
-use libbpf_cargo::SkeletonBuilder;
-
-const SRC: &str = "src/bpf/lbxdp.bpf.c";
-const HEADER: &str = "src/bpf/lbxdp.h";
-/// Directory of steer_flow.h, the parser and Toeplitz hash shared by the
-/// software RSS (crate nic) and the load balancer (crate lbxdp), relative to
-/// this crate. It lives in nic, whose hash the backends compute and which
-/// this crate already depends on.
-const FLOW_DIR: &str = "../nic/src/bpf";
+//! into OUT_DIR (`lbxdp.skel.rs`, never committed), and the constants of
+//! `lbxdp.h` (`lbxdp_h.rs`): the header is their one home.
 
 fn main() {
-    let out =
-        PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("lbxdp.skel.rs");
-    let arch = env::var("CARGO_CFG_TARGET_ARCH").expect("cargo sets CARGO_CFG_TARGET_ARCH");
-    let multiarch = format!("-I/usr/include/{arch}-linux-gnu");
-    let manifest =
-        PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
-    let flow_dir = format!("-I{}", manifest.join(FLOW_DIR).display());
-    SkeletonBuilder::new()
-        .source(SRC)
-        .clang_args([
-            multiarch.as_str(),
-            flow_dir.as_str(),
-            "-O2",
-            "-Wall",
-            "-Werror",
-        ])
-        .build_and_generate(&out)
-        .expect("building lbxdp.bpf.c (needs clang and libbpf-dev headers)");
-    println!("cargo:rerun-if-changed={SRC}");
-    println!("cargo:rerun-if-changed={HEADER}");
-    println!("cargo:rerun-if-changed={FLOW_DIR}/steer_flow.h");
+    buildkit::BpfProgram {
+        source: "src/bpf/lbxdp.bpf.c",
+        // steer_flow.h, the parser and Toeplitz hash shared with the software
+        // RSS, lives in nic, whose hash the backends compute and which this
+        // crate already depends on.
+        headers: &["src/bpf/lbxdp.h", "../nic/src/bpf/steer_flow.h"],
+        include_dirs: &["../nic/src/bpf"],
+        clang_args: &[],
+    }
+    .build("lbxdp.skel.rs");
+    buildkit::header_constants("src/bpf/lbxdp.h", "lbxdp_h.rs");
 }
