@@ -4,13 +4,12 @@
 //!   the compiler and flags; it is linked as a shared object here), embedded
 //!   in the crate with `include_bytes!` (see `src/preload.rs`);
 //! - the cgroup connect4/connect6 program `src/bpf/connect.bpf.c` and its
-//!   Rust skeleton `connect.skel.rs` (never committed).
+//!   Rust skeleton `connect.skel.rs` (never committed), and the constants of
+//!   `src/bpf/binder.h` (`binder_h.rs`), through buildkit.
 
 use std::env;
 use std::path::PathBuf;
 use std::process::Command;
-
-use libbpf_cargo::SkeletonBuilder;
 
 const SHIM: &str = "shim/steer_preload.c";
 const BPF: &str = "src/bpf/connect.bpf.c";
@@ -48,18 +47,16 @@ fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     build_shim(&out);
 
-    let arch = env::var("CARGO_CFG_TARGET_ARCH").expect("cargo sets CARGO_CFG_TARGET_ARCH");
-    // The uapi headers include <asm/types.h>, which Debian keeps under the
-    // multiarch directory.
-    let multiarch = format!("-I/usr/include/{arch}-linux-gnu");
-    SkeletonBuilder::new()
-        .source(BPF)
+    buildkit::BpfProgram {
+        source: BPF,
+        headers: &[BPF_HEADER],
+        include_dirs: &[],
         // -mcpu=v3: atomic fetch-and-add for the slot counter.
-        .clang_args([multiarch.as_str(), "-O2", "-mcpu=v3", "-Wall", "-Werror"])
-        .build_and_generate(out.join("connect.skel.rs"))
-        .expect("building connect.bpf.c (needs clang and libbpf-dev headers)");
-
+        clang_args: &["-mcpu=v3"],
+    }
+    .build("connect.skel.rs");
+    buildkit::header_constants(BPF_HEADER, "binder_h.rs");
+    // The shim's constants shared with Rust (pinned in src/preload.rs).
+    buildkit::header_constants(SHIM, "steer_preload_defs.rs");
     println!("cargo:rerun-if-changed={SHIM}");
-    println!("cargo:rerun-if-changed={BPF}");
-    println!("cargo:rerun-if-changed={BPF_HEADER}");
 }

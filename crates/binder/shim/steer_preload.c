@@ -66,7 +66,12 @@
 #define IP_LOCAL_PORT_RANGE 51
 #endif
 
+/* Constants the Rust side shares (crates/binder/src/preload.rs reads them
+ * from this file at build time and pins them against the allocator's). */
 #define DEFAULT_SOCK "/run/steer/alloc.sock"
+#define SOCKET_ENV "STEER_ALLOC_SOCK"
+#define DEBUG_ENV "STEER_PRELOAD_DEBUG"
+#define BATCH_ENV "STEER_PRELOAD_BATCH"
 /* The whole allocator exchange (connect, write, read) must finish in this. */
 #define ALLOC_TIMEOUT_MS 200
 #define LINE_MAX_BYTES 2048
@@ -88,9 +93,9 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static void init(void)
 {
 	real_connect = (connect_fn)dlsym(RTLD_NEXT, "connect");
-	const char *d = getenv("STEER_PRELOAD_DEBUG");
+	const char *d = getenv(DEBUG_ENV);
 	debug = d && d[0] == '1';
-	const char *b = getenv("STEER_PRELOAD_BATCH");
+	const char *b = getenv(BATCH_ENV);
 	if (b && b[0]) {
 		int v = atoi(b);
 		max_batch = v < 1 ? 1 : v > 16 ? 16 : v;
@@ -204,7 +209,7 @@ static int conn_is_ours(void)
 
 static int conn_open(long deadline)
 {
-	const char *path = getenv("STEER_ALLOC_SOCK");
+	const char *path = getenv(SOCKET_ENV);
 	if (!path || !path[0])
 		path = DEFAULT_SOCK;
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };

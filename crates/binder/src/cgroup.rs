@@ -26,14 +26,19 @@ mod skel {
 
 use skel::types;
 
+/// The constants of `bpf/binder.h`, generated from it by build.rs.
+mod abi {
+    include!(concat!(env!("OUT_DIR"), "/binder_h.rs"));
+}
+
 /// Limits of the BPF program (`bpf/binder.h`).
-pub const MAX_PORTS: usize = 64;
-pub const MAX_TRIES: u32 = 8;
+pub const MAX_PORTS: usize = abi::BINDER_MAX_PORTS as usize;
+pub const MAX_TRIES: u32 = abi::BINDER_MAX_TRIES;
 /// Root of the cgroup binder's pins.
 pub const PIN_ROOT: &str = "/sys/fs/bpf/steer/cgroup";
 
-const FAMILY_V4: u8 = 4;
-const FAMILY_V6: u8 = 6;
+const FAMILY_V4: u8 = abi::BINDER_FAMILY_V4 as u8;
+const FAMILY_V6: u8 = abi::BINDER_FAMILY_V6 as u8;
 const PIN_NAMES: [&str; 5] = ["connect4", "connect6", "plans", "counters", "stats"];
 
 /// What the programs did (sums over CPUs).

@@ -11,15 +11,46 @@ use crate::error::BinderError;
 
 /// The compiled shim (a shared object).
 pub const SHIM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libsteer_preload.so"));
+/// The `#define`s of the shim (`shim/steer_preload.c`), generated from it by
+/// build.rs (all of them; Rust uses those it shares).
+#[allow(dead_code)]
+mod shim_defs {
+    include!(concat!(env!("OUT_DIR"), "/steer_preload_defs.rs"));
+}
+
 /// Where the allocator listens unless [`SOCKET_ENV`] says otherwise.
-pub const DEFAULT_SOCKET: &str = "/run/steer/alloc.sock";
-/// Environment variable naming the allocator's socket (read by the shim).
-pub const SOCKET_ENV: &str = "STEER_ALLOC_SOCK";
+pub use srap::alloc::{DEFAULT_SOCKET, SOCKET_ENV};
 /// `STEER_PRELOAD_DEBUG=1` makes the shim log each decision to stderr.
-pub const DEBUG_ENV: &str = "STEER_PRELOAD_DEBUG";
+pub const DEBUG_ENV: &str = shim_defs::DEBUG_ENV;
 /// `STEER_PRELOAD_BATCH=N`: the most ports the shim leases at once for
 /// repeated connects to one destination (1 turns spares off; default 16).
-pub const BATCH_ENV: &str = "STEER_PRELOAD_BATCH";
+pub const BATCH_ENV: &str = shim_defs::BATCH_ENV;
+
+// The shim (C) and the allocator (srap) speak one protocol: what the shim
+// hard-codes must be what the allocator serves, checked at compile time.
+const _: () = {
+    assert!(str_eq(shim_defs::DEFAULT_SOCK, srap::alloc::DEFAULT_SOCKET));
+    assert!(str_eq(shim_defs::SOCKET_ENV, srap::alloc::SOCKET_ENV));
+    assert!(shim_defs::MAX_BATCH as usize == srap::alloc::MAX_BATCH);
+    assert!(
+        shim_defs::ALLOC_TIMEOUT_MS as u128 == srap::alloc::client::CLIENT_TIMEOUT.as_millis()
+    );
+};
+
+const fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
 /// The shim's file name.
 pub const SHIM_NAME: &str = "libsteer_preload.so";
 /// Preferred install directory.
