@@ -16,7 +16,8 @@
 //! - **Frames that are not IP** (ARP, LLDP, ...): skipped (`non_ip`).
 //! - **Frames whose IP header is cut or malformed**: skipped (`malformed`).
 //! - VLAN tags (802.1Q, QinQ) and IPv6 extension headers are walked through
-//!   (etherparse's lax slicer); `vlan_tagged` counts the tagged frames.
+//!   (the project's one packet parser, [`order::wire::ip_packet`], on
+//!   etherparse); `vlan_tagged` counts the tagged frames.
 //! - A final record that runs past the end of the file (a capture cut short)
 //!   ends the trace: `truncated_tail` is set, the packets before it are kept.
 //! - A record whose header is impossible (a length above
@@ -31,16 +32,18 @@
 //! (101, and 12/14 as some systems number it), IPv4 (228), IPv6 (229), Linux
 //! cooked SLL (113) and SLL2 (276), BSD loopback (0, 108).
 
-use std::net::IpAddr;
 use std::path::Path;
 
-use etherparse::{EtherType, IpNumber, LaxNetSlice, LaxSlicedPacket};
 use order::capture::{Capture, CaptureError};
-use order::wire::LinkType;
+use order::wire::{self, LinkType, ParseError};
 use rss::{FlowTuple, L4Proto};
 use serde::Serialize;
 
 use crate::error::TraceError;
+
+/// IANA protocol numbers (RFC 9293, RFC 768).
+const PROTO_TCP: u8 = 6;
+const PROTO_UDP: u8 = 17;
 
 /// One packet as the load balancer and the receiving NIC see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -175,78 +178,30 @@ impl Trace {
 
 /// The tuple of one frame, or `None` (counted) if it cannot be placed.
 fn classify(link: LinkType, data: &[u8], stats: &mut TraceStats) -> Option<FlowTuple> {
-    let cooked = match link {
-        LinkType::LinuxSll => Some((16, 14)),
-        LinkType::LinuxSll2 => Some((20, 0)),
-        _ => None,
-    };
-    let sliced = match link {
-        LinkType::Ethernet => LaxSlicedPacket::from_ethernet(data).ok(),
-        LinkType::RawIp | LinkType::Ipv4 | LinkType::Ipv6 => LaxSlicedPacket::from_ip(data).ok(),
-        LinkType::LinuxSll | LinkType::LinuxSll2 => cooked
-            .and_then(|(len, proto_at)| Some((data.get(proto_at..proto_at + 2)?, data.get(len..)?)))
-            .map(|(p, rest)| {
-                LaxSlicedPacket::from_ether_type(EtherType(u16::from_be_bytes([p[0], p[1]])), rest)
-            }),
-        LinkType::Null | LinkType::Loop => match data.get(4..) {
-            Some(rest) if matches!(rest.first().map(|b| b >> 4), Some(4 | 6)) => {
-                LaxSlicedPacket::from_ip(rest).ok()
-            }
-            Some(_) => {
-                stats.non_ip += 1;
-                return None;
-            }
-            None => None,
-        },
-    };
-    let Some(sliced) = sliced else {
-        // The link layer itself is cut short, or the raw IP version is unknown.
-        let raw_ip = matches!(link, LinkType::RawIp | LinkType::Ipv4 | LinkType::Ipv6);
-        if raw_ip && !matches!(data.first().map(|b| b >> 4), Some(4 | 6)) {
+    let ip = match wire::ip_packet(link, data) {
+        Ok(ip) => ip,
+        Err(ParseError::Unsupported) => {
             stats.non_ip += 1;
-        } else {
-            stats.malformed += 1;
+            return None;
         }
-        return None;
+        Err(ParseError::Truncated | ParseError::Malformed) => {
+            stats.malformed += 1;
+            return None;
+        }
     };
-    if sliced.vlan.is_some() {
+    if ip.vlan_tags > 0 {
         stats.vlan_tagged += 1;
     }
-    let Some(net) = &sliced.net else {
-        if sliced.stop_err.is_some() {
-            stats.malformed += 1;
-        } else {
-            stats.non_ip += 1;
-        }
-        return None;
-    };
-    let (src, dst, v4): (IpAddr, IpAddr, bool) = match net {
-        LaxNetSlice::Ipv4(ip) => {
-            let h = ip.header();
-            (h.source_addr().into(), h.destination_addr().into(), true)
-        }
-        LaxNetSlice::Ipv6(ip) => {
-            let h = ip.header();
-            (h.source_addr().into(), h.destination_addr().into(), false)
-        }
-    };
-    let payload = match net {
-        LaxNetSlice::Ipv4(ip) => ip.payload(),
-        LaxNetSlice::Ipv6(ip) => ip.payload(),
-    };
-    let (proto, ports) = if payload.fragmented {
+    let tcp = ip.protocol == PROTO_TCP;
+    let (proto, ports) = if ip.fragmented {
         stats.fragments += 1;
         (L4Proto::Other, (0, 0))
-    } else if payload.ip_number == IpNumber::TCP || payload.ip_number == IpNumber::UDP {
-        let Some(p) = payload.payload.get(..4) else {
+    } else if tcp || ip.protocol == PROTO_UDP {
+        let Some(p) = ip.upper.get(..4) else {
             stats.truncated += 1;
             return None;
         };
-        let proto = if payload.ip_number == IpNumber::TCP {
-            L4Proto::Tcp
-        } else {
-            L4Proto::Udp
-        };
+        let proto = if tcp { L4Proto::Tcp } else { L4Proto::Udp };
         (
             proto,
             (
@@ -258,10 +213,10 @@ fn classify(link: LinkType, data: &[u8], stats: &mut TraceStats) -> Option<FlowT
         stats.other_l4 += 1;
         (L4Proto::Other, (0, 0))
     };
-    if v4 {
+    if ip.src.is_ipv4() {
         stats.ipv4 += 1;
     } else {
         stats.ipv6 += 1;
     }
-    Some(FlowTuple::new(src, ports.0, dst, ports.1, proto))
+    Some(FlowTuple::new(ip.src, ports.0, ip.dst, ports.1, proto))
 }

@@ -1,21 +1,17 @@
-//! Checked views of the headers the sorter and the metrics need.
-//!
-//! In the manner of smoltcp's `wire` module: each header has a view over a
-//! byte slice whose `new_checked` verifies the length once; after that no
-//! accessor can panic. Untrusted input (captures, the wire) only ever goes
-//! through `new_checked`. [`parse`] walks link layer → IP → transport and
-//! returns a [`PacketInfo`] with what SRPIC needs (flow key, sequence number,
-//! payload length, flags, suitability).
+//! The project's packet parser, on etherparse's checked header views (no
+//! byte of a frame is read any other way, so untrusted input cannot make it
+//! panic). [`ip_packet`] walks link layer → IP and returns an [`IpPacket`]
+//! (what the load balancer's trace needs); [`parse`] goes on to the
+//! transport and returns a [`PacketInfo`] with what SRPIC needs (flow key,
+//! sequence number, payload length, flags, suitability).
 
-pub mod ethernet;
-pub mod ipv4;
-pub mod ipv6;
 pub mod tcp;
-pub mod udp;
 
 mod parse;
 
-pub use parse::{parse, LinkType, PacketInfo, Suitability, TcpInfo, Transport};
+pub use parse::{
+    ip_packet, parse, IpPacket, LinkType, PacketInfo, Suitability, TcpInfo, Transport,
+};
 
 /// Why a frame could not be parsed. Kept small and cheap, like smoltcp's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -26,17 +22,8 @@ pub enum ParseError {
     /// A header field holds an impossible value (version, header length, total length).
     #[error("malformed packet")]
     Malformed,
-    /// A protocol this parser does not decode (e.g. an ethertype other than IP).
+    /// A protocol this parser does not decode (an ethertype other than IP,
+    /// an IP version other than 4 and 6).
     #[error("unsupported protocol")]
     Unsupported,
-}
-
-#[inline]
-pub(crate) fn be16(b: &[u8], at: usize) -> u16 {
-    u16::from_be_bytes([b[at], b[at + 1]])
-}
-
-#[inline]
-pub(crate) fn be32(b: &[u8], at: usize) -> u32 {
-    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }

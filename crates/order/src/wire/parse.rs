@@ -1,16 +1,21 @@
-//! From a captured frame to the fields SRPIC and the metrics need.
+//! From a captured frame to the fields SRPIC, the metrics and the load
+//! balancer's trace need: the one packet parser of the project, on
+//! etherparse's header views (every byte is read through them).
 
 use std::net::IpAddr;
 
+use etherparse::err::{ip_auth, ipv4, tcp, LenError};
+use etherparse::{
+    EtherType, Ethernet2HeaderSlice, IpAuthHeaderSlice, IpNumber, Ipv4HeaderSlice,
+    Ipv6FragmentHeaderSlice, Ipv6HeaderSlice, Ipv6RawExtHeaderSlice, SingleVlanHeaderSlice,
+    TcpHeaderSlice, UdpHeaderSlice,
+};
 use serde::Serialize;
 
 use super::tcp::{Flags, Options};
-use super::{be16, ethernet, ipv4, ipv6, tcp, udp, ParseError};
+use super::ParseError;
 use crate::flow::FlowKey;
 use crate::sorter::{Descriptor, TcpSegment};
-
-const PROTO_TCP: u8 = 6;
-const PROTO_UDP: u8 = 17;
 
 /// The link layer a frame starts with (pcap LINKTYPE_* values in [`LinkType::from_pcap`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -159,130 +164,469 @@ impl PacketInfo {
     }
 }
 
-/// Parses a frame of the given link type. Never panics, whatever the bytes.
-pub fn parse(link: LinkType, frame: &[u8]) -> Result<PacketInfo, ParseError> {
+/// The network layer of a frame: what every reader of captures needs before
+/// the transport header (the load balancer stops here, SRPIC goes on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IpPacket<'a> {
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    /// IP protocol number of the upper layer (after IPv6 extension headers
+    /// and an IPv4 authentication header).
+    pub protocol: u8,
+    /// More fragments set or a non-zero offset: part of a fragmented packet.
+    pub fragmented: bool,
+    /// An IPv6 fragment header is present, even an atomic one (RFC 6946),
+    /// or the IPv4 packet is fragmented.
+    pub fragment_header: bool,
+    /// Offset zero: the upper-layer header, if any, is in this packet.
+    pub first_fragment: bool,
+    /// IPv4 options or an authentication header, or IPv6 extension headers.
+    pub ip_options: bool,
+    /// 802.1Q / 802.1ad tags walked through (Ethernet only).
+    pub vlan_tags: u8,
+    /// Upper-layer length from the IP length fields (a zero length, as in
+    /// TSO/GSO captures and jumbograms, falls back to the captured length);
+    /// `None` when the length field is shorter than the headers.
+    pub upper_len: Option<usize>,
+    /// The upper-layer bytes captured: up to the end the IP length fields
+    /// give when the capture holds it, else to the end of the capture.
+    pub upper: &'a [u8],
+}
+
+/// Walks a frame of the given link type down to its IP layer. Never panics,
+/// whatever the bytes. A frame that is not IP (another ethertype, another IP
+/// version, a loopback family other than IP) is [`ParseError::Unsupported`].
+pub fn ip_packet(link: LinkType, frame: &[u8]) -> Result<IpPacket<'_>, ParseError> {
+    let mut vlan_tags = 0;
     let ip = match link {
         LinkType::Ethernet => {
-            let f = ethernet::Frame::new_checked(frame)?;
-            match f.ethertype() {
-                ethernet::ETHERTYPE_IPV4 | ethernet::ETHERTYPE_IPV6 => f.payload(),
-                _ => return Err(ParseError::Unsupported),
+            let eth = Ethernet2HeaderSlice::from_slice(frame).map_err(len_error)?;
+            let mut ether_type = eth.ether_type();
+            let mut rest = &frame[eth.slice().len()..];
+            // At most two tags (IEEE 802.1ad QinQ), as etherparse's slicers.
+            while is_vlan(ether_type) && vlan_tags < 2 {
+                let tag = SingleVlanHeaderSlice::from_slice(rest).map_err(len_error)?;
+                ether_type = tag.ether_type();
+                rest = &rest[tag.slice().len()..];
+                vlan_tags += 1;
             }
+            check_ether_type(ether_type)?;
+            rest
         }
         LinkType::RawIp | LinkType::Ipv4 | LinkType::Ipv6 => frame,
-        LinkType::LinuxSll => {
-            if frame.len() < 16 {
-                return Err(ParseError::Truncated);
-            }
-            check_ethertype(be16(frame, 14))?;
-            &frame[16..]
-        }
-        LinkType::LinuxSll2 => {
-            if frame.len() < 20 {
-                return Err(ParseError::Truncated);
-            }
-            check_ethertype(be16(frame, 0))?;
-            &frame[20..]
-        }
-        LinkType::Null | LinkType::Loop => {
-            if frame.len() < 4 {
-                return Err(ParseError::Truncated);
-            }
-            &frame[4..]
-        }
+        // Linux cooked captures: the protocol (an ethertype) at byte 14 of a
+        // 16-byte header (SLL), at byte 0 of a 20-byte header (SLL2).
+        LinkType::LinuxSll => cooked(frame, 16, 14)?,
+        LinkType::LinuxSll2 => cooked(frame, 20, 0)?,
+        LinkType::Null | LinkType::Loop => frame.get(4..).ok_or(ParseError::Truncated)?,
     };
-    parse_ip(ip)
+    ip_layer(ip, vlan_tags)
 }
 
-fn check_ethertype(ethertype: u16) -> Result<(), ParseError> {
-    match ethertype {
-        ethernet::ETHERTYPE_IPV4 | ethernet::ETHERTYPE_IPV6 => Ok(()),
-        _ => Err(ParseError::Unsupported),
+fn is_vlan(t: EtherType) -> bool {
+    t == EtherType::VLAN_TAGGED_FRAME
+        || t == EtherType::PROVIDER_BRIDGING
+        || t == EtherType::VLAN_DOUBLE_TAGGED_FRAME
+}
+
+fn check_ether_type(t: EtherType) -> Result<(), ParseError> {
+    if t == EtherType::IPV4 || t == EtherType::IPV6 {
+        Ok(())
+    } else {
+        Err(ParseError::Unsupported)
     }
 }
 
-/// Parses an IPv4 or IPv6 packet (told apart by the version nibble).
-pub fn parse_ip(ip: &[u8]) -> Result<PacketInfo, ParseError> {
-    let Some(&first) = ip.first() else {
+fn cooked(frame: &[u8], header_len: usize, proto_at: usize) -> Result<&[u8], ParseError> {
+    let (Some(proto), Some(rest)) = (frame.get(proto_at..proto_at + 2), frame.get(header_len..))
+    else {
         return Err(ParseError::Truncated);
     };
-    match first >> 4 {
-        4 => {
-            let p = ipv4::Packet::new_checked(ip)?;
-            let declared = usize::from(p.total_len());
-            // Total Length 0 happens in captures of TSO/GSO sends: fall back to the captured length.
-            let total = if declared == 0 { ip.len() } else { declared };
-            let upper_len = total
-                .checked_sub(p.header_len())
-                .ok_or(ParseError::Malformed)?;
-            let transport = if p.is_first_fragment() {
-                parse_transport(p.protocol(), p.payload(), upper_len)?
-            } else {
-                Transport::Other
-            };
-            Ok(PacketInfo {
-                src: IpAddr::V4(p.src()),
-                dst: IpAddr::V4(p.dst()),
-                protocol: p.protocol(),
-                transport,
-                fragment: p.is_fragment(),
-                ip_options: p.has_options(),
-            })
-        }
-        6 => {
-            let p = ipv6::Packet::new_checked(ip)?;
-            let declared = usize::from(p.payload_len());
-            // Payload Length 0: a jumbogram or a GSO capture; use the captured length.
-            let payload = if declared == 0 {
-                ip.len() - 40
-            } else {
-                declared
-            };
-            let upper_len = payload
-                .checked_sub(p.header_len() - 40)
-                .ok_or(ParseError::Malformed)?;
-            let transport = if p.is_first_fragment() {
-                parse_transport(p.upper_protocol(), p.upper_payload(), upper_len)?
-            } else {
-                Transport::Other
-            };
-            Ok(PacketInfo {
-                src: IpAddr::V6(p.src()),
-                dst: IpAddr::V6(p.dst()),
-                protocol: p.upper_protocol(),
-                transport,
-                fragment: p.is_fragment(),
-                ip_options: p.extension_headers() > 0,
-            })
-        }
-        _ => Err(ParseError::Malformed),
+    check_ether_type(EtherType(u16::from_be_bytes([proto[0], proto[1]])))?;
+    Ok(rest)
+}
+
+fn len_error(_: LenError) -> ParseError {
+    ParseError::Truncated
+}
+
+/// An IPv4 or IPv6 packet, told apart by its version nibble.
+fn ip_layer(ip: &[u8], vlan_tags: u8) -> Result<IpPacket<'_>, ParseError> {
+    match ip.first().map(|b| b >> 4) {
+        None => Err(ParseError::Truncated),
+        Some(4) => ipv4_layer(ip, vlan_tags),
+        Some(6) => ipv6_layer(ip, vlan_tags),
+        Some(_) => Err(ParseError::Unsupported),
     }
+}
+
+fn ipv4_layer(ip: &[u8], vlan_tags: u8) -> Result<IpPacket<'_>, ParseError> {
+    let h = Ipv4HeaderSlice::from_slice(ip).map_err(|e| match e {
+        ipv4::HeaderSliceError::Len(_) => ParseError::Truncated,
+        ipv4::HeaderSliceError::Content(_) => ParseError::Malformed,
+    })?;
+    let mut header_len = h.slice().len();
+    let fragmented = h.is_fragmenting_payload();
+    let first_fragment = h.fragments_offset().value() == 0;
+    let mut protocol = h.protocol();
+    let mut options = header_len > 20;
+    // RFC 4302: an authentication header sits between IPv4 and the upper
+    // layer; like an option it makes the packet unsuitable for SRPIC.
+    if protocol == IpNumber::AUTHENTICATION_HEADER && first_fragment {
+        let auth = IpAuthHeaderSlice::from_slice(&ip[header_len..]).map_err(|e| match e {
+            ip_auth::HeaderSliceError::Len(_) => ParseError::Truncated,
+            ip_auth::HeaderSliceError::Content(_) => ParseError::Malformed,
+        })?;
+        header_len += auth.slice().len();
+        protocol = auth.next_header();
+        options = true;
+    }
+    // Total Length 0 happens in captures of TSO/GSO sends: the captured length.
+    let declared = usize::from(h.total_len());
+    let total = if declared == 0 { ip.len() } else { declared };
+    Ok(IpPacket {
+        src: IpAddr::V4(h.source_addr()),
+        dst: IpAddr::V4(h.destination_addr()),
+        protocol: protocol.0,
+        fragmented,
+        fragment_header: fragmented,
+        first_fragment,
+        ip_options: options,
+        vlan_tags,
+        upper_len: total.checked_sub(header_len),
+        upper: upper_bytes(ip, header_len, total),
+    })
+}
+
+/// RFC 8200 section 4 and the IANA list of IPv6 extension headers (those
+/// etherparse's `Ipv6Extensions` does not walk, 135/139/140, have the
+/// generic layout): walked to the upper layer, stopping after the fragment
+/// header of a non-first fragment (what follows is data).
+fn ipv6_layer(ip: &[u8], vlan_tags: u8) -> Result<IpPacket<'_>, ParseError> {
+    let h = Ipv6HeaderSlice::from_slice(ip).map_err(|e| match e {
+        etherparse::err::ipv6::HeaderSliceError::Len(_) => ParseError::Truncated,
+        etherparse::err::ipv6::HeaderSliceError::Content(_) => ParseError::Malformed,
+    })?;
+    let mut next = h.next_header();
+    let mut at = h.slice().len();
+    let mut extensions = 0u8;
+    let (mut fragment_header, mut fragmented, mut first_fragment) = (false, false, true);
+    loop {
+        let rest = &ip[at..];
+        let (len, following) = match next {
+            IpNumber::IPV6_HEADER_HOP_BY_HOP
+            | IpNumber::IPV6_ROUTE_HEADER
+            | IpNumber::IPV6_DESTINATION_OPTIONS
+            | IpNumber::MOBILITY_HEADER
+            | IpNumber::HIP
+            | IpNumber::SHIM6 => {
+                let e = Ipv6RawExtHeaderSlice::from_slice(rest).map_err(len_error)?;
+                (e.slice().len(), e.next_header())
+            }
+            IpNumber::AUTHENTICATION_HEADER => {
+                let e = IpAuthHeaderSlice::from_slice(rest).map_err(|e| match e {
+                    ip_auth::HeaderSliceError::Len(_) => ParseError::Truncated,
+                    ip_auth::HeaderSliceError::Content(_) => ParseError::Malformed,
+                })?;
+                (e.slice().len(), e.next_header())
+            }
+            IpNumber::IPV6_FRAGMENTATION_HEADER => {
+                let f = Ipv6FragmentHeaderSlice::from_slice(rest).map_err(len_error)?;
+                fragment_header = true;
+                fragmented |= f.is_fragmenting_payload();
+                first_fragment = f.fragment_offset().value() == 0;
+                (f.slice().len(), f.next_header())
+            }
+            _ => break,
+        };
+        next = following;
+        at += len;
+        extensions = extensions.saturating_add(1);
+        if !first_fragment {
+            break;
+        }
+    }
+    // Payload Length 0: a jumbogram or a GSO capture; the captured length.
+    let declared = usize::from(h.payload_length());
+    let payload = if declared == 0 {
+        ip.len() - 40
+    } else {
+        declared
+    };
+    Ok(IpPacket {
+        src: IpAddr::V6(h.source_addr()),
+        dst: IpAddr::V6(h.destination_addr()),
+        protocol: next.0,
+        fragmented,
+        fragment_header,
+        first_fragment,
+        ip_options: extensions > 0,
+        vlan_tags,
+        upper_len: payload.checked_sub(at - 40),
+        upper: upper_bytes(ip, at, 40 + payload),
+    })
+}
+
+/// `ip[header_len..total]`, or to the end of the capture when it ends
+/// first or `total` does not cover the headers.
+fn upper_bytes(ip: &[u8], header_len: usize, total: usize) -> &[u8] {
+    let end = if total >= header_len {
+        total.min(ip.len())
+    } else {
+        ip.len()
+    };
+    ip.get(header_len..end).unwrap_or_default()
+}
+
+/// Parses a frame of the given link type. Never panics, whatever the bytes.
+pub fn parse(link: LinkType, frame: &[u8]) -> Result<PacketInfo, ParseError> {
+    let ip = ip_packet(link, frame)?;
+    let upper_len = ip.upper_len.ok_or(ParseError::Malformed)?;
+    let transport = if ip.first_fragment {
+        // When the capture holds all the IP length fields announce, a
+        // transport header running past them is a length that lies.
+        parse_transport(ip.protocol, ip.upper, upper_len).map_err(|e| {
+            if e == ParseError::Truncated && ip.upper.len() >= upper_len {
+                ParseError::Malformed
+            } else {
+                e
+            }
+        })?
+    } else {
+        Transport::Other
+    };
+    Ok(PacketInfo {
+        src: ip.src,
+        dst: ip.dst,
+        protocol: ip.protocol,
+        transport,
+        fragment: ip.fragment_header,
+        ip_options: ip.ip_options,
+    })
 }
 
 fn parse_transport(protocol: u8, buf: &[u8], upper_len: usize) -> Result<Transport, ParseError> {
-    Ok(match protocol {
-        PROTO_TCP => {
-            let s = tcp::Segment::new_checked(buf)?;
+    Ok(match IpNumber(protocol) {
+        IpNumber::TCP => {
+            let t = tcp_fixed(buf)?;
             let payload_len = upper_len
-                .checked_sub(s.header_len())
+                .checked_sub(t.header_len)
                 .ok_or(ParseError::Malformed)?;
             Transport::Tcp(TcpInfo {
-                sport: s.src_port(),
-                dport: s.dst_port(),
-                seq: s.seq(),
-                ack: s.ack(),
-                flags: s.flags(),
+                sport: t.sport,
+                dport: t.dport,
+                seq: t.seq,
+                ack: t.ack,
+                flags: t.flags,
                 payload_len: u32::try_from(payload_len).map_err(|_| ParseError::Malformed)?,
-                options: s.options(),
+                options: Options::classify(buf.get(20..).unwrap_or_default(), t.header_len - 20),
             })
         }
-        PROTO_UDP => {
-            let d = udp::Datagram::new_checked(buf)?;
+        IpNumber::UDP => {
+            let d = UdpHeaderSlice::from_slice(buf).map_err(len_error)?;
             Transport::Udp {
-                sport: d.src_port(),
-                dport: d.dst_port(),
+                sport: d.source_port(),
+                dport: d.destination_port(),
             }
         }
         _ => Transport::Other,
     })
+}
+
+/// The fixed part of a TCP header (RFC 9293 section 3.1).
+struct TcpFixed {
+    sport: u16,
+    dport: u16,
+    seq: u32,
+    ack: u32,
+    flags: Flags,
+    /// From the data offset, options included.
+    header_len: usize,
+}
+
+/// Reads the fixed TCP header. Captures cut to the headers often end inside
+/// the options: the fixed 20 bytes are then still read (etherparse reads a
+/// copy whose data offset says 5) and the options come out unreadable.
+fn tcp_fixed(buf: &[u8]) -> Result<TcpFixed, ParseError> {
+    let read = |s: &TcpHeaderSlice, header_len: usize| TcpFixed {
+        sport: s.source_port(),
+        dport: s.destination_port(),
+        seq: s.sequence_number(),
+        ack: s.acknowledgment_number(),
+        flags: Flags(
+            [
+                (s.fin(), Flags::FIN),
+                (s.syn(), Flags::SYN),
+                (s.rst(), Flags::RST),
+                (s.psh(), Flags::PSH),
+                (s.ack(), Flags::ACK),
+                (s.urg(), Flags::URG),
+                (s.ece(), Flags::ECE),
+                (s.cwr(), Flags::CWR),
+            ]
+            .iter()
+            .filter(|(set, _)| *set)
+            .fold(0, |bits, (_, bit)| bits | bit),
+        ),
+        header_len,
+    };
+    match TcpHeaderSlice::from_slice(buf) {
+        Ok(s) => Ok(read(&s, s.slice().len())),
+        Err(tcp::HeaderSliceError::Content(_)) => Err(ParseError::Malformed),
+        Err(tcp::HeaderSliceError::Len(e)) => {
+            let Some(fixed) = buf.get(..20) else {
+                return Err(ParseError::Truncated);
+            };
+            let mut copy = [0u8; 20];
+            copy.copy_from_slice(fixed);
+            copy[12] = (5 << 4) | (copy[12] & 0x0f);
+            let s = TcpHeaderSlice::from_slice(&copy).map_err(|_| ParseError::Truncated)?;
+            Ok(read(&s, e.required_len))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// IPv4 + TCP (20-byte header, ACK) with `payload` bytes, protocol `proto`.
+    fn ipv4_tcp(proto: u8, extra: &[u8], payload: usize) -> Vec<u8> {
+        let total = 20 + extra.len() + 20 + payload;
+        let mut p = vec![0x45, 0];
+        p.extend_from_slice(&(total as u16).to_be_bytes());
+        p.extend_from_slice(&[0, 1, 0, 0, 64, proto, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2]);
+        p.extend_from_slice(extra);
+        let mut tcp = vec![0u8; 20];
+        tcp[0..2].copy_from_slice(&1000u16.to_be_bytes());
+        tcp[2..4].copy_from_slice(&80u16.to_be_bytes());
+        tcp[4..8].copy_from_slice(&7u32.to_be_bytes());
+        tcp[12] = 5 << 4;
+        tcp[13] = Flags::ACK;
+        p.extend_from_slice(&tcp);
+        p.resize(total, 0);
+        p
+    }
+
+    fn ether(ether_type: u16, tags: &[u16], payload: &[u8]) -> Vec<u8> {
+        let mut f = vec![0u8; 12];
+        for tpid in tags {
+            f.extend_from_slice(&tpid.to_be_bytes());
+            f.extend_from_slice(&[0, 5]);
+        }
+        f.extend_from_slice(&ether_type.to_be_bytes());
+        f.extend_from_slice(payload);
+        f
+    }
+
+    #[test]
+    fn vlan_tags_are_walked() {
+        let ip = ipv4_tcp(6, &[], 10);
+        for tags in [&[][..], &[0x8100], &[0x88a8, 0x8100]] {
+            let frame = ether(0x0800, tags, &ip);
+            let p = ip_packet(LinkType::Ethernet, &frame).unwrap();
+            assert_eq!(usize::from(p.vlan_tags), tags.len());
+            assert_eq!(
+                parse(LinkType::Ethernet, &frame)
+                    .unwrap()
+                    .tcp()
+                    .unwrap()
+                    .seq,
+                7
+            );
+        }
+        // A tag cut short.
+        let frame = ether(0x0800, &[0x8100], &ip);
+        assert_eq!(
+            ip_packet(LinkType::Ethernet, &frame[..16]).unwrap_err(),
+            ParseError::Truncated
+        );
+    }
+
+    #[test]
+    fn not_ip_is_unsupported() {
+        let arp = ether(0x0806, &[], &[0; 28]);
+        assert_eq!(
+            parse(LinkType::Ethernet, &arp).unwrap_err(),
+            ParseError::Unsupported
+        );
+        let mut sll = vec![0u8; 14];
+        sll.extend_from_slice(&[0x08, 0x06]);
+        assert_eq!(
+            parse(LinkType::LinuxSll, &sll).unwrap_err(),
+            ParseError::Unsupported
+        );
+        assert_eq!(
+            parse(LinkType::RawIp, &[0x50; 40]).unwrap_err(),
+            ParseError::Unsupported
+        );
+        assert_eq!(
+            parse(LinkType::RawIp, &[]).unwrap_err(),
+            ParseError::Truncated
+        );
+        assert_eq!(
+            parse(LinkType::Null, &[2, 0]).unwrap_err(),
+            ParseError::Truncated
+        );
+    }
+
+    #[test]
+    fn lengths_and_headers() {
+        // Header-only capture: payload length from the IP length field.
+        let ip = ipv4_tcp(6, &[], 1000);
+        let info = parse(LinkType::RawIp, &ip[..40]).unwrap();
+        assert_eq!(info.tcp().unwrap().payload_len, 1000);
+        // Total Length 0 (a TSO capture): the captured length.
+        let mut tso = ipv4_tcp(6, &[], 10);
+        tso[2..4].copy_from_slice(&[0, 0]);
+        assert_eq!(
+            parse(LinkType::RawIp, &tso)
+                .unwrap()
+                .tcp()
+                .unwrap()
+                .payload_len,
+            10
+        );
+        // A Total Length shorter than the headers.
+        let mut short = ipv4_tcp(6, &[], 10);
+        short[2..4].copy_from_slice(&30u16.to_be_bytes());
+        assert_eq!(
+            parse(LinkType::RawIp, &short).unwrap_err(),
+            ParseError::Malformed
+        );
+        // Options cut by the capture: the fixed header is read, options unreadable.
+        let mut opts = ipv4_tcp(6, &[], 0);
+        opts[20 + 12] = 8 << 4;
+        opts.extend_from_slice(&[1, 1, 8, 10]);
+        opts[2..4].copy_from_slice(&(52u16 + 5).to_be_bytes());
+        let t = *parse(LinkType::RawIp, &opts).unwrap().tcp().unwrap();
+        assert_eq!(
+            (t.seq, t.payload_len, t.options),
+            (7, 5, Options::Unreadable)
+        );
+        // An IPv4 authentication header (RFC 4302) is walked like an option.
+        let ah = [6, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1];
+        let info = parse(LinkType::RawIp, &ipv4_tcp(51, &ah, 3)).unwrap();
+        assert_eq!((info.protocol, info.ip_options), (6, true));
+        assert_eq!(info.tcp().unwrap().payload_len, 3);
+        assert_eq!(info.suitability(), Suitability::IpOptions);
+    }
+
+    #[test]
+    fn ipv6_mobility_header_is_an_extension() {
+        let mut p = vec![0x60, 0, 0, 0];
+        p.extend_from_slice(&(8u16 + 20).to_be_bytes());
+        p.extend_from_slice(&[135, 64]);
+        p.extend_from_slice(&[0xfd; 32]);
+        p.extend_from_slice(&[6, 0, 0, 0, 0, 0, 0, 0]);
+        let mut tcp = vec![0u8; 20];
+        tcp[12] = 5 << 4;
+        p.extend_from_slice(&tcp);
+        let ip = ip_packet(LinkType::Ipv6, &p).unwrap();
+        assert_eq!(
+            (ip.protocol, ip.ip_options, ip.upper_len),
+            (6, true, Some(20))
+        );
+        assert!(!ip.fragmented && !ip.fragment_header);
+    }
 }

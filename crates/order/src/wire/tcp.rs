@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::{be16, be32, ParseError};
+use etherparse::{TcpOptionElement, TcpOptionsIterator};
 
 /// TCP control bits (the low 8 flag bits of byte 13).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -45,73 +45,35 @@ pub enum Options {
 
 /// A checked TCP header view: the 20-byte fixed part is present; the options
 /// may be cut short by a capture's snap length (see [`Segment::options`]).
-#[derive(Debug, Clone, Copy)]
-pub struct Segment<'a> {
-    buf: &'a [u8],
-    header_len: usize,
-}
-
-impl<'a> Segment<'a> {
-    pub fn new_checked(buf: &'a [u8]) -> Result<Self, ParseError> {
-        if buf.len() < 20 {
-            return Err(ParseError::Truncated);
-        }
-        let header_len = usize::from(buf[12] >> 4) * 4;
-        if header_len < 20 {
-            return Err(ParseError::Malformed);
-        }
-        Ok(Segment { buf, header_len })
-    }
-
-    pub fn src_port(&self) -> u16 {
-        be16(self.buf, 0)
-    }
-    pub fn dst_port(&self) -> u16 {
-        be16(self.buf, 2)
-    }
-    pub fn seq(&self) -> u32 {
-        be32(self.buf, 4)
-    }
-    pub fn ack(&self) -> u32 {
-        be32(self.buf, 8)
-    }
-    /// Data offset in bytes (20..=60).
-    pub fn header_len(&self) -> usize {
-        self.header_len
-    }
-    pub fn flags(&self) -> Flags {
-        Flags(self.buf[13])
-    }
-
-    /// Classifies the options (RFC 9293 section 3.2: kind 0 ends the list,
-    /// kind 1 is one byte, every other kind has a length byte >= 2).
-    pub fn options(&self) -> Options {
-        if self.header_len == 20 {
+impl Options {
+    /// Classifies a captured options area (the bytes after the fixed header,
+    /// as far as the capture holds them; `declared` is the length the data
+    /// offset gives). etherparse walks the options; an option it does not
+    /// know is fine when its length field fits (RFC 9293 section 3.1: every
+    /// option but EOL and NOP carries a length).
+    pub fn classify(options: &[u8], declared: usize) -> Options {
+        if declared == 0 {
             return Options::None;
         }
-        let Some(opts) = self.buf.get(20..self.header_len) else {
+        if options.len() < declared {
             return Options::Unreadable;
-        };
-        let mut at = 0;
+        }
+        let mut iter = TcpOptionsIterator::from_slice(&options[..declared]);
         let mut timestamp = false;
-        while at < opts.len() {
-            match opts[at] {
-                0 => break,
-                1 => at += 1,
-                kind => {
-                    let Some(&len) = opts.get(at + 1) else {
-                        return Options::Unreadable;
-                    };
-                    let len = usize::from(len);
-                    if len < 2 || at + len > opts.len() {
-                        return Options::Unreadable;
+        loop {
+            let rest = iter.rest();
+            match iter.next() {
+                None => break,
+                Some(Ok(TcpOptionElement::Noop)) => {}
+                Some(Ok(TcpOptionElement::Timestamp(..))) => timestamp = true,
+                Some(Ok(_)) => return Options::Other,
+                // Unknown kind or a length etherparse does not expect: another
+                // option if its length field is sound, else unreadable.
+                Some(Err(_)) => {
+                    return match rest.get(1).map(|&len| usize::from(len)) {
+                        Some(len) if len >= 2 && len <= rest.len() => Options::Other,
+                        _ => Options::Unreadable,
                     }
-                    if kind == 8 && len == 10 {
-                        timestamp = true;
-                    } else {
-                        return Options::Other;
-                    }
-                    at += len;
                 }
             }
         }
@@ -127,39 +89,32 @@ impl<'a> Segment<'a> {
 mod tests {
     use super::*;
 
-    fn header(opts: &[u8]) -> Vec<u8> {
-        let mut h = vec![0u8; 20];
-        h[12] = (((20 + opts.len()) / 4) as u8) << 4;
-        h.extend_from_slice(opts);
-        h
+    fn classify(opts: &[u8]) -> Options {
+        Options::classify(opts, opts.len())
     }
 
     #[test]
     fn options_are_classified() {
         let ts = [1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2];
-        assert_eq!(
-            Segment::new_checked(&header(&ts)).unwrap().options(),
-            Options::TimestampOnly
-        );
+        assert_eq!(classify(&ts), Options::TimestampOnly);
         let sack = [1, 1, 5, 10, 0, 0, 0, 1, 0, 0, 0, 2];
-        assert_eq!(
-            Segment::new_checked(&header(&sack)).unwrap().options(),
-            Options::Other
-        );
-        let bad = [1, 1, 8, 0];
-        assert_eq!(
-            Segment::new_checked(&header(&bad)).unwrap().options(),
-            Options::Unreadable
-        );
-        let cut = header(&ts);
-        assert_eq!(
-            Segment::new_checked(&cut[..24]).unwrap().options(),
-            Options::Unreadable
-        );
-        assert_eq!(
-            Segment::new_checked(&header(&[])).unwrap().options(),
-            Options::None
-        );
+        assert_eq!(classify(&sack), Options::Other);
+        // An option kind etherparse does not know (MPTCP, 30), length sound.
+        assert_eq!(classify(&[30, 4, 0, 0]), Options::Other);
+        // The timestamp kind with a length of its own: another option.
+        assert_eq!(classify(&[8, 4, 0, 0]), Options::Other);
+        for bad in [
+            &[1, 1, 8, 0][..],
+            &[1, 1, 1, 30],
+            &[2, 4, 0],
+            &[30, 9, 0, 0],
+        ] {
+            assert_eq!(Options::classify(bad, 4), Options::Unreadable, "{bad:?}");
+        }
+        // Cut by the capture before the end of the options area.
+        assert_eq!(Options::classify(&ts[..4], ts.len()), Options::Unreadable);
+        assert_eq!(classify(&[]), Options::None);
+        assert_eq!(classify(&[1, 1, 0, 0]), Options::None);
     }
 
     #[test]
