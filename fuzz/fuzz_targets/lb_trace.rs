@@ -1,5 +1,6 @@
-//! The load balancer's pcap reader on arbitrary bytes: never panics, and
-//! whatever it keeps can be replayed and placed.
+//! The load balancer's trace (pcap or pcapng, through order's reader and
+//! parser) on arbitrary bytes: never panics, and whatever it keeps can be
+//! replayed and placed.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

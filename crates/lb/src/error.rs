@@ -12,7 +12,7 @@ pub enum TraceError {
     #[error("cannot read {path}: {reason}")]
     Io { path: String, reason: String },
     #[error("not a readable pcap or pcapng capture: {0}")]
-    NotPcap(String),
+    NotACapture(String),
     #[error("link type {0} is not supported (Ethernet, raw IP, IPv4, IPv6, Linux SLL/SLL2 and BSD loopback are)")]
     UnsupportedLinkType(u32),
     #[error("record {index} at byte {offset} is corrupt: {reason}")]

@@ -107,7 +107,7 @@ impl Trace {
     pub fn parse(bytes: &[u8]) -> Result<Trace, TraceError> {
         let (capture, damage) = Capture::read_partial(bytes).map_err(|e| match e {
             CaptureError::UnsupportedLinkType(code) => TraceError::UnsupportedLinkType(code),
-            other => TraceError::NotPcap(other.to_string()),
+            other => TraceError::NotACapture(other.to_string()),
         })?;
         let mut stats = TraceStats::default();
         match damage {
@@ -124,7 +124,7 @@ impl Trace {
                     reason,
                 })
             }
-            Some(other) => return Err(TraceError::NotPcap(other.to_string())),
+            Some(other) => return Err(TraceError::NotACapture(other.to_string())),
         }
         let mut packets = Vec::new();
         let mut last_ts = 0u64;

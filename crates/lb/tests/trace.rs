@@ -174,14 +174,14 @@ fn raw_ip_and_truncated_tail() {
 
 #[test]
 fn bad_files_are_errors_not_panics() {
-    assert!(matches!(Trace::parse(b""), Err(TraceError::NotPcap(_))));
+    assert!(matches!(Trace::parse(b""), Err(TraceError::NotACapture(_))));
     assert!(matches!(
         Trace::parse(&[0u8; 40]),
-        Err(TraceError::NotPcap(_))
+        Err(TraceError::NotACapture(_))
     ));
     // A pcapng magic with a section header cut short.
     let err = Trace::parse(&[0x0a, 0x0d, 0x0d, 0x0a, 0, 0, 0, 0]).unwrap_err();
-    assert!(matches!(err, TraceError::NotPcap(_)), "{err}");
+    assert!(matches!(err, TraceError::NotACapture(_)), "{err}");
     assert!(!err.to_string().contains('\n'), "one line: {err}");
     let ok = write_pcap(
         1,

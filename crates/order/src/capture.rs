@@ -279,6 +279,19 @@ impl Capture {
     }
 }
 
+/// What a failed record or block means: the file ends inside it
+/// (truncated) or it cannot be read (corrupt).
+fn damage_at(e: PcapError, packets: usize, offset: usize) -> CaptureError {
+    match e {
+        PcapError::IncompleteBuffer => CaptureError::Truncated { packets, offset },
+        e => CaptureError::Corrupt {
+            packets,
+            offset,
+            reason: e.to_string(),
+        },
+    }
+}
+
 fn read_pcap(bytes: &[u8]) -> Result<(Capture, Option<CaptureError>), CaptureError> {
     let (mut rest, parser) =
         PcapParser::new(bytes).map_err(|e| CaptureError::BadHeader(e.to_string()))?;
@@ -351,15 +364,8 @@ fn read_pcap(bytes: &[u8]) -> Result<(Capture, Option<CaptureError>), CaptureErr
                     data: raw.data.into_owned(),
                 });
             }
-            Err(PcapError::IncompleteBuffer) => {
-                damage = Some(CaptureError::Truncated {
-                    packets: packets.len(),
-                    offset,
-                });
-                break;
-            }
             Err(e) => {
-                damage = Some(corrupt(packets.len(), e.to_string()));
+                damage = Some(damage_at(e, packets.len(), offset));
                 break;
             }
         }
@@ -411,19 +417,8 @@ fn read_pcapng(bytes: &[u8]) -> Result<(Capture, Option<CaptureError>), CaptureE
                 rest = r;
                 b
             }
-            Err(PcapError::IncompleteBuffer) => {
-                damage = Some(CaptureError::Truncated {
-                    packets: packets.len(),
-                    offset,
-                });
-                break;
-            }
             Err(e) => {
-                damage = Some(CaptureError::Corrupt {
-                    packets: packets.len(),
-                    offset,
-                    reason: e.to_string(),
-                });
+                damage = Some(damage_at(e, packets.len(), offset));
                 break;
             }
         };
