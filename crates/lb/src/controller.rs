@@ -428,7 +428,7 @@ impl CrossRssPlus {
 
     /// One interval: the reports, the new load the load balancer counted per
     /// bucket (any non-negative unit; only ratios matter) and the number of
-    /// new connections it saw.
+    /// new connections it saw. The steps are those of the type's docs.
     pub fn update(
         &mut self,
         reports: &[AgentReport],
@@ -436,30 +436,25 @@ impl CrossRssPlus {
         new_connections: f64,
     ) -> Result<PlusTable, ReportError> {
         validate_reports(reports, self.buckets)?;
-        if bucket_new_load.len() != self.buckets {
-            return Err(ReportError::WrongBucketCount {
-                server: u32::MAX,
-                got: bucket_new_load.len(),
-                expected: self.buckets,
-            });
-        }
-        let bad = |l: f64| !(0.0..=MAX_LOAD).contains(&l);
-        if let Some((bucket, &load)) = bucket_new_load.iter().enumerate().find(|(_, l)| bad(**l)) {
-            return Err(ReportError::NonFiniteLoad {
-                server: u32::MAX,
-                core: bucket,
-                load,
-            });
-        }
-        if bad(new_connections) {
-            return Err(ReportError::NonFiniteLoad {
-                server: u32::MAX,
-                core: usize::MAX,
-                load: new_connections,
-            });
-        }
-        let p = self.params;
-        // 1. Damped core loads.
+        validate_new_load(bucket_new_load, new_connections, self.buckets)?;
+        self.damp_core_loads(reports);
+        let shares = self.damp_new_load(bucket_new_load, new_connections, reports);
+        self.sort_buckets_heaviest_first(shares.floor);
+        self.scratch.predict_from(&self.damped);
+        self.scratch.refresh_candidates(reports, self.buckets);
+        let (table, candidates) = self.water_fill(reports, &shares);
+        Ok(PlusTable {
+            table: BucketTable(table),
+            candidates,
+            k: shares.k,
+            conn_budget: shares.conn_budget,
+        })
+    }
+
+    /// Step 1: every core's reported load through an EWMA (restarted when
+    /// the set of servers or their core counts change).
+    fn damp_core_loads(&mut self, reports: &[AgentReport]) {
+        let alpha = self.params.alpha;
         let same_servers = self.servers.len() == reports.len()
             && self
                 .servers
@@ -474,44 +469,147 @@ impl CrossRssPlus {
         if same_servers {
             for (d, r) in self.damped.iter_mut().zip(reports) {
                 for (e, &l) in d.iter_mut().zip(&r.core_loads) {
-                    *e = p.alpha * l + (1.0 - p.alpha) * *e;
+                    *e = alpha * l + (1.0 - alpha) * *e;
                 }
             }
         } else {
             self.servers = reports.iter().map(|r| r.server).collect();
             self.damped = reports.iter().map(|r| r.core_loads.clone()).collect();
         }
-        // 2. Damped per-bucket new load, with a floor; damped new connections.
+    }
+
+    /// Step 2: each bucket's new load and the new connections through an
+    /// EWMA; from them the floor every bucket weighs at least, each core's
+    /// cap of new load (step 4) and budget of new connections (step 5).
+    fn damp_new_load(
+        &mut self,
+        bucket_new_load: &[f64],
+        new_connections: f64,
+        reports: &[AgentReport],
+    ) -> Shares {
+        let p = self.params;
         for (e, &l) in self.bucket_load.iter_mut().zip(bucket_new_load) {
             *e = p.bucket_alpha * l + (1.0 - p.bucket_alpha) * *e;
         }
         self.new_conns = p.bucket_alpha * new_connections + (1.0 - p.bucket_alpha) * self.new_conns;
         let mean = self.bucket_load.iter().sum::<f64>() / self.buckets as f64;
         let floor = (p.floor * mean).max(1e-9);
-        let weight = |b: usize, loads: &[f64]| loads[b].max(floor);
-        let total_new: f64 = (0..self.buckets)
-            .map(|b| weight(b, &self.bucket_load))
-            .sum();
+        let total_new: f64 = self.bucket_load.iter().map(|l| l.max(floor)).sum();
         let cores: usize = reports.iter().map(|r| r.core_loads.len()).sum();
-        let cap = p.cap_factor * total_new / cores as f64;
-        let k = reports.len().min(PLUS_CANDIDATES);
         let conn_budget = (p.cap_factor * self.new_conns / cores as f64)
             .ceil()
-            .max(1.0);
-        let conn_budget = conn_budget.min(f64::from(u32::MAX)) as u32;
-        // 3.-5. Water-filling, heaviest bucket first.
+            .max(1.0)
+            .min(f64::from(u32::MAX)) as u32;
+        Shares {
+            floor,
+            cap: p.cap_factor * total_new / cores as f64,
+            conn_budget,
+            k: reports.len().min(PLUS_CANDIDATES),
+        }
+    }
+
+    /// Step 3's order: heaviest damped new load first, ties by bucket.
+    fn sort_buckets_heaviest_first(&mut self, floor: f64) {
         let loads = &self.bucket_load;
-        self.order.sort_by(|&a, &b| {
-            weight(b, loads)
-                .total_cmp(&weight(a, loads))
-                .then(a.cmp(&b))
-        });
-        let n = reports.len();
-        let buckets = self.buckets;
+        let weight = |b: usize| loads[b].max(floor);
+        self.order
+            .sort_by(|&a, &b| weight(b).total_cmp(&weight(a)).then(a.cmp(&b)));
+    }
+
+    /// Steps 3-5: each bucket, heaviest first, goes to its best candidate
+    /// core, whose predicted load grows at once (water-filling); the bucket's
+    /// k best candidates, ranked, are what the data plane tries in order.
+    fn water_fill(&mut self, reports: &[AgentReport], shares: &Shares) -> (Vec<u32>, Vec<u32>) {
+        let (buckets, k) = (self.buckets, shares.k);
+        let mut table = vec![0u32; buckets];
+        let mut candidates = vec![0u32; buckets * k];
+        let mut top: Vec<Ranked> = Vec::with_capacity(k + 1);
         let sc = &mut self.scratch;
-        // Flat arrays: core `c` of report `i` is at `offsets[i] + c`.
-        let same_maps = sc.map_cores.len() == n
-            && sc
+        for &b in &self.order {
+            let w = self.bucket_load[b].max(shares.floor);
+            sc.candidate_keys(b, reports.len(), w, shares.cap);
+            best_k(&sc.keys, k, b, reports, &mut top);
+            let winner = top[0].3;
+            sc.give(
+                sc.offsets[winner] + reports[winner].bucket_cores[b] as usize,
+                w,
+            );
+            table[b] = reports[winner].server;
+            for (slot, t) in candidates[b * k..(b + 1) * k].iter_mut().zip(&top) {
+                *slot = reports[t.3].server;
+            }
+        }
+        (table, candidates)
+    }
+}
+
+/// What step 2 gives the water-filling of one interval.
+struct Shares {
+    /// The least weight of a bucket (a fraction of the mean).
+    floor: f64,
+    /// Step 4: new load a core may be given before it is skipped.
+    cap: f64,
+    /// Step 5: new connections per core per interval, enforced per packet.
+    conn_budget: u32,
+    /// Candidates kept per bucket.
+    k: usize,
+}
+
+/// The per-bucket new load and the new-connection count must be finite,
+/// non-negative and no larger than [`MAX_LOAD`], one value per bucket.
+fn validate_new_load(
+    bucket_new_load: &[f64],
+    new_connections: f64,
+    buckets: usize,
+) -> Result<(), ReportError> {
+    if bucket_new_load.len() != buckets {
+        return Err(ReportError::WrongBucketCount {
+            server: u32::MAX,
+            got: bucket_new_load.len(),
+            expected: buckets,
+        });
+    }
+    let bad = |l: f64| !(0.0..=MAX_LOAD).contains(&l);
+    if let Some((bucket, &load)) = bucket_new_load.iter().enumerate().find(|(_, l)| bad(**l)) {
+        return Err(ReportError::NonFiniteLoad {
+            server: u32::MAX,
+            core: bucket,
+            load,
+        });
+    }
+    if bad(new_connections) {
+        return Err(ReportError::NonFiniteLoad {
+            server: u32::MAX,
+            core: usize::MAX,
+            load: new_connections,
+        });
+    }
+    Ok(())
+}
+
+impl PlusScratch {
+    /// Per core (flat: core `c` of report `i` is at `offsets[i] + c`): the
+    /// predicted load starts at the damped load; nothing given yet.
+    fn predict_from(&mut self, damped: &[Vec<f64>]) {
+        self.offsets.clear();
+        self.predicted.clear();
+        for d in damped {
+            self.offsets.push(self.predicted.len());
+            self.predicted.extend_from_slice(d);
+        }
+        let cores = self.predicted.len();
+        self.given.clear();
+        self.given.resize(cores, 0.0);
+        self.touched.clear();
+        self.touched.resize(cores.div_ceil(64), 0);
+    }
+
+    /// Rebuilds the bucket-major candidate array when a report's bucket ->
+    /// core map (or core count) changed since the last interval.
+    fn refresh_candidates(&mut self, reports: &[AgentReport], buckets: usize) {
+        let n = reports.len();
+        let same_maps = self.map_cores.len() == n
+            && self
                 .map_cores
                 .iter()
                 .zip(reports)
@@ -519,115 +617,102 @@ impl CrossRssPlus {
             && reports
                 .iter()
                 .enumerate()
-                .all(|(i, r)| r.bucket_cores[..] == sc.maps[i * buckets..(i + 1) * buckets]);
-        sc.offsets.clear();
-        sc.predicted.clear();
-        for d in &self.damped {
-            sc.offsets.push(sc.predicted.len());
-            sc.predicted.extend_from_slice(d);
+                .all(|(i, r)| r.bucket_cores[..] == self.maps[i * buckets..(i + 1) * buckets]);
+        if same_maps {
+            return;
         }
-        sc.given.clear();
-        sc.given.resize(cores, 0.0);
-        sc.touched.clear();
-        sc.touched.resize(cores.div_ceil(64), 0);
-        if !same_maps {
-            sc.map_cores.clear();
-            sc.map_cores
-                .extend(reports.iter().map(|r| r.core_loads.len()));
-            sc.maps.clear();
-            for r in reports {
-                sc.maps.extend_from_slice(&r.bucket_cores);
-            }
-            // Bucket-major candidate cores, so the scan below reads memory in
-            // order. A blocked transpose: 64 buckets at a time, so the 64
-            // destination lines stay in L1 while the reports go by.
-            sc.cand.clear();
-            sc.cand.resize(buckets * n, 0);
-            const TILE: usize = 64;
-            for b0 in (0..buckets).step_by(TILE) {
-                let b1 = (b0 + TILE).min(buckets);
-                for (i, r) in reports.iter().enumerate() {
-                    let off = sc.offsets[i] as u32;
-                    for (b, &c) in (b0..b1).zip(&r.bucket_cores[b0..b1]) {
-                        sc.cand[b * n + i] = off + c;
-                    }
+        self.map_cores.clear();
+        self.map_cores
+            .extend(reports.iter().map(|r| r.core_loads.len()));
+        self.maps.clear();
+        for r in reports {
+            self.maps.extend_from_slice(&r.bucket_cores);
+        }
+        // Bucket-major, so the scan of a bucket reads memory in order. A
+        // blocked transpose: 64 buckets at a time, so the 64 destination
+        // lines stay in L1 while the reports go by.
+        self.cand.clear();
+        self.cand.resize(buckets * n, 0);
+        const TILE: usize = 64;
+        for b0 in (0..buckets).step_by(TILE) {
+            let b1 = (b0 + TILE).min(buckets);
+            for (i, r) in reports.iter().enumerate() {
+                let off = self.offsets[i] as u32;
+                for (b, &c) in (b0..b1).zip(&r.bucket_cores[b0..b1]) {
+                    self.cand[b * n + i] = off + c;
                 }
             }
         }
-        let mut table = vec![0u32; buckets];
-        let mut candidates = vec![0u32; buckets * k];
-        // (over cap, score, rank, report index), best first.
-        let mut top: Vec<(bool, f64, u64, usize)> = Vec::with_capacity(k + 1);
-        sc.keys.resize(n, 0);
-        for &b in &self.order {
-            let w = weight(b, loads);
-            // One branch-free pass: each candidate's key as one integer whose
-            // order is (over cap, score): scores are non-negative floats,
-            // whose bit patterns order like the numbers, and the over-cap
-            // flag is the top bit. The loads are independent, so they
-            // overlap instead of waiting on the comparisons.
-            let cand = &sc.cand[b * n..(b + 1) * n];
-            let fresh_over = u64::from(w > cap) << 63;
-            for (key, &idx) in sc.keys.iter_mut().zip(cand) {
-                let idx = idx as usize;
-                let over = if sc.touched[idx / 64] >> (idx % 64) & 1 == 0 {
-                    // 0.0 + w == w: the same test as below.
-                    fresh_over
-                } else {
-                    u64::from(sc.given[idx] + w > cap) << 63
-                };
-                *key = (sc.predicted[idx] + w).to_bits() | over;
-            }
-            // The k smallest keys, ties by rank, exactly as comparing the
-            // (over, score, rank) tuples; a key above the k-th needs no rank.
-            top.clear();
-            let mut kth = u64::MAX;
-            for (i, &key) in sc.keys.iter().enumerate() {
-                if key > kth {
-                    continue;
-                }
-                let t = (
-                    key >> 63 == 1,
-                    f64::from_bits(key & !(1 << 63)),
-                    tie_rank(b, reports[i].server),
-                    i,
-                );
-                if top.len() == k {
-                    if !ahead(&t, &top[k - 1]) {
-                        continue;
-                    }
-                    top.pop();
-                }
-                let at = top.iter().position(|x| ahead(&t, x)).unwrap_or(top.len());
-                top.insert(at, t);
-                if top.len() == k {
-                    let last = &top[k - 1];
-                    kth = last.1.to_bits() | (u64::from(last.0) << 63);
-                }
-            }
-            let i = top[0].3;
-            let idx = sc.offsets[i] + reports[i].bucket_cores[b] as usize;
-            sc.predicted[idx] += w;
-            sc.given[idx] += w;
-            sc.touched[idx / 64] |= 1 << (idx % 64);
-            table[b] = reports[i].server;
-            for (slot, t) in candidates[b * k..(b + 1) * k].iter_mut().zip(&top) {
-                *slot = reports[t.3].server;
-            }
+    }
+
+    /// Step 3-4's order key of every candidate of bucket `b` (weight `w`),
+    /// in `keys`: one integer whose order is (over cap, predicted load + w).
+    /// Scores are non-negative floats, whose bit patterns order like the
+    /// numbers, and the over-cap flag is the top bit. One branch-free pass:
+    /// the loads are independent, so they overlap instead of waiting on the
+    /// comparisons.
+    fn candidate_keys(&mut self, b: usize, n: usize, w: f64, cap: f64) {
+        self.keys.resize(n, 0);
+        let cand = &self.cand[b * n..(b + 1) * n];
+        let fresh_over = u64::from(w > cap) << 63;
+        for (key, &idx) in self.keys.iter_mut().zip(cand) {
+            let idx = idx as usize;
+            let over = if self.touched[idx / 64] >> (idx % 64) & 1 == 0 {
+                // Nothing given yet: 0.0 + w == w, the same test as below.
+                fresh_over
+            } else {
+                u64::from(self.given[idx] + w > cap) << 63
+            };
+            *key = (self.predicted[idx] + w).to_bits() | over;
         }
-        Ok(PlusTable {
-            table: BucketTable(table),
-            candidates,
-            k,
-            conn_budget,
-        })
+    }
+
+    /// Gives new load `w` to core `idx`: its prediction grows at once.
+    fn give(&mut self, idx: usize, w: f64) {
+        self.predicted[idx] += w;
+        self.given[idx] += w;
+        self.touched[idx / 64] |= 1 << (idx % 64);
+    }
+}
+
+/// A candidate as ranked: (over cap, score, tie rank, report index).
+type Ranked = (bool, f64, u64, usize);
+
+/// The `k` candidates with the smallest keys into `top`, best first, ties by
+/// rank, exactly as comparing the (over, score, rank) tuples; a key above the
+/// k-th needs no rank.
+fn best_k(keys: &[u64], k: usize, b: usize, reports: &[AgentReport], top: &mut Vec<Ranked>) {
+    top.clear();
+    let mut kth = u64::MAX;
+    for (i, &key) in keys.iter().enumerate() {
+        if key > kth {
+            continue;
+        }
+        let t = (
+            key >> 63 == 1,
+            f64::from_bits(key & !(1 << 63)),
+            tie_rank(b, reports[i].server),
+            i,
+        );
+        if top.len() == k {
+            if !ahead(&t, &top[k - 1]) {
+                continue;
+            }
+            top.pop();
+        }
+        let at = top.iter().position(|x| ahead(&t, x)).unwrap_or(top.len());
+        top.insert(at, t);
+        if top.len() == k {
+            let last = &top[k - 1];
+            kth = last.1.to_bits() | (u64::from(last.0) << 63);
+        }
     }
 }
 
 /// Whether candidate `a` ranks before `b`: within the cap first, then lower
 /// predicted load, then the tie rank.
 #[inline]
-fn ahead(a: &(bool, f64, u64, usize), b: &(bool, f64, u64, usize)) -> bool {
+fn ahead(a: &Ranked, b: &Ranked) -> bool {
     (!a.0 && b.0) || (a.0 == b.0 && better(a.1, a.2, b.1, b.2))
 }
 
