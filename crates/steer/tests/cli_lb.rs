@@ -1,5 +1,6 @@
 //! `steer lb sim` through the real binary: JSON shape on a short trace
-//! prefix, SVG files, and bad input -> one line, exit 2.
+//! prefix, SVG files, pcapng as well as pcap, and bad input -> one line,
+//! exit 2.
 
 mod common;
 
@@ -125,4 +126,33 @@ fn bad_input_is_one_line_and_exit_2() {
             .code(2)
             .stderr(predicate::str::starts_with("error: "));
     }
+}
+
+#[test]
+fn a_pcapng_trace_gives_what_the_pcap_gives() {
+    let pcap = shared_trace(AUCKLAND);
+    let cap = order::capture::Capture::read_file(&pcap).unwrap();
+    let records: Vec<(u64, Vec<u8>)> = cap
+        .packets
+        .iter()
+        .map(|p| (p.time_ns, p.data.clone()))
+        .collect();
+    let dir = TempDir::new("steer-lb-pcapng");
+    let ng = dir.join("auckland.pcapng");
+    std::fs::write(&ng, order::capture::write_pcapng(101, &records)).unwrap();
+    let run = |trace: &std::path::Path| {
+        let out = steer()
+            .args(["--json", "lb", "sim", "--max-packets", "5000", "--trace"])
+            .arg(trace)
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        let mut v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        v.as_object_mut().unwrap().remove("trace");
+        v
+    };
+    // Everything but the file name, trace statistics included.
+    assert!(run(&ng) == run(&pcap), "pcapng and pcap runs differ");
 }
