@@ -17,7 +17,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 use thiserror::Error;
 
 use crate::api::{DevicesReply, ErrorReply, LoadReply, RssReply, WhoamiReply, API_VERSION};
-use crate::server::DEFAULT_PORT;
+use crate::http::{parse_answer, parse_url, snippet, Answer, Target};
 use crate::token::{Token, TokenError};
 
 /// Largest answer accepted.
@@ -167,74 +167,6 @@ impl PathCheck {
     }
 }
 
-/// A parsed `http://host[:port][/prefix]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Target {
-    host: String,
-    port: u16,
-    /// Prefix before `/v1` (no trailing slash), e.g. "" or "/agent".
-    prefix: String,
-}
-
-fn parse_url(url: &str) -> Result<Target, ClientError> {
-    let bad = |reason: &str| ClientError::InvalidUrl {
-        url: url.to_string(),
-        reason: reason.to_string(),
-    };
-    let rest = if let Some(r) = url.strip_prefix("http://") {
-        r
-    } else if url.contains("://") {
-        return Err(bad(
-            "only http:// is supported (use a token, and a tunnel for encryption)",
-        ));
-    } else {
-        url
-    };
-    let (authority, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, ""),
-    };
-    if authority.is_empty() {
-        return Err(bad("no host"));
-    }
-    if authority.contains('@') {
-        return Err(bad(
-            "credentials in the URL are not supported (give the token separately)",
-        ));
-    }
-    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-        let (h, after) = v6.split_once(']').ok_or_else(|| bad("unclosed '['"))?;
-        let port = match after.strip_prefix(':') {
-            Some(p) => Some(p),
-            None if after.is_empty() => None,
-            None => return Err(bad("junk after ']'")),
-        };
-        (h.to_string(), port)
-    } else {
-        match authority.rsplit_once(':') {
-            Some((h, p)) => (h.to_string(), Some(p)),
-            None => (authority.to_string(), None),
-        }
-    };
-    let port = match port {
-        Some(p) => p
-            .parse()
-            .map_err(|_| bad("the port is not a number 1-65535"))?,
-        None => DEFAULT_PORT,
-    };
-    if port == 0 || host.is_empty() {
-        return Err(bad("host and a non-zero port are needed"));
-    }
-    if path.contains('?') || path.contains('#') {
-        return Err(bad("no query or fragment, please"));
-    }
-    Ok(Target {
-        host,
-        port,
-        prefix: path.trim_end_matches('/').to_string(),
-    })
-}
-
 /// Percent-encodes a query value (everything but RFC 3986 unreserved).
 fn encode(value: &str) -> String {
     value
@@ -247,13 +179,6 @@ fn encode(value: &str) -> String {
             }
         })
         .collect()
-}
-
-/// A raw HTTP answer.
-#[derive(Debug)]
-struct Answer {
-    status: u16,
-    body: Vec<u8>,
 }
 
 /// A client for one agent.
@@ -269,10 +194,14 @@ impl AgentClient {
     /// The timeout senders should use unless they have a reason not to.
     pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1);
 
-    /// `url`: `http://HOST[:PORT]` (port default [`DEFAULT_PORT`]);
+    /// `url`: `http://HOST[:PORT]` (port default
+    /// [`DEFAULT_PORT`](crate::server::DEFAULT_PORT));
     /// `timeout` bounds each request as a whole (connect, send, answer).
     pub fn new(url: &str, token: Option<&str>, timeout: Duration) -> Result<Self, ClientError> {
-        let target = parse_url(url)?;
+        let target = parse_url(url).map_err(|reason| ClientError::InvalidUrl {
+            url: url.to_string(),
+            reason: reason.to_string(),
+        })?;
         if timeout.is_zero() {
             return Err(ClientError::InvalidUrl {
                 url: url.to_string(),
@@ -653,158 +582,14 @@ impl AgentClient {
     }
 }
 
-/// The first bytes of a body, for an error message.
-fn snippet(body: &[u8]) -> String {
-    String::from_utf8_lossy(&body[..body.len().min(60)]).into_owned()
-}
-
-/// Parses an HTTP/1.x answer. `Ok(None)`: incomplete so far (with `eof`,
-/// only when nothing or a cut-short answer arrived). `Err`: not HTTP.
-fn parse_answer(raw: &[u8], eof: bool) -> Result<Option<Answer>, String> {
-    if raw.len() >= 5 && !raw.starts_with(b"HTTP/") {
-        return Err(format!("the answer starts with {:?}", snippet(raw)));
-    }
-    let Some(end) = raw.windows(4).position(|w| w == b"\r\n\r\n") else {
-        if raw.len() > 64 * 1024 {
-            return Err("no end of headers in the first 64 KiB".into());
-        }
-        return Ok(None);
-    };
-    let head = std::str::from_utf8(&raw[..end]).map_err(|_| "headers are not UTF-8".to_string())?;
-    let mut lines = head.split("\r\n");
-    let status_line = lines.next().unwrap_or("");
-    let status: u16 = status_line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .filter(|s| (100..600).contains(s))
-        .ok_or_else(|| format!("bad status line {status_line:?}"))?;
-    let mut length = None;
-    let mut chunked = false;
-    for line in lines {
-        let (name, value) = line
-            .split_once(':')
-            .ok_or_else(|| format!("bad header line {line:?}"))?;
-        let value = value.trim();
-        if name.eq_ignore_ascii_case("content-length") {
-            length = Some(
-                value
-                    .parse::<usize>()
-                    .map_err(|_| format!("bad Content-Length {value:?}"))?,
-            );
-        } else if name.eq_ignore_ascii_case("transfer-encoding") {
-            chunked = value.to_ascii_lowercase().contains("chunked");
-        }
-    }
-    let body = &raw[end + 4..];
-    if chunked {
-        return match dechunk(body)? {
-            Some(body) => Ok(Some(Answer { status, body })),
-            None if eof => Err("chunked body cut short".into()),
-            None => Ok(None),
-        };
-    }
-    match length {
-        Some(n) if body.len() >= n => Ok(Some(Answer {
-            status,
-            body: body[..n].to_vec(),
-        })),
-        Some(_) if eof => Err("body shorter than its Content-Length".into()),
-        Some(_) => Ok(None),
-        None if eof => Ok(Some(Answer {
-            status,
-            body: body.to_vec(),
-        })),
-        None => Ok(None),
-    }
-}
-
-/// Decodes a chunked body; `Ok(None)` while incomplete.
-fn dechunk(mut data: &[u8]) -> Result<Option<Vec<u8>>, String> {
-    let mut out = Vec::new();
-    loop {
-        let Some(eol) = data.windows(2).position(|w| w == b"\r\n") else {
-            return Ok(None);
-        };
-        let size_text = std::str::from_utf8(&data[..eol]).map_err(|_| "bad chunk size")?;
-        let size_text = size_text.split(';').next().unwrap_or("").trim();
-        let size = usize::from_str_radix(size_text, 16)
-            .map_err(|_| format!("bad chunk size {size_text:?}"))?;
-        data = &data[eol + 2..];
-        if size == 0 {
-            return Ok(Some(out));
-        }
-        if data.len() < size + 2 {
-            return Ok(None);
-        }
-        out.extend_from_slice(&data[..size]);
-        data = &data[size + 2..];
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn urls() {
-        let t = parse_url("http://10.0.0.2:9000").unwrap();
-        assert_eq!(
-            (t.host.as_str(), t.port, t.prefix.as_str()),
-            ("10.0.0.2", 9000, "")
-        );
-        let t = parse_url("http://[fd77::2]:80/agent/").unwrap();
-        assert_eq!(
-            (t.host.as_str(), t.port, t.prefix.as_str()),
-            ("fd77::2", 80, "/agent")
-        );
-        let t = parse_url("rcv.example").unwrap();
-        assert_eq!((t.host.as_str(), t.port), ("rcv.example", DEFAULT_PORT));
-        for bad in [
-            "https://x:1",
-            "http://",
-            "http://x:0",
-            "http://x:99999",
-            "http://u:p@x:1",
-            "http://[::1",
-            "http://x:1/?a=b",
-        ] {
-            assert!(parse_url(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
     fn query_encoding() {
         assert_eq!(encode("fd77:1::2"), "fd77%3A1%3A%3A2");
         assert_eq!(encode("veth0"), "veth0");
-    }
-
-    #[test]
-    fn answers() {
-        let a = parse_answer(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}xx", false)
-            .unwrap()
-            .unwrap();
-        assert_eq!((a.status, a.body.as_slice()), (200, b"{}".as_slice()));
-        assert!(
-            parse_answer(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n{}", false)
-                .unwrap()
-                .is_none()
-        );
-        assert!(parse_answer(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n{}", true).is_err());
-        let a = parse_answer(
-            b"HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x\r\nde\r\n0\r\n\r\n",
-            false,
-        )
-        .unwrap()
-        .unwrap();
-        assert_eq!((a.status, a.body.as_slice()), (404, b"abcde".as_slice()));
-        let a = parse_answer(b"HTTP/1.0 200 OK\r\n\r\nhello", true)
-            .unwrap()
-            .unwrap();
-        assert_eq!(a.body, b"hello");
-        assert!(parse_answer(b"SSH-2.0-OpenSSH\r\n", false).is_err());
-        assert!(parse_answer(b"HTTP/1.1 abc\r\n\r\n", true).is_err());
-        assert!(parse_answer(b"HTTP/1.1 200 OK\r\nno colon\r\n\r\n", true).is_err());
     }
 
     fn answer(status: u16, body: &str) -> Answer {

@@ -40,6 +40,7 @@
 pub mod api;
 pub mod client;
 pub mod error;
+mod http;
 pub mod load;
 pub mod metrics;
 pub mod netns;
