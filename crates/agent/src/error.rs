@@ -119,3 +119,19 @@ impl AgentError {
         }
     }
 }
+
+/// The host's namespace errors as the agent's: a namespace that names
+/// nothing is [`AgentError::NoSuchNetns`] (bad input), a failed system call
+/// [`AgentError::Io`] (a refusal classifies as privilege).
+impl From<host::HostError> for AgentError {
+    fn from(e: host::HostError) -> Self {
+        match e {
+            host::HostError::NoSuchNetns { name } => AgentError::NoSuchNetns { netns: name },
+            host::HostError::Io { what, source } => AgentError::Io { what, source },
+            other => AgentError::Io {
+                what: "run a tool".into(),
+                source: other.into_io(),
+            },
+        }
+    }
+}

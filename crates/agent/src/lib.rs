@@ -43,7 +43,6 @@ pub mod error;
 mod http;
 pub mod load;
 pub mod metrics;
-pub mod netns;
 pub mod served;
 pub mod server;
 pub mod token;

@@ -25,7 +25,6 @@ use crate::api::{
 use crate::error::AgentError;
 use crate::load::{user_hz, ProcSample};
 use crate::metrics::{self, Counters};
-use crate::netns;
 use crate::served::{Snapshot, Sources};
 use crate::token::{Rejection, Token};
 
@@ -129,17 +128,17 @@ impl Agent {
         }
         let netns = opts.sources.netns.clone();
         let sources = opts.sources.clone();
-        let readings = netns::run_in(netns.as_deref(), move || sources.read(true))?;
+        let readings = host::netns::run_in(netns.as_deref(), move || sources.read(true))??;
         let mut snapshot = Snapshot::default();
         snapshot.update(readings);
 
         let listen = opts.listen;
-        let listener = netns::run_in(netns.as_deref(), move || {
+        let listener = host::netns::run_in(netns.as_deref(), move || {
             TcpListener::bind(listen).map_err(|source| AgentError::Listen {
                 addr: listen,
                 source,
             })
-        })?;
+        })??;
         let addr = listener.local_addr().map_err(|source| AgentError::Listen {
             addr: listen,
             source,
@@ -176,7 +175,7 @@ impl Agent {
                 .name("agent-sampler".into())
                 .spawn(move || {
                     if let Some(ns) = opts.sources.netns.as_deref() {
-                        if let Err(e) = netns::enter(ns) {
+                        if let Err(e) = host::netns::enter(ns) {
                             (shared.log)(&format!("steer agent: sampler: {e}"));
                             return;
                         }

@@ -7,7 +7,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use agent::{Agent, AgentClient, ConfigOrigin, Devices, ServerOptions, Sources, Token};
-use lab::{run_in_netns, unique_name, Lab, LabSpec};
+use lab::{unique_name, Lab, LabSpec};
 use rss::RssKey;
 
 const TOKEN: &str = "lab-token-1234";
@@ -39,7 +39,7 @@ fn serves_software_rss_across_the_lab() {
         let netns = snd.netns.clone();
         move || {
             let url = url.clone();
-            run_in_netns(&netns, move || {
+            host::netns::run_in(Some(&netns), move || {
                 let c = AgentClient::new(&url, Some(TOKEN), Duration::from_secs(2)).unwrap();
                 (c.rss(rcv_ip), c.check_path(0), c.load())
             })
@@ -81,7 +81,7 @@ fn serves_software_rss_across_the_lab() {
     assert_eq!(reply.config, lab.rss_config().unwrap());
 
     // Without the token, from the sender: refused.
-    let refused = run_in_netns(&snd.netns, move || {
+    let refused = host::netns::run_in(Some(&snd.netns), move || {
         AgentClient::new(&url, None, Duration::from_secs(2))
             .unwrap()
             .rss(rcv_ip)

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -149,11 +149,11 @@ pub fn run_case(case: &Case, cfg: &RunConfig, mut on_rep: impl FnMut(&RepResult)
 /// Checks `requires`; `Err(reason)` makes the case NORUN.
 fn preconditions(case: &Case, cfg: &RunConfig) -> Result<(), String> {
     let req = &case.spec.requires;
-    if req.root && !is_root() {
+    if req.root && !host::is_root() {
         return Err("needs root".into());
     }
     for program in &req.programs {
-        if find_program(program).is_none() {
+        if host::command::find_program(program).is_none() {
             return Err(format!("needs program '{program}' (not on PATH)"));
         }
     }
@@ -180,23 +180,6 @@ fn preconditions(case: &Case, cfg: &RunConfig) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
-
-/// `program` if it contains a '/', else the first match on PATH.
-pub fn find_program(program: &str) -> Option<PathBuf> {
-    if program.contains('/') {
-        return Path::new(program).exists().then(|| program.into());
-    }
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|dir| dir.join(program))
-            .find(|p| p.is_file())
-    })
 }
 
 /// A file name for a case id: `demo/flows=16` -> `demo_flows=16`.
@@ -430,7 +413,7 @@ fn clean_labs(before: &[String]) -> Vec<String> {
     };
     let mut cleaned = Vec::new();
     for name in after.iter().filter(|n| !before.contains(n)) {
-        if !is_root() {
+        if !host::is_root() {
             continue;
         }
         let netns: Vec<String> = lab::Lab::open(name)
@@ -451,11 +434,7 @@ fn clean_labs(before: &[String]) -> Vec<String> {
 }
 
 fn netns_busy(netns: &str) -> bool {
-    Command::new("ip")
-        .args(["netns", "pids", netns])
-        .stderr(Stdio::null())
-        .output()
-        .is_ok_and(|o| o.status.success() && !o.stdout.iter().all(u8::is_ascii_whitespace))
+    host::command::ip(&["netns", "pids", netns]).is_ok_and(|pids| !pids.trim().is_empty())
 }
 
 #[cfg(test)]

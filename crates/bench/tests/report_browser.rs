@@ -25,7 +25,7 @@ fn workspace() -> PathBuf {
 fn browser() -> PathBuf {
     ["chromium", "chromium-browser", "google-chrome"]
         .iter()
-        .find_map(|p| bench::runner::find_program(p))
+        .find_map(|p| host::command::find_program(p))
         .unwrap_or_else(|| {
             testkit::missing("headless Chromium (the program chromium): `make deps` installs it")
         })

@@ -123,17 +123,6 @@ pub fn pin_dir(cgroup: &Path) -> Result<PathBuf, BinderError> {
     Ok(Path::new(PIN_ROOT).join(escaped))
 }
 
-fn require_root(what: &str) -> Result<(), BinderError> {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
-        Ok(())
-    } else {
-        Err(BinderError::Privilege {
-            what: what.to_string(),
-        })
-    }
-}
-
 /// The programs attached to one cgroup, with handles on their maps.
 pub struct CgroupBinder {
     cgroup: PathBuf,
@@ -148,7 +137,7 @@ impl CgroupBinder {
     /// directory) for as long as the returned value lives (or, after
     /// [`CgroupBinder::pin`], until [`detach_pinned`]).
     pub fn attach(cgroup: &Path) -> Result<CgroupBinder, BinderError> {
-        require_root("attach cgroup BPF programs")?;
+        host::require_root("attach cgroup BPF programs")?;
         let (cg, canonical) = open_cgroup(cgroup)?;
         let mut storage = std::mem::MaybeUninit::uninit();
         let open = skel::ConnectSkelBuilder::default()
@@ -193,7 +182,7 @@ impl CgroupBinder {
 
     /// The attachment pinned for `cgroup` by an earlier [`CgroupBinder::pin`].
     pub fn open_pinned(cgroup: &Path) -> Result<CgroupBinder, BinderError> {
-        require_root("open the pinned cgroup binder")?;
+        host::require_root("open the pinned cgroup binder")?;
         let dir = pin_dir(cgroup)?;
         let not_attached = || BinderError::NotAttached {
             path: cgroup.display().to_string(),
@@ -373,7 +362,7 @@ impl CgroupBinder {
 
 /// Detaches the pinned attachment of `cgroup` and removes its pins.
 pub fn detach_pinned(cgroup: &Path) -> Result<(), BinderError> {
-    require_root("detach the cgroup binder")?;
+    host::require_root("detach the cgroup binder")?;
     let dir = pin_dir(cgroup)?;
     if !dir.join("connect4").exists() && !dir.join("connect6").exists() {
         let _ = std::fs::remove_dir(&dir);
@@ -409,7 +398,7 @@ impl TempCgroup {
     pub fn create() -> Result<TempCgroup, BinderError> {
         use std::sync::atomic::{AtomicU32, Ordering};
         static N: AtomicU32 = AtomicU32::new(0);
-        require_root("create a cgroup")?;
+        host::require_root("create a cgroup")?;
         let root = cgroup2_root()?;
         let n = N.fetch_add(1, Ordering::Relaxed);
         let path = root.join(format!("steer-{}-{n}", std::process::id()));

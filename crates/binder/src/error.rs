@@ -82,3 +82,17 @@ impl BinderError {
         }
     }
 }
+
+/// The host's errors as the binders': a namespace that names nothing is
+/// [`BinderError::NoSuchNetns`] (bad input), not being root
+/// [`BinderError::Privilege`], a failed system call [`BinderError::Io`].
+impl From<host::HostError> for BinderError {
+    fn from(e: host::HostError) -> Self {
+        match e {
+            host::HostError::NoSuchNetns { name } => BinderError::NoSuchNetns { name },
+            host::HostError::Privilege { what } => BinderError::Privilege { what },
+            host::HostError::Io { what, source } => BinderError::Io { what, source },
+            other => BinderError::io("run a tool", other.into_io()),
+        }
+    }
+}

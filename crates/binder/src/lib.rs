@@ -19,7 +19,8 @@
 //! Plans come from the one planner, [`srap::plan`] (CPUs first, then
 //! queues; ports honour ip_local_port_range, reserved and used ports); the
 //! source address from [`srap::alloc::source_address_for`]; work in another
-//! network namespace from [`nic::netns::run_in`]. This crate only adds what
+//! network namespace, and a child that joins one before it executes, from
+//! [`host::netns`]. This crate only adds what
 //! binding needs.
 //!
 //! # API
@@ -29,12 +30,10 @@
 //! cgroup::CgroupBinder::{attach(cgroup), open_pinned(cgroup), pin(), set_plan(&srap::Plan),
 //!                        set_ports(local, remote, &[port]), stats()}
 //! cgroup::{detach_pinned(cgroup), TempCgroup::{create(), enter_in_child(&mut Command)}}
-//! netns::enter_in_child(&mut Command, name)   // the child joins the namespace before exec
 //! ```
 
 pub mod cgroup;
 pub mod error;
-pub mod netns;
 pub mod preload;
 pub mod run;
 

@@ -8,7 +8,6 @@ mod common;
 
 use std::collections::BTreeSet;
 use std::net::{IpAddr, SocketAddr, TcpListener};
-use std::os::fd::AsRawFd;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -66,15 +65,9 @@ fn lab_with_plans(prefix: &str) -> (LabGuard, Plan, Plan) {
 
 /// A server in the receiver's namespace that accepts and drains.
 fn sink(lab: &Lab) {
-    let netns = binder::netns::open(&lab.receiver().netns).unwrap();
     let addr = SocketAddr::new(lab.receiver().ipv4.into(), SINK_PORT);
     let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        // SAFETY: setns on this thread only.
-        assert_eq!(
-            unsafe { libc::setns(netns.as_raw_fd(), libc::CLONE_NEWNET) },
-            0
-        );
+    host::netns::spawn_in(&lab.receiver().netns, move || {
         let l = TcpListener::bind(addr).unwrap();
         tx.send(()).unwrap();
         for c in l.incoming().flatten() {
@@ -83,7 +76,8 @@ fn sink(lab: &Lab) {
                 let _ = std::io::copy(&mut c, &mut std::io::sink());
             });
         }
-    });
+    })
+    .unwrap();
     rx.recv().unwrap();
 }
 
@@ -112,7 +106,7 @@ fn iperf_client(lab: &Lab) -> Command {
         "2",
     ])
     .stdout(Stdio::null());
-    binder::netns::enter_in_child(&mut cmd, &lab.sender().netns).unwrap();
+    host::netns::enter_in_child(&mut cmd, &lab.sender().netns).unwrap();
     cmd
 }
 
@@ -120,7 +114,7 @@ fn stream_client(lab: &Lab) -> Command {
     let target = SocketAddr::new(lab.receiver().ipv4.into(), SINK_PORT);
     let mut cmd = probe_command("stream", &[target.to_string(), "1500".into()]);
     cmd.stdout(Stdio::piped());
-    binder::netns::enter_in_child(&mut cmd, &lab.sender().netns).unwrap();
+    host::netns::enter_in_child(&mut cmd, &lab.sender().netns).unwrap();
     cmd
 }
 

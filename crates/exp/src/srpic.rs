@@ -18,7 +18,7 @@
 //! All per Mbit transferred.
 
 use std::net::IpAddr;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use lab::{Lab, LabSpec};
@@ -539,16 +539,6 @@ pub fn svg(result: &SrpicResult) -> String {
         .series("SRPIC", cells.iter().map(|c| side(c, true)).collect())
         .note("whiskers: 95% CI")
         .svg()
-}
-
-/// `Command` is used by callers that check prerequisites.
-pub fn have_program(name: &str) -> bool {
-    Command::new(name)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok()
 }
 
 #[cfg(test)]

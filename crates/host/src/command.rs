@@ -3,6 +3,8 @@
 //! its exit status and what it wrote on stderr.
 
 use std::io;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::HostError;
@@ -40,6 +42,23 @@ pub fn run(cmd: &mut Command) -> Result<String, HostError> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// Where `program` is: itself when it names a path (has a `/`), else the
+/// first executable file of that name in a directory of `$PATH`, as the
+/// shell looks it up.
+pub fn find_program(program: &str) -> Option<PathBuf> {
+    if program.contains('/') {
+        return is_executable(Path::new(program)).then(|| program.into());
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| is_executable(candidate))
+}
+
+fn is_executable(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
 /// `ip ARGS...` (iproute2), run with [`run`].
 pub fn ip(args: &[&str]) -> Result<String, HostError> {
     run(Command::new("ip").args(args))
@@ -50,6 +69,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn programs_are_found_on_the_path_or_by_their_path() {
+        let sh = find_program("sh").expect("sh on PATH");
+        assert!(sh.is_absolute() && sh.ends_with("sh"), "{}", sh.display());
+        assert_eq!(find_program(sh.to_str().unwrap()), Some(sh.clone()));
+        assert_eq!(find_program("steer-no-such-program"), None);
+        assert_eq!(find_program("/nonexistent/sh"), None);
+        // A file that is not executable is not a program.
+        assert_eq!(find_program("/etc/passwd"), None);
+    }
+
+    #[test]
     fn stdout_is_the_result() {
         let out = run(Command::new("sh").args(["-c", "echo hello; echo ignored >&2"])).unwrap();
         assert_eq!(out, "hello\n");
@@ -57,8 +87,8 @@ mod tests {
 
     #[test]
     fn a_failure_carries_program_arguments_status_and_stderr() {
-        let e = run(Command::new("sh").args(["-c", "echo 'no such device' >&2; exit 3"]))
-            .unwrap_err();
+        let e =
+            run(Command::new("sh").args(["-c", "echo 'no such device' >&2; exit 3"])).unwrap_err();
         match &e {
             HostError::Failed {
                 command,
@@ -72,7 +102,10 @@ mod tests {
             other => panic!("not Failed: {other}"),
         }
         let text = e.to_string();
-        assert!(text.contains("sh -c") && text.contains("no such device"), "{text}");
+        assert!(
+            text.contains("sh -c") && text.contains("no such device"),
+            "{text}"
+        );
         assert!(!e.is_environment() && !e.is_bad_input());
     }
 
@@ -87,7 +120,10 @@ mod tests {
     #[test]
     fn ip_reports_its_own_complaint() {
         let e = ip(&["link", "show", "dev", "steer-nodev0"]).unwrap_err();
-        assert!(e.to_string().contains("ip link show dev steer-nodev0"), "{e}");
+        assert!(
+            e.to_string().contains("ip link show dev steer-nodev0"),
+            "{e}"
+        );
         match e {
             HostError::Failed { stderr, .. } => assert!(!stderr.is_empty()),
             HostError::NoProgram { .. } => testkit::missing("the program ip (iproute2)"),

@@ -58,6 +58,20 @@ impl HostError {
         matches!(self, HostError::NoSuchNetns { .. })
     }
 
+    /// This error as an `io::Error` of the kind of the failure beneath it
+    /// (permission denied for privilege, not found for a namespace or
+    /// program that is not there, the system call's own kind), for callers
+    /// that keep it in an I/O variant of their own errors.
+    pub fn into_io(self) -> io::Error {
+        let kind = match &self {
+            HostError::NoSuchNetns { .. } => io::ErrorKind::NotFound,
+            HostError::Privilege { .. } => io::ErrorKind::PermissionDenied,
+            HostError::NoProgram { source, .. } | HostError::Io { source, .. } => source.kind(),
+            HostError::Failed { .. } => io::ErrorKind::Other,
+        };
+        io::Error::new(kind, self)
+    }
+
     pub(crate) fn io(what: impl Into<String>, source: io::Error) -> Self {
         HostError::Io {
             what: what.into(),

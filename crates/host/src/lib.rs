@@ -51,6 +51,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn into_io_keeps_the_kind_of_the_failure() {
+        use std::io::ErrorKind;
+        let kind = |e: HostError| e.into_io().kind();
+        let no_ns = HostError::NoSuchNetns { name: "x".into() };
+        assert_eq!(kind(no_ns), ErrorKind::NotFound);
+        let privilege = HostError::Privilege { what: "x".into() };
+        assert_eq!(kind(privilege), ErrorKind::PermissionDenied);
+        let refused = HostError::Io {
+            what: "setns".into(),
+            source: ErrorKind::PermissionDenied.into(),
+        };
+        let text = refused.to_string();
+        let io = refused.into_io();
+        assert_eq!(io.kind(), ErrorKind::PermissionDenied);
+        assert_eq!(io.to_string(), text);
+    }
+
+    #[test]
     fn require_root_agrees_with_the_effective_uid() {
         // SAFETY: geteuid cannot fail; read independently of nix.
         let uid = unsafe { nix::libc::geteuid() };

@@ -185,7 +185,10 @@ mod tests {
     #[test]
     fn none_runs_on_the_calling_thread() {
         let me = std::thread::current().id();
-        assert_eq!(run_in(None, move || std::thread::current().id()).unwrap(), me);
+        assert_eq!(
+            run_in(None, move || std::thread::current().id()).unwrap(),
+            me
+        );
     }
 
     #[test]

@@ -72,3 +72,23 @@ impl LabError {
         }
     }
 }
+
+/// The host's errors as the lab's, classified as before: a failed or
+/// missing tool is [`LabError::Command`] (its stderr in the message), not
+/// being root [`LabError::Privilege`], a namespace error the software
+/// RSS's (as [`LabError::Nic`]).
+impl From<host::HostError> for LabError {
+    fn from(e: host::HostError) -> Self {
+        match e {
+            host::HostError::Failed {
+                command, stderr, ..
+            } => LabError::Command { command, stderr },
+            host::HostError::NoProgram { command, source } => LabError::Command {
+                command,
+                stderr: format!("program not found ({source})"),
+            },
+            host::HostError::Privilege { .. } => LabError::Privilege,
+            other => LabError::Nic(other.into()),
+        }
+    }
+}

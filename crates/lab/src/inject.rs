@@ -3,7 +3,7 @@
 
 use std::io;
 
-use crate::{run_in_netns, LabError};
+use crate::LabError;
 
 /// Frames sent back to back before a short pause; veth's ring towards an XDP
 /// peer holds 256 frames, and a full ring drops.
@@ -13,7 +13,7 @@ const BURST: usize = 32;
 /// between bursts so the receiving veth's ring never overflows.
 pub fn send_frames(netns: &str, dev: &str, frames: Vec<Vec<u8>>) -> Result<usize, LabError> {
     let dev = dev.to_string();
-    run_in_netns(netns, move || send_here(&dev, &frames))?
+    host::netns::run_in(Some(netns), move || send_here(&dev, &frames))?
 }
 
 fn send_here(dev: &str, frames: &[Vec<u8>]) -> Result<usize, LabError> {
@@ -69,15 +69,11 @@ fn send_here(dev: &str, frames: &[Vec<u8>]) -> Result<usize, LabError> {
 
 /// The MAC address of `dev` in `netns` (`ip -j link show`).
 pub fn mac_address(netns: &str, dev: &str) -> Result<[u8; 6], LabError> {
-    let out = std::process::Command::new("ip")
-        .args(["-n", netns, "-j", "link", "show", "dev", dev])
-        .output()
-        .map_err(|e| LabError::io("run ip link show", e))?;
-    let value: serde_json::Value =
-        serde_json::from_slice(&out.stdout).map_err(|e| LabError::Command {
-            command: format!("ip -n {netns} -j link show dev {dev}"),
-            stderr: e.to_string(),
-        })?;
+    let out = host::command::ip(&["-n", netns, "-j", "link", "show", "dev", dev])?;
+    let value: serde_json::Value = serde_json::from_str(&out).map_err(|e| LabError::Command {
+        command: format!("ip -n {netns} -j link show dev {dev}"),
+        stderr: e.to_string(),
+    })?;
     value[0]["address"]
         .as_str()
         .and_then(crate::packet::parse_mac)

@@ -22,7 +22,7 @@
 //!     pub fn switch_port(&self, host) -> Option<(String, String)> // (switch netns, port)
 //!     pub fn teardown_on_drop(self) -> LabGuard
 //! }
-//! pub fn run_in_netns(netns, f) -> Result<T, LabError>
+//! // code that runs inside a host's namespace: host::netns::run_in(Some(netns), f)
 //! pub fn unique_name(prefix) -> String                  // prefix + pid + counter
 //! pub mod packet  // Ethernet/IP/TCP/UDP frame builders; inject::send_frames (AF_PACKET)
 //! ```
@@ -307,15 +307,6 @@ pub fn unique_name(prefix: &str) -> String {
     format!("{prefix}{}-{n}", std::process::id())
 }
 
-/// Runs `f` on a thread inside network namespace `netns` (a name under
-/// /run/netns). Sockets it opens belong to that namespace.
-pub fn run_in_netns<T: Send + 'static>(
-    netns: &str,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, LabError> {
-    Ok(nic::netns::run_in(Some(netns), move || Ok(f()))?)
-}
-
 fn state_path(name: &str) -> PathBuf {
     Path::new(STATE_DIR).join(format!("{name}.json"))
 }
@@ -329,41 +320,14 @@ fn lab_index(name: &str) -> u8 {
     (h % 250) as u8 + 1
 }
 
-fn run(cmd: &mut Command) -> Result<String, LabError> {
-    let text = format!("{cmd:?}").replace('"', "");
-    let out = cmd.output().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => LabError::Command {
-            command: text.clone(),
-            stderr: "program not found (install iproute2)".into(),
-        },
-        _ => LabError::io(format!("run {text}"), e),
-    })?;
-    if !out.status.success() {
-        return Err(LabError::Command {
-            command: text,
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        });
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
 fn ip(args: &[&str]) -> Result<String, LabError> {
-    run(Command::new("ip").args(args))
-}
-
-fn netns_exists(ns: &str) -> bool {
-    nic::netns::netns_path(ns).exists()
+    Ok(host::command::ip(args)?)
 }
 
 fn online_cpus() -> u32 {
     // SAFETY: sysconf has no memory effects.
     let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
     u32::try_from(n).ok().filter(|&n| n > 0).unwrap_or(1)
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() == 0 }
 }
 
 impl LabState {
@@ -411,11 +375,12 @@ impl Lab {
     /// rebuilt. On failure everything created so far is removed.
     pub fn up(spec: &LabSpec) -> Result<Lab, LabError> {
         spec.validate()?;
-        if !is_root() {
+        if !host::is_root() {
             return Err(LabError::Privilege);
         }
         if let Some(state) = LabState::load(&spec.name)? {
-            let intact = state.complete && state.created_netns.iter().all(|ns| netns_exists(ns));
+            let intact =
+                state.complete && state.created_netns.iter().all(|ns| host::netns::exists(ns));
             if intact {
                 return Ok(Lab { state });
             }
@@ -506,7 +471,7 @@ impl Lab {
     }
 
     fn add_netns(state: &mut LabState, ns: &str) -> Result<(), LabError> {
-        if netns_exists(ns) {
+        if host::netns::exists(ns) {
             return Err(LabError::NamespaceExists {
                 netns: ns.to_string(),
             });
@@ -521,7 +486,7 @@ impl Lab {
     fn sysctl(ns: &str, key: &str, value: &str) -> Result<(), LabError> {
         let path = format!("/proc/sys/{}", key.replace('.', "/"));
         let value = value.to_string();
-        run_in_netns(ns, move || {
+        host::netns::run_in(Some(ns), move || {
             std::fs::write(&path, value).map_err(|e| LabError::io(format!("write {path}"), e))
         })?
     }
@@ -614,7 +579,7 @@ impl Lab {
                     &state.hosts[0]
                 };
                 let ns = receiver.netns.clone();
-                run_in_netns(&ns, || {
+                host::netns::run_in(Some(&ns), || {
                     nic::sys::set_tx_checksum(HOST_DEV, false)
                         .map_err(|e| LabError::io(format!("ethtool -K {HOST_DEV} tx off"), e))
                 })??;
@@ -672,7 +637,7 @@ impl Lab {
             )?;
         }
         let (feed_ns, feed_dev) = feeder;
-        run_in_netns(&feed_ns, move || {
+        host::netns::run_in(Some(&feed_ns), move || {
             nic::sys::set_tx_checksum(&feed_dev, false)
                 .map_err(|e| LabError::io(format!("ethtool -K {feed_dev} tx off"), e))
         })??;
@@ -708,7 +673,7 @@ impl Lab {
         let Some(state) = LabState::load(name)? else {
             return Ok(());
         };
-        if !is_root() {
+        if !host::is_root() {
             return Err(LabError::Privilege);
         }
         let receiver = state.receiver().clone();
@@ -720,7 +685,7 @@ impl Lab {
             Err(e) => return Err(e.into()),
         }
         for ns in state.created_netns.iter().rev() {
-            if netns_exists(ns) {
+            if host::netns::exists(ns) {
                 ip(&["netns", "del", ns])?;
             }
         }
@@ -737,7 +702,7 @@ impl Lab {
     pub fn status(name: &str) -> Result<LabStatus, LabError> {
         let lab = Lab::open(name)?;
         let receiver = lab.receiver().clone();
-        let config = if netns_exists(&receiver.netns) {
+        let config = if host::netns::exists(&receiver.netns) {
             nic::attached_config(&receiver.dev, Some(&receiver.netns)).unwrap_or(None)
         } else {
             None
@@ -751,7 +716,7 @@ impl Lab {
                 .iter()
                 .map(|h| HostStatus {
                     host: h.clone(),
-                    netns_exists: netns_exists(&h.netns),
+                    netns_exists: host::netns::exists(&h.netns),
                 })
                 .collect(),
             switch_netns: lab.state.switch_netns.clone(),

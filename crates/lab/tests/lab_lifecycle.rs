@@ -5,11 +5,8 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::Duration;
 
-use lab::{run_in_netns, unique_name, Lab, LabSpec};
-
-fn netns_exists(ns: &str) -> bool {
-    std::path::Path::new("/run/netns").join(ns).exists()
-}
+use host::netns::exists as netns_exists;
+use lab::{unique_name, Lab, LabSpec};
 
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
@@ -45,11 +42,7 @@ fn down_removes_only_what_it_created() {
     // A namespace with the name the lab wants for its sender, made by
     // someone else: `up` must refuse, and the cleanup must leave it alone.
     let foreign = format!("{name}-snd");
-    assert!(std::process::Command::new("ip")
-        .args(["netns", "add", &foreign])
-        .status()
-        .unwrap()
-        .success());
+    host::command::ip(&["netns", "add", &foreign]).unwrap();
     let err = Lab::up(&LabSpec::new(&name)).unwrap_err();
     assert!(
         matches!(err, lab::LabError::NamespaceExists { .. }),
@@ -59,17 +52,14 @@ fn down_removes_only_what_it_created() {
     assert!(!netns_exists(&format!("{name}-rcv")));
     Lab::down(&name).unwrap();
     assert!(netns_exists(&foreign));
-    std::process::Command::new("ip")
-        .args(["netns", "del", &foreign])
-        .status()
-        .unwrap();
+    host::command::ip(&["netns", "del", &foreign]).unwrap();
 }
 
 /// Sends `bytes` over TCP from `from` to the receiver; returns what arrived.
 fn tcp_transfer(lab: &Lab, from: &str, port: u16, bytes: usize) -> usize {
     let (rcv, snd) = (lab.receiver().clone(), lab.host(from).unwrap().clone());
     let addr = SocketAddr::new(rcv.ipv4.into(), port);
-    let listener = run_in_netns(&rcv.netns, move || TcpListener::bind(addr))
+    let listener = host::netns::run_in(Some(&rcv.netns), move || TcpListener::bind(addr))
         .unwrap()
         .unwrap();
     let server = std::thread::spawn(move || {
@@ -85,7 +75,7 @@ fn tcp_transfer(lab: &Lab, from: &str, port: u16, bytes: usize) -> usize {
             }
         }
     });
-    run_in_netns(&snd.netns, move || {
+    host::netns::run_in(Some(&snd.netns), move || {
         let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
         s.set_write_timeout(Some(Duration::from_secs(20)))?;
         let chunk = vec![0x5au8; 1 << 16];

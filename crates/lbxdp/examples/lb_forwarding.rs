@@ -41,7 +41,7 @@ fn delivered(live: &LiveLab) -> u64 {
 /// read from a thread inside it: sysfs would show the caller's namespace).
 fn rx_packets(netns: &str, dev: &str) -> u64 {
     let dev = format!("{dev}:");
-    lab::run_in_netns(netns, move || {
+    host::netns::run_in(Some(netns), move || {
         std::fs::read_to_string("/proc/thread-self/net/dev")
             .ok()
             .and_then(|t| {
@@ -56,8 +56,7 @@ fn rx_packets(netns: &str, dev: &str) -> u64 {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
+    if !host::is_root() {
         eprintln!("skipped: needs root (namespaces, XDP)");
         std::process::exit(3);
     }
@@ -95,24 +94,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let frames = Arc::new(frames);
     let lb_ns = live.lb.netns.clone();
     // Kernel path: VIP routed to backend 0.
-    lab::run_in_netns(&lb_ns, || {
+    host::netns::run_in(Some(&lb_ns), || {
         std::fs::write("/proc/sys/net/ipv4/ip_forward", "1")
     })??;
-    let ok = std::process::Command::new("ip")
-        .args([
-            "-n",
-            &lb_ns,
-            "route",
-            "add",
-            &format!("{}/32", live.vip),
-            "via",
-            &live.backends[0].ipv4.to_string(),
-        ])
-        .status()?
-        .success();
-    if !ok {
-        return Err("ip route add failed".into());
-    }
+    host::command::ip(&[
+        "-n",
+        &lb_ns,
+        "route",
+        "add",
+        &format!("{}/32", live.vip),
+        "via",
+        &live.backends[0].ipv4.to_string(),
+    ])?;
     let lb_port = live.switch_port("lb").ok_or("no switch port for lb")?;
     // Senders: started once, switched on per sample.
     let on = Arc::new(AtomicBool::new(false));

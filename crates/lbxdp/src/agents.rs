@@ -310,7 +310,7 @@ pub struct Pollers {
     ticks: Vec<Option<Sender<()>>>,
     answers: Receiver<(usize, Result<AgentReport, String>)>,
     busy: Vec<bool>,
-    handles: Vec<JoinHandle<Result<(), String>>>,
+    handles: Vec<JoinHandle<Result<(), host::HostError>>>,
 }
 
 impl Pollers {
@@ -322,16 +322,13 @@ impl Pollers {
         for (i, mut link) in reporters.links.into_iter().enumerate() {
             let (tick, tick_rx) = mpsc::channel::<()>();
             let tx = tx.clone();
-            handles.push(crate::traffic::spawn_in_netns(
-                &reporters.netns,
-                move || {
-                    while tick_rx.recv().is_ok() {
-                        if tx.send((i, link.report(interval))).is_err() {
-                            break;
-                        }
+            handles.push(host::netns::spawn_in(&reporters.netns, move || {
+                while tick_rx.recv().is_ok() {
+                    if tx.send((i, link.report(interval))).is_err() {
+                        break;
                     }
-                },
-            )?);
+                }
+            })?);
             ticks.push(Some(tick));
         }
         Ok(Pollers {

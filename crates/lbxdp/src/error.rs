@@ -36,6 +36,9 @@ pub enum LbXdpError {
     Nic(#[from] nic::NicError),
     #[error(transparent)]
     Lab(#[from] lab::LabError),
+    /// A namespace, a tool (`ip`) or a thread of the host.
+    #[error(transparent)]
+    Host(#[from] host::HostError),
     #[error(transparent)]
     Rss(#[from] rss::RssError),
     /// A backend's agent could not start (namespace, listener, device).
@@ -78,6 +81,7 @@ impl LbXdpError {
             LbXdpError::Privilege { .. } | LbXdpError::KernelFeature { .. } => true,
             LbXdpError::Nic(e) => e.is_environment(),
             LbXdpError::Lab(e) => e.is_environment(),
+            LbXdpError::Host(e) => e.is_environment(),
             LbXdpError::Agent(e) => e.is_environment(),
             _ => false,
         }
@@ -92,6 +96,7 @@ impl LbXdpError {
             LbXdpError::Config { .. } | LbXdpError::Rss(_) => true,
             LbXdpError::Nic(e) => e.is_bad_input(),
             LbXdpError::Lab(e) => e.is_bad_input(),
+            LbXdpError::Host(e) => e.is_bad_input(),
             LbXdpError::Agent(e) => e.is_bad_input(),
             _ => false,
         }

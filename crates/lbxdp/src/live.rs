@@ -123,30 +123,20 @@ pub struct LiveLab {
 fn sysctl(netns: &str, key: &str, value: &str) -> Result<(), LbXdpError> {
     let path = format!("/proc/sys/{}", key.replace('.', "/"));
     let value = value.to_string();
-    lab::run_in_netns(netns, move || {
+    host::netns::run_in(Some(netns), move || {
         std::fs::write(&path, value).map_err(|e| (path, e))
     })?
     .map_err(|(path, e)| LbXdpError::io(format!("write {path}"), e))
 }
 
 fn ip(args: &[&str]) -> Result<(), LbXdpError> {
-    let out = std::process::Command::new("ip")
-        .args(args)
-        .output()
-        .map_err(|e| LbXdpError::io("run ip", e))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(LbXdpError::io(
-            format!("ip {}", args.join(" ")),
-            std::io::Error::other(String::from_utf8_lossy(&out.stderr).trim().to_string()),
-        ))
-    }
+    host::command::ip(args)?;
+    Ok(())
 }
 
 fn tx_csum_off(netns: &str, dev: &str) -> Result<(), LbXdpError> {
     let d = dev.to_string();
-    lab::run_in_netns(netns, move || nic::sys::set_tx_checksum(&d, false))?
+    host::netns::run_in(Some(netns), move || nic::sys::set_tx_checksum(&d, false))?
         .map_err(|e| LbXdpError::io(format!("ethtool -K {dev} tx off"), e))
 }
 

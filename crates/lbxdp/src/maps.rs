@@ -497,15 +497,11 @@ fn attach_fd(prog: &OwnedFd, dev: &str, netns: &str) -> Result<(), LbXdpError> {
         .try_clone()
         .map_err(|e| LbXdpError::io("dup program fd", e))?;
     let d = dev.to_string();
-    nic::netns::run_in(Some(netns), move || {
-        let ifindex = if_index(&d);
-        let r = match ifindex {
-            Some(i) => Xdp::new(fd.as_fd())
-                .attach(i as i32, XdpFlags::DRV_MODE)
-                .map_err(|e| format!("attach XDP to {d}: {e}")),
-            None => Err(format!("no device {d}")),
-        };
-        Ok(r)
+    host::netns::run_in(Some(netns), move || match if_index(&d) {
+        Some(i) => Xdp::new(fd.as_fd())
+            .attach(i as i32, XdpFlags::DRV_MODE)
+            .map_err(|e| format!("attach XDP to {d}: {e}")),
+        None => Err(format!("no device {d}")),
     })?
     .map_err(|reason| LbXdpError::KernelFeature { what: reason })
 }
@@ -514,7 +510,7 @@ fn attach_fd(prog: &OwnedFd, dev: &str, netns: &str) -> Result<(), LbXdpError> {
 /// namespace or device is fine: nothing is attached there any more).
 pub fn detach(dev: &str, netns: &str) {
     let d = dev.to_string();
-    let _ = nic::netns::run_in(Some(netns), move || {
+    let _ = host::netns::run_in(Some(netns), move || {
         if let Some(i) = if_index(&d) {
             // SAFETY: a plain netlink request; NULL options are allowed.
             unsafe {
@@ -525,7 +521,6 @@ pub fn detach(dev: &str, netns: &str) {
                 )
             };
         }
-        Ok(())
     });
 }
 

@@ -8,7 +8,6 @@
 //! answer does not match: that is what "no connection broke" is checked
 //! with.
 
-use std::fs::File;
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -16,27 +15,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use nix::sched::{setns, CloneFlags};
 use serde::Serialize;
 
 use crate::error::LbXdpError;
-
-/// Spawns a thread that runs `f` inside network namespace `netns`.
-pub fn spawn_in_netns<T: Send + 'static>(
-    netns: &str,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> Result<JoinHandle<Result<T, String>>, LbXdpError> {
-    let file = File::open(nic::netns::netns_path(netns))
-        .map_err(|e| LbXdpError::io(format!("open netns {netns}"), e))?;
-    let name = netns.to_string();
-    std::thread::Builder::new()
-        .name(format!("in-{name}"))
-        .spawn(move || {
-            setns(&file, CloneFlags::CLONE_NEWNET).map_err(|e| format!("setns {name}: {e}"))?;
-            Ok(f())
-        })
-        .map_err(|e| LbXdpError::io("spawn thread", e))
-}
 
 /// The servers of all backends; they stop when dropped.
 pub struct Servers {
@@ -52,10 +33,7 @@ impl Servers {
         for (id, ns) in netns.iter().enumerate() {
             let listener = {
                 let addr = SocketAddr::V4(SocketAddrV4::new(vip, port));
-                let h = spawn_in_netns(ns, move || TcpListener::bind(addr))?;
-                h.join()
-                    .map_err(|_| LbXdpError::config("bind thread panicked"))?
-                    .map_err(|e| LbXdpError::io(e, std::io::Error::other("setns")))?
+                host::netns::run_in(Some(ns), move || TcpListener::bind(addr))?
                     .map_err(|e| LbXdpError::io(format!("bind {vip}:{port} in {ns}"), e))?
             };
             listener
@@ -241,7 +219,7 @@ impl Workload {
             for w in 0..self.workers {
                 let me = *self;
                 let bytes = bytes.clone();
-                handles.push(spawn_in_netns(ns, move || {
+                handles.push(host::netns::spawn_in(ns, move || {
                     let mut r = WorkloadResult {
                         per_backend: vec![0; backends],
                         ..Default::default()
@@ -283,8 +261,7 @@ impl Workload {
         for h in handles {
             let r = h
                 .join()
-                .map_err(|_| LbXdpError::config("client thread panicked"))?
-                .map_err(|e| LbXdpError::io(e, std::io::Error::other("setns")))?;
+                .map_err(|_| LbXdpError::config("client thread panicked"))??;
             total.connections += r.connections;
             total.short += r.short;
             total.long += r.long;

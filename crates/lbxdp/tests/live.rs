@@ -164,7 +164,7 @@ fn stale_agents_bad_reports_and_a_vanishing_backend() {
     std::thread::sleep(Duration::from_millis(600));
     let short_run = |n: usize| -> Vec<u32> {
         let c = client.clone();
-        lbxdp::traffic::spawn_in_netns(&c, move || {
+        host::netns::spawn_in(&c, move || {
             (0..n)
                 .map(|_| lbxdp::traffic::connect_once(vip, SERVICE_PORT, SHORT).unwrap())
                 .collect::<Vec<u32>>()
@@ -197,7 +197,7 @@ fn stale_agents_bad_reports_and_a_vanishing_backend() {
     for _ in 0..12 {
         let tx = tx.clone();
         longs.push(
-            lbxdp::traffic::spawn_in_netns(&client, move || {
+            host::netns::spawn_in(&client, move || {
                 let addr = std::net::SocketAddr::from((vip, SERVICE_PORT));
                 let s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(3))
                     .expect("connect");
@@ -274,7 +274,7 @@ fn poll(
     Vec<lbxdp::agents::AgentLink>,
     Vec<Result<lb::AgentReport, String>>,
 ) {
-    lbxdp::traffic::spawn_in_netns(netns, move || {
+    host::netns::spawn_in(netns, move || {
         let mut links = links;
         let reports = links
             .iter_mut()
@@ -353,7 +353,7 @@ fn agents_report_load_and_config_over_http() {
     }
     assert!(total > 0.0);
     // Without the token, or with another one: refused.
-    let refused = lbxdp::traffic::spawn_in_netns(&ns, move || {
+    let refused = host::netns::spawn_in(&ns, move || {
         urls.iter()
             .flat_map(|u| {
                 [None, Some("not-the-token")].map(|t| {

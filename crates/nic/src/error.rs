@@ -107,3 +107,17 @@ impl NicError {
         }
     }
 }
+
+/// The host's errors as this crate's, in the variants that classify them
+/// the same way (a namespace that names nothing is bad input, a refusal is
+/// privilege).
+impl From<host::HostError> for NicError {
+    fn from(e: host::HostError) -> Self {
+        match e {
+            host::HostError::NoSuchNetns { name } => NicError::NoSuchNetns { netns: name },
+            host::HostError::Privilege { what } => NicError::Privilege { what },
+            host::HostError::Io { what, source } => NicError::io(what, source),
+            other => NicError::io("run a tool", other.into_io()),
+        }
+    }
+}

@@ -26,12 +26,13 @@
 //! pub fn reset_stats(dev, netns) -> Result<(), NicError>
 //! pub fn flows(dev, netns) -> Result<Vec<FlowStats>, NicError>
 //! pub fn clear_flows(dev, netns) -> Result<(), NicError>
-//! // helpers: nic::netns::run_in, nic::sys::{tx_checksum, set_tx_checksum},
+//! // helpers: nic::sys::{tx_checksum, set_tx_checksum},
 //! //          nic::offload::{check_peer, veth_peer}
 //! ```
 //!
 //! `netns` is a name under `/run/netns` (`ip netns add NAME`); `None` is the
-//! caller's namespace ("root" in paths). Every operation validates its input
+//! caller's namespace ("root" in paths); the work runs there through
+//! [`host::netns::run_in`]. Every operation validates its input
 //! before touching the device: on an error nothing is attached or changed.
 //!
 //! # Datapath semantics (what the counters mean)
@@ -54,7 +55,6 @@
 
 pub mod error;
 mod loader;
-pub mod netns;
 pub mod offload;
 pub mod state;
 pub mod sys;
@@ -159,16 +159,6 @@ fn find_attached(dev: &str, netns: Option<&str>) -> Result<Option<Attached>, Nic
     Ok((running == id && id != 0).then_some(Attached { ifindex, prog }))
 }
 
-fn require_root(what: &str) -> Result<(), NicError> {
-    if sys::is_root() {
-        Ok(())
-    } else {
-        Err(NicError::Privilege {
-            what: what.to_string(),
-        })
-    }
-}
-
 /// Owned copies of the arguments, for the namespace thread.
 fn owned(dev: &str, netns: Option<&str>) -> (String, Option<String>) {
     (dev.to_string(), netns.map(str::to_string))
@@ -191,21 +181,21 @@ pub fn attach(
         loader::possible_cpus()?,
     )?;
     plan.config.same_cpu_pass = u32::from(opts.same_cpu_pass);
-    require_root("attach the software RSS")?;
+    host::require_root("attach the software RSS")?;
     sys::ensure_bpffs(std::path::Path::new(state::BPFFS))
         .map_err(|e| NicError::io("mount bpffs at /sys/fs/bpf", e))?;
     {
         let (d, n) = owned(dev, netns);
-        netns::run_in(netns, move || {
+        host::netns::run_in(netns, move || {
             sys::ifindex(&d)
                 .map(|_| ())
                 .ok_or_else(|| no_device(&d, n.as_deref()))
-        })?;
+        })??;
     }
     offload::check_peer(dev, netns)?;
     let (d, n) = owned(dev, netns);
     let config = config.clone();
-    netns::run_in(netns, move || {
+    host::netns::run_in(netns, move || {
         let (dev, netns) = (d.as_str(), n.as_deref());
         let ifindex = sys::ifindex(dev).ok_or_else(|| no_device(dev, netns))?;
         let dir = state::pin_dir(dev, netns);
@@ -228,7 +218,7 @@ pub fn attach(
         }
         loader::load_and_attach(&plan, ifindex, old.as_ref(), &dir)?;
         state::write_config(dev, netns, &config)
-    })
+    })?
 }
 
 /// Changes key, fields, transform, indirection table and queue CPUs of a
@@ -238,10 +228,10 @@ pub fn update(dev: &str, netns: Option<&str>, config: &rss::RssConfig) -> Result
     // Validate the config on its own first (bad input is exit 2 even when the
     // device is not attached).
     loader::plan(config, false, 1, loader::possible_cpus()?)?;
-    require_root("update the software RSS")?;
+    host::require_root("update the software RSS")?;
     let (d, n) = owned(dev, netns);
     let config = config.clone();
-    netns::run_in(netns, move || {
+    host::netns::run_in(netns, move || {
         let (dev, netns) = (d.as_str(), n.as_deref());
         find_attached(dev, netns)?.ok_or_else(|| not_attached(dev, netns))?;
         let maps = loader::Maps::open_pinned(&state::pin_dir(dev, netns))?;
@@ -255,7 +245,7 @@ pub fn update(dev: &str, netns: Option<&str>, config: &rss::RssConfig) -> Result
         plan.config.same_cpu_pass = current.same_cpu_pass;
         maps.write(&plan)?;
         state::write_config(dev, netns, &config)
-    })
+    })?
 }
 
 /// Detaches Steer's software RSS from `dev` and removes its pins and config
@@ -263,23 +253,23 @@ pub fn update(dev: &str, netns: Option<&str>, config: &rss::RssConfig) -> Result
 /// and then [`NicError::NotAttached`] (or `NoSuchDevice`) is returned.
 pub fn detach(dev: &str, netns: Option<&str>) -> Result<(), NicError> {
     state::check_names(dev, netns)?;
-    require_root("detach the software RSS")?;
+    host::require_root("detach the software RSS")?;
     let (d, n) = owned(dev, netns);
-    let found = netns::run_in(netns, move || {
+    let found = host::netns::run_in(netns, move || {
         let (dev, netns) = (d.as_str(), n.as_deref());
         match find_attached(dev, netns) {
             Ok(Some(a)) => {
                 loader::detach(a.ifindex, &a.prog)?;
-                Ok(Ok(()))
+                Ok::<_, NicError>(Ok(()))
             }
             Ok(None) => Ok(Err(not_attached(dev, netns))),
             Err(e) => Ok(Err(e)),
         }
     });
     let found = match found {
-        Err(NicError::NoSuchNetns { .. }) => Err(not_attached(dev, netns)),
-        Err(e) => return Err(e),
-        Ok(r) => r,
+        Err(host::HostError::NoSuchNetns { .. }) => Err(not_attached(dev, netns)),
+        Err(e) => return Err(e.into()),
+        Ok(r) => r?,
     };
     state::remove(dev, netns)?;
     found
@@ -290,13 +280,13 @@ pub fn detach(dev: &str, netns: Option<&str>) -> Result<(), NicError> {
 pub fn attached_config(dev: &str, netns: Option<&str>) -> Result<Option<rss::RssConfig>, NicError> {
     state::check_names(dev, netns)?;
     let (d, n) = owned(dev, netns);
-    netns::run_in(netns, move || {
+    host::netns::run_in(netns, move || {
         let (dev, netns) = (d.as_str(), n.as_deref());
         if find_attached(dev, netns)?.is_none() {
             return Ok(None);
         }
         state::read_config(dev, netns)
-    })
+    })?
 }
 
 /// Reads the counters of a running attachment.
@@ -306,9 +296,9 @@ fn with_maps<T: Send + 'static>(
     f: impl FnOnce(&str, loader::Maps, rss::RssConfig) -> Result<T, NicError> + Send + 'static,
 ) -> Result<T, NicError> {
     state::check_names(dev, netns)?;
-    require_root("read the software RSS maps")?;
+    host::require_root("read the software RSS maps")?;
     let (d, n) = owned(dev, netns);
-    netns::run_in(netns, move || {
+    host::netns::run_in(netns, move || {
         let (dev, netns) = (d.as_str(), n.as_deref());
         find_attached(dev, netns)?.ok_or_else(|| not_attached(dev, netns))?;
         let config = state::read_config(dev, netns)?.ok_or_else(|| NicError::State {
@@ -317,7 +307,7 @@ fn with_maps<T: Send + 'static>(
         })?;
         let maps = loader::Maps::open_pinned(&state::pin_dir(dev, netns))?;
         f(dev, maps, config)
-    })
+    })?
 }
 
 /// Per-queue and per-CPU counters of `dev`.

@@ -13,8 +13,6 @@
 //! [`check_peer`] finds the peer of a veth (in any named namespace or the
 //! root namespace) and reports it when its tx checksum offload is on.
 
-use std::process::Command;
-
 use serde_json::Value;
 
 use crate::error::NicError;
@@ -33,16 +31,12 @@ struct LinkInfo {
 }
 
 fn links(dev: Option<&str>) -> Option<Vec<LinkInfo>> {
-    let mut cmd = Command::new("ip");
-    cmd.args(["-d", "-j", "link", "show"]);
+    let mut args = vec!["-d", "-j", "link", "show"];
     if let Some(dev) = dev {
-        cmd.args(["dev", dev]);
+        args.extend(["dev", dev]);
     }
-    let out = cmd.output().ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    let value: Value = serde_json::from_slice(&out.stdout).ok()?;
+    let out = host::command::ip(&args).ok()?;
+    let value: Value = serde_json::from_str(&out).ok()?;
     let list = value.as_array()?;
     let by_name: Vec<(String, u64)> = list
         .iter()
@@ -75,10 +69,10 @@ fn links(dev: Option<&str>) -> Option<Vec<LinkInfo>> {
 /// The names of the namespaces this namespace has ids for
 /// (`ip -j netns list-id`: nsid -> name under /run/netns).
 fn nsid_names() -> Vec<(u64, String)> {
-    let Ok(out) = Command::new("ip").args(["-j", "netns", "list-id"]).output() else {
+    let Ok(out) = host::command::ip(&["-j", "netns", "list-id"]) else {
         return Vec::new();
     };
-    let value: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    let value: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
     value
         .as_array()
         .map(|list| {
@@ -98,8 +92,8 @@ fn nsid_names() -> Vec<(u64, String)> {
 /// where the peer must be a veth pointing back at `dev`.
 pub fn veth_peer(dev: &str, netns: Option<&str>) -> Option<(Option<String>, String)> {
     let dev_owned = dev.to_string();
-    let (me, all, ids) = crate::netns::run_in(netns, move || {
-        Ok((links(Some(&dev_owned)), links(None), nsid_names()))
+    let (me, all, ids) = host::netns::run_in(netns, move || {
+        (links(Some(&dev_owned)), links(None), nsid_names())
     })
     .ok()?;
     let me = me?.into_iter().next()?;
@@ -116,7 +110,7 @@ pub fn veth_peer(dev: &str, netns: Option<&str>) -> Option<(Option<String>, Stri
         None if netns.is_some() => None, // the initial namespace
         None => return None,
     };
-    let found = crate::netns::run_in(peer_netns.as_deref(), move || Ok(links(None)))
+    let found = host::netns::run_in(peer_netns.as_deref(), move || links(None))
         .ok()
         .flatten()?
         .into_iter()
@@ -132,8 +126,8 @@ pub fn check_peer(dev: &str, netns: Option<&str>) -> Result<(), NicError> {
         return Ok(());
     };
     let name = peer.clone();
-    let on = crate::netns::run_in(peer_netns.as_deref(), move || {
-        Ok(sys::tx_checksum(&name).unwrap_or(false))
+    let on = host::netns::run_in(peer_netns.as_deref(), move || {
+        sys::tx_checksum(&name).unwrap_or(false)
     })?;
     if !on {
         return Ok(());

@@ -101,7 +101,3 @@ pub(crate) fn ensure_bpffs(dir: &Path) -> io::Result<()> {
 pub(crate) fn ifindex(dev: &str) -> Option<u32> {
     nix::net::if_::if_nametoindex(dev).ok().filter(|&i| i != 0)
 }
-
-pub(crate) fn is_root() -> bool {
-    nix::unistd::geteuid().is_root()
-}

@@ -5,19 +5,13 @@
 //! Each test makes its own namespace pair (`nt<pid>-<n>-a`/`-b`) joined by a
 //! veth, removed by a Drop guard.
 
-use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use nic::{AttachOptions, NicError};
 use rss::{IndirectionTable, RssConfig, RssKey};
 
 fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "ip {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    host::command::ip(args).unwrap_or_else(|e| panic!("{e}"));
 }
 
 /// Two namespaces joined by veth0 <-> veth0; `b` is where XDP goes.
@@ -61,13 +55,9 @@ impl Pair {
         ip(&["-n", &pair.a, "link", "set", "veth0", "up"]);
         ip(&["-n", &pair.b, "link", "set", "veth0", "up"]);
         if tx_checksum_off {
-            nic::netns::run_in(Some(&pair.a), || {
-                nic::sys::set_tx_checksum("veth0", false).map_err(|e| NicError::Io {
-                    op: "tx off".into(),
-                    source: e,
-                })
-            })
-            .unwrap();
+            host::netns::run_in(Some(&pair.a), || nic::sys::set_tx_checksum("veth0", false))
+                .unwrap()
+                .unwrap();
         }
         pair
     }
@@ -78,11 +68,9 @@ impl Pair {
 
     /// The XDP program id on b's veth0 (0: none).
     fn xdp_prog(&self) -> u64 {
-        let out = Command::new("ip")
-            .args(["-n", &self.b, "-j", "link", "show", "dev", "veth0"])
-            .output()
-            .unwrap();
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let out = host::command::ip(&["-n", &self.b, "-j", "link", "show", "dev", "veth0"])
+            .unwrap_or_else(|e| panic!("{e}"));
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         v[0]["xdp"]["prog"]["id"].as_u64().unwrap_or(0)
     }
 }
@@ -91,7 +79,7 @@ impl Drop for Pair {
     fn drop(&mut self) {
         let _ = nic::detach("veth0", Some(&self.b));
         for ns in [&self.a, &self.b] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+            let _ = host::command::ip(&["netns", "del", ns]);
         }
     }
 }

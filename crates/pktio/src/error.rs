@@ -55,3 +55,16 @@ impl PktIoError {
         }
     }
 }
+
+/// The host's namespace errors as this crate's: a namespace that names
+/// nothing is [`PktIoError::NoSuchNetns`] (bad input), a refused `setns`
+/// [`PktIoError::Privilege`].
+impl From<host::HostError> for PktIoError {
+    fn from(e: host::HostError) -> Self {
+        match e {
+            host::HostError::NoSuchNetns { name } => PktIoError::NoSuchNetns(name),
+            host::HostError::Io { what, source } => PktIoError::io(what, source),
+            other => PktIoError::io("run a tool", other.into_io()),
+        }
+    }
+}

@@ -32,7 +32,8 @@
 //!
 //! A socket belongs to the network namespace it was created in, so
 //! [`Port::open`] creates it on a short-lived thread that joined `netns`
-//! (`/run/netns/NAME`); the port is then used from any thread.
+//! (`/run/netns/NAME`, with [`host::netns::run_in`]); the port is then used
+//! from any thread.
 //!
 //! All `unsafe` (mmap, socket options, the ring) lives in `sys`.
 
@@ -136,7 +137,7 @@ impl Port {
                 cfg.frame_size, cfg.rx_frames
             )));
         }
-        let sock = sys::in_netns(netns, {
+        let sock = host::netns::run_in(netns, {
             let dev = dev.to_string();
             let cfg = *cfg;
             move || sys::open_socket(&dev, &cfg)
@@ -238,15 +239,6 @@ pub fn set_timer_slack_ns(ns: u64) -> Result<(), PktIoError> {
         op: "prctl(PR_SET_TIMERSLACK)".into(),
         source: e,
     })
-}
-
-/// Runs `f` on a thread that joined network namespace `netns` (a name under
-/// /run/netns; `None`: here). Sockets and devices it creates belong there.
-pub fn run_in_netns<T: Send + 'static>(
-    netns: Option<&str>,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, PktIoError> {
-    sys::in_netns(netns, f)
 }
 
 /// Gives this thread the real-time `SCHED_FIFO` policy at `priority`

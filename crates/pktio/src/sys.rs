@@ -1,9 +1,8 @@
-//! The system calls behind `pktio`: namespace switch, socket setup, the
-//! memory-mapped RX ring, sendmmsg, ppoll. All `unsafe` of the crate is here.
+//! The system calls behind `pktio`: socket setup, the memory-mapped RX
+//! ring, sendmmsg, ppoll. All `unsafe` of the crate is here.
 
 #![allow(unsafe_code)]
 
-use std::fs::File;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -15,38 +14,6 @@ use crate::{PktIoError, PortConfig};
 const FRAMES_PER_BLOCK: u32 = 32;
 /// Frames per `sendmmsg` call.
 const TX_CHUNK: usize = 64;
-
-/// Runs `f` on a thread that joined `/run/netns/NAME` (`None`: here).
-pub(crate) fn in_netns<T: Send + 'static>(
-    netns: Option<&str>,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, PktIoError> {
-    let Some(name) = netns else {
-        return Ok(f());
-    };
-    if name.is_empty() || name.contains('/') || name == "." || name == ".." {
-        return Err(PktIoError::NoSuchNetns(name.to_string()));
-    }
-    let file = File::open(format!("/run/netns/{name}")).map_err(|e| match e.kind() {
-        io::ErrorKind::NotFound => PktIoError::NoSuchNetns(name.to_string()),
-        _ => PktIoError::io(format!("open /run/netns/{name}"), e),
-    })?;
-    let handle = std::thread::Builder::new()
-        .name("pktio-netns".into())
-        .spawn(move || {
-            // SAFETY: setns on a valid fd; affects this thread only.
-            let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
-            if rc != 0 {
-                return Err(PktIoError::io("setns", io::Error::last_os_error()));
-            }
-            Ok(f())
-        })
-        .map_err(|e| PktIoError::io("spawn a thread for setns", e))?;
-    match handle.join() {
-        Ok(r) => r,
-        Err(panic) => std::panic::resume_unwind(panic),
-    }
-}
 
 fn setsockopt<T>(
     fd: RawFd,

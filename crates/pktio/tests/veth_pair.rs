@@ -1,7 +1,6 @@
 //! As root: frames sent in batches out of one end of a veth pair all arrive,
 //! in order and intact, at the other end.
 
-use std::process::Command;
 use std::time::Duration;
 
 use pktio::{wait_readable, Port, PortConfig};
@@ -13,8 +12,7 @@ impl Netns {
     fn new() -> Netns {
         let name = format!("pktio{}", std::process::id());
         let ip = |args: &[&str]| {
-            let ok = Command::new("ip").args(args).status().map(|s| s.success());
-            assert!(matches!(ok, Ok(true)), "ip {args:?}");
+            host::command::ip(args).unwrap_or_else(|e| panic!("{e}"));
         };
         ip(&["netns", "add", &name]);
         let ns = Netns(name.clone());
@@ -30,7 +28,7 @@ impl Netns {
 
 impl Drop for Netns {
     fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+        let _ = host::command::ip(&["netns", "del", &self.0]);
     }
 }
 

@@ -6,9 +6,6 @@
 
 #![cfg(feature = "live")]
 
-use std::fs::File;
-use std::os::fd::AsRawFd;
-use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use rss::live::{inspect, read_config, LiveError};
@@ -94,62 +91,35 @@ struct Netns {
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
 impl Netns {
-    fn new() -> Result<Self, String> {
+    fn new() -> Result<Self, host::HostError> {
         let name = format!(
             "steer-livetest-{}-{}",
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
-        run("ip", &["netns", "add", &name])?;
+        host::command::ip(&["netns", "add", &name])?;
         Ok(Netns { name })
     }
 
-    fn ip(&self, args: &[&str]) -> Result<(), String> {
+    fn ip(&self, args: &[&str]) -> Result<String, host::HostError> {
         let mut all = vec!["-n", self.name.as_str()];
         all.extend_from_slice(args);
-        run("ip", &all)
+        host::command::ip(&all)
     }
 
-    /// Runs `f` on a thread that has entered the namespace (setns with
-    /// CLONE_NEWNET changes only the calling thread).
+    /// Runs `f` on a thread that has entered the namespace.
     fn run_inside<T: Send + 'static>(
         &self,
         f: impl FnOnce() -> T + Send + 'static,
-    ) -> Result<T, String> {
-        let path = format!("/run/netns/{}", self.name);
-        std::thread::spawn(move || {
-            let file = File::open(&path).map_err(|e| format!("open {path}: {e}"))?;
-            // SAFETY: a valid namespace fd; only this thread changes namespace.
-            let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
-            if rc != 0 {
-                return Err(format!("setns: {}", std::io::Error::last_os_error()));
-            }
-            Ok(f())
-        })
-        .join()
-        .map_err(|_| "namespace thread panicked".to_string())?
+    ) -> Result<T, host::HostError> {
+        host::netns::run_in(Some(&self.name), f)
     }
 }
 
 impl Drop for Netns {
     fn drop(&mut self) {
-        let _ = run("ip", &["netns", "del", &self.name]);
+        let _ = host::command::ip(&["netns", "del", &self.name]);
     }
-}
-
-fn run(cmd: &str, args: &[&str]) -> Result<(), String> {
-    let out = Command::new(cmd)
-        .args(args)
-        .output()
-        .map_err(|e| format!("{cmd}: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "{cmd} {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(())
 }
 
 #[test]

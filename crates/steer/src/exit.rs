@@ -87,6 +87,7 @@ fn class_of(cause: &(dyn std::error::Error + 'static)) -> Option<i32> {
         cause,
         rss::RssError,
         rss::live::LiveError,
+        host::HostError,
         nic::NicError,
         lab::LabError,
         srap::SrapError,

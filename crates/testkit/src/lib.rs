@@ -78,24 +78,12 @@ pub fn require_root(what: &str) {
     );
 }
 
-/// Where `program` is, as an executable file in a directory of `$PATH`.
-fn on_path(program: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(program))
-        .find(|candidate| is_executable(candidate))
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
 /// The path of `program` on `$PATH`; fails the test (one line, with `how`
 /// to get it) when there is none: `testkit::require_program("iperf3", "make deps installs it")`.
 #[track_caller]
 pub fn require_program(program: &str, how: &str) -> PathBuf {
-    on_path(program).unwrap_or_else(|| missing(&format!("the program {program} ({how})")))
+    host::command::find_program(program)
+        .unwrap_or_else(|| missing(&format!("the program {program} ({how})")))
 }
 
 /// A path under the system's temp dir that no other call in any test
@@ -273,7 +261,7 @@ mod tests {
         assert!(
             std::panic::catch_unwind(|| require_program("steer-no-such-program", "none")).is_err()
         );
-        assert!(on_path("sh").is_some());
+        assert!(require_program("sh", "coreutils").is_absolute());
     }
 
     #[test]

@@ -135,22 +135,11 @@ impl DriverStats {
     }
 }
 
+/// `ip -n NETNS ARGS...`.
 fn ip(netns: &str, args: &[&str]) -> Result<String, WireError> {
-    let out = Command::new("ip")
-        .args(["-n", netns])
-        .args(args)
-        .output()
-        .map_err(|e| WireError::Io {
-            op: "run ip".into(),
-            source: e,
-        })?;
-    if !out.status.success() {
-        return Err(WireError::Command {
-            command: format!("ip -n {netns} {}", args.join(" ")),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        });
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    let mut all = vec!["-n", netns];
+    all.extend_from_slice(args);
+    Ok(host::command::ip(&all)?)
 }
 
 /// The TAP's MAC from `ip -o link show` of the device.
@@ -212,7 +201,7 @@ impl Driver {
         let sorter = Sorter::new(cfg.sorter)?;
         let port = Port::open(&cfg.dev, Some(&cfg.netns), &PortConfig::default())?;
         let (name, gro) = (cfg.tap.clone(), cfg.gro);
-        let tap = pktio::run_in_netns(Some(&cfg.netns), move || Tap::create(&name, gro))??;
+        let tap = host::netns::run_in(Some(&cfg.netns), move || Tap::create(&name, gro))??;
         let mut moved = Vec::new();
         let shown = ip(&cfg.netns, &["-4", "-o", "addr", "show", "dev", &cfg.dev])?;
         for line in shown.lines() {
@@ -279,29 +268,23 @@ impl Driver {
     }
 
     fn set_gro(&mut self, on: bool) -> Result<(), WireError> {
-        let out = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &self.cfg.netns,
-                "ethtool",
-                "-K",
-                &self.cfg.tap,
-                "gro",
-            ])
-            .arg(if on { "on" } else { "off" })
-            .output()
-            .map_err(|e| WireError::Io {
-                op: "run ethtool".into(),
-                source: e,
-            })?;
-        if !out.status.success() && on {
-            return Err(WireError::Command {
-                command: format!("ethtool -K {} gro on", self.cfg.tap),
-                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-            });
+        let mut ethtool = Command::new("ip");
+        ethtool.args([
+            "netns",
+            "exec",
+            &self.cfg.netns,
+            "ethtool",
+            "-K",
+            &self.cfg.tap,
+            "gro",
+        ]);
+        ethtool.arg(if on { "on" } else { "off" });
+        match host::command::run(&mut ethtool) {
+            Ok(_) => Ok(()),
+            // Only on is required: failing to turn GRO off leaves the TAP as it was.
+            Err(host::HostError::Failed { .. }) if !on => Ok(()),
+            Err(e) => Err(e.into()),
         }
-        Ok(())
     }
 
     pub fn stats(&mut self) -> DriverStats {

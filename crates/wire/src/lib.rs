@@ -55,6 +55,20 @@ pub enum WireError {
     Command { command: String, stderr: String },
 }
 
+/// The host's errors as the wire's, classified as before: a tool that
+/// failed is [`WireError::Command`] (with its stderr); the rest (a
+/// namespace, a program that could not be started) are pktio's.
+impl From<host::HostError> for WireError {
+    fn from(e: host::HostError) -> Self {
+        match e {
+            host::HostError::Failed {
+                command, stderr, ..
+            } => WireError::Command { command, stderr },
+            other => WireError::PktIo(other.into()),
+        }
+    }
+}
+
 impl WireError {
     /// True for missing privilege or kernel features (CLI exit 3).
     pub fn is_environment(&self) -> bool {

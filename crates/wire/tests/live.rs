@@ -7,7 +7,7 @@ use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::time::Duration;
 
-use lab::{run_in_netns, unique_name, Lab, LabSpec};
+use lab::{unique_name, Lab, LabSpec};
 use wire::{Delay, DriverConfig, DriverHandle, Impairment, Loss, WireConfig, WireHandle};
 
 fn wire_lab(prefix: &str) -> lab::LabGuard {
@@ -22,7 +22,8 @@ fn wire_lab(prefix: &str) -> lab::LabGuard {
 fn transfer(lab: &Lab, port: u16, bytes: usize) -> usize {
     let rcv = lab.receiver().clone();
     let addr = SocketAddr::new(IpAddr::V4(rcv.ipv4), port);
-    let listener = run_in_netns(&rcv.netns, move || TcpListener::bind(addr).unwrap()).unwrap();
+    let listener =
+        host::netns::run_in(Some(&rcv.netns), move || TcpListener::bind(addr).unwrap()).unwrap();
     let server = std::thread::spawn(move || {
         let (mut s, _) = listener.accept().unwrap();
         let mut buf = vec![0u8; 1 << 16];
@@ -37,7 +38,7 @@ fn transfer(lab: &Lab, port: u16, bytes: usize) -> usize {
             }
         }
     });
-    run_in_netns(&lab.sender().netns, move || {
+    host::netns::run_in(Some(&lab.sender().netns), move || {
         let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(10)).unwrap();
         let chunk = vec![0x5au8; 1 << 16];
         let mut left = bytes;
@@ -88,11 +89,9 @@ fn tcp_crosses_a_reordering_lossy_wire_and_counters_balance() {
 
 /// Reads a device's kernel counters (rx_packets, tx_packets).
 fn link_counters(netns: &str, dev: &str) -> (u64, u64) {
-    let out = std::process::Command::new("ip")
-        .args(["-n", netns, "-s", "-j", "link", "show", "dev", dev])
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let out = host::command::ip(&["-n", netns, "-s", "-j", "link", "show", "dev", dev])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let s = &v[0]["stats64"];
     (
         s["rx"]["packets"].as_u64().unwrap(),

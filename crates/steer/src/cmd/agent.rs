@@ -91,7 +91,7 @@ pub fn run(args: AgentArgs, json: bool) -> anyhow::Result<i32> {
             addrs: vec![*addr],
         })
         .collect();
-    let netns = args.netns.clone().or_else(::agent::netns::current_name);
+    let netns = args.netns.clone().or_else(host::netns::current_name);
     let mut opts = ServerOptions::new(Sources {
         devices,
         files,

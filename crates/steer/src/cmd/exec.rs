@@ -190,7 +190,7 @@ pub fn run_exec(args: ExecArgs, json: bool) -> anyhow::Result<i32> {
     let mut cmd = Command::new(&args.command[0]);
     cmd.args(&args.command[1..]);
     if let Some(ns) = &args.netns {
-        binder::netns::enter_in_child(&mut cmd, ns)?;
+        host::netns::enter_in_child(&mut cmd, ns).map_err(binder::BinderError::from)?;
     }
     if !args.bpf {
         let shim = binder::preload::install_shim()?;

@@ -373,10 +373,7 @@ pub fn source_address(
     if let Some(a) = seen_from {
         return Ok((a, "seen by the agent"));
     }
-    let routed = match netns {
-        Some(ns) => lab::run_in_netns(ns, move || srap::alloc::source_address_for(to))?,
-        None => srap::alloc::source_address_for(to),
-    };
+    let routed = host::netns::run_in(netns, move || srap::alloc::source_address_for(to))?;
     let addr = routed
         .with_context(|| format!("no route to {to} to pick a source address; give --from"))?;
     Ok((addr, "route"))

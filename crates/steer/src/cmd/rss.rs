@@ -32,10 +32,7 @@ fn in_netns<T: Send + 'static>(
     netns: Option<String>,
     f: impl FnOnce() -> T + Send + 'static,
 ) -> anyhow::Result<T> {
-    match netns {
-        Some(ns) => Ok(lab::run_in_netns(&ns, f)?),
-        None => Ok(f()),
-    }
+    Ok(host::netns::run_in(netns.as_deref(), f)?)
 }
 
 fn show(dev: Option<String>, netns: Option<String>, json: bool) -> anyhow::Result<i32> {
