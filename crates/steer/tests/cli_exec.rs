@@ -263,3 +263,28 @@ fn exec_bpf_runs_the_command_and_passes_its_status() {
         "{out:?}"
     );
 }
+
+#[test]
+fn exec_in_a_namespace_that_does_not_exist_is_bad_input() {
+    one_line(
+        steer().args(["exec", "--netns", "steer-no-such-netns", "--", "true"]),
+        2,
+        "no network namespace named steer-no-such-netns",
+    );
+}
+
+#[test]
+fn rss_show_in_a_namespace_that_does_not_exist_is_bad_input() {
+    one_line(
+        steer().args([
+            "rss",
+            "show",
+            "--dev",
+            "lo",
+            "--netns",
+            "steer-no-such-netns",
+        ]),
+        2,
+        "no network namespace named 'steer-no-such-netns'",
+    );
+}
