@@ -4,7 +4,8 @@
 mod common;
 
 use order::capture::{write_pcap, write_pcapng, Capture, CaptureError, Format};
-use order::wire::{parse, LinkType, ParseError, Suitability, Transport};
+use order::wire::tcp::Options;
+use order::wire::{ip_packet, parse, LinkType, ParseError, Suitability, Transport};
 use proptest::prelude::*;
 
 #[test]
@@ -237,6 +238,129 @@ fn unsuitable_packets() {
         parse(LinkType::Ethernet, &pure_ack).unwrap().suitability(),
         Suitability::Suitable
     );
+}
+
+/// The IPv4 packet of a crafted frame (Ethernet header cut off).
+fn ipv4_tcp(payload: usize) -> Vec<u8> {
+    common::tcp_frame(common::A, 1000, common::B, 80, 7, common::ACK, payload)[14..].to_vec()
+}
+
+#[test]
+fn vlan_tags_are_walked() {
+    let plain = common::tcp_frame(common::A, 1000, common::B, 80, 7, common::ACK, 10);
+    for tags in [&[][..], &[0x8100u16], &[0x88a8, 0x8100]] {
+        let mut frame = plain[..12].to_vec();
+        for tpid in tags {
+            frame.extend_from_slice(&tpid.to_be_bytes());
+            frame.extend_from_slice(&[0, 5]);
+        }
+        frame.extend_from_slice(&plain[12..]);
+        let ip = ip_packet(LinkType::Ethernet, &frame).unwrap();
+        assert_eq!(usize::from(ip.vlan_tags), tags.len());
+        let info = parse(LinkType::Ethernet, &frame).unwrap();
+        assert_eq!(info.tcp().unwrap().seq, 7);
+        if !tags.is_empty() {
+            // A tag cut short.
+            assert_eq!(
+                ip_packet(LinkType::Ethernet, &frame[..16]).unwrap_err(),
+                ParseError::Truncated
+            );
+        }
+    }
+}
+
+#[test]
+fn frames_that_are_not_ip_are_unsupported() {
+    let mut arp = common::tcp_frame(common::A, 1, common::B, 2, 7, common::ACK, 0);
+    arp[12..14].copy_from_slice(&[0x08, 0x06]);
+    assert_eq!(
+        parse(LinkType::Ethernet, &arp).unwrap_err(),
+        ParseError::Unsupported
+    );
+    let mut sll = vec![0u8; 14];
+    sll.extend_from_slice(&[0x08, 0x06]);
+    assert_eq!(
+        parse(LinkType::LinuxSll, &sll).unwrap_err(),
+        ParseError::Unsupported
+    );
+    assert_eq!(
+        parse(LinkType::RawIp, &[0x50; 40]).unwrap_err(),
+        ParseError::Unsupported
+    );
+    assert_eq!(
+        parse(LinkType::RawIp, &[]).unwrap_err(),
+        ParseError::Truncated
+    );
+    assert_eq!(
+        parse(LinkType::Null, &[2, 0]).unwrap_err(),
+        ParseError::Truncated
+    );
+}
+
+#[test]
+fn lengths_come_from_the_ip_header() {
+    // Header-only capture: payload length from the IP length field.
+    let ip = ipv4_tcp(1000);
+    let info = parse(LinkType::RawIp, &ip[..40]).unwrap();
+    assert_eq!(info.tcp().unwrap().payload_len, 1000);
+    // Total Length 0 (a TSO capture): the captured length.
+    let mut tso = ipv4_tcp(10);
+    tso[2..4].copy_from_slice(&[0, 0]);
+    assert_eq!(
+        parse(LinkType::RawIp, &tso)
+            .unwrap()
+            .tcp()
+            .unwrap()
+            .payload_len,
+        10
+    );
+    // A Total Length that does not cover the TCP header.
+    let mut short = ipv4_tcp(10);
+    short[2..4].copy_from_slice(&30u16.to_be_bytes());
+    assert_eq!(
+        parse(LinkType::RawIp, &short).unwrap_err(),
+        ParseError::Malformed
+    );
+    // Options cut by the capture: the fixed header is read, options unreadable.
+    let mut cut = ipv4_tcp(0);
+    cut[20 + 12] = 8 << 4;
+    cut.extend_from_slice(&[1, 1, 8, 10]);
+    cut[2..4].copy_from_slice(&(52u16 + 5).to_be_bytes());
+    let t = *parse(LinkType::RawIp, &cut).unwrap().tcp().unwrap();
+    assert_eq!(
+        (t.seq, t.payload_len, t.options),
+        (7, 5, Options::Unreadable)
+    );
+}
+
+#[test]
+fn an_ipv4_authentication_header_is_walked_like_an_option() {
+    // RFC 4302: next header TCP, payload length 1 (12 bytes), SPI, sequence.
+    let mut ip = ipv4_tcp(3);
+    ip.splice(20..20, [6, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1]);
+    ip[9] = 51;
+    let total = ip.len() as u16;
+    ip[2..4].copy_from_slice(&total.to_be_bytes());
+    let info = parse(LinkType::RawIp, &ip).unwrap();
+    assert_eq!((info.protocol, info.ip_options), (6, true));
+    assert_eq!(info.tcp().unwrap().payload_len, 3);
+    assert_eq!(info.suitability(), Suitability::IpOptions);
+}
+
+#[test]
+fn an_ipv6_mobility_header_is_an_extension() {
+    let mut p = vec![0x60, 0, 0, 0];
+    p.extend_from_slice(&(8u16 + 20).to_be_bytes());
+    p.extend_from_slice(&[135, 64]);
+    p.extend_from_slice(&[0xfd; 32]);
+    p.extend_from_slice(&[6, 0, 0, 0, 0, 0, 0, 0]);
+    p.extend_from_slice(&ipv4_tcp(0)[20..]);
+    let ip = ip_packet(LinkType::Ipv6, &p).unwrap();
+    assert_eq!(
+        (ip.protocol, ip.ip_options, ip.upper_len),
+        (6, true, Some(20))
+    );
+    assert!(!ip.fragmented && !ip.fragment_header);
 }
 
 proptest! {
