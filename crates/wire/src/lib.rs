@@ -60,12 +60,13 @@ pub enum WireError {
 /// namespace, a program that could not be started) are pktio's.
 impl From<host::HostError> for WireError {
     fn from(e: host::HostError) -> Self {
-        match e {
-            host::HostError::Failed {
-                command, stderr, ..
-            } => WireError::Command { command, stderr },
-            other => WireError::PktIo(other.into()),
+        if let host::HostError::Failed {
+            command, stderr, ..
+        } = e
+        {
+            return WireError::Command { command, stderr };
         }
+        WireError::PktIo(e.into())
     }
 }
 
