@@ -10,34 +10,8 @@ use testkit::shared_trace;
 use testkit::TempDir;
 
 fn tcp_frame(seq: u32, payload: usize) -> Vec<u8> {
-    let mut f = vec![0u8; 12];
-    f.extend_from_slice(&[0x08, 0x00]);
-    let total = 40 + payload;
-    f.extend_from_slice(&[
-        0x45,
-        0,
-        (total >> 8) as u8,
-        total as u8,
-        0,
-        1,
-        0x40,
-        0,
-        64,
-        6,
-        0,
-        0,
-    ]);
-    f.extend_from_slice(&Ipv4Addr::new(10, 0, 0, 1).octets());
-    f.extend_from_slice(&Ipv4Addr::new(10, 0, 0, 2).octets());
-    let mut tcp = vec![0u8; 20];
-    tcp[0..2].copy_from_slice(&5000u16.to_be_bytes());
-    tcp[2..4].copy_from_slice(&80u16.to_be_bytes());
-    tcp[4..8].copy_from_slice(&seq.to_be_bytes());
-    tcp[12] = 5 << 4;
-    tcp[13] = 0x10;
-    f.extend_from_slice(&tcp);
-    f.resize(f.len() + payload, 0);
-    f
+    let (a, b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+    testkit::tcp_frame(a, 5000, b, 80, seq, 0x10, payload)
 }
 
 /// 20 segments of 100 bytes in the order of the paper's Table 1 example

@@ -1,7 +1,7 @@
 //! Test plumbing shared by the integration tests of several crates (dev-only,
 //! never published): prerequisite checks, the shared packet captures,
-//! scratch directories removed on drop, and a loopback port that refuses
-//! connections.
+//! scratch directories removed on drop, a loopback port that refuses
+//! connections, and TCP frames to put in crafted captures.
 //!
 //! Only helpers that more than one crate's tests use live here; a helper of
 //! one crate's tests stays in that crate's `tests/`.
@@ -222,6 +222,53 @@ pub fn shared_trace(name: &str) -> PathBuf {
     })
 }
 
+/// An Ethernet + IPv4 + TCP frame (etherparse's builder, checksums filled)
+/// with `payload` zero bytes; `flags` are the TCP control bits as in byte 13
+/// of the header (RFC 9293 section 3.1).
+pub fn tcp_frame(
+    src: Ipv4Addr,
+    sport: u16,
+    dst: Ipv4Addr,
+    dport: u16,
+    seq: u32,
+    flags: u8,
+    payload: usize,
+) -> Vec<u8> {
+    let mut b = etherparse::PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
+        .ipv4(src.octets(), dst.octets(), 64)
+        .tcp(sport, dport, seq, 65535);
+    // The control bits, low to high: FIN SYN RST PSH ACK URG ECE CWR.
+    if flags & 0x01 != 0 {
+        b = b.fin();
+    }
+    if flags & 0x02 != 0 {
+        b = b.syn();
+    }
+    if flags & 0x04 != 0 {
+        b = b.rst();
+    }
+    if flags & 0x08 != 0 {
+        b = b.psh();
+    }
+    if flags & 0x10 != 0 {
+        b = b.ack(0);
+    }
+    if flags & 0x20 != 0 {
+        b = b.urg(0);
+    }
+    if flags & 0x40 != 0 {
+        b = b.ece();
+    }
+    if flags & 0x80 != 0 {
+        b = b.cwr();
+    }
+    let data = vec![0u8; payload];
+    let mut out = Vec::with_capacity(b.size(payload));
+    b.write(&mut out, &data)
+        .expect("a TCP segment that fits an IPv4 packet is always written");
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -306,5 +353,20 @@ mod tests {
         let path = a.path().to_path_buf();
         drop(a);
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn tcp_frame_is_what_it_says() {
+        let (a, b) = (Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2));
+        let f = tcp_frame(a, 1, b, 2, 7, 0x02 | 0x10, 5);
+        assert_eq!(f.len(), 14 + 20 + 20 + 5);
+        let p = etherparse::SlicedPacket::from_ethernet(&f).unwrap();
+        let Some(etherparse::TransportSlice::Tcp(t)) = p.transport else {
+            panic!("not TCP: {p:?}");
+        };
+        assert_eq!((t.source_port(), t.destination_port()), (1, 2));
+        assert_eq!(t.sequence_number(), 7);
+        assert!(t.syn() && t.ack() && !t.fin() && !t.psh());
+        assert_eq!(t.payload().len(), 5);
     }
 }

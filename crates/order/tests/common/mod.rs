@@ -3,46 +3,7 @@
 
 use std::net::Ipv4Addr;
 
-/// An Ethernet + IPv4 + TCP frame with `payload` bytes of zeros.
-pub fn tcp_frame(
-    src: Ipv4Addr,
-    sport: u16,
-    dst: Ipv4Addr,
-    dport: u16,
-    seq: u32,
-    flags: u8,
-    payload: usize,
-) -> Vec<u8> {
-    let mut f = vec![0u8; 12];
-    f.extend_from_slice(&[0x08, 0x00]);
-    let total = 20 + 20 + payload;
-    let mut ip = vec![
-        0x45,
-        0,
-        (total >> 8) as u8,
-        total as u8,
-        0,
-        1,
-        0x40,
-        0,
-        64,
-        6,
-        0,
-        0,
-    ];
-    ip.extend_from_slice(&src.octets());
-    ip.extend_from_slice(&dst.octets());
-    f.extend_from_slice(&ip);
-    let mut tcp = vec![0u8; 20];
-    tcp[0..2].copy_from_slice(&sport.to_be_bytes());
-    tcp[2..4].copy_from_slice(&dport.to_be_bytes());
-    tcp[4..8].copy_from_slice(&seq.to_be_bytes());
-    tcp[12] = 5 << 4;
-    tcp[13] = flags;
-    f.extend_from_slice(&tcp);
-    f.extend(std::iter::repeat_n(0u8, payload));
-    f
-}
+pub use testkit::tcp_frame;
 
 pub const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 pub const B: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
