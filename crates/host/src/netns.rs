@@ -99,6 +99,18 @@ pub fn run_in<T: Send + 'static>(
     }
 }
 
+/// Sets the sysctl `key` (dotted: `net.ipv4.ip_forward`) to `value` in
+/// namespace `netns`. The `net.*` sysctls belong to a network namespace,
+/// and /proc/sys shows those of the reading thread's, so the file is
+/// written from a thread inside it.
+pub fn set_sysctl(netns: &str, key: &str, value: &str) -> Result<(), HostError> {
+    let path = format!("/proc/sys/{}", key.replace('.', "/"));
+    let value = value.to_string();
+    run_in(Some(netns), move || {
+        std::fs::write(&path, value).map_err(|e| HostError::io(format!("write {path}"), e))
+    })?
+}
+
 /// Makes the child of `cmd` join namespace `name` before it executes.
 pub fn enter_in_child(cmd: &mut Command, name: &str) -> Result<(), HostError> {
     let file = open(name)?;
@@ -211,6 +223,16 @@ mod tests {
         // A spawned thread: the same view, the result through the handle.
         let spawned = spawn_in(&ns.0, devices).unwrap().join().unwrap().unwrap();
         assert_eq!(spawned, vec!["lo".to_string()]);
+        // Its sysctls are its own: a fresh namespace does not forward.
+        const FORWARD: &str = "/proc/sys/net/ipv4/ip_forward";
+        let read = || std::fs::read_to_string(FORWARD).unwrap().trim().to_string();
+        let outside = read();
+        assert_eq!(run_in(Some(&ns.0), read).unwrap(), "0");
+        set_sysctl(&ns.0, "net.ipv4.ip_forward", "1").unwrap();
+        assert_eq!(run_in(Some(&ns.0), read).unwrap(), "1");
+        assert_eq!(read(), outside);
+        let e = set_sysctl(&ns.0, "net.steer.no_such_key", "1").unwrap_err();
+        assert!(e.to_string().contains("net/steer/no_such_key"), "{e}");
     }
 
     #[test]

@@ -75,8 +75,9 @@ impl LabError {
 
 /// The host's errors as the lab's, classified as before: a failed or
 /// missing tool is [`LabError::Command`] (its stderr in the message), not
-/// being root [`LabError::Privilege`], a namespace error the software
-/// RSS's (as [`LabError::Nic`]).
+/// being root [`LabError::Privilege`], a failed system call
+/// [`LabError::Io`], a namespace that names nothing the software RSS's
+/// (as [`LabError::Nic`]).
 impl From<host::HostError> for LabError {
     fn from(e: host::HostError) -> Self {
         match e {
@@ -88,6 +89,7 @@ impl From<host::HostError> for LabError {
                 stderr: format!("program not found ({source})"),
             },
             host::HostError::Privilege { .. } => LabError::Privilege,
+            host::HostError::Io { what, source } => LabError::Io { op: what, source },
             other => LabError::Nic(other.into()),
         }
     }

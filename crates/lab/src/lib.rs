@@ -483,14 +483,6 @@ impl Lab {
         Ok(())
     }
 
-    fn sysctl(ns: &str, key: &str, value: &str) -> Result<(), LabError> {
-        let path = format!("/proc/sys/{}", key.replace('.', "/"));
-        let value = value.to_string();
-        host::netns::run_in(Some(ns), move || {
-            std::fs::write(&path, value).map_err(|e| LabError::io(format!("write {path}"), e))
-        })?
-    }
-
     /// Addresses and link state of one end; `quiet` disables IPv6 on it.
     fn configure_link(
         ns: &str,
@@ -501,10 +493,10 @@ impl Lab {
     ) -> Result<(), LabError> {
         if ipv6 {
             // No router advertisements or autoconf; DAD is skipped per address.
-            Self::sysctl(ns, &format!("net.ipv6.conf.{dev}.accept_ra"), "0")?;
-            Self::sysctl(ns, &format!("net.ipv6.conf.{dev}.autoconf"), "0")?;
+            host::netns::set_sysctl(ns, &format!("net.ipv6.conf.{dev}.accept_ra"), "0")?;
+            host::netns::set_sysctl(ns, &format!("net.ipv6.conf.{dev}.autoconf"), "0")?;
         } else {
-            Self::sysctl(ns, &format!("net.ipv6.conf.{dev}.disable_ipv6"), "1")?;
+            host::netns::set_sysctl(ns, &format!("net.ipv6.conf.{dev}.disable_ipv6"), "1")?;
         }
         if let Some((addr, len)) = v4 {
             ip(&[
@@ -598,7 +590,7 @@ impl Lab {
                 Self::add_netns(state, &sw)?;
                 ip(&["-n", &sw, "link", "add", "br0", "type", "bridge"])?;
                 if !spec.ipv6 {
-                    Self::sysctl(&sw, "net.ipv6.conf.br0.disable_ipv6", "1")?;
+                    host::netns::set_sysctl(&sw, "net.ipv6.conf.br0.disable_ipv6", "1")?;
                 }
                 ip(&["-n", &sw, "link", "set", "br0", "up"])?;
                 let mut found = None;

@@ -120,15 +120,6 @@ pub struct LiveLab {
     guard: Option<LabGuard>,
 }
 
-fn sysctl(netns: &str, key: &str, value: &str) -> Result<(), LbXdpError> {
-    let path = format!("/proc/sys/{}", key.replace('.', "/"));
-    let value = value.to_string();
-    host::netns::run_in(Some(netns), move || {
-        std::fs::write(&path, value).map_err(|e| (path, e))
-    })?
-    .map_err(|(path, e)| LbXdpError::io(format!("write {path}"), e))
-}
-
 fn ip(args: &[&str]) -> Result<(), LbXdpError> {
     host::command::ip(args)?;
     Ok(())
@@ -228,7 +219,7 @@ impl LiveLab {
                 ("net.ipv4.conf.veth0.arp_ignore", "1"),
                 ("net.ipv4.conf.veth0.arp_announce", "2"),
             ] {
-                sysctl(&b.netns, k, v)?;
+                host::netns::set_sysctl(&b.netns, k, v)?;
             }
             live.macs.push(lab::inject::mac_address(&b.netns, &b.dev)?);
             live.configs.push(config);
