@@ -44,7 +44,7 @@ fn shared_traces_read_and_parse() {
 
 #[test]
 fn damaged_files_are_errors() {
-    let frame = common::tcp_frame(common::A, 1, common::B, 2, 7, common::ACK, 10);
+    let frame = testkit::tcp_frame(common::A, 1, common::B, 2, 7, common::ACK, 10);
     let bytes = write_pcap(1, &[(0, frame.clone()), (1_000, frame)]);
     assert!(Capture::read(&bytes).is_ok());
     for cut in [bytes.len() - 1, bytes.len() - 30, 24 + 8] {
@@ -69,7 +69,7 @@ fn pcap_round_trip_keeps_bytes_and_order() {
         .map(|i| {
             (
                 u64::from(i) * 7_000,
-                common::tcp_frame(common::A, 1, common::B, 2, i * 10, common::ACK, 10),
+                testkit::tcp_frame(common::A, 1, common::B, 2, i * 10, common::ACK, 10),
             )
         })
         .collect();
@@ -96,7 +96,7 @@ fn pcapng_reads_like_pcap() {
         .map(|i| {
             (
                 1_000_000_000 + u64::from(i) * 1_500,
-                common::tcp_frame(common::A, 1, common::B, 2, i * 10, common::ACK, 10),
+                testkit::tcp_frame(common::A, 1, common::B, 2, i * 10, common::ACK, 10),
             )
         })
         .collect();
@@ -118,7 +118,7 @@ fn pcapng_reads_like_pcap() {
 
 #[test]
 fn impossible_record_headers_are_corrupt() {
-    let frame = common::tcp_frame(common::A, 1, common::B, 2, 7, common::ACK, 10);
+    let frame = testkit::tcp_frame(common::A, 1, common::B, 2, 7, common::ACK, 10);
     let ok = write_pcap(1, &[(0, frame.clone()), (1_000, frame)]);
     // A record claiming 1 GiB, read as corrupt rather than as a cut file.
     let mut huge = ok.clone();
@@ -152,7 +152,7 @@ fn impossible_record_headers_are_corrupt() {
 
 #[test]
 fn linux_cooked_and_raw_ip() {
-    let eth = common::tcp_frame(common::A, 1, common::B, 2, 7, common::ACK, 10);
+    let eth = testkit::tcp_frame(common::A, 1, common::B, 2, 7, common::ACK, 10);
     let ip = &eth[14..];
     let mut sll = vec![0u8; 14];
     sll.extend_from_slice(&[0x08, 0x00]);
@@ -217,12 +217,12 @@ fn ipv6_extension_headers_are_skipped_and_make_it_unsuitable() {
 
 #[test]
 fn unsuitable_packets() {
-    let syn = common::tcp_frame(common::A, 1, common::B, 2, 7, 0x02, 0);
+    let syn = testkit::tcp_frame(common::A, 1, common::B, 2, 7, 0x02, 0);
     assert_eq!(
         parse(LinkType::Ethernet, &syn).unwrap().suitability(),
         Suitability::ControlFlags
     );
-    let mut frag = common::tcp_frame(common::A, 1, common::B, 2, 7, common::ACK, 10);
+    let mut frag = testkit::tcp_frame(common::A, 1, common::B, 2, 7, common::ACK, 10);
     frag[14 + 6] = 0x20; // MF
     assert_eq!(
         parse(LinkType::Ethernet, &frag).unwrap().suitability(),
@@ -233,7 +233,7 @@ fn unsuitable_packets() {
     let info = parse(LinkType::Ethernet, &later).unwrap();
     assert_eq!(info.transport, Transport::Other);
     assert_eq!(info.suitability(), Suitability::NotTcp);
-    let pure_ack = common::tcp_frame(common::A, 1, common::B, 2, 7, common::ACK, 0);
+    let pure_ack = testkit::tcp_frame(common::A, 1, common::B, 2, 7, common::ACK, 0);
     assert_eq!(
         parse(LinkType::Ethernet, &pure_ack).unwrap().suitability(),
         Suitability::Suitable
@@ -242,12 +242,12 @@ fn unsuitable_packets() {
 
 /// The IPv4 packet of a crafted frame (Ethernet header cut off).
 fn ipv4_tcp(payload: usize) -> Vec<u8> {
-    common::tcp_frame(common::A, 1000, common::B, 80, 7, common::ACK, payload)[14..].to_vec()
+    testkit::tcp_frame(common::A, 1000, common::B, 80, 7, common::ACK, payload)[14..].to_vec()
 }
 
 #[test]
 fn vlan_tags_are_walked() {
-    let plain = common::tcp_frame(common::A, 1000, common::B, 80, 7, common::ACK, 10);
+    let plain = testkit::tcp_frame(common::A, 1000, common::B, 80, 7, common::ACK, 10);
     for tags in [&[][..], &[0x8100u16], &[0x88a8, 0x8100]] {
         let mut frame = plain[..12].to_vec();
         for tpid in tags {
@@ -271,7 +271,7 @@ fn vlan_tags_are_walked() {
 
 #[test]
 fn frames_that_are_not_ip_are_unsupported() {
-    let mut arp = common::tcp_frame(common::A, 1, common::B, 2, 7, common::ACK, 0);
+    let mut arp = testkit::tcp_frame(common::A, 1, common::B, 2, 7, common::ACK, 0);
     arp[12..14].copy_from_slice(&[0x08, 0x06]);
     assert_eq!(
         parse(LinkType::Ethernet, &arp).unwrap_err(),
@@ -374,7 +374,7 @@ proptest! {
 
     #[test]
     fn truncated_frames_never_panic(cut in 0usize..80) {
-        let f = common::tcp_frame(common::A, 1, common::B, 2, 7, common::ACK, 10);
+        let f = testkit::tcp_frame(common::A, 1, common::B, 2, 7, common::ACK, 10);
         let _ = parse(LinkType::Ethernet, &f[..cut.min(f.len())]);
     }
 

@@ -120,7 +120,7 @@ fn through_capture(start: u32, arrivals: &[(u64, u64, u64)]) -> order::ReorderMe
             let seq = start.wrapping_add(s as u32);
             (
                 t,
-                common::tcp_frame(common::A, 5000, common::B, 80, seq, common::ACK, l as usize),
+                testkit::tcp_frame(common::A, 5000, common::B, 80, seq, common::ACK, l as usize),
             )
         })
         .collect();

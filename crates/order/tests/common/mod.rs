@@ -1,9 +1,9 @@
-//! Builders for synthetic packets and captures (shared by the tests).
+//! Shared values of the tests (addresses, flags, the paper's example);
+//! frames come from `testkit::tcp_frame`, captures from
+//! `order::capture::write_pcap`.
 #![allow(dead_code)]
 
 use std::net::Ipv4Addr;
-
-pub use testkit::tcp_frame;
 
 pub const A: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 pub const B: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
