@@ -28,16 +28,10 @@ pub fn run(cmd: RssCommand, json: bool) -> anyhow::Result<i32> {
     }
 }
 
-fn in_netns<T: Send + 'static>(
-    netns: Option<String>,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> anyhow::Result<T> {
-    Ok(host::netns::run_in(netns.as_deref(), f)?)
-}
-
 fn show(dev: Option<String>, netns: Option<String>, json: bool) -> anyhow::Result<i32> {
-    let reports: Vec<DeviceReport> =
-        in_netns(netns, move || -> Result<_, rss::live::LiveError> {
+    let reports: Vec<DeviceReport> = host::netns::run_in(
+        netns.as_deref(),
+        move || -> Result<_, rss::live::LiveError> {
             match dev {
                 Some(dev) => Ok(vec![rss::live::inspect(&dev)?]),
                 None => rss::live::list_devices()?
@@ -45,7 +39,8 @@ fn show(dev: Option<String>, netns: Option<String>, json: bool) -> anyhow::Resul
                     .map(|d| rss::live::inspect(d))
                     .collect(),
             }
-        })??;
+        },
+    )??;
     if json {
         output::json(&reports)?;
         return Ok(exit::OK);
@@ -170,7 +165,9 @@ fn device_config(dev: &str, netns: Option<String>) -> anyhow::Result<RssConfig> 
         return Ok(config);
     }
     let dev = dev.to_string();
-    Ok(in_netns(netns, move || rss::live::read_config(&dev))??)
+    Ok(host::netns::run_in(netns.as_deref(), move || {
+        rss::live::read_config(&dev)
+    })??)
 }
 
 /// A config from `--key/--queues/--table-size/--weight/--udp-ports/--transform`.
