@@ -3,20 +3,23 @@
 //! checking privilege ([`is_root`], [`require_root`]).
 //!
 //! It is a crate of its own, at the ground of the workspace, because its
-//! users are on both sides of it: `pktio` (raw sockets in a namespace) and
-//! the tests of `rss` (reading a device in a namespace) depend on nothing
-//! else of the workspace, and `nic`, `lab`, `agent`, `binder`, `lbxdp`,
-//! `wire` and `bench` stand on top of them. It must never depend on another
-//! crate of the workspace.
+//! users are at every layer: `pktio` (raw sockets opened in a namespace)
+//! and the tests of `rss` (reading a device in a namespace) stand on
+//! nothing else of the workspace and on neither of each other, and `nic`,
+//! `lab`, `agent`, `binder`, `wire`, `lbxdp`, `bench` and the binary stand
+//! on top of them; `testkit` checks for root through it. It must never
+//! depend on another crate of the workspace.
 //!
 //! ```text
 //! netns::run_in(netns, f) -> Result<T, HostError>        // f on a thread inside netns (None: here)
 //! netns::spawn_in(name, f) -> JoinHandle<Result<T, HostError>>
 //! netns::enter(name)                                     // the calling thread
 //! netns::enter_in_child(&mut Command, name)              // the child joins before exec
+//! netns::set_sysctl(netns, key, value)                   // a net.* sysctl of that namespace
 //! netns::{path, open, exists, current_name}
 //! command::run(&mut Command) -> Result<String, HostError> // stdout; stderr in the error
 //! command::ip(args) -> Result<String, HostError>
+//! command::find_program(name) -> Option<PathBuf>         // as the shell looks it up
 //! is_root(), require_root(what)
 //! ```
 //!
