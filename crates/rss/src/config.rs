@@ -309,6 +309,50 @@ mod tests {
     use super::*;
     use crate::tuple::L4Proto;
 
+    #[test]
+    fn stated_configs() {
+        let plain = StatedConfig::new(RssKey::microsoft(), 4, 128)
+            .build()
+            .unwrap();
+        assert_eq!(
+            plain,
+            RssConfig::ethtool_default(RssKey::microsoft(), 4, 128).unwrap()
+        );
+        let stated = StatedConfig {
+            weights: vec![1, 0, 0, 1],
+            udp_ports: true,
+            input_transform: InputTransform::SymXor,
+            ..StatedConfig::new(RssKey::microsoft(), 4, 128)
+        };
+        let config = stated.build().unwrap();
+        assert_eq!(config.fields, HashFieldsByFlow::all_four_tuple());
+        assert_eq!(config.input_transform, InputTransform::SymXor);
+        let mut queues: Vec<u32> = config.indirection_table.entries().to_vec();
+        queues.sort_unstable();
+        queues.dedup();
+        assert_eq!(queues, [0, 3]);
+        let wrong = StatedConfig {
+            weights: vec![1, 1, 1],
+            ..StatedConfig::new(RssKey::microsoft(), 4, 128)
+        };
+        let err = wrong.build().unwrap_err();
+        assert_eq!(
+            err,
+            RssError::WeightCount {
+                weights: 3,
+                queues: 4
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            "3 weights given for 4 queues (give one per queue)"
+        );
+        assert_eq!(
+            StatedConfig::new(RssKey::microsoft(), 0, 128).build(),
+            Err(RssError::NoQueues)
+        );
+    }
+
     fn tuple(s: &str, sp: u16, d: &str, dp: u16) -> FlowTuple {
         FlowTuple::new(s.parse().unwrap(), sp, d.parse().unwrap(), dp, L4Proto::Tcp)
     }
