@@ -32,9 +32,7 @@ const _: () = {
     assert!(str_eq(shim_defs::DEFAULT_SOCK, srap::alloc::DEFAULT_SOCKET));
     assert!(str_eq(shim_defs::SOCKET_ENV, srap::alloc::SOCKET_ENV));
     assert!(shim_defs::MAX_BATCH as usize == srap::alloc::MAX_BATCH);
-    assert!(
-        shim_defs::ALLOC_TIMEOUT_MS as u128 == srap::alloc::client::CLIENT_TIMEOUT.as_millis()
-    );
+    assert!(shim_defs::ALLOC_TIMEOUT_MS as u128 == srap::alloc::client::CLIENT_TIMEOUT.as_millis());
 };
 
 const fn str_eq(a: &str, b: &str) -> bool {

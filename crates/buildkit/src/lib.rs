@@ -129,7 +129,10 @@ fn parse_value(value: &str) -> Option<Value> {
 
 fn integer(literal: &str) -> Option<u64> {
     let digits = literal.trim_end_matches(['u', 'U', 'l', 'L']);
-    match digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X")) {
+    match digits
+        .strip_prefix("0x")
+        .or_else(|| digits.strip_prefix("0X"))
+    {
         Some(hex) => u64::from_str_radix(hex, 16).ok(),
         None if digits.bytes().all(|b| b.is_ascii_digit()) && !digits.is_empty() => {
             digits.parse().ok()

@@ -78,7 +78,9 @@ fn every_crate_has_a_layer_and_every_arrow_points_down() {
     let mut wrong = Vec::new();
     for (name, manifest) in manifests() {
         let Some(&own) = layers.get(&name) else {
-            wrong.push(format!("{name} is not in the layer table of docs/architecture.md"));
+            wrong.push(format!(
+                "{name} is not in the layer table of docs/architecture.md"
+            ));
             continue;
         };
         let leaves = ["exp", "bench", "steer"];
