@@ -77,11 +77,14 @@ pub struct DevicesReply {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CpuLoad {
     pub cpu: u32,
-    /// NET_RX softirqs per second over the last interval (/proc/softirqs).
-    pub net_rx_per_sec: f64,
+    /// NET_RX softirqs per second over the last interval (/proc/softirqs);
+    /// null until the agent has two samples of this CPU (and after its
+    /// counter went backwards): a rate needs an interval.
+    pub net_rx_per_sec: Option<f64>,
     /// Fraction of the interval spent in softirq context, 0.0..=1.0
-    /// (/proc/stat `softirq` column; resolution one USER_HZ tick).
-    pub softirq_busy: f64,
+    /// (/proc/stat `softirq` column; resolution one USER_HZ tick); null as
+    /// `net_rx_per_sec`.
+    pub softirq_busy: Option<f64>,
     /// Cumulative NET_RX softirqs since boot.
     pub net_rx_total: u64,
     /// Cumulative softirq time since boot, seconds.
@@ -95,7 +98,9 @@ pub struct QueueLoad {
     pub cpu: u32,
     /// Packets counted by the XDP software RSS since attach (or reset).
     pub packets: u64,
-    pub packets_per_sec: f64,
+    /// Packets per second over the last interval; null until the agent has
+    /// two samples of this queue.
+    pub packets_per_sec: Option<f64>,
 }
 
 /// Per-queue counters of one device running Steer's software RSS.

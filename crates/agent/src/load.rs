@@ -148,28 +148,39 @@ impl ProcSample {
         Self::parse(&read("/proc/softirqs")?, &read("/proc/stat")?)
     }
 
-    /// Per-CPU load between `prev` and `self`, `elapsed` apart. CPUs are
-    /// those of /proc/softirqs (every possible CPU); a CPU that is offline
-    /// has no /proc/stat line and shows no softirq time. Counters that went
-    /// backwards (a CPU re-onlined) count as zero.
-    pub fn rates(&self, prev: &ProcSample, elapsed: Duration, user_hz: u64) -> Vec<CpuLoad> {
-        let secs = elapsed.as_secs_f64();
-        let per_sec = |delta: u64| if secs > 0.0 { delta as f64 / secs } else { 0.0 };
+    /// Per-CPU load: the totals of `self`, and the rates since `prev`
+    /// (the earlier sample and how long before). CPUs are those of
+    /// /proc/softirqs (every possible CPU); a CPU that is offline has no
+    /// /proc/stat line and shows no softirq time. A rate is `None` without
+    /// an earlier sample of that CPU or a positive interval, and when a
+    /// counter went backwards (a CPU re-onlined): there is no interval to
+    /// measure over, and 0 would read as an idle CPU.
+    pub fn rates(&self, prev: Option<(&ProcSample, Duration)>, user_hz: u64) -> Vec<CpuLoad> {
         let hz = user_hz.max(1) as f64;
+        let rate = |now: u64, before: Option<u64>| {
+            let (_, elapsed) = prev?;
+            let delta = now.checked_sub(before?)?;
+            (!elapsed.is_zero()).then(|| delta as f64 / elapsed.as_secs_f64())
+        };
+        let earlier = |map: fn(&ProcSample) -> &BTreeMap<u32, u64>, cpu: u32| {
+            prev.and_then(|(p, _)| map(p).get(&cpu).copied())
+        };
         self.net_rx
             .iter()
             .map(|(&cpu, &net_rx)| {
-                let rx_delta =
-                    net_rx.saturating_sub(prev.net_rx.get(&cpu).copied().unwrap_or(net_rx));
-                let ticks = self.softirq_ticks.get(&cpu).copied().unwrap_or(0);
-                let tick_delta =
-                    ticks.saturating_sub(prev.softirq_ticks.get(&cpu).copied().unwrap_or(ticks));
+                // An offline CPU (no /proc/stat line) spends no time in
+                // softirq context: 0 over the interval, if there is one.
+                let ticks = self.softirq_ticks.get(&cpu).copied();
+                let busy = match ticks {
+                    Some(t) => rate(t, earlier(|p| &p.softirq_ticks, cpu)),
+                    None => rate(0, Some(0)),
+                };
                 CpuLoad {
                     cpu,
-                    net_rx_per_sec: per_sec(rx_delta),
-                    softirq_busy: (per_sec(tick_delta) / hz).clamp(0.0, 1.0),
+                    net_rx_per_sec: rate(net_rx, earlier(|p| &p.net_rx, cpu)),
+                    softirq_busy: busy.map(|t| (t / hz).clamp(0.0, 1.0)),
                     net_rx_total: net_rx,
-                    softirq_seconds_total: ticks as f64 / hz,
+                    softirq_seconds_total: ticks.unwrap_or(0) as f64 / hz,
                 }
             })
             .collect()
@@ -259,15 +270,28 @@ softirq 183433 0 21755 12 39 1137 231 21459 2263
         *cur.net_rx.get_mut(&0).unwrap() += 500; // 500 in 0.5 s
         *cur.softirq_ticks.get_mut(&0).unwrap() += 25; // 0.25 s of 0.5 s at 100 Hz
         *cur.net_rx.get_mut(&1).unwrap() -= 10; // went backwards
-        let load = cur.rates(&prev, Duration::from_millis(500), 100);
+        let load = cur.rates(Some((&prev, Duration::from_millis(500))), 100);
         assert_eq!(load.len(), 2);
         assert_eq!(load[0].cpu, 0);
-        assert!((load[0].net_rx_per_sec - 1000.0).abs() < 1e-9);
-        assert!((load[0].softirq_busy - 0.5).abs() < 1e-9);
+        assert!((load[0].net_rx_per_sec.unwrap() - 1000.0).abs() < 1e-9);
+        assert!((load[0].softirq_busy.unwrap() - 0.5).abs() < 1e-9);
         assert_eq!(load[0].net_rx_total, 120500);
         assert!((load[0].softirq_seconds_total - 4.63).abs() < 1e-9);
-        assert_eq!(load[1].net_rx_per_sec, 0.0);
-        assert_eq!(load[1].softirq_busy, 0.0);
+        assert_eq!(load[1].net_rx_per_sec, None, "the counter went backwards");
+        assert_eq!(load[1].softirq_busy, Some(0.0));
+    }
+
+    #[test]
+    fn one_sample_has_totals_but_no_rates() {
+        let cur = ProcSample::parse(SOFTIRQS, STAT).unwrap();
+        for load in [
+            cur.rates(None, 100),
+            cur.rates(Some((&cur, Duration::ZERO)), 100),
+        ] {
+            assert_eq!(load[0].net_rx_total, 120000);
+            assert!(load.iter().all(|c| c.net_rx_per_sec.is_none()));
+            assert!(load.iter().all(|c| c.softirq_busy.is_none()));
+        }
     }
 
     #[test]

@@ -27,7 +27,14 @@ fn header(out: &mut String, name: &str, kind: &str, help: &str) {
 }
 
 /// A metric: name, type, help, and how to read its value.
-type Metric<T> = (&'static str, &'static str, &'static str, fn(&T) -> f64);
+/// (name, type, help, value): a value of `None` (a rate before two
+/// samples) writes no sample line, as Prometheus expects of an absent value.
+type Metric<T> = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&T) -> Option<f64>,
+);
 
 /// Renders every metric.
 pub fn render(snapshot: &Snapshot, load: &LoadReply, counters: &Counters) -> String {
@@ -57,7 +64,7 @@ pub fn render(snapshot: &Snapshot, load: &LoadReply, counters: &Counters) -> Str
             "steer_agent_net_rx_softirqs_total",
             "counter",
             "NET_RX softirqs per CPU since boot (/proc/softirqs).",
-            |c| c.net_rx_total as f64,
+            |c| Some(c.net_rx_total as f64),
         ),
         (
             "steer_agent_net_rx_softirqs_per_second",
@@ -69,7 +76,7 @@ pub fn render(snapshot: &Snapshot, load: &LoadReply, counters: &Counters) -> Str
             "steer_agent_softirq_seconds_total",
             "counter",
             "Time spent in softirq context per CPU since boot (/proc/stat).",
-            |c| c.softirq_seconds_total,
+            |c| Some(c.softirq_seconds_total),
         ),
         (
             "steer_agent_softirq_busy_ratio",
@@ -81,7 +88,9 @@ pub fn render(snapshot: &Snapshot, load: &LoadReply, counters: &Counters) -> Str
     for (name, kind, help, value) in cpu_metrics {
         header(&mut out, name, kind, help);
         for c in &load.cpus {
-            let _ = writeln!(out, "{name}{{cpu=\"{}\"}} {}", c.cpu, value(c));
+            if let Some(v) = value(c) {
+                let _ = writeln!(out, "{name}{{cpu=\"{}\"}} {v}", c.cpu);
+            }
         }
     }
     let queue_metrics: [Metric<QueueLoad>; 2] = [
@@ -89,7 +98,7 @@ pub fn render(snapshot: &Snapshot, load: &LoadReply, counters: &Counters) -> Str
             "steer_agent_queue_packets_total",
             "counter",
             "Packets counted per software RSS queue since attach.",
-            |q| q.packets as f64,
+            |q| Some(q.packets as f64),
         ),
         (
             "steer_agent_queue_packets_per_second",
@@ -102,13 +111,13 @@ pub fn render(snapshot: &Snapshot, load: &LoadReply, counters: &Counters) -> Str
         header(&mut out, name, kind, help);
         for d in &load.devices {
             for q in &d.queues {
+                let Some(v) = value(q) else { continue };
                 let _ = writeln!(
                     out,
-                    "{name}{{dev=\"{}\",queue=\"{}\",cpu=\"{}\"}} {}",
+                    "{name}{{dev=\"{}\",queue=\"{}\",cpu=\"{}\"}} {v}",
                     escape(&d.dev),
                     q.queue,
                     q.cpu,
-                    value(q)
                 );
             }
         }
@@ -150,8 +159,8 @@ mod tests {
             sampled_at_ms: 1000,
             cpus: vec![CpuLoad {
                 cpu: 1,
-                net_rx_per_sec: 2.5,
-                softirq_busy: 0.25,
+                net_rx_per_sec: Some(2.5),
+                softirq_busy: Some(0.25),
                 net_rx_total: 7,
                 softirq_seconds_total: 1.5,
             }],

@@ -293,13 +293,9 @@ fn sample_loop(shared: &Shared, opts: &ServerOptions, stop: &mpsc::Receiver<()>)
         load.sampled_at_ms = now.duration_since(started).as_millis() as u64;
         match ProcSample::read() {
             Ok(cur) => {
-                if let Some((t, p)) = &prev {
-                    let dt = now.duration_since(*t);
-                    load.interval_ms = dt.as_millis() as u64;
-                    load.cpus = cur.rates(p, dt, hz);
-                } else {
-                    load.cpus = cur.rates(&cur, Duration::ZERO, hz);
-                }
+                let earlier = prev.as_ref().map(|(t, p)| (p, now.duration_since(*t)));
+                load.interval_ms = earlier.map_or(0, |(_, dt)| dt.as_millis() as u64);
+                load.cpus = cur.rates(earlier, hz);
                 prev = Some((now, cur));
             }
             Err(e) => report_once(format!("load: {e}")),
@@ -320,12 +316,16 @@ fn sample_loop(shared: &Shared, opts: &ServerOptions, stop: &mpsc::Receiver<()>)
                         .map(|q| {
                             let key = (dev.clone(), q.queue);
                             let before = prev_queues.insert(key, q.packets);
-                            let delta = before.map_or(0, |b| q.packets.saturating_sub(b));
+                            // A rate needs an earlier count of this queue
+                            // and an interval (absent, not 0, without).
+                            let delta = before.and_then(|b| q.packets.checked_sub(b));
                             QueueLoad {
                                 queue: q.queue,
                                 cpu: q.cpu,
                                 packets: q.packets,
-                                packets_per_sec: if secs > 0.0 { delta as f64 / secs } else { 0.0 },
+                                packets_per_sec: delta
+                                    .filter(|_| secs > 0.0)
+                                    .map(|d| d as f64 / secs),
                             }
                         })
                         .collect();

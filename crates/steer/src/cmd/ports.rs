@@ -280,7 +280,13 @@ pub fn receiver_from_agent(
     let load = client.load()?;
     Ok(Receiver {
         config: rss.config,
-        loads: load.cpus.iter().map(|c| (c.cpu, c.softirq_busy)).collect(),
+        // A CPU whose load the agent could not measure yet is left out:
+        // the planner treats it as it treats an unreported CPU.
+        loads: load
+            .cpus
+            .iter()
+            .filter_map(|c| Some((c.cpu, c.softirq_busy?)))
+            .collect(),
         seen_from: path.nat.then_some(path.seen_addr),
         origin: format!(
             "agent {} ({}, config version {})",
