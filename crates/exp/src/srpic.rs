@@ -18,8 +18,6 @@
 //! All per Mbit transferred.
 
 use std::net::IpAddr;
-use std::process::Stdio;
-use std::time::Duration;
 
 use lab::{Lab, LabSpec};
 use serde::Serialize;
@@ -280,29 +278,17 @@ fn configure_sender(lab: &Lab, kind: SenderKind, sack: bool) -> Result<(), ExpEr
     Ok(())
 }
 
-/// One iperf3 run: receiver goodput, Mbit/s.
+/// One iperf3 run (CUBIC, as in the paper): receiver goodput, Mbit/s.
 fn iperf(lab: &Lab, server: IpAddr, streams: u32, seconds: u32) -> Result<f64, ExpError> {
     let rcv = lab.receiver().name.clone();
     let _server = crate::iperf::Server::start(lab.command(&rcv, "iperf3")?, server, PORT)?;
-    let mut last = String::new();
-    for _ in 0..30 {
-        let output = lab
-            .command(&lab.sender().name, "iperf3")?
-            .args(["-c", &server.to_string(), "-p", &PORT.to_string()])
-            .args(["-P", &streams.to_string(), "-t", &seconds.to_string()])
-            .args(["-C", "cubic", "--json"])
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| program_err("iperf3 -c", e))?;
-        match crate::iperf::parse_report(&String::from_utf8_lossy(&output.stdout)) {
-            Ok(run) if output.status.success() => return Ok(run.bits_per_second / 1e6),
-            Err(ExpError::Program { detail, .. }) if detail.contains("refused") => last = detail,
-            Err(e) => return Err(e),
-            Ok(_) => last = format!("exit status {}", output.status),
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    Err(program_err("iperf3 -c", last))
+    let make = || {
+        let mut cmd = lab.command(&lab.sender().name, "iperf3")?;
+        cmd.args(["-C", "cubic"]);
+        Ok(cmd)
+    };
+    let run = crate::iperf::run_client(make, server, PORT, streams, seconds)?;
+    Ok(run.bits_per_second / 1e6)
 }
 
 fn run_cell(

@@ -7,7 +7,6 @@
 //! (the order flips every repetition, so drift hits both alike). Every
 //! sample comes from `iperf3 --json`: received Gbit/s and sender retransmits.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use lab::{Lab, LabSpec};
@@ -193,42 +192,17 @@ pub fn run(
 }
 
 /// One `iperf3 -c --json` run: (received Gbit/s, sender retransmits).
-/// Retries while the one-off server is still starting.
 fn client(
     lab: &Lab,
     server: std::net::IpAddr,
     params: &XdpOverheadParams,
 ) -> Result<(f64, u64), ExpError> {
-    let mut last = String::new();
-    for _ in 0..50 {
-        let output = lab
-            .command(&lab.sender().name, "iperf3")?
-            .args(["-c", &server.to_string(), "-p", &PORT.to_string()])
-            .args(["-P", &params.streams.to_string()])
-            .args(["-t", &params.seconds.to_string(), "--json"])
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| ExpError::Program {
-                program: "iperf3 -c".into(),
-                detail: e.to_string(),
-            })?;
-        match iperf::parse_report(&String::from_utf8_lossy(&output.stdout)) {
-            Ok(run) if output.status.success() => {
-                let retransmits = run.retransmits.ok_or_else(|| {
-                    ExpError::IperfOutput("no end.sum_sent.retransmits in a TCP run".into())
-                })?;
-                return Ok((run.bits_per_second / 1e9, retransmits));
-            }
-            Err(ExpError::Program { detail, .. }) if detail.contains("refused") => last = detail,
-            Err(e) => return Err(e),
-            Ok(_) => last = format!("exit status {}", output.status),
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    Err(ExpError::Program {
-        program: "iperf3 -c".into(),
-        detail: last,
-    })
+    let make = || Ok(lab.command(&lab.sender().name, "iperf3")?);
+    let run = iperf::run_client(make, server, PORT, params.streams, params.seconds)?;
+    let retransmits = run
+        .retransmits
+        .ok_or_else(|| ExpError::IperfOutput("no end.sum_sent.retransmits in a TCP run".into()))?;
+    Ok((run.bits_per_second / 1e9, retransmits))
 }
 
 /// Mean and 95% CI half-width (Student t, two-sided); `None` without samples.
