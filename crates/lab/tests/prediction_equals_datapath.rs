@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
-use lab::{inject, packet, unique_name, Lab, LabSpec};
+use lab::{inject, packet, unique_name, Lab, LabGuard, LabSpec};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rss::{FlowTuple, HashFieldsByFlow, IndirectionTable, L4Proto, Predictor, RssKey};
@@ -98,16 +98,22 @@ fn spec(name: &str) -> LabSpec {
     spec
 }
 
-#[test]
-#[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
-fn per_queue_counters_equal_the_prediction() {
+/// A fresh lab of [`spec`] named after `prefix` (root needed), and a random
+/// generator whose seed is printed so a failure can be replayed.
+fn seeded_lab(prefix: &str) -> (LabGuard, StdRng) {
     testkit::require_root("network namespaces, veths, XDP");
     let seed: u64 = rand::random();
     eprintln!("seed {seed}");
-    let mut rng = StdRng::seed_from_u64(seed);
-    let lab = Lab::up(&spec(&unique_name("pd")))
+    let lab = Lab::up(&spec(&unique_name(prefix)))
         .unwrap()
         .teardown_on_drop();
+    (lab, StdRng::seed_from_u64(seed))
+}
+
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
+fn per_queue_counters_equal_the_prediction() {
+    let (lab, mut rng) = seeded_lab("pd");
     let config = lab.rss_config().unwrap();
     assert_eq!(config.key.len(), 52);
     let predictor = Predictor::new(config).unwrap();
@@ -143,13 +149,7 @@ fn per_queue_counters_equal_the_prediction() {
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn update_with_a_new_key_moves_flows_live() {
-    testkit::require_root("network namespaces, veths, XDP");
-    let seed: u64 = rand::random();
-    eprintln!("seed {seed}");
-    let mut rng = StdRng::seed_from_u64(seed);
-    let lab = Lab::up(&spec(&unique_name("pu")))
-        .unwrap()
-        .teardown_on_drop();
+    let (lab, mut rng) = seeded_lab("pu");
     let r = lab.receiver().clone();
     let old = Predictor::new(lab.rss_config().unwrap()).unwrap();
     let flows = random_flows(&mut rng, 200);
