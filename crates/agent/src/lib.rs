@@ -26,6 +26,10 @@
 //!     pub fn check_path(local_port) -> PathCheck { seen_addr, seen_port, nat, port_rewritten, .. }
 //!     pub fn require_steerable_path(local_port) -> Result<PathCheck, ClientError::PortsRewritten>
 //! }
+//! // what a sender knows of a receiver: from its agent, a file or stated assumptions
+//! pub enum ReceiverSource { Agent { url, token }, File(path), Stated(StatedConfig) }
+//! impl Receiver { pub fn resolve(&ReceiverSource, to) -> Result<Receiver, ReceiverError>; plan(from, to, proto, flows, range, seed) }
+//! pub fn source_address(from, seen_from, to, netns) -> Result<(IpAddr, SourceOrigin), ReceiverError>
 //! ```
 //!
 //! # Security
@@ -43,6 +47,7 @@ pub mod error;
 mod http;
 pub mod load;
 pub mod metrics;
+pub mod receiver;
 pub mod served;
 pub mod server;
 pub mod token;
@@ -53,6 +58,7 @@ pub use api::{
 };
 pub use client::{AgentClient, ClientError, PathCheck};
 pub use error::{AgentError, DeviceError};
+pub use receiver::{Receiver, ReceiverError, ReceiverSource, SourceOrigin};
 pub use served::{Devices, FileSource, Sources};
 pub use server::{stderr_log, Agent, LogFn, ServerOptions, DEFAULT_PORT};
 pub use token::{Rejection, Token, TokenError};

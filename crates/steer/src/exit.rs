@@ -96,6 +96,7 @@ fn class_of(cause: &(dyn std::error::Error + 'static)) -> Option<i32> {
         agent::AgentError,
         agent::DeviceError,
         agent::ClientError,
+        agent::ReceiverError,
         agent::TokenError,
         agent::load::ProcError,
         binder::BinderError,

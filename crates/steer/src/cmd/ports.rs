@@ -1,19 +1,21 @@
 //! `steer ports odds|plan|serve|lease|status`: port steering (SRAP, crate
 //! `srap`, docs/srap.md).
 
-use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use agent::ReceiverSource;
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
 use rss::{L4Proto, RssConfig, RssKey, StatedConfig};
 use serde::Serialize;
 use srap::alloc::{AllocClient, Server, ServerOptions};
-use srap::{LocalPorts, Plan, PlanOptions, PortRange};
+use srap::{Plan, PortRange};
 
 use crate::{exit, output};
+
+pub use agent::receiver::{source_address, Receiver};
 
 #[derive(Debug, Subcommand)]
 pub enum PortsCommand {
@@ -252,92 +254,37 @@ fn odds(args: &OddsArgs, json: bool) -> anyhow::Result<i32> {
     Ok(exit::OK)
 }
 
-/// What a sender knows about a receiver before planning.
-#[derive(Debug, Clone)]
-pub struct Receiver {
-    pub config: RssConfig,
-    /// Per-CPU load (the agent's softirq share), for least-loaded first.
-    pub loads: BTreeMap<u32, f64>,
-    /// The source address the receiver saw from us (the agent's
-    /// `/v1/whoami`): behind NAT this, not our own address, is what the
-    /// receiver's NIC hashes.
-    pub seen_from: Option<IpAddr>,
-    /// Where the config came from, for the table.
-    pub origin: String,
-}
-
-/// The receiver's config from an agent, for destination `to`: first the
-/// path check (source ports must arrive unchanged), then `/v1/rss` for the
-/// destination address and `/v1/load`.
-pub fn receiver_from_agent(
-    url: &str,
-    token: Option<&str>,
-    to: SocketAddr,
-) -> Result<Receiver, agent::ClientError> {
-    let client = agent::AgentClient::new(url, token, agent::AgentClient::DEFAULT_TIMEOUT)?;
-    let path = client.require_steerable_path(0)?;
-    let rss = client.rss(to.ip())?;
-    let load = client.load()?;
-    Ok(Receiver {
-        config: rss.config,
-        // A CPU whose load the agent could not measure yet is left out:
-        // the planner treats it as it treats an unreported CPU.
-        loads: load
-            .cpus
-            .iter()
-            .filter_map(|c| Some((c.cpu, c.softirq_busy?)))
-            .collect(),
-        seen_from: path.nat.then_some(path.seen_addr),
-        origin: format!(
-            "agent {} ({}, config version {})",
-            client.url(),
-            rss.origin.name(),
-            rss.config_version
-        ),
-    })
-}
-
-/// The receiver's config from `--config`, `--agent` or `--key/--queues/...`:
-/// the one function every front end uses.
-pub fn receiver(args: &ReceiverArgs, to: SocketAddr) -> anyhow::Result<Receiver> {
+/// Where `args` say the receiver's config comes from: `--agent`, `--config`
+/// or `--key/--queues/...`.
+fn receiver_source(args: &ReceiverArgs) -> anyhow::Result<ReceiverSource> {
     if let Some(url) = &args.agent {
-        return receiver_from_agent(url, args.token.as_deref(), to)
-            .context("cannot get the receiver's RSS config from its agent");
+        return Ok(ReceiverSource::Agent {
+            url: url.clone(),
+            token: args.token.clone(),
+        });
     }
-    let (config, origin) = match &args.config {
-        Some(path) => (
-            RssConfig::from_file(path)?,
-            format!("file {}", path.display()),
-        ),
-        None => (receiver_config(args)?, "stated assumptions".to_string()),
-    };
-    Ok(Receiver {
-        config,
-        loads: BTreeMap::new(),
-        seen_from: None,
-        origin,
-    })
-}
-
-/// True when `args` names a receiver at all (a file, an agent, or a key).
-pub fn has_receiver(args: &ReceiverArgs) -> bool {
-    args.config.is_some() || args.agent.is_some() || args.key.is_some() || args.queues.is_some()
-}
-
-/// The receiver's config from `--config` or `--key/--queues/...`.
-pub fn receiver_config(args: &ReceiverArgs) -> anyhow::Result<RssConfig> {
     if let Some(path) = &args.config {
-        return Ok(RssConfig::from_file(path)?);
+        return Ok(ReceiverSource::File(path.clone()));
     }
     let key = RssKey::from_arg(args.key.as_deref().unwrap_or("default")).context("--key")?;
     let Some(queues) = args.queues else {
         bail!("--key needs --queues N (the receiver's receive queue count)");
     };
-    let stated = StatedConfig {
+    Ok(ReceiverSource::Stated(StatedConfig {
         weights: args.weight.clone(),
         ..StatedConfig::new(key, queues, args.table_size)
-    };
-    Ok(stated.build()?)
+    }))
+}
+
+/// The receiver of flows to `to` as `args` name it: what `steer ports
+/// plan`, `steer exec --bpf` and `steer attach` call.
+pub fn receiver(args: &ReceiverArgs, to: SocketAddr) -> anyhow::Result<Receiver> {
+    Ok(Receiver::resolve(&receiver_source(args)?, to)?)
+}
+
+/// True when `args` names a receiver at all (a file, an agent, or a key).
+pub fn has_receiver(args: &ReceiverArgs) -> bool {
+    args.config.is_some() || args.agent.is_some() || args.key.is_some() || args.queues.is_some()
 }
 
 /// `HOST:PORT` (IPv6 as `[ADDR]:PORT`), resolved.
@@ -364,69 +311,15 @@ struct PlanResult<'a> {
     plan: &'a Plan,
 }
 
-/// The source address to predict with, and where it came from: `--from`,
-/// else what the receiver's agent saw (NAT), else the kernel's route
-/// towards `to` (looked up in network namespace `netns` when given).
-pub fn source_address(
-    from: Option<IpAddr>,
-    seen_from: Option<IpAddr>,
-    to: SocketAddr,
-    netns: Option<&str>,
-) -> anyhow::Result<(IpAddr, &'static str)> {
-    if let Some(a) = from {
-        return Ok((a, "given"));
-    }
-    if let Some(a) = seen_from {
-        return Ok((a, "seen by the agent"));
-    }
-    let routed = host::netns::run_in(netns, move || srap::alloc::source_address_for(to))?;
-    let addr = routed
-        .with_context(|| format!("no route to {to} to pick a source address; give --from"))?;
-    Ok((addr, "route"))
-}
-
-/// Plans `flows` ports from `from` to `to` for `receiver`, honouring this
-/// host's ip_local_port_range, reserved ports and ports in use (or
-/// `port_range`): what `steer ports plan`, `steer exec --bpf` and
-/// `steer attach` call once they have the receiver.
-pub fn plan_for(
-    receiver: &Receiver,
-    from: IpAddr,
-    to: SocketAddr,
-    proto: L4Proto,
-    flows: usize,
-    port_range: Option<PortRange>,
-    seed: Option<u64>,
-) -> anyhow::Result<(Plan, PortRange)> {
-    if flows == 0 {
-        bail!("--flows must be at least 1");
-    }
-    let local = LocalPorts::read(proto)?;
-    let mut options = PlanOptions::from_local(&local);
-    if let Some(range) = port_range {
-        options.range = range;
-    }
-    options.seed = seed;
-    options.loads = receiver.loads.clone();
-    let range = options.range;
-    let plan = srap::plan_from_config(
-        &receiver.config,
-        from,
-        to.ip(),
-        to.port(),
-        proto,
-        flows,
-        &options,
-    )?;
-    Ok((plan, range))
-}
-
 fn plan(args: &PlanArgs, json: bool) -> anyhow::Result<i32> {
     let to = resolve(&args.to)?;
     let receiver = receiver(&args.receiver, to)?;
     let (from, from_source) = source_address(args.from, receiver.seen_from, to, None)?;
-    let (plan, range) = plan_for(
-        &receiver,
+    let from_source = from_source.name();
+    if args.flows == 0 {
+        bail!("--flows must be at least 1");
+    }
+    let (plan, range) = receiver.plan(
         from,
         to,
         args.proto.l4(),
@@ -528,7 +421,7 @@ fn serve(args: &ServeArgs, json: bool) -> anyhow::Result<i32> {
             args.token.as_deref(),
             agent::AgentClient::DEFAULT_TIMEOUT,
         )?;
-        options.config_source = Some(std::sync::Arc::new(AgentSource(client)));
+        options.config_source = Some(std::sync::Arc::new(client));
         options.config_ttl = Duration::from_millis(args.config_ttl_ms);
     }
     let server = Server::bind(options)?;
@@ -550,19 +443,6 @@ fn serve(args: &ServeArgs, json: bool) -> anyhow::Result<i32> {
     eprintln!("steer: allocator listening on {}", server.path().display());
     server.run()?;
     Ok(exit::OK)
-}
-
-/// The allocator's config source for `serve --agent`: the agent's config
-/// for the remote address.
-struct AgentSource(agent::AgentClient);
-
-impl srap::alloc::ConfigSource for AgentSource {
-    fn fetch(&self, remote: IpAddr) -> Result<RssConfig, String> {
-        self.0
-            .rss(remote)
-            .map(|r| r.config)
-            .map_err(|e| agent::error::chain(&e))
-    }
 }
 
 fn lease(args: &LeaseArgs, json: bool) -> anyhow::Result<i32> {
