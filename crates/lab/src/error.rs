@@ -19,6 +19,8 @@ pub enum LabError {
     Privilege,
     #[error("software RSS: {0}")]
     Nic(#[from] nic::NicError),
+    #[error("packet I/O: {0}")]
+    PktIo(#[from] pktio::PktIoError),
     #[error("RSS config: {0}")]
     Rss(#[from] rss::RssError),
     #[error("{op}: {source}")]
@@ -44,6 +46,7 @@ impl LabError {
                     | std::io::ErrorKind::Unsupported
             ),
             LabError::Nic(e) => e.is_environment(),
+            LabError::PktIo(e) => e.is_environment(),
             _ => false,
         }
     }
@@ -61,6 +64,7 @@ impl LabError {
             | LabError::NamespaceExists { .. }
             | LabError::Rss(_) => true,
             LabError::Nic(e) => e.is_bad_input(),
+            LabError::PktIo(e) => e.is_bad_input(),
             _ => false,
         }
     }

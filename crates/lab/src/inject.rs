@@ -1,7 +1,8 @@
-//! Sending hand-built frames out of a lab device with an `AF_PACKET` socket
-//! (packet(7)), from inside the host's namespace.
+//! Sending hand-built frames out of a lab device, through the project's
+//! packet I/O (`pktio`: an `AF_PACKET` socket in the host's namespace,
+//! `sendmmsg` batches).
 
-use std::io;
+use pktio::{Port, PortConfig};
 
 use crate::LabError;
 
@@ -10,61 +11,28 @@ use crate::LabError;
 const BURST: usize = 32;
 
 /// Sends `frames` out of `dev` in namespace `netns`, in order, pausing
-/// between bursts so the receiving veth's ring never overflows.
+/// between bursts so the receiving veth's ring never overflows. Returns how
+/// many the device accepted; a frame it refused is an error.
 pub fn send_frames(netns: &str, dev: &str, frames: Vec<Vec<u8>>) -> Result<usize, LabError> {
-    let dev = dev.to_string();
-    host::netns::run_in(Some(netns), move || send_here(&dev, &frames))?
-}
-
-fn send_here(dev: &str, frames: &[Vec<u8>]) -> Result<usize, LabError> {
-    let err = |op: &str, e: io::Error| LabError::io(format!("{op} ({dev})"), e);
-    let name = std::ffi::CString::new(dev)
-        .map_err(|_| LabError::InvalidSpec(format!("device name '{dev}'")))?;
-    // SAFETY: if_nametoindex reads a NUL-terminated string.
-    let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
-    if ifindex == 0 {
-        return Err(err("if_nametoindex", io::Error::last_os_error()));
+    // Send only: the smallest receive ring a port has.
+    let config = PortConfig {
+        rx_frames: 32,
+        ..PortConfig::default()
+    };
+    let mut port = Port::open(dev, Some(netns), &config)?;
+    let mut sent = 0;
+    for burst in frames.chunks(BURST) {
+        sent += port.send_batch(burst)?;
+        std::thread::sleep(std::time::Duration::from_millis(2));
     }
-    // SAFETY: plain socket(2); closed below. Protocol 0: send only.
-    let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return Err(err("socket(AF_PACKET)", io::Error::last_os_error()));
+    let refused = port.stats().tx_errors;
+    if refused > 0 {
+        return Err(LabError::Command {
+            command: format!("send {} frames out of {dev} in {netns}", frames.len()),
+            stderr: format!("the device refused {refused} of them"),
+        });
     }
-    let result = (|| {
-        // SAFETY: sockaddr_ll is plain data; zero is valid.
-        let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        addr.sll_family = libc::AF_PACKET as u16;
-        addr.sll_ifindex = ifindex as i32;
-        addr.sll_halen = 6;
-        let mut sent = 0;
-        for (i, frame) in frames.iter().enumerate() {
-            if frame.len() >= 6 {
-                addr.sll_addr[..6].copy_from_slice(&frame[..6]);
-            }
-            // SAFETY: the buffer and address are valid for the call.
-            let n = unsafe {
-                libc::sendto(
-                    fd,
-                    frame.as_ptr().cast(),
-                    frame.len(),
-                    0,
-                    (&addr as *const libc::sockaddr_ll).cast(),
-                    std::mem::size_of::<libc::sockaddr_ll>() as u32,
-                )
-            };
-            if n < 0 {
-                return Err(err("sendto", io::Error::last_os_error()));
-            }
-            sent += 1;
-            if (i + 1) % BURST == 0 {
-                std::thread::sleep(std::time::Duration::from_millis(2));
-            }
-        }
-        Ok(sent)
-    })();
-    // SAFETY: fd is ours.
-    unsafe { libc::close(fd) };
-    result
+    Ok(sent)
 }
 
 /// The MAC address of `dev` in `netns` (`ip -j link show`).

@@ -24,7 +24,7 @@
 //! }
 //! // code that runs inside a host's namespace: host::netns::run_in(Some(netns), f)
 //! pub fn unique_name(prefix) -> String                  // prefix + pid + counter
-//! pub mod packet  // Ethernet/IP/TCP/UDP frame builders; inject::send_frames (AF_PACKET)
+//! pub mod packet  // Ethernet/IP/TCP/UDP frame builders; inject::send_frames (through pktio)
 //! ```
 //!
 //! # The wire (optional)
