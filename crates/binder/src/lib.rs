@@ -30,10 +30,13 @@
 //! cgroup::CgroupBinder::{attach(cgroup), open_pinned(cgroup), pin(), set_plan(&srap::Plan),
 //!                        set_ports(local, remote, &[port]), stats()}
 //! cgroup::{detach_pinned(cgroup), TempCgroup::{create(), enter_in_child(&mut Command)}}
+//! plans::{plan(Receiver, seen_from, bind, to, ports) -> Planned, install(&binder, &[Planned]),
+//!         plan_and_install(&binder, config, from, &[to], ports)}
 //! ```
 
 pub mod cgroup;
 pub mod error;
+pub mod plans;
 pub mod preload;
 pub mod run;
 

@@ -8,9 +8,9 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use anyhow::{bail, Context};
+use binder::plans::Planned;
 use binder::{BinderError, CgroupBinder, Plan, TempCgroup};
 use clap::Args;
-use rss::L4Proto;
 
 use super::ports::{self, Receiver, ReceiverArgs};
 use crate::exit;
@@ -92,16 +92,10 @@ pub struct AttachArgs {
     pub detach: bool,
 }
 
-/// A planned destination: the plan (predicted with the source address the
-/// receiver sees) and the local address to bind (differs behind NAT).
-struct Planned {
-    plan: Plan,
-    bind: IpAddr,
-}
-
-/// One plan per --to, with [`ports::receiver`] and [`ports::plan_for`]
-/// (one receiver lookup per host, so every port of a host gets the same
-/// queue sequence and the binder's per-host slot counter keeps spreading).
+/// One plan per --to, by [`binder::plans::plan`], for the receiver from
+/// [`ports::receiver`] (one lookup per host, so every port of a host gets
+/// the same queue sequence and the binder's per-host slot counter keeps
+/// spreading) and the source address from [`ports::source_address`].
 fn plans(args: &PlanArgs, netns: Option<&str>, what: &str) -> anyhow::Result<Vec<Planned>> {
     if args.to.is_empty() {
         bail!("{what} needs --to HOST:PORT (the destinations to plan ports for)");
@@ -131,20 +125,17 @@ fn plans(args: &PlanArgs, netns: Option<&str>, what: &str) -> anyhow::Result<Vec
             }
         };
         let (bind, _) = ports::source_address(args.from, None, dest, netns)?;
-        let predict = match (args.from, receiver.seen_from) {
+        let seen_from = match (args.from, receiver.seen_from) {
             (None, Some(seen)) => seen,
             _ => bind,
         };
-        let (plan, _) = ports::plan_for(
-            &receiver,
-            predict,
-            dest,
-            L4Proto::Tcp,
-            args.ports,
-            None,
-            None,
-        )?;
-        out.push(Planned { plan, bind });
+        let target = binder::plans::Receiver {
+            config: &receiver.config,
+            loads: &receiver.loads,
+        };
+        out.push(binder::plans::plan(
+            target, seen_from, bind, dest, args.ports,
+        )?);
     }
     Ok(out)
 }
@@ -164,15 +155,6 @@ fn refuse_plan_flags(plan: &PlanArgs) -> anyhow::Result<()> {
              need --bpf; without it the LD_PRELOAD binder asks the allocator (`steer ports serve`), \
              which holds the receiver's config"
         );
-    }
-    Ok(())
-}
-
-fn install(binder: &CgroupBinder, planned: &[Planned]) -> anyhow::Result<()> {
-    for p in planned {
-        let ports: Vec<u16> = p.plan.entries.iter().map(|e| e.port).collect();
-        let dest = std::net::SocketAddr::new(p.plan.remote, p.plan.remote_port);
-        binder.set_ports(p.bind, dest, &ports)?;
     }
     Ok(())
 }
@@ -206,7 +188,7 @@ pub fn run_exec(args: ExecArgs, json: bool) -> anyhow::Result<i32> {
     let plans = plans(&args.plan, args.netns.as_deref(), "--bpf")?;
     let cgroup = TempCgroup::create()?;
     let binder = CgroupBinder::attach(cgroup.path())?;
-    install(&binder, &plans)?;
+    binder::plans::install(&binder, &plans)?;
     cgroup.enter_in_child(&mut cmd)?;
     let status = binder::run::wait_like_system(&mut cmd)
         .with_context(|| format!("cannot run {}", args.command[0]))?;
@@ -268,7 +250,7 @@ pub fn run_attach(args: AttachArgs, json: bool) -> anyhow::Result<i32> {
         }
         Err(e) => return Err(e.into()),
     };
-    install(&binder, &plans)?;
+    binder::plans::install(&binder, &plans)?;
     let plans: Vec<&Plan> = plans.iter().map(|p| &p.plan).collect();
     if json {
         output::json(&plans)?;
