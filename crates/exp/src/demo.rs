@@ -5,9 +5,13 @@
 //!
 //! Three ways, each run the same number of times against the same receiver:
 //! - `random`: iperf3 as it is, kernel-chosen source ports;
-//! - `preload`: `steer exec -- iperf3 ...`, the LD_PRELOAD binder asking the
-//!   allocator (`steer ports serve`, run in the sender's namespace);
-//! - `bpf`: `steer exec --bpf -- iperf3 ...`, the cgroup connect4 binder.
+//! - `preload`: what `steer exec -- iperf3 ...` does: the LD_PRELOAD binder
+//!   ([`binder::preload`]) asking the allocator ([`srap::alloc::Server`],
+//!   what `steer ports serve` runs), served from a thread in the sender's
+//!   namespace;
+//! - `bpf`: what `steer exec --bpf -- iperf3 ...` does: iperf3 in a cgroup
+//!   with the cgroup connect4 binder ([`binder::CgroupBinder`]) and the
+//!   plans of [`binder::plans`].
 //!
 //! Every number is read from the datapath: iperf3's JSON says which source
 //! ports its data streams got and what each carried; the receiver's XDP
@@ -15,12 +19,12 @@
 //! flows' packets went to; /proc/stat says how busy each CPU was. The RSS
 //! model's prediction is recorded beside the measurement as a cross-check only.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
-use lab::{Host, Lab, LabSpec};
+use binder::{CgroupBinder, TempCgroup};
+use lab::{Host, Lab, LabError, LabSpec};
 use serde::Serialize;
 use stats::Meta;
 
@@ -73,8 +77,6 @@ pub struct DemoParams {
     pub processes: bool,
     pub lab: String,
     pub keep_lab: bool,
-    /// The `steer` executable that runs the binders and the allocator.
-    pub steer_exe: PathBuf,
 }
 
 impl DemoParams {
@@ -192,23 +194,13 @@ fn run_in_lab(
     progress: &mut impl FnMut(Way, &Repetition),
 ) -> Result<DemoResult, ExpError> {
     let config = lab.rss_config()?;
-    let files = RunFiles::create(&params.lab, &config)?;
+    let files = RunFiles::create(&params.lab)?;
     let mut ways = Vec::new();
     for &way in &params.ways {
-        let _allocator = match way {
-            Way::Preload => Some(Allocator::start(lab, params, &files)?),
-            _ => None,
-        };
-        // Separate processes share one plan only if they share one cgroup:
-        // `steer attach --cgroup` once, every client started inside it.
-        let shared = match (way, params.processes) {
-            (Way::Bpf, true) => Some(SharedCgroup::attach(lab, params, &files)?),
-            _ => None,
-        };
-        let cgroup = shared.as_ref().map(|c| c.dir.as_path());
+        let setup = Setup::new(lab, params, &config, &files, way)?;
         let mut runs = Vec::new();
         for repetition in 1..=params.repetitions {
-            let run = repetition_of(lab, params, &files, way, cgroup, repetition)?;
+            let run = repetition_of(lab, params, &config, &setup, repetition)?;
             progress(way, &run);
             runs.push(run);
         }
@@ -235,25 +227,42 @@ fn run_in_lab(
     })
 }
 
-/// The receiver's config and the allocator's socket, for the binders.
+/// Where the preload way keeps its files: the allocator's socket, the
+/// shim, and the allocator's view of procfs; removed when dropped.
 struct RunFiles {
     dir: PathBuf,
-    config: PathBuf,
     socket: PathBuf,
 }
 
 impl RunFiles {
-    fn create(lab: &str, config: &rss::RssConfig) -> Result<Self, ExpError> {
+    fn create(lab: &str) -> Result<Self, ExpError> {
         let dir = Path::new("/run/steer/demo").join(lab);
-        let io = |e: std::io::Error| ExpError::Parameter(format!("{}: {e}", dir.display()));
-        std::fs::create_dir_all(&dir).map_err(io)?;
-        let path = dir.join("receiver.json");
-        std::fs::write(&path, config.to_json()).map_err(io)?;
+        std::fs::create_dir_all(&dir).map_err(|e| io_error(&dir, e))?;
         Ok(RunFiles {
             socket: dir.join("alloc.sock"),
-            config: path,
             dir,
         })
+    }
+
+    /// A procfs root for an allocator whose threads live in another
+    /// network namespace than the process's main thread. `/proc/net` is
+    /// `/proc/self/net`, the namespace of the process (its main thread),
+    /// while `/proc/thread-self/net` is the reading thread's and
+    /// `/proc/sys/net` always is (proc(5)). The allocator reads
+    /// `<root>/net/tcp*` for ports in use and `<root>/sys/net/ipv4` for the
+    /// port range, so both links resolve to its own threads' namespace.
+    fn thread_procfs(&self) -> Result<PathBuf, ExpError> {
+        let root = self.dir.join("procfs");
+        std::fs::create_dir_all(&root).map_err(|e| io_error(&root, e))?;
+        for (name, target) in [("net", "/proc/thread-self/net"), ("sys", "/proc/sys")] {
+            let link = root.join(name);
+            if std::fs::read_link(&link).is_ok_and(|t| t == Path::new(target)) {
+                continue;
+            }
+            let _ = std::fs::remove_file(&link);
+            std::os::unix::fs::symlink(target, &link).map_err(|e| io_error(&link, e))?;
+        }
+        Ok(root)
     }
 }
 
@@ -263,148 +272,144 @@ impl Drop for RunFiles {
     }
 }
 
-/// `steer ports serve` in the sender's namespace, so it sees the sender's
-/// ports in use; killed when dropped.
-struct Allocator(Child);
-
-impl Allocator {
-    fn start(lab: &Lab, params: &DemoParams, files: &RunFiles) -> Result<Self, ExpError> {
-        let rcv = lab.receiver().ipv4.to_string();
-        let mut cmd = lab.command(&lab.sender().name, &params.steer_exe.to_string_lossy())?;
-        cmd.args(["ports", "serve", "--socket"])
-            .arg(&files.socket)
-            .arg("--config")
-            .arg(&files.config)
-            .args(["--for", &rcv])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        let child = cmd
-            .spawn()
-            .map_err(|e| program_error("steer ports serve", e))?;
-        let mut allocator = Allocator(child);
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while std::os::unix::net::UnixStream::connect(&files.socket).is_err() {
-            if Instant::now() > deadline || allocator.0.try_wait().ok().flatten().is_some() {
-                return Err(ExpError::Program {
-                    program: "steer ports serve".into(),
-                    detail: "the allocator did not start listening".into(),
-                });
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Ok(allocator)
-    }
+fn io_error(path: &Path, e: std::io::Error) -> ExpError {
+    ExpError::Parameter(format!("{}: {e}", path.display()))
 }
 
-impl Drop for Allocator {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A cgroup with the BPF binder attached for every destination port of the
-/// run; detached and removed when dropped.
-struct SharedCgroup {
-    dir: PathBuf,
-    steer: PathBuf,
-}
-
-impl SharedCgroup {
-    fn attach(lab: &Lab, params: &DemoParams, files: &RunFiles) -> Result<Self, ExpError> {
-        let root = binder::cgroup::cgroup2_root()
-            .map_err(|e| ExpError::Parameter(format!("cgroup v2: {e}")))?;
-        let dir = root.join(format!("steer-demo-{}", params.lab));
-        std::fs::create_dir_all(&dir).map_err(|e| program_error("mkdir cgroup", e))?;
-        let shared = SharedCgroup {
-            dir,
-            steer: params.steer_exe.clone(),
-        };
-        let mut cmd = Command::new(&shared.steer);
-        cmd.args(["attach", "--cgroup"])
-            .arg(&shared.dir)
-            .arg("--config")
-            .arg(&files.config)
-            .args(["--from", &lab.sender().ipv4.to_string()]);
-        for i in 0..params.flows as u16 {
-            cmd.args(["--to", &format!("{}:{}", lab.receiver().ipv4, PORT + i)]);
-        }
-        // Every connection of every client takes the next planned slot.
-        cmd.args(["--ports", &(2 * params.flows).min(64).to_string()]);
-        let out = cmd.output().map_err(|e| program_error("steer attach", e))?;
-        if !out.status.success() {
-            return Err(ExpError::Program {
-                program: "steer attach --cgroup".into(),
-                detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-            });
-        }
-        Ok(shared)
-    }
-}
-
-impl Drop for SharedCgroup {
-    fn drop(&mut self) {
-        let _ = Command::new(&self.steer)
-            .args(["attach", "--detach", "--cgroup"])
-            .arg(&self.dir)
-            .output();
-        let _ = std::fs::remove_dir(&self.dir);
-    }
-}
-
-fn program_error(program: &str, e: std::io::Error) -> ExpError {
-    ExpError::Program {
-        program: program.into(),
+/// The allocator, serving the receiver's config on a thread in the
+/// sender's namespace so that it sees the sender's port range and ports
+/// in use (its sweeper and client threads inherit the namespace: setns(2)
+/// moves the calling thread, and threads it creates start in it); stopped
+/// when dropped.
+fn start_allocator(
+    lab: &Lab,
+    config: &rss::RssConfig,
+    files: &RunFiles,
+) -> Result<srap::alloc::ServerHandle, ExpError> {
+    let mut options = srap::alloc::ServerOptions::new(&files.socket);
+    options.proc_root = files.thread_procfs()?;
+    let handle = host::netns::run_in(Some(&lab.sender().netns), move || {
+        srap::alloc::Server::bind(options).map(srap::alloc::Server::spawn)
+    })
+    .map_err(LabError::from)?
+    .map_err(|e| ExpError::Program {
+        program: "allocator".into(),
         detail: e.to_string(),
+    })?;
+    let receiver = IpAddr::V4(lab.receiver().ipv4);
+    handle
+        .allocator()
+        .set_config(receiver, config.clone())
+        .map_err(|r| ExpError::Parameter(format!("the receiver's config: {}", r.message)))?;
+    Ok(handle)
+}
+
+/// A cgroup with the cgroup binder attached and plans installed; the
+/// binder is detached before the cgroup is removed (fields drop in order).
+struct PlannedCgroup {
+    /// Held for its drop, which detaches the programs.
+    _binder: CgroupBinder,
+    cgroup: TempCgroup,
+}
+
+impl PlannedCgroup {
+    /// Plans `ports` slots from the sender to each of `dest_ports` on the
+    /// receiver (what `steer exec --bpf` and `steer attach` install).
+    fn attach(
+        lab: &Lab,
+        config: &rss::RssConfig,
+        dest_ports: &[u16],
+        ports: u32,
+    ) -> Result<Self, ExpError> {
+        let cgroup = TempCgroup::create()?;
+        let binder = CgroupBinder::attach(cgroup.path())?;
+        let to: Vec<SocketAddr> = dest_ports
+            .iter()
+            .map(|&port| SocketAddr::new(lab.receiver().ipv4.into(), port))
+            .collect();
+        let from = IpAddr::V4(lab.sender().ipv4);
+        binder::plans::plan_and_install(&binder, config, from, &to, ports as usize)?;
+        Ok(PlannedCgroup {
+            _binder: binder,
+            cgroup,
+        })
     }
+}
+
+/// What a way sets up once for all its repetitions; undone when dropped.
+enum Setup {
+    /// Kernel-chosen ports: nothing.
+    Kernel,
+    /// The allocator and the shim that asks it.
+    Preload {
+        shim: PathBuf,
+        socket: PathBuf,
+        _allocator: srap::alloc::ServerHandle,
+    },
+    /// Separate processes share one plan only if they share one cgroup:
+    /// attached once (what `steer attach --cgroup` does) and planned for
+    /// every destination port of the run, every client started inside it,
+    /// every connection of every client taking the next planned slot.
+    SharedCgroup(PlannedCgroup),
+    /// One client: a cgroup planned afresh for each repetition, as each
+    /// `steer exec --bpf` does.
+    CgroupPerRun,
+}
+
+impl Setup {
+    fn new(
+        lab: &Lab,
+        params: &DemoParams,
+        config: &rss::RssConfig,
+        files: &RunFiles,
+        way: Way,
+    ) -> Result<Self, ExpError> {
+        Ok(match (way, params.processes) {
+            (Way::Random, _) => Setup::Kernel,
+            (Way::Preload, _) => Setup::Preload {
+                _allocator: start_allocator(lab, config, files)?,
+                shim: binder::preload::install_shim_in(&files.dir)?,
+                socket: files.socket.clone(),
+            },
+            (Way::Bpf, true) => {
+                let dest_ports: Vec<u16> = (0..params.flows as u16).map(|i| PORT + i).collect();
+                let slots = (2 * params.flows).min(binder::cgroup::MAX_PORTS as u32);
+                Setup::SharedCgroup(PlannedCgroup::attach(lab, config, &dest_ports, slots)?)
+            }
+            (Way::Bpf, false) => Setup::CgroupPerRun,
+        })
+    }
+}
+
+/// How one client's connections get their source ports.
+enum Steering<'a> {
+    Kernel,
+    Preload {
+        shim: &'a Path,
+        socket: &'a Path,
+    },
+    /// The cgroup it joins (with the binder attached and planned).
+    Cgroup(&'a TempCgroup),
 }
 
 /// The iperf3 client command of a way, in the sender's namespace.
-fn client_command(
-    lab: &Lab,
-    params: &DemoParams,
-    files: &RunFiles,
-    way: Way,
-    cgroup: Option<&Path>,
-    dest_ports: &[u16],
-) -> Result<Command, ExpError> {
+fn client_command(lab: &Lab, steering: &Steering) -> Result<Command, ExpError> {
     let snd = lab.sender();
-    let steer = || {
-        let mut cmd = Command::new(&params.steer_exe);
-        cmd.args(["exec", "--netns", &snd.netns]);
-        cmd
+    let in_sender = || -> Result<Command, ExpError> {
+        let mut cmd = Command::new("iperf3");
+        host::netns::enter_in_child(&mut cmd, &snd.netns).map_err(LabError::from)?;
+        Ok(cmd)
     };
-    Ok(match (way, cgroup) {
-        (Way::Random, _) => lab.command(&snd.name, "iperf3")?,
-        (Way::Preload, _) => {
-            let mut cmd = steer();
-            cmd.arg("--socket")
-                .arg(&files.socket)
-                .args(["--", "iperf3"]);
+    Ok(match steering {
+        Steering::Kernel => lab.command(&snd.name, "iperf3")?,
+        Steering::Preload { shim, socket } => {
+            let mut cmd = in_sender()?;
+            binder::preload::configure(&mut cmd, shim, Some(socket));
             cmd
         }
-        (Way::Bpf, Some(dir)) => {
-            // Join the shared cgroup, then become the client.
-            let mut cmd = Command::new("sh");
-            cmd.args(["-c", "echo $$ > \"$0/cgroup.procs\" && exec \"$@\""])
-                .arg(dir)
-                .args(["ip", "netns", "exec", &snd.netns, "iperf3"]);
-            cmd
-        }
-        (Way::Bpf, None) => {
-            let mut cmd = steer();
-            cmd.arg("--bpf").arg("--config").arg(&files.config);
-            for port in dest_ports {
-                cmd.args(["--to", &format!("{}:{port}", lab.receiver().ipv4)]);
-            }
-            // One planned port per flow plus iperf3's control connection.
-            let per_dest = if params.processes {
-                2
-            } else {
-                params.flows + 1
-            };
-            cmd.args(["--ports", &per_dest.to_string(), "--", "iperf3"]);
+        Steering::Cgroup(cgroup) => {
+            let mut cmd = in_sender()?;
+            cgroup.enter_in_child(&mut cmd)?;
             cmd
         }
     })
@@ -414,9 +419,8 @@ fn client_command(
 fn repetition_of(
     lab: &Lab,
     params: &DemoParams,
-    files: &RunFiles,
-    way: Way,
-    cgroup: Option<&Path>,
+    config: &rss::RssConfig,
+    setup: &Setup,
     repetition: u32,
 ) -> Result<Repetition, ExpError> {
     let rcv = lab.receiver();
@@ -429,9 +433,20 @@ fn repetition_of(
         .iter()
         .map(|&port| iperf::Server::start(lab.command(&rcv.name, "iperf3")?, addr, port))
         .collect::<Result<Vec<_>, _>>()?;
+    let own: PlannedCgroup;
+    let steering = match setup {
+        Setup::Kernel => Steering::Kernel,
+        Setup::Preload { shim, socket, .. } => Steering::Preload { shim, socket },
+        Setup::SharedCgroup(shared) => Steering::Cgroup(&shared.cgroup),
+        Setup::CgroupPerRun => {
+            // One slot per data flow plus iperf3's control connection.
+            own = PlannedCgroup::attach(lab, config, &dest_ports, params.flows + 1)?;
+            Steering::Cgroup(&own.cgroup)
+        }
+    };
     let before = CpuTimes::read()?;
     let runs = run_clients(&dest_ports, |port| {
-        let make = || client_command(lab, params, files, way, cgroup, &dest_ports);
+        let make = || client_command(lab, &steering);
         iperf::run_client(make, addr, port, streams, params.seconds)
     })?;
     let cpu_busy = CpuTimes::read()?.busy_since(&before);
@@ -675,7 +690,6 @@ mod tests {
             processes: false,
             lab: "x".into(),
             keep_lab: false,
-            steer_exe: "steer".into(),
         };
         assert_eq!(p.ideal_max(), 1);
         p.queues = 6;

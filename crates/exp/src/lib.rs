@@ -15,6 +15,8 @@ pub enum ExpError {
     Lab(#[from] lab::LabError),
     #[error(transparent)]
     Nic(#[from] nic::NicError),
+    #[error(transparent)]
+    Binder(#[from] binder::BinderError),
     #[error("{program} is not installed (the README's `make demo` installs it)")]
     MissingProgram { program: String },
     #[error("{program} failed: {detail}")]
@@ -40,6 +42,7 @@ impl ExpError {
         match self {
             ExpError::Lab(e) => e.is_environment(),
             ExpError::Nic(e) => e.is_environment(),
+            ExpError::Binder(e) => e.is_environment(),
             ExpError::MissingProgram { .. } => true,
             _ => false,
         }
@@ -53,6 +56,7 @@ impl ExpError {
         match self {
             ExpError::Lab(e) => e.is_bad_input(),
             ExpError::Nic(e) => e.is_bad_input(),
+            ExpError::Binder(e) => e.is_bad_input(),
             ExpError::Parameter(_) => true,
             _ => false,
         }

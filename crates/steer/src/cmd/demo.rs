@@ -26,7 +26,6 @@ pub fn run(args: DemoArgs, json: bool) -> anyhow::Result<i32> {
         processes: args.processes,
         lab: args.lab,
         keep_lab: args.keep_lab,
-        steer_exe: std::env::current_exe()?,
     };
     let show_progress = !json || std::io::stderr().is_terminal();
     eprintln!(
