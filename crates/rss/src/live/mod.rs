@@ -26,6 +26,7 @@ pub mod ethtool_nl;
 pub mod files;
 pub mod irq;
 pub mod netlink;
+pub mod placement;
 mod sockets;
 #[allow(unsafe_code)]
 mod sys;
@@ -43,6 +44,7 @@ pub use error::LiveError;
 pub use ethtool_nl::{ChannelCount, Channels};
 pub use files::Roots;
 pub use irq::QueueIrq;
+pub use placement::{place_sockets, SocketPlacement};
 pub use sockets::{tcp_sockets, SockDiag, TcpSocket};
 
 use ethtool_nl::{EthtoolMessage, RssReply};

@@ -13,9 +13,6 @@ use serde::Serialize;
 use crate::cli::{Assumptions, ConfigSource, Proto, RssCommand, Transform, WhereArgs};
 use crate::{exit, output};
 
-/// A flow is busy when the receiver has taken at least this many bytes on it.
-const BUSY_BYTES: u64 = 1 << 20;
-
 pub fn run(cmd: RssCommand, json: bool) -> anyhow::Result<i32> {
     match cmd {
         RssCommand::Show { dev, netns } => show(dev, netns, json),
@@ -265,34 +262,15 @@ struct SocketRow {
 
 fn where_sockets(source: &ConfigSource, json: bool) -> anyhow::Result<i32> {
     let predictor = Predictor::new(load_config(source)?)?;
-    let mut rows = Vec::new();
-    for socket in rss::live::tcp_sockets()? {
-        // Packets arriving here come from the remote end.
-        let flow = FlowTuple::new(
-            socket.remote.ip(),
-            socket.remote.port(),
-            socket.local.ip(),
-            socket.local.port(),
-            L4Proto::Tcp,
-        );
-        let Ok(placement) = predictor.place(&flow) else {
-            continue;
-        };
-        let busy = socket.bytes_received.is_none_or(|b| b >= BUSY_BYTES);
-        let placement = placement_row(predictor.config(), flow, placement)?;
+    let placed = rss::live::place_sockets(&predictor, rss::live::tcp_sockets()?);
+    let mut rows = Vec::with_capacity(placed.len());
+    for p in placed {
         rows.push(SocketRow {
-            socket,
-            placement,
-            busy,
-            shares_cpu: false,
+            placement: placement_row(predictor.config(), p.flow, p.placement)?,
+            socket: p.socket,
+            busy: p.busy,
+            shares_cpu: p.shares_cpu,
         });
-    }
-    let mut busy_per_cpu: BTreeMap<u32, usize> = BTreeMap::new();
-    for row in rows.iter().filter(|r| r.busy) {
-        *busy_per_cpu.entry(row.placement.cpu).or_default() += 1;
-    }
-    for row in rows.iter_mut() {
-        row.shares_cpu = row.busy && busy_per_cpu[&row.placement.cpu] > 1;
     }
     if json {
         output::json(&rows)?;
