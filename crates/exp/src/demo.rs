@@ -227,8 +227,8 @@ fn run_in_lab(
     })
 }
 
-/// Where the preload way keeps its files: the allocator's socket, the
-/// shim, and the allocator's view of procfs; removed when dropped.
+/// Where the preload way keeps its files: the allocator's socket and the
+/// shim; removed when dropped.
 struct RunFiles {
     dir: PathBuf,
     socket: PathBuf,
@@ -242,27 +242,6 @@ impl RunFiles {
             socket: dir.join("alloc.sock"),
             dir,
         })
-    }
-
-    /// A procfs root for an allocator whose threads live in another
-    /// network namespace than the process's main thread. `/proc/net` is
-    /// `/proc/self/net`, the namespace of the process (its main thread),
-    /// while `/proc/thread-self/net` is the reading thread's and
-    /// `/proc/sys/net` always is (proc(5)). The allocator reads
-    /// `<root>/net/tcp*` for ports in use and `<root>/sys/net/ipv4` for the
-    /// port range, so both links resolve to its own threads' namespace.
-    fn thread_procfs(&self) -> Result<PathBuf, ExpError> {
-        let root = self.dir.join("procfs");
-        std::fs::create_dir_all(&root).map_err(|e| io_error(&root, e))?;
-        for (name, target) in [("net", "/proc/thread-self/net"), ("sys", "/proc/sys")] {
-            let link = root.join(name);
-            if std::fs::read_link(&link).is_ok_and(|t| t == Path::new(target)) {
-                continue;
-            }
-            let _ = std::fs::remove_file(&link);
-            std::os::unix::fs::symlink(target, &link).map_err(|e| io_error(&link, e))?;
-        }
-        Ok(root)
     }
 }
 
@@ -286,8 +265,9 @@ fn start_allocator(
     config: &rss::RssConfig,
     files: &RunFiles,
 ) -> Result<srap::alloc::ServerHandle, ExpError> {
-    let mut options = srap::alloc::ServerOptions::new(&files.socket);
-    options.proc_root = files.thread_procfs()?;
+    // Its threads read the sender's socket tables: srap reads them through
+    // /proc/thread-self/net, the reading thread's namespace.
+    let options = srap::alloc::ServerOptions::new(&files.socket);
     let handle = host::netns::run_in(Some(&lab.sender().netns), move || {
         srap::alloc::Server::bind(options).map(srap::alloc::Server::spawn)
     })

@@ -258,6 +258,20 @@ pub struct LocalPorts {
     pub sockets: Vec<ProcSocket>,
 }
 
+/// Where the socket tables of `proc_root` are. On the real procfs that is
+/// `/proc/thread-self/net`: `/proc/net` is `/proc/self/net`, the namespace
+/// of the process's main thread, while a thread that entered another
+/// network namespace (an allocator serving a lab host) must see its own
+/// (proc(5)); `/proc/sys/net` always is the reading thread's. A fixture
+/// root has `net/` itself.
+fn net_dir(proc_root: &Path) -> PathBuf {
+    if proc_root == Path::new("/proc") {
+        proc_root.join("thread-self/net")
+    } else {
+        proc_root.join("net")
+    }
+}
+
 impl LocalPorts {
     /// Reads `/proc` of this network namespace.
     pub fn read(proto: L4Proto) -> Result<Self, SrapError> {
@@ -286,7 +300,7 @@ impl LocalPorts {
         };
         let mut sockets = Vec::new();
         for name in names {
-            let path: PathBuf = proc_root.join("net").join(name);
+            let path: PathBuf = net_dir(proc_root).join(name);
             match std::fs::read_to_string(&path) {
                 Ok(text) => sockets.extend(parse_proc_net(&path, &text)?),
                 // No IPv6 in this kernel or namespace.
