@@ -8,7 +8,8 @@
 //!   suitability).
 //! - [`metrics`]: RFC 4737 and RFC 5236 reordering metrics per flow.
 //! - [`capture`]: pcap / pcapng in and out; [`replay`]: a capture through
-//!   the sorter, as a SRPIC receiver would deliver it.
+//!   the sorter, as a SRPIC receiver would deliver it; [`report`]: a whole
+//!   capture's metrics and replay.
 //!
 //! See docs/srpic.md for the algorithm as implemented and every decision.
 
@@ -18,6 +19,7 @@ pub mod capture;
 pub mod flow;
 pub mod metrics;
 pub mod replay;
+pub mod report;
 pub mod seq;
 pub mod sorter;
 pub mod wire;
@@ -28,6 +30,7 @@ pub use metrics::{
     flow_reports, reorder_metrics, Arrival, FlowReport, MetricsConfig, ReorderMetrics,
 };
 pub use replay::{replay, ReplayConfig};
+pub use report::{capture_reports, replay_capture, Totals};
 pub use sorter::{
     Descriptor, DuplicatePolicy, Sorter, SorterConfig, SorterStats, TcpSegment, UnsuitablePolicy,
 };

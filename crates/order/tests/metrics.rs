@@ -5,8 +5,7 @@
 mod common;
 
 use order::capture::Capture;
-use order::metrics::{flow_reports, reorder_metrics, Arrival, MetricsConfig};
-use order::replay::parse_capture;
+use order::metrics::{reorder_metrics, Arrival, MetricsConfig};
 use proptest::prelude::*;
 
 /// The naive answer, straight from the definitions, on untruncated 64-bit
@@ -126,14 +125,7 @@ fn through_capture(start: u32, arrivals: &[(u64, u64, u64)]) -> order::ReorderMe
         .collect();
     let bytes = order::capture::write_pcap(1, &records);
     let cap = Capture::read(&bytes).unwrap();
-    let infos = parse_capture(&cap);
-    let reports = flow_reports(
-        cap.packets
-            .iter()
-            .zip(&infos)
-            .filter_map(|(p, i)| Some((p.time_ns, i.as_ref()?))),
-        &CFG,
-    );
+    let reports = order::capture_reports(&cap, &CFG);
     assert_eq!(reports.len(), 1);
     reports[0].metrics.clone()
 }

@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
 use order::capture::Capture;
-use order::metrics::{flow_reports, FlowReport, MetricsConfig};
-use order::replay::{descriptors, parse_capture, replay, ReplayConfig};
+use order::metrics::{FlowReport, MetricsConfig};
+use order::replay::ReplayConfig;
+use order::report::{capture_reports, replay_capture, Totals};
 use order::sorter::{SorterConfig, SorterStats};
 use serde::Serialize;
 
@@ -101,24 +102,13 @@ fn read(path: &Path) -> anyhow::Result<Capture> {
     })
 }
 
-fn reports(cap: &Capture, threshold: u32) -> Vec<FlowReport> {
-    let infos = parse_capture(cap);
-    let cfg = MetricsConfig {
-        threshold,
-        ..MetricsConfig::default()
-    };
-    flow_reports(
-        cap.packets
-            .iter()
-            .zip(&infos)
-            .filter_map(|(p, i)| Some((p.time_ns, i.as_ref()?))),
-        &cfg,
-    )
-}
-
 fn stats(args: StatsArgs, json: bool) -> anyhow::Result<i32> {
     let cap = read(&args.file)?;
-    let mut flows = reports(&cap, args.threshold);
+    let cfg = MetricsConfig {
+        threshold: args.threshold,
+        ..MetricsConfig::default()
+    };
+    let mut flows = capture_reports(&cap, &cfg);
     if let Some(min) = args.min_packets {
         flows.retain(|f| f.metrics.packets >= min);
     }
@@ -205,8 +195,7 @@ fn sort(args: SortArgs, json: bool) -> anyhow::Result<i32> {
         batch: args.batch,
         gap_ns: args.gap_us.map(|us| us.saturating_mul(1000)),
     };
-    let infos = parse_capture(&cap);
-    let result = replay(&descriptors(&cap, &infos), &cfg)?;
+    let result = replay_capture(&cap, &cfg)?;
     let file = std::fs::File::create(&args.output)
         .with_context(|| format!("{}", args.output.display()))?;
     let mut w = std::io::BufWriter::new(file);
@@ -214,17 +203,17 @@ fn sort(args: SortArgs, json: bool) -> anyhow::Result<i32> {
     std::io::Write::flush(&mut w)?;
 
     let sorted = read(&args.output)?;
-    let before = reports(&cap, 64);
-    let after = reports(&sorted, 64);
+    let before = Totals::of(&capture_reports(&cap, &MetricsConfig::default()));
+    let after = Totals::of(&capture_reports(&sorted, &MetricsConfig::default()));
     let out = SortResult {
         input: args.file.display().to_string(),
         output: args.output.display().to_string(),
         config: cfg,
         packets: cap.packets.len(),
         sorter: result.stats,
-        reordered_before: before.iter().map(|f| f.metrics.reordered).sum(),
-        reordered_after: after.iter().map(|f| f.metrics.reordered).sum(),
-        data_segments: before.iter().map(|f| f.metrics.packets).sum(),
+        reordered_before: before.reordered,
+        reordered_after: after.reordered,
+        data_segments: before.data_segments,
     };
     if json {
         output::json(&out)?;
