@@ -29,6 +29,7 @@ mod runner;
 pub mod sched;
 pub mod stats;
 mod tap;
+mod timed;
 
 pub use driver::{Driver, DriverConfig, DriverHandle, DriverStats};
 pub use forward::{DirectionStats, Wire, WireConfig, WireHandle, WireStats};

@@ -1,7 +1,6 @@
 //! `steer wire up|down|run|srpic`: the impairment wire between the lab's
 //! hosts and the SRPIC receive path in the receiver (crate `wire`).
 
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -165,13 +164,7 @@ fn forward(args: RunArgs, json: bool) -> anyhow::Result<i32> {
     cfg.b_to_a = impairment(&args.rev_delay, &args.rev_loss, &args.rate, args.queue)?;
     cfg.seed = args.seed;
     let mut wire = wire::Wire::open(&cfg)?;
-    let stop = std::sync::Arc::new(AtomicBool::new(false));
-    let s = stop.clone();
     let seconds = args.seconds;
-    std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(seconds));
-        s.store(true, std::sync::atomic::Ordering::Relaxed);
-    });
     eprintln!(
         "wire {}: forward {} loss {:?}, reverse {} loss {:?}, rate {} bit/s, {} s",
         args.lab,
@@ -182,7 +175,7 @@ fn forward(args: RunArgs, json: bool) -> anyhow::Result<i32> {
         cfg.a_to_b.rate_bps,
         seconds
     );
-    let st = wire.run(&stop, None)?;
+    let st = wire.run_for(Duration::from_secs(seconds))?;
     if json {
         output::json(&serde_json::json!({ "config": cfg, "stats": st }))?;
         return Ok(exit::OK);
@@ -230,13 +223,7 @@ fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
     cfg.sorter.block_size = args.block;
     cfg.gro = args.gro;
     let mut driver = wire::Driver::open(&cfg)?;
-    let stop = std::sync::Arc::new(AtomicBool::new(false));
-    let s = stop.clone();
     let seconds = args.seconds;
-    std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(seconds));
-        s.store(true, std::sync::atomic::Ordering::Relaxed);
-    });
     eprintln!(
         "srpic driver in {} ({} -> {}, {}): budget {}, coalesce {} us, block {}, {} s",
         rcv.netns,
@@ -248,7 +235,7 @@ fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
         args.block,
         seconds
     );
-    let st = driver.run(&stop, None)?;
+    let st = driver.run_for(Duration::from_secs(seconds))?;
     if json {
         output::json(&serde_json::json!({ "config": cfg, "stats": st }))?;
         return Ok(exit::OK);
