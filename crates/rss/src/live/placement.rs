@@ -77,13 +77,17 @@ mod tests {
         }
     }
 
-    #[test]
-    fn busy_connections_on_one_cpu_share_it_idle_ones_never_do() {
-        // One queue: every connection lands on CPU 0.
+    /// One queue: every connection lands on CPU 0.
+    fn one_queue() -> Predictor {
         let config = StatedConfig::new(RssKey::microsoft(), 1, 128)
             .build()
             .unwrap();
-        let predictor = Predictor::new(config).unwrap();
+        Predictor::new(config).unwrap()
+    }
+
+    #[test]
+    fn busy_connections_on_one_cpu_share_it_idle_ones_never_do() {
+        let predictor = one_queue();
         let rows = place_sockets(
             &predictor,
             vec![
@@ -108,10 +112,7 @@ mod tests {
 
     #[test]
     fn a_lone_busy_connection_does_not_share() {
-        let config = StatedConfig::new(RssKey::microsoft(), 1, 128)
-            .build()
-            .unwrap();
-        let predictor = Predictor::new(config).unwrap();
+        let predictor = one_queue();
         let rows = place_sockets(&predictor, vec![socket(40000, Some(1 << 30))]);
         assert!(rows[0].busy && !rows[0].shares_cpu);
     }
