@@ -222,6 +222,18 @@ mod tests {
             reason: "only http://".into(),
         };
         assert_eq!(code(url.into()), BAD_INPUT);
+        // What the receiver's agent did decides, not the wrapper.
+        let from_agent = |e| agent::ReceiverError::Agent(e).into();
+        let bad_url = agent::ClientError::InvalidUrl {
+            url: "ftp://x".into(),
+            reason: "only http://".into(),
+        };
+        assert_eq!(code(from_agent(bad_url)), BAD_INPUT);
+        let unreachable = agent::ClientError::Unreachable {
+            url: "http://127.0.0.1:1".into(),
+            source: io::Error::from(io::ErrorKind::ConnectionRefused),
+        };
+        assert_eq!(code(from_agent(unreachable)), FAILED);
         assert_eq!(code(order::CaptureError::NotACapture.into()), BAD_INPUT);
         let garbled = rss::live::LiveError::Decode {
             what: "RSS_GET".into(),
