@@ -1,6 +1,7 @@
 //! One result, two printers: a human table or `--json`.
 
 use std::io::Write;
+use std::net::SocketAddr;
 
 use rss::{FlowTuple, L4Proto};
 use serde::Serialize;
@@ -68,20 +69,36 @@ pub fn flow(f: &FlowTuple) -> String {
         L4Proto::Udp => "udp",
         L4Proto::Other => return format!("ip {} -> {} (2-tuple)", f.src, f.dst),
     };
-    let ep = |a: std::net::IpAddr, p: u16| match a {
-        std::net::IpAddr::V4(_) => format!("{a}:{p}"),
-        std::net::IpAddr::V6(_) => format!("[{a}]:{p}"),
-    };
     format!(
         "{proto} {} -> {}",
-        ep(f.src, f.src_port),
-        ep(f.dst, f.dst_port)
+        SocketAddr::new(f.src, f.src_port),
+        SocketAddr::new(f.dst, f.dst_port)
     )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn flows_print_v6_addresses_in_brackets() {
+        let f = FlowTuple::new(
+            "10.0.0.1".parse().unwrap(),
+            40000,
+            "10.0.0.2".parse().unwrap(),
+            5201,
+            L4Proto::Tcp,
+        );
+        assert_eq!(flow(&f), "tcp 10.0.0.1:40000 -> 10.0.0.2:5201");
+        let f = FlowTuple::new(
+            "fd00::1".parse().unwrap(),
+            40000,
+            "fd00::2".parse().unwrap(),
+            53,
+            L4Proto::Udp,
+        );
+        assert_eq!(flow(&f), "udp [fd00::1]:40000 -> [fd00::2]:53");
+    }
 
     #[test]
     fn an_absent_measurement_prints_as_na() {

@@ -1,6 +1,7 @@
 //! `steer reorder`: reordering metrics of a capture, and a capture sorted as
 //! a SRPIC receiver would deliver it (crate `order`).
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
@@ -128,8 +129,8 @@ fn stats(args: StatsArgs, json: bool) -> anyhow::Result<i32> {
         .map(|f| {
             let m = &f.metrics;
             vec![
-                endpoint(&f.src, f.sport),
-                endpoint(&f.dst, f.dport),
+                SocketAddr::new(f.src, f.sport).to_string(),
+                SocketAddr::new(f.dst, f.dport).to_string(),
                 m.packets.to_string(),
                 m.duplicates.to_string(),
                 m.reordered.to_string(),
@@ -157,13 +158,6 @@ fn stats(args: StatsArgs, json: bool) -> anyhow::Result<i32> {
         &body,
     )?;
     Ok(exit::OK)
-}
-
-fn endpoint(addr: &std::net::IpAddr, port: u16) -> String {
-    match addr {
-        std::net::IpAddr::V4(a) => format!("{a}:{port}"),
-        std::net::IpAddr::V6(a) => format!("[{a}]:{port}"),
-    }
 }
 
 #[derive(Serialize)]
