@@ -82,22 +82,29 @@ mod tests {
 
     #[test]
     fn flows_print_v6_addresses_in_brackets() {
-        let f = FlowTuple::new(
-            "10.0.0.1".parse().unwrap(),
-            40000,
-            "10.0.0.2".parse().unwrap(),
-            5201,
-            L4Proto::Tcp,
-        );
-        assert_eq!(flow(&f), "tcp 10.0.0.1:40000 -> 10.0.0.2:5201");
-        let f = FlowTuple::new(
-            "fd00::1".parse().unwrap(),
-            40000,
-            "fd00::2".parse().unwrap(),
-            53,
-            L4Proto::Udp,
-        );
-        assert_eq!(flow(&f), "udp [fd00::1]:40000 -> [fd00::2]:53");
+        for (src, dst, proto, text) in [
+            (
+                "10.0.0.1",
+                "10.0.0.2",
+                L4Proto::Tcp,
+                "tcp 10.0.0.1:40000 -> 10.0.0.2:5201",
+            ),
+            (
+                "fd00::1",
+                "fd00::2",
+                L4Proto::Udp,
+                "udp [fd00::1]:40000 -> [fd00::2]:5201",
+            ),
+        ] {
+            let f = FlowTuple::new(
+                src.parse().unwrap(),
+                40000,
+                dst.parse().unwrap(),
+                5201,
+                proto,
+            );
+            assert_eq!(flow(&f), text);
+        }
     }
 
     #[test]
