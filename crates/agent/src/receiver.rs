@@ -11,7 +11,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
 use rss::{L4Proto, RssConfig, RssError, StatedConfig};
-use srap::{LocalPorts, Plan, PlanOptions, PortRange, SrapError};
+use srap::{Plan, PortRange, SrapError};
 use thiserror::Error;
 
 use crate::client::{AgentClient, ClientError};
@@ -178,24 +178,12 @@ impl Receiver {
         port_range: Option<PortRange>,
         seed: Option<u64>,
     ) -> Result<(Plan, PortRange), SrapError> {
-        let local = LocalPorts::read(proto)?;
-        let mut options = PlanOptions::from_local(&local);
-        if let Some(range) = port_range {
-            options.range = range;
-        }
-        options.seed = seed;
-        options.loads = self.loads.clone();
-        let range = options.range;
-        let plan = srap::plan_from_config(
-            &self.config,
-            from,
-            to.ip(),
-            to.port(),
-            proto,
-            flows,
-            &options,
-        )?;
-        Ok((plan, range))
+        srap::plan_on_this_host(&self.config, &self.loads, from, to, proto, flows, |o| {
+            if let Some(range) = port_range {
+                o.range = range;
+            }
+            o.seed = seed;
+        })
     }
 }
 

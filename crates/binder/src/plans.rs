@@ -1,5 +1,5 @@
 //! The cgroup binder's plans: for each destination, the source ports it
-//! binds, in slot order, from the one planner ([`srap::plan_from_config`]:
+//! binds, in slot order, from the one planner ([`srap::plan_on_this_host`]:
 //! CPUs first, then queues) over this host's `ip_local_port_range` minus
 //! its reserved ports and ports in use, written into a [`CgroupBinder`].
 //! `steer exec --bpf`, `steer attach` and the collision demo plan through
@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 
 use rss::{L4Proto, RssConfig};
-use srap::{LocalPorts, Plan, PlanOptions};
+use srap::Plan;
 
 use crate::cgroup::{CgroupBinder, MAX_PORTS};
 use crate::BinderError;
@@ -53,19 +53,14 @@ pub fn plan(
             "{ports} ports per destination: the cgroup binder takes 1..={MAX_PORTS}"
         )));
     }
-    let local = LocalPorts::read(L4Proto::Tcp)?;
-    let options = PlanOptions {
-        loads: receiver.loads.clone(),
-        ..PlanOptions::from_local(&local)
-    };
-    let plan = srap::plan_from_config(
+    let (plan, _) = srap::plan_on_this_host(
         receiver.config,
+        receiver.loads,
         seen_from,
-        to.ip(),
-        to.port(),
+        to,
         L4Proto::Tcp,
         ports,
-        &options,
+        |_| {},
     )?;
     Ok(Planned { plan, bind })
 }

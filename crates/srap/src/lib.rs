@@ -19,6 +19,6 @@ pub mod ports;
 pub mod predict;
 
 pub use error::SrapError;
-pub use plan::{plan, plan_from_config, Plan, PlanEntry, PlanOptions};
+pub use plan::{plan, plan_from_config, plan_on_this_host, Plan, PlanEntry, PlanOptions};
 pub use ports::{LocalPorts, PortRange, PortSet};
 pub use predict::PortPredictor;

@@ -13,7 +13,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use rss::{L4Proto, RssConfig};
@@ -424,4 +424,38 @@ pub fn plan_from_config(
 ) -> Result<Plan, SrapError> {
     let predictor = PortPredictor::new(config, local, remote, remote_port, proto)?;
     plan(&predictor, flows, options)
+}
+
+/// [`plan_from_config`] for connections this host will make: the options
+/// start from this host's `ip_local_port_range`, reserved ports and ports
+/// in use ([`LocalPorts::read`], the reading thread's network namespace),
+/// with `loads` (per receiver CPU, lower first; empty: all idle), then
+/// `adjust` may change them (another range, a seed). Returns the plan and
+/// the range it chose from. Every sender-side front end plans through here
+/// (`steer ports plan`, the binders, the collision demo).
+pub fn plan_on_this_host(
+    config: &RssConfig,
+    loads: &BTreeMap<u32, f64>,
+    local: IpAddr,
+    remote: SocketAddr,
+    proto: L4Proto,
+    flows: usize,
+    adjust: impl FnOnce(&mut PlanOptions),
+) -> Result<(Plan, PortRange), SrapError> {
+    let host = LocalPorts::read(proto)?;
+    let mut options = PlanOptions {
+        loads: loads.clone(),
+        ..PlanOptions::from_local(&host)
+    };
+    adjust(&mut options);
+    let plan = plan_from_config(
+        config,
+        local,
+        remote.ip(),
+        remote.port(),
+        proto,
+        flows,
+        &options,
+    )?;
+    Ok((plan, options.range))
 }
