@@ -633,14 +633,7 @@ params = { a = [1, 2], b = ["u", "v", "w"] }
     #[test]
     fn checks() {
         let v = json!({"r": 0.75, "q": [1, 2], "p": [1, 2], "s": "x"});
-        let c = |op: &str, value: Option<Value>, same_as: Option<&str>, ptr: &str| CheckSpec {
-            pointer: ptr.into(),
-            op: op.into(),
-            value,
-            same_as: same_as.map(Into::into),
-            when: BTreeMap::new(),
-            about: String::new(),
-        };
+        let c = check;
         assert!(c(">", Some(json!(0)), None, "/r").evaluate(&v).is_ok());
         assert!(c("<", Some(json!(0.5)), None, "/r").evaluate(&v).is_err());
         assert!(c("==", None, Some("/p"), "/q").evaluate(&v).is_ok());
