@@ -16,6 +16,10 @@ fn online_cpus() -> u32 {
 
 impl Lab {
     pub(crate) fn config_for(spec: &LabSpec) -> Result<rss::RssConfig, LabError> {
+        if let Some(config) = &spec.config {
+            config.validate()?;
+            return Ok(config.clone());
+        }
         let key = match &spec.key {
             Some(k) => k.clone(),
             None => {
@@ -86,5 +90,22 @@ pub(crate) fn detach(receiver: &Host) -> Result<(), LabError> {
         | Err(nic::NicError::NoSuchDevice { .. })
         | Err(nic::NicError::NoSuchNetns { .. }) => Ok(()),
         Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A config given whole is the config the receiver gets: its input
+    /// transform and queue -> CPU map are not replaced by defaults.
+    #[test]
+    fn a_given_config_is_used_as_is() {
+        let mut config = rss::RssConfig::ethtool_default(rss::RssKey::microsoft(), 2, 128).unwrap();
+        config.input_transform = rss::InputTransform::SymXor;
+        config.queue_cpus = vec![0, 0];
+        let spec = LabSpec::new("t").with_config(config.clone());
+        assert_eq!(spec.queues, 2);
+        assert_eq!(Lab::config_for(&spec).unwrap(), config);
     }
 }

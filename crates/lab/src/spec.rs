@@ -20,6 +20,10 @@ pub struct LabSpec {
     pub key: Option<rss::RssKey>,
     /// Default: 4-tuple for TCP, 2-tuple for UDP (the common driver default).
     pub fields: Option<rss::HashFieldsByFlow>,
+    /// The receiver's whole software RSS config, as given (input transform
+    /// and queue -> CPU map included); when set it is used instead of
+    /// `queues`, `table`, `key` and `fields` ([`LabSpec::with_config`]).
+    pub config: Option<rss::RssConfig>,
     /// Give the lab veths IPv6 addresses; when false IPv6 is disabled on them
     /// (no autoconf, DAD, ND or MLD frames: a quiet link).
     pub ipv6: bool,
@@ -40,11 +44,20 @@ impl LabSpec {
             table: None,
             key: None,
             fields: None,
+            config: None,
             ipv6: true,
             track_flows: false,
             wire: false,
             software_rss: true,
         }
+    }
+
+    /// This spec with the receiver's software RSS set to `config` exactly
+    /// (e.g. `steer lab up --config`, a file from `steer rss config`).
+    pub fn with_config(mut self, config: rss::RssConfig) -> Self {
+        self.queues = config.queues;
+        self.config = Some(config);
+        self
     }
 
     pub(crate) fn validate(&self) -> Result<(), LabError> {

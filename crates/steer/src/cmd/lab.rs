@@ -58,11 +58,7 @@ fn up(args: LabUpArgs, json: bool) -> anyhow::Result<i32> {
     spec.track_flows = args.track_flows;
     spec.ipv6 = !args.no_ipv6;
     if let Some(path) = &args.config {
-        let config = rss::RssConfig::from_file(path)?;
-        spec.queues = config.queues;
-        spec.key = Some(config.key);
-        spec.table = Some(config.indirection_table);
-        spec.fields = Some(config.fields);
+        spec = spec.with_config(rss::RssConfig::from_file(path)?);
     }
     Lab::up(&spec)?;
     let status = Lab::status(name)?;
