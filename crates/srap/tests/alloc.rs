@@ -267,6 +267,24 @@ fn dead_or_missing_allocator_fails_fast() {
     std::fs::remove_file(&path).unwrap();
 }
 
+/// Dropping the handle stops the server even when its socket file is
+/// already gone (a caller that cleaned up its directory first): the accept
+/// loop is woken through the listening socket, not through the path.
+#[test]
+fn dropping_the_handle_stops_the_server_without_its_socket_file() {
+    let server = start(Duration::from_secs(2));
+    std::fs::remove_file(server.path()).unwrap();
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        drop(server);
+        let _ = done_tx.send(());
+    });
+    assert!(
+        done_rx.recv_timeout(Duration::from_secs(10)).is_ok(),
+        "dropping the server handle hung"
+    );
+}
+
 #[test]
 fn second_allocator_on_the_same_path_is_refused() {
     let server = start(Duration::from_secs(60));

@@ -12,6 +12,7 @@
 use std::collections::{HashMap, HashSet};
 use std::io::{self, BufRead, BufReader, Write};
 use std::net::{IpAddr, SocketAddr};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -843,11 +844,15 @@ impl Server {
         let stop = self.stop.clone();
         let path = self.options.socket.clone();
         let allocator = self.allocator.clone();
+        // A second handle on the listening socket, to wake the accept loop
+        // on drop even when the socket's path is gone.
+        let listener = self.listener.try_clone().ok();
         let thread = std::thread::spawn(move || self.run());
         ServerHandle {
             stop,
             path,
             allocator,
+            listener,
             thread: Some(thread),
         }
     }
@@ -859,6 +864,7 @@ pub struct ServerHandle {
     stop: Arc<AtomicBool>,
     path: PathBuf,
     allocator: Arc<Allocator>,
+    listener: Option<UnixListener>,
     thread: Option<JoinHandle<Result<(), AllocError>>>,
 }
 
@@ -875,8 +881,15 @@ impl ServerHandle {
 impl Drop for ServerHandle {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
-        // Wake the accept loop.
-        let _ = UnixStream::connect(&self.path);
+        // Wake the accept loop: shutdown(2) on a listening socket makes a
+        // blocked accept return at once; connecting to the path is the
+        // fallback, and needs the path to still exist.
+        let woken = self.listener.as_ref().is_some_and(|l| {
+            nix::sys::socket::shutdown(l.as_raw_fd(), nix::sys::socket::Shutdown::Both).is_ok()
+        });
+        if !woken {
+            let _ = UnixStream::connect(&self.path);
+        }
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
