@@ -88,7 +88,8 @@ pub struct CpuLoad {
     /// Cumulative NET_RX softirqs since boot.
     pub net_rx_total: u64,
     /// Cumulative softirq time since boot, seconds.
-    pub softirq_seconds_total: f64,
+    /// Null for a CPU with no /proc/stat line (offline): not counted.
+    pub softirq_seconds_total: Option<f64>,
 }
 
 /// One software RSS queue in `GET /v1/load`.

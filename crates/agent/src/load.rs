@@ -180,7 +180,7 @@ impl ProcSample {
                     net_rx_per_sec: rate(net_rx, earlier(|p| &p.net_rx, cpu)),
                     softirq_busy: busy.map(|t| (t / hz).clamp(0.0, 1.0)),
                     net_rx_total: net_rx,
-                    softirq_seconds_total: ticks.unwrap_or(0) as f64 / hz,
+                    softirq_seconds_total: ticks.map(|t| t as f64 / hz),
                 }
             })
             .collect()
@@ -276,7 +276,7 @@ softirq 183433 0 21755 12 39 1137 231 21459 2263
         assert!((load[0].net_rx_per_sec.unwrap() - 1000.0).abs() < 1e-9);
         assert!((load[0].softirq_busy.unwrap() - 0.5).abs() < 1e-9);
         assert_eq!(load[0].net_rx_total, 120500);
-        assert!((load[0].softirq_seconds_total - 4.63).abs() < 1e-9);
+        assert!((load[0].softirq_seconds_total.unwrap() - 4.63).abs() < 1e-9);
         assert_eq!(load[1].net_rx_per_sec, None, "the counter went backwards");
         assert_eq!(load[1].softirq_busy, Some(0.0));
     }

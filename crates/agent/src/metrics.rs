@@ -76,7 +76,7 @@ pub fn render(snapshot: &Snapshot, load: &LoadReply, counters: &Counters) -> Str
             "steer_agent_softirq_seconds_total",
             "counter",
             "Time spent in softirq context per CPU since boot (/proc/stat).",
-            |c| Some(c.softirq_seconds_total),
+            |c| c.softirq_seconds_total,
         ),
         (
             "steer_agent_softirq_busy_ratio",
@@ -162,7 +162,7 @@ mod tests {
                 net_rx_per_sec: Some(2.5),
                 softirq_busy: Some(0.25),
                 net_rx_total: 7,
-                softirq_seconds_total: 1.5,
+                softirq_seconds_total: Some(1.5),
             }],
             devices: vec![],
         };

@@ -175,7 +175,8 @@ mod tests {
     /// The devices a thread sees: from /proc/self/net/dev, which follows
     /// the namespace of the reading thread (through /proc/thread-self).
     fn devices() -> Vec<String> {
-        let text = std::fs::read_to_string("/proc/thread-self/net/dev").unwrap_or_default();
+        let text = std::fs::read_to_string("/proc/thread-self/net/dev")
+            .expect("read /proc/thread-self/net/dev");
         text.lines()
             .skip(2)
             .filter_map(|l| Some(l.split(':').next()?.trim().to_string()))

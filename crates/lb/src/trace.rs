@@ -147,9 +147,11 @@ impl Trace {
             });
         }
         packets.sort_by_key(|p| p.ts_ns);
+        let link_type = capture.link_code().ok_or_else(|| {
+            TraceError::NotACapture("packets, but no interface describes their link type".into())
+        })?;
         Ok(Trace {
-            // A capture with packets has a described link type.
-            link_type: capture.link_code().unwrap_or_default(),
+            link_type,
             packets,
             stats,
         })
