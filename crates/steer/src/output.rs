@@ -17,7 +17,12 @@ pub fn json<T: Serialize>(value: &T) -> anyhow::Result<()> {
 /// A measured number with `digits` decimals, or "n/a" when it was not
 /// measured (never a 0 that reads as a value).
 pub fn measured(value: Option<f64>, digits: usize) -> String {
-    value.map_or_else(|| "n/a".into(), |v| format!("{v:.digits$}"))
+    or_na(value, |v| format!("{v:.digits$}"))
+}
+
+/// `show(value)`, or "n/a" when the value was not measured.
+pub fn or_na<T>(value: Option<T>, show: impl FnOnce(T) -> String) -> String {
+    value.map_or_else(|| "n/a".into(), show)
 }
 
 /// Prints aligned `label  value` rows.

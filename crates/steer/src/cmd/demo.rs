@@ -95,7 +95,7 @@ fn print_summary(result: &DemoResult) -> anyhow::Result<()> {
                     format!("{:.2}", r.min_flow_gbps),
                     r.cpu_busy
                         .iter()
-                        .map(|b| b.map_or("n/a".into(), |b| format!("{:.0}%", b * 100.0)))
+                        .map(|b| output::or_na(*b, |b| format!("{:.0}%", b * 100.0)))
                         .collect::<Vec<_>>()
                         .join(" "),
                 ]

@@ -142,14 +142,14 @@ fn print_table(r: &XdpOverheadResult) -> anyhow::Result<()> {
             name.to_string(),
             s.n.to_string(),
             format!("{:.2}", s.mean_gbit),
-            s.ci95_gbit.map_or("n/a".into(), |c| format!("{c:.2}")),
+            output::measured(s.ci95_gbit, 2),
         ]
     })
     .collect();
     output::table(&["mode", "samples", "mean Gbit/s", "95% CI ±"], &body)?;
     println!(
         "ratio {} (software RSS / no program; goal >= 0.70)",
-        r.ratio.map_or("n/a".into(), |x| format!("{x:.2}"))
+        output::measured(r.ratio, 2)
     );
     Ok(())
 }
@@ -267,7 +267,7 @@ fn crossrss(args: CrossrssArgs, json: bool) -> anyhow::Result<i32> {
     let show = !json || std::io::stderr().is_terminal();
     let result = lbxdp::experiment::run(&params, |rep, p| {
         if show {
-            let v = |x: Option<f64>| x.map_or("n/a".into(), |x| format!("{x:.4}"));
+            let v = |x: Option<f64>| output::measured(x, 4);
             eprintln!(
                 "  rep {rep} {:<14} core variance {} server variance {} {} connections, {} failed",
                 p.name,
@@ -287,7 +287,7 @@ fn crossrss(args: CrossrssArgs, json: bool) -> anyhow::Result<i32> {
     } else {
         let pm = |s: stats::Stat, scale: f64, digits: usize| pm(s, scale, digits);
         let pm_or_na = |s: Option<stats::Stat>, scale: f64, digits: usize| {
-            s.map_or("n/a".into(), |s| pm(s, scale, digits))
+            output::or_na(s, |s| pm(s, scale, digits))
         };
         let body: Vec<Vec<String>> = result
             .policies
@@ -496,7 +496,7 @@ fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
         ],
         &body,
     )?;
-    let x = |r: Option<f64>| r.map_or("n/a".into(), |r| format!("x{r:.2}"));
+    let x = |r: Option<f64>| output::or_na(r, |r| format!("x{r:.2}"));
     println!(
         "SRPIC / none, reordering runs: dup ACKs {}, throughput {}",
         x(result.dup_ack_ratio),

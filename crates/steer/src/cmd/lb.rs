@@ -192,7 +192,7 @@ fn sim_policies(args: &[SimPolicyArg]) -> Vec<Policy> {
 
 /// A fraction as a percentage, or "n/a" when it was not measured.
 fn percent(v: Option<f64>, unit: &str) -> String {
-    v.map_or("n/a".into(), |v| format!("{:.3}{unit}", v * 100.0))
+    output::or_na(v, |v| format!("{:.3}{unit}", v * 100.0))
 }
 
 pub fn run(cmd: LbCommand, json: bool) -> anyhow::Result<i32> {
@@ -297,12 +297,8 @@ fn print_report(r: &SimReport) -> anyhow::Result<()> {
                 r.replay.packets,
                 r.replay.flows,
                 r.replay.duration_s,
-                r.replay
-                    .mean_pps
-                    .map_or("n/a".into(), |v| format!("{v:.0}")),
-                r.replay
-                    .packets_per_core_window
-                    .map_or("n/a".into(), |v| format!("{v:.1}")),
+                output::measured(r.replay.mean_pps, 0),
+                output::measured(r.replay.packets_per_core_window, 1),
                 r.replay.gaps_shortened,
                 c.max_gap_s
             ),
@@ -326,7 +322,7 @@ fn print_report(r: &SimReport) -> anyhow::Result<()> {
                 percent(p.server_variance, "%"),
                 percent(p.core_variance, "%"),
                 percent(p.core_variance_max, "%"),
-                p.peak_to_mean.map_or("n/a".into(), |v| format!("{v:.3}")),
+                output::measured(p.peak_to_mean, 3),
                 at_capacity,
                 p.windows.to_string(),
                 p.connections.to_string(),
