@@ -56,6 +56,19 @@ pub struct BinderStats {
     pub skipped: u64,
 }
 
+impl BinderStats {
+    /// The events since `before` (an earlier read of the same binder).
+    pub fn since(&self, before: &BinderStats) -> BinderStats {
+        BinderStats {
+            bound: self.bound.saturating_sub(before.bound),
+            bind_failed: self.bind_failed.saturating_sub(before.bind_failed),
+            fallback: self.fallback.saturating_sub(before.fallback),
+            no_plan: self.no_plan.saturating_sub(before.no_plan),
+            skipped: self.skipped.saturating_sub(before.skipped),
+        }
+    }
+}
+
 fn pod_bytes<T: Copy>(value: &T) -> &[u8] {
     // SAFETY: T is one of binder.h's repr(C) integer-only structs, whose
     // padding is explicit; the slice borrows `value`.

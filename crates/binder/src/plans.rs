@@ -77,22 +77,29 @@ pub fn install(binder: &CgroupBinder, planned: &[Planned]) -> Result<(), BinderE
 }
 
 /// Plans `ports` ports for each of `to` (one receiver with `config`, idle,
-/// seen from our own address `from`) and writes them into `binder`.
+/// seen from our own address `from`) and writes them into `binder`. The
+/// ports in use that the plan avoids are those of network namespace `netns`
+/// (None: the caller's), where the connecting programs run: a port another
+/// socket there holds, a TIME_WAIT one included, would make `bpf_bind` fail
+/// and the connect fall back to a kernel-chosen port.
 pub fn plan_and_install(
     binder: &CgroupBinder,
     config: &RssConfig,
+    netns: Option<&str>,
     from: IpAddr,
     to: &[SocketAddr],
     ports: usize,
 ) -> Result<Vec<Planned>, BinderError> {
-    let receiver = Receiver {
-        config,
-        loads: &IDLE,
-    };
-    let planned = to
-        .iter()
-        .map(|&dest| plan(receiver, from, from, dest, ports))
-        .collect::<Result<Vec<_>, _>>()?;
+    let (config, to) = (config.clone(), to.to_vec());
+    let planned = host::netns::run_in(netns, move || {
+        let receiver = Receiver {
+            config: &config,
+            loads: &IDLE,
+        };
+        to.iter()
+            .map(|&dest| plan(receiver, from, from, dest, ports))
+            .collect::<Result<Vec<_>, _>>()
+    })??;
     install(binder, &planned)?;
     Ok(planned)
 }

@@ -244,3 +244,39 @@ fn cgroup_bpf_steers_iperf3_and_separate_processes() {
     assert_eq!(stats.bound, (FLOWS + 1 + FLOWS) as u64, "{stats:?}");
     assert_eq!(stats.fallback, 0, "{stats:?}");
 }
+
+/// The planner avoids the ports of the namespace the clients run in, not
+/// of the caller's: there a port held by another socket (a TIME_WAIT one
+/// from the last run too) would fail `bpf_bind` and the connect would fall
+/// back to a kernel-chosen port.
+#[test]
+#[ignore = "needs root (namespaces, veth, cgroup BPF): `make test` runs it as root"]
+fn plans_avoid_the_ports_held_in_the_senders_namespace() {
+    testkit::require_root("network namespaces, cgroup BPF");
+    let lab = Lab::up(&spec(&unique_name("bheld")))
+        .unwrap()
+        .teardown_on_drop();
+    let snd = lab.sender();
+    host::netns::set_sysctl(&snd.netns, "net.ipv4.ip_local_port_range", "40000 40191").unwrap();
+    let held: Vec<TcpListener> = host::netns::run_in(Some(&snd.netns), || {
+        (40000..40064)
+            .map(|port| TcpListener::bind(("0.0.0.0", port)).unwrap())
+            .collect()
+    })
+    .unwrap();
+    let cgroup = TempCgroup::create().unwrap();
+    let binder = CgroupBinder::attach(cgroup.path()).unwrap();
+    let to = SocketAddr::new(lab.receiver().ipv4.into(), IPERF_PORT);
+    let config = lab.rss_config().unwrap();
+    let from = IpAddr::V4(snd.ipv4);
+    let planned =
+        binder::plans::plan_and_install(&binder, &config, Some(&snd.netns), from, &[to], 8)
+            .unwrap();
+    let ports: Vec<u16> = planned[0].plan.entries.iter().map(|e| e.port).collect();
+    assert_eq!(ports.len(), 8);
+    assert!(
+        ports.iter().all(|p| (40064..=40191).contains(p)),
+        "planned {ports:?} outside the sender's free ports 40064-40191"
+    );
+    drop(held);
+}

@@ -23,6 +23,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use binder::cgroup::BinderStats;
 use binder::{CgroupBinder, TempCgroup};
 use lab::{Host, Lab, LabError, LabSpec};
 use serde::Serialize;
@@ -134,6 +135,10 @@ pub struct Repetition {
     /// repetition, from /proc/stat; `None` (JSON null) for a CPU whose
     /// counters did not advance (no time to divide by).
     pub cpu_busy: Vec<Option<f64>>,
+    /// What the cgroup binder did during the repetition (bound, failed
+    /// binds, fallbacks to a kernel-chosen port); null for ways without it.
+    /// A fallback explains a collision under the bpf way.
+    pub binder: Option<BinderStats>,
 }
 
 /// One way over all repetitions.
@@ -287,9 +292,10 @@ fn start_allocator(
 /// A cgroup with the cgroup binder attached and plans installed; the
 /// binder is detached before the cgroup is removed (fields drop in order).
 struct PlannedCgroup {
-    /// Held for its drop, which detaches the programs.
-    _binder: CgroupBinder,
+    binder: CgroupBinder,
     cgroup: TempCgroup,
+    /// Planned slots per destination port.
+    ports: u32,
 }
 
 impl PlannedCgroup {
@@ -302,17 +308,38 @@ impl PlannedCgroup {
         ports: u32,
     ) -> Result<Self, ExpError> {
         let cgroup = TempCgroup::create()?;
-        let binder = CgroupBinder::attach(cgroup.path())?;
+        let planned = PlannedCgroup {
+            binder: CgroupBinder::attach(cgroup.path())?,
+            cgroup,
+            ports,
+        };
+        planned.replan(lab, config, dest_ports)?;
+        Ok(planned)
+    }
+
+    /// Plans afresh around the ports the sender's namespace holds now: the
+    /// last repetition's connections may have left some in TIME_WAIT, which
+    /// `bpf_bind` cannot take.
+    fn replan(
+        &self,
+        lab: &Lab,
+        config: &rss::RssConfig,
+        dest_ports: &[u16],
+    ) -> Result<(), ExpError> {
         let to: Vec<SocketAddr> = dest_ports
             .iter()
             .map(|&port| SocketAddr::new(lab.receiver().ipv4.into(), port))
             .collect();
-        let from = IpAddr::V4(lab.sender().ipv4);
-        binder::plans::plan_and_install(&binder, config, from, &to, ports as usize)?;
-        Ok(PlannedCgroup {
-            _binder: binder,
-            cgroup,
-        })
+        let snd = lab.sender();
+        binder::plans::plan_and_install(
+            &self.binder,
+            config,
+            Some(&snd.netns),
+            IpAddr::V4(snd.ipv4),
+            &to,
+            self.ports as usize,
+        )?;
+        Ok(())
     }
 }
 
@@ -414,23 +441,42 @@ fn repetition_of(
         .map(|&port| iperf::Server::start(lab.command(&rcv.name, "iperf3")?, addr, port))
         .collect::<Result<Vec<_>, _>>()?;
     let own: PlannedCgroup;
-    let steering = match setup {
-        Setup::Kernel => Steering::Kernel,
-        Setup::Preload { shim, socket, .. } => Steering::Preload { shim, socket },
-        Setup::SharedCgroup(shared) => Steering::Cgroup(&shared.cgroup),
+    let planned = match setup {
+        Setup::Kernel | Setup::Preload { .. } => None,
+        Setup::SharedCgroup(shared) => {
+            shared.replan(lab, config, &dest_ports)?;
+            Some(shared)
+        }
         Setup::CgroupPerRun => {
             // One slot per data flow plus iperf3's control connection.
             own = PlannedCgroup::attach(lab, config, &dest_ports, params.flows + 1)?;
-            Steering::Cgroup(&own.cgroup)
+            Some(&own)
         }
     };
+    let steering = match (setup, planned) {
+        (Setup::Preload { shim, socket, .. }, _) => Steering::Preload { shim, socket },
+        (_, Some(planned)) => Steering::Cgroup(&planned.cgroup),
+        (_, None) => Steering::Kernel,
+    };
+    let binder_before = binder_stats(planned)?;
     let before = CpuTimes::read()?;
     let runs = run_clients(&dest_ports, |port| {
         let make = || client_command(lab, &steering);
         iperf::run_client(make, addr, port, streams, params.seconds)
     })?;
     let cpu_busy = CpuTimes::read()?.busy_since(&before);
-    measure(lab, params, repetition, &dest_ports, &runs, cpu_busy)
+    let binder = binder_stats(planned)?
+        .zip(binder_before)
+        .map(|(after, before)| after.since(&before));
+    Ok(Repetition {
+        binder,
+        ..measure(lab, params, repetition, &dest_ports, &runs, cpu_busy)?
+    })
+}
+
+/// The cgroup binder's counts, for the ways that have one.
+fn binder_stats(planned: Option<&PlannedCgroup>) -> Result<Option<BinderStats>, ExpError> {
+    Ok(planned.map(|p| p.binder.stats()).transpose()?)
 }
 
 /// Runs one client per destination port at the same time.
@@ -519,6 +565,7 @@ fn measure(
         flow_gbps,
         min_flow_gbps,
         cpu_busy,
+        binder: None,
     })
 }
 
