@@ -164,7 +164,8 @@ mod tests {
             "10.0.0.2:5201".parse().unwrap(),
             "10.0.0.2:5202".parse().unwrap(),
         ];
-        let planned = plan_and_install(&binder, &config(4), addr("10.0.0.1"), &to, 5).unwrap();
+        let planned =
+            plan_and_install(&binder, &config(4), None, addr("10.0.0.1"), &to, 5).unwrap();
         assert_eq!(planned.len(), 2);
         assert!(planned.iter().all(|p| p.plan.entries.len() == 5));
         assert_eq!(binder.plan_count(), 2);
