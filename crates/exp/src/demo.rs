@@ -459,12 +459,14 @@ fn repetition_of(
         (_, None) => Steering::Kernel,
     };
     let binder_before = binder_stats(planned)?;
-    let before = CpuTimes::read()?;
+    let before = host::cpu::CpuTimes::read().map_err(LabError::from)?;
     let runs = run_clients(&dest_ports, |port| {
         let make = || client_command(lab, &steering);
         iperf::run_client(make, addr, port, streams, params.seconds)
     })?;
-    let cpu_busy = CpuTimes::read()?.busy_since(&before);
+    let cpu_busy = host::cpu::CpuTimes::read()
+        .map_err(LabError::from)?
+        .busy_since(&before);
     let binder = binder_stats(planned)?
         .zip(binder_before)
         .map(|(after, before)| after.since(&before));
@@ -620,80 +622,9 @@ fn summarize(way: Way, runs: Vec<Repetition>) -> Option<WayResult> {
     })
 }
 
-/// Per-CPU jiffies from /proc/stat: (busy, total).
-struct CpuTimes(Vec<(u64, u64)>);
-
-impl CpuTimes {
-    fn read() -> Result<Self, ExpError> {
-        let fail = |detail: String| ExpError::Program {
-            program: "/proc/stat".into(),
-            detail,
-        };
-        let text = std::fs::read_to_string("/proc/stat").map_err(|e| fail(e.to_string()))?;
-        parse_proc_stat(&text).map(CpuTimes).map_err(fail)
-    }
-
-    /// Busy share of each CPU since `before`; `None` for a CPU whose
-    /// counters did not advance.
-    fn busy_since(&self, before: &CpuTimes) -> Vec<Option<f64>> {
-        self.0
-            .iter()
-            .zip(&before.0)
-            .map(|(&(b1, t1), &(b0, t0))| {
-                let total = t1.saturating_sub(t0);
-                (total > 0).then(|| b1.saturating_sub(b0) as f64 / total as f64)
-            })
-            .collect()
-    }
-}
-
-/// `cpuN user nice system idle iowait irq softirq steal ...`: busy is all
-/// but idle and iowait. A line without those eight numbers is an error.
-fn parse_proc_stat(text: &str) -> Result<Vec<(u64, u64)>, String> {
-    let cpus: Vec<(u64, u64)> = text
-        .lines()
-        .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
-        .map(|l| {
-            let v: Vec<u64> = l
-                .split_whitespace()
-                .skip(1)
-                .take(8)
-                .map(str::parse)
-                .collect::<Result<_, _>>()
-                .map_err(|e| format!("'{l}': {e}"))?;
-            if v.len() < 8 {
-                return Err(format!("'{l}': fewer than 8 counters"));
-            }
-            let total: u64 = v.iter().sum();
-            Ok((total - v[3] - v[4], total))
-        })
-        .collect::<Result<_, _>>()?;
-    if cpus.is_empty() {
-        return Err("no cpuN line".into());
-    }
-    Ok(cpus)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn proc_stat_busy_excludes_idle_and_iowait() {
-        let text = "cpu  10 0 10 80 0 0 0 0 0 0\ncpu0 4 1 5 40 10 0 0 0 0 0\ncpu1 1 0 1 8 0 0 0 0\nintr 5\n";
-        assert_eq!(parse_proc_stat(text).unwrap(), vec![(10, 60), (2, 10)]);
-        let before = CpuTimes(vec![(10, 60), (2, 10), (5, 5)]);
-        let after = CpuTimes(vec![(40, 120), (2, 20), (5, 5)]);
-        assert_eq!(after.busy_since(&before), vec![Some(0.5), Some(0.0), None]);
-    }
-
-    #[test]
-    fn broken_proc_stat_is_an_error() {
-        assert!(parse_proc_stat("").is_err());
-        assert!(parse_proc_stat("cpu  1 2 3 4 5 6 7 8\nintr 5\n").is_err());
-        assert!(parse_proc_stat("cpu0 1 2 3 x 5 6 7 8\n").is_err());
-        assert!(parse_proc_stat("cpu0 1 2 3 4\n").is_err());
-    }
 
     #[test]
     fn a_queue_outside_the_receiver_is_an_error() {

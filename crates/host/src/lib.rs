@@ -1,6 +1,7 @@
 //! The host's plumbing that several crates need: entering network
-//! namespaces ([`netns`]), running tools such as `ip` ([`command`]) and
-//! checking privilege ([`is_root`], [`require_root`]).
+//! namespaces ([`netns`]), running tools such as `ip` ([`command`]),
+//! checking privilege ([`is_root`], [`require_root`]) and reading how busy
+//! the CPUs were ([`cpu`]).
 //!
 //! It is a crate of its own, at the ground of the workspace, because its
 //! users are at every layer: `pktio` (raw sockets opened in a namespace)
@@ -21,6 +22,7 @@
 //! command::ip(args) -> Result<String, HostError>
 //! command::find_program(name) -> Option<PathBuf>         // as the shell looks it up
 //! is_root(), require_root(what)
+//! cpu::CpuTimes::{read(), busy_since(&before), busy_seconds_since(&before)}  // /proc/stat
 //! ```
 //!
 //! Errors say what they are about ([`HostError::is_environment`],
@@ -28,6 +30,7 @@
 //! their own errors.
 
 pub mod command;
+pub mod cpu;
 mod error;
 pub mod netns;
 

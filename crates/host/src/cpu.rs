@@ -1,0 +1,99 @@
+//! How busy each CPU was between two moments, from the kernel's own
+//! accounting in /proc/stat (proc(5)): user, nice, system, irq, softirq and
+//! steal time count as busy; idle and iowait do not. Softirq time (where
+//! the network receive path runs) is counted wherever it ran, which a
+//! thread's own rusage would miss.
+
+use crate::HostError;
+
+/// Per-CPU jiffies at one moment: (busy, total).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuTimes(Vec<(u64, u64)>);
+
+impl CpuTimes {
+    pub fn read() -> Result<Self, HostError> {
+        let text = std::fs::read_to_string("/proc/stat")
+            .map_err(|e| HostError::io("read /proc/stat", e))?;
+        Self::parse(&text).map_err(|detail| {
+            HostError::io(
+                "parse /proc/stat",
+                std::io::Error::new(std::io::ErrorKind::InvalidData, detail),
+            )
+        })
+    }
+
+    /// `cpuN user nice system idle iowait irq softirq steal ...`: busy is
+    /// all but idle and iowait. A line without those eight numbers is an
+    /// error.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let cpus: Vec<(u64, u64)> = text
+            .lines()
+            .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+            .map(|l| {
+                let v: Vec<u64> = l
+                    .split_whitespace()
+                    .skip(1)
+                    .take(8)
+                    .map(str::parse)
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| format!("'{l}': {e}"))?;
+                if v.len() < 8 {
+                    return Err(format!("'{l}': fewer than 8 counters"));
+                }
+                let total: u64 = v.iter().sum();
+                Ok((total - v[3] - v[4], total))
+            })
+            .collect::<Result<_, _>>()?;
+        if cpus.is_empty() {
+            return Err("no cpuN line".into());
+        }
+        Ok(CpuTimes(cpus))
+    }
+
+    /// Busy share of each CPU since `before`; `None` for a CPU whose
+    /// counters did not advance.
+    pub fn busy_since(&self, before: &CpuTimes) -> Vec<Option<f64>> {
+        self.0
+            .iter()
+            .zip(&before.0)
+            .map(|(&(b1, t1), &(b0, t0))| {
+                let total = t1.saturating_sub(t0);
+                (total > 0).then(|| b1.saturating_sub(b0) as f64 / total as f64)
+            })
+            .collect()
+    }
+
+    /// Busy CPU-seconds summed over all CPUs since `before` (USER_HZ is 100
+    /// on every Linux architecture: proc(5)).
+    pub fn busy_seconds_since(&self, before: &CpuTimes) -> f64 {
+        let jiffies: u64 = self
+            .0
+            .iter()
+            .zip(&before.0)
+            .map(|(&(b1, _), &(b0, _))| b1.saturating_sub(b0))
+            .sum();
+        jiffies as f64 / 100.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busy_excludes_idle_and_iowait() {
+        let text = "cpu  10 0 10 80 0 0 0 0 0 0\ncpu0 4 1 5 40 10 0 0 0 0 0\ncpu1 1 0 1 8 0 0 0 0\nintr 5\n";
+        assert_eq!(CpuTimes::parse(text).unwrap().0, vec![(10, 60), (2, 10)]);
+        let before = CpuTimes(vec![(10, 60), (2, 10), (5, 5)]);
+        let after = CpuTimes(vec![(40, 120), (2, 20), (5, 5)]);
+        assert_eq!(after.busy_since(&before), vec![Some(0.5), Some(0.0), None]);
+        assert_eq!(after.busy_seconds_since(&before), 0.3);
+    }
+
+    #[test]
+    fn broken_text_is_an_error() {
+        assert!(CpuTimes::parse("intr 5\n").is_err());
+        assert!(CpuTimes::parse("cpu0 1 2 3\n").is_err());
+        assert!(CpuTimes::parse("cpu0 1 2 x 4 5 6 7 8\n").is_err());
+    }
+}
