@@ -62,18 +62,6 @@ impl CpuTimes {
             })
             .collect()
     }
-
-    /// Busy CPU-seconds summed over all CPUs since `before` (USER_HZ is 100
-    /// on every Linux architecture: proc(5)).
-    pub fn busy_seconds_since(&self, before: &CpuTimes) -> f64 {
-        let jiffies: u64 = self
-            .0
-            .iter()
-            .zip(&before.0)
-            .map(|(&(b1, _), &(b0, _))| b1.saturating_sub(b0))
-            .sum();
-        jiffies as f64 / 100.0
-    }
 }
 
 #[cfg(test)]
@@ -87,7 +75,6 @@ mod tests {
         let before = CpuTimes(vec![(10, 60), (2, 10), (5, 5)]);
         let after = CpuTimes(vec![(40, 120), (2, 20), (5, 5)]);
         assert_eq!(after.busy_since(&before), vec![Some(0.5), Some(0.0), None]);
-        assert_eq!(after.busy_seconds_since(&before), 0.3);
     }
 
     #[test]

@@ -22,7 +22,7 @@
 //! command::ip(args) -> Result<String, HostError>
 //! command::find_program(name) -> Option<PathBuf>         // as the shell looks it up
 //! is_root(), require_root(what)
-//! cpu::CpuTimes::{read(), busy_since(&before), busy_seconds_since(&before)}  // /proc/stat
+//! cpu::CpuTimes::{read(), busy_since(&before)}          // /proc/stat
 //! ```
 //!
 //! Errors say what they are about ([`HostError::is_environment`],
