@@ -1,0 +1,16 @@
+//! `toe`: a TCP data path in userspace after FlexTOE (thesis chapter 4,
+//! ../shared/papers/flextoe-laminar-thesis.txt): the data path of
+//! established connections is split into modules with private state
+//! (pre-processing, protocol, post-processing, payload copy, context
+//! queue), and a control plane outside it opens and closes connections and
+//! handles timeouts.
+//!
+//! - [`segment`]: frames in and out (the pre-processor's *Val* step, and
+//!   the headers the post-processor builds).
+//! - [`state`]: the connection state partitioned as in Table 4.1, one type
+//!   per stage.
+//! - [`protocol`]: the protocol stage, the only per-connection atomic one.
+
+pub mod protocol;
+pub mod segment;
+pub mod state;

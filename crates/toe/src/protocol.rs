@@ -1,0 +1,463 @@
+//! The protocol stage (thesis section 4.3.1, Fig. 4.6 *Win*; TAS's fast
+//! path): the only stage that changes a connection's sequence state, and
+//! so the only one that must see a connection's segments one at a time and
+//! in arrival order. Everything here is a pure function of a
+//! [`ProtoState`] and a header summary; the payload itself is copied by a
+//! later stage to where this one placed it.
+//!
+//! - Receive: in-order payload is accepted up to the receive window and
+//!   advances `ack`; one out-of-order interval is kept, its segments placed
+//!   directly in the receive buffer, and merged when the hole before it
+//!   fills; a segment outside the window or disjoint from the interval is
+//!   dropped and answered with an ACK for the expected byte.
+//! - ACKs: acknowledged bytes leave `tx_sent`; three duplicate ACKs reset
+//!   transmission to the first unacknowledged byte (fast retransmit by
+//!   go-back-N, as FlexTOE and TAS do); an ACK for bytes never sent drops
+//!   the segment (RFC 9293 section 3.10.7.4).
+//! - Transmit: the next segment's sequence number and buffer position,
+//!   within the peer's window; the FIN after the last byte.
+
+use order::seq::distance;
+
+use crate::segment::Flags;
+use crate::state::ProtoState;
+
+/// What the pre-processor's header summary (*Sum*) carries to this stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RxSummary {
+    pub seq: u32,
+    pub ack: u32,
+    pub flags: Flags,
+    /// The peer's window, scaled to bytes.
+    pub window: u32,
+    /// Payload bytes.
+    pub len: u32,
+    pub ts_val: Option<u32>,
+}
+
+/// Where payload goes: `len` bytes from payload offset `skip` to receive
+/// buffer position `pos` (free-running, modulo the buffer size).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placement {
+    pub pos: u32,
+    pub skip: u32,
+    pub len: u32,
+}
+
+/// Why a segment (or its payload) was not taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// All of it was received before (a retransmission).
+    Duplicate,
+    /// It starts beyond the receive window.
+    BeyondWindow,
+    /// Out of order and disjoint from the one out-of-order interval.
+    OutsideInterval,
+    /// It acknowledges bytes never sent.
+    AckOfUnsent,
+}
+
+/// The stage's verdict on one received segment: what the post-processor,
+/// the payload copy and the context queue do next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RxOutcome {
+    pub place: Option<Placement>,
+    /// Bytes that became readable in order (merged interval included).
+    pub readable: u32,
+    /// Transmitted bytes this ACK acknowledged (the FIN not counted).
+    pub acked: u32,
+    /// Three duplicate ACKs: transmission went back to the first
+    /// unacknowledged byte.
+    pub fast_retransmit: bool,
+    /// The peer's FIN arrived in order.
+    pub fin: bool,
+    /// Answer with an ACK (every data segment, every refused one).
+    pub send_ack: bool,
+    pub refused: Option<Refusal>,
+}
+
+/// Processes one received segment of an established connection.
+pub fn rx(s: &mut ProtoState, seg: &RxSummary) -> RxOutcome {
+    let mut out = RxOutcome::default();
+    if seg.flags.has(Flags::ACK) {
+        if let Err(r) = ack(s, seg, &mut out) {
+            out.refused = Some(r);
+            out.send_ack = true;
+            return out;
+        }
+    }
+    let fin = seg.flags.has(Flags::FIN);
+    if seg.len > 0 || fin {
+        payload(s, seg, fin, &mut out);
+    }
+    out
+}
+
+/// ACK processing: acknowledged bytes, duplicate ACKs, window.
+fn ack(s: &mut ProtoState, seg: &RxSummary, out: &mut RxOutcome) -> Result<(), Refusal> {
+    let una = s.seq.wrapping_sub(s.tx_sent);
+    let d = distance(una, seg.ack);
+    if d > 0 {
+        let d = d as u32;
+        if d > s.tx_sent {
+            return Err(Refusal::AckOfUnsent);
+        }
+        // The FIN takes the last sequence number (RFC 9293 section 3.4).
+        let fin_acked = s.fin_sent && d == s.tx_sent;
+        out.acked = d - u32::from(fin_acked);
+        s.tx_sent -= d;
+        s.dupack_cnt = 0;
+        s.remote_win = seg.window;
+    } else if d == 0 {
+        // RFC 5681 section 2: a duplicate ACK carries no data, does not
+        // change the window and arrives while data is outstanding.
+        if seg.len == 0 && s.tx_sent > 0 && seg.window == s.remote_win {
+            s.dupack_cnt = s.dupack_cnt.saturating_add(1);
+            if s.dupack_cnt == 3 {
+                go_back_n(s);
+                out.fast_retransmit = true;
+            }
+        } else {
+            s.remote_win = seg.window;
+        }
+    }
+    Ok(())
+}
+
+/// Sends again from the first unacknowledged byte: everything in flight
+/// returns to `tx_avail` (fast retransmit and the control plane's
+/// retransmission timeout; thesis Fig. 4.4 *Reset*).
+pub fn go_back_n(s: &mut ProtoState) -> u32 {
+    let data = s.tx_sent - u32::from(s.fin_sent);
+    s.seq = s.seq.wrapping_sub(s.tx_sent);
+    s.tx_pos = s.tx_pos.wrapping_sub(data);
+    s.tx_avail += data;
+    s.tx_sent = 0;
+    s.fin_sent = false;
+    s.dupack_cnt = 0;
+    data
+}
+
+fn payload(s: &mut ProtoState, seg: &RxSummary, fin: bool, out: &mut RxOutcome) {
+    out.send_ack = true;
+    let off = i64::from(distance(s.ack, seg.seq));
+    let end = off + i64::from(seg.len);
+    if end <= 0 && !(fin && end == 0 && !s.fin_received) {
+        out.refused = Some(Refusal::Duplicate);
+        return;
+    }
+    if seg.len > 0 && off >= i64::from(s.rx_avail) {
+        out.refused = Some(Refusal::BeyondWindow);
+        return;
+    }
+    let start = off.max(0);
+    let stop = end.min(i64::from(s.rx_avail));
+    let (skip, n) = ((start - off) as u32, (stop - start).max(0) as u32);
+    if start == 0 {
+        if n > 0 {
+            out.place = Some(Placement {
+                pos: s.rx_pos,
+                skip,
+                len: n,
+            });
+        }
+        advance(s, n, out);
+        merge_interval(s, out);
+        if let Some(ts) = seg.ts_val {
+            s.next_ts = ts;
+        }
+        if fin && stop == end && !s.fin_received && s.ooo_len == 0 {
+            s.fin_received = true;
+            s.ack = s.ack.wrapping_add(1);
+            out.fin = true;
+        }
+    } else if n > 0 {
+        out_of_order(s, start as u32, n, skip, out);
+    }
+}
+
+fn advance(s: &mut ProtoState, n: u32, out: &mut RxOutcome) {
+    s.ack = s.ack.wrapping_add(n);
+    s.rx_pos = s.rx_pos.wrapping_add(n);
+    s.rx_avail -= n;
+    out.readable += n;
+}
+
+/// The hole before the interval is filled: its bytes become readable.
+fn merge_interval(s: &mut ProtoState, out: &mut RxOutcome) {
+    if s.ooo_len == 0 {
+        return;
+    }
+    let end = i64::from(distance(s.ack, s.ooo_start)) + i64::from(s.ooo_len);
+    let o = distance(s.ack, s.ooo_start);
+    if o > 0 {
+        return;
+    }
+    s.ooo_len = 0;
+    if end > 0 {
+        advance(s, end as u32, out);
+    }
+}
+
+/// Bytes [start, start + n) past `ack`: start or extend the one interval,
+/// or drop them.
+fn out_of_order(s: &mut ProtoState, start: u32, n: u32, skip: u32, out: &mut RxOutcome) {
+    let (lo, hi) = if s.ooo_len == 0 {
+        (start, start + n)
+    } else {
+        let o_lo = distance(s.ack, s.ooo_start) as u32;
+        let o_hi = o_lo + s.ooo_len;
+        if start > o_hi || start + n < o_lo {
+            out.refused = Some(Refusal::OutsideInterval);
+            return;
+        }
+        (o_lo.min(start), o_hi.max(start + n))
+    };
+    s.ooo_start = s.ack.wrapping_add(lo);
+    s.ooo_len = hi - lo;
+    out.place = Some(Placement {
+        pos: s.rx_pos.wrapping_add(start),
+        skip,
+        len: n,
+    });
+}
+
+/// The next segment to transmit: sequence number, transmit buffer
+/// position and length (thesis Fig. 4.5 *Seq*).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxGrant {
+    pub seq: u32,
+    pub pos: u32,
+    pub len: u32,
+    /// A FIN goes with it (after its bytes).
+    pub fin: bool,
+}
+
+/// Takes up to `mss` bytes of queued data within the peer's window, or
+/// the FIN once everything queued was sent; None when nothing may go.
+pub fn tx(s: &mut ProtoState, mss: u32) -> Option<TxGrant> {
+    let window = s.remote_win.saturating_sub(s.tx_sent);
+    let len = mss.min(s.tx_avail).min(window);
+    let fin = s.fin_queued && !s.fin_sent && len == s.tx_avail;
+    if len == 0 && !fin {
+        return None;
+    }
+    let grant = TxGrant {
+        seq: s.seq,
+        pos: s.tx_pos,
+        len,
+        fin,
+    };
+    let used = len + u32::from(fin);
+    s.seq = s.seq.wrapping_add(used);
+    s.tx_sent += used;
+    s.tx_pos = s.tx_pos.wrapping_add(len);
+    s.tx_avail -= len;
+    s.fin_sent |= fin;
+    Some(grant)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn state(rx_avail: u32) -> ProtoState {
+        ProtoState {
+            ack: 1000,
+            seq: 5000,
+            rx_avail,
+            remote_win: 65535,
+            ..ProtoState::default()
+        }
+    }
+
+    fn data(seq: u32, len: u32) -> RxSummary {
+        RxSummary {
+            seq,
+            ack: 5000,
+            flags: Flags(Flags::ACK),
+            window: 65535,
+            len,
+            ts_val: None,
+        }
+    }
+
+    #[test]
+    fn in_order_then_hole_then_merge() {
+        let mut s = state(10_000);
+        let o = rx(&mut s, &data(1000, 100));
+        assert_eq!(o.readable, 100);
+        assert_eq!(
+            o.place,
+            Some(Placement {
+                pos: 0,
+                skip: 0,
+                len: 100
+            })
+        );
+        // 1100..1200 is lost; 1200..1300 opens the interval.
+        let o = rx(&mut s, &data(1200, 100));
+        assert_eq!((o.readable, s.ooo_start, s.ooo_len), (0, 1200, 100));
+        assert_eq!(
+            o.place,
+            Some(Placement {
+                pos: 200,
+                skip: 0,
+                len: 100
+            })
+        );
+        assert!(o.send_ack);
+        // Disjoint from the interval: dropped.
+        let o = rx(&mut s, &data(1400, 50));
+        assert_eq!(o.refused, Some(Refusal::OutsideInterval));
+        // Filling the hole makes both readable.
+        let o = rx(&mut s, &data(1100, 100));
+        assert_eq!(o.readable, 200);
+        assert_eq!((s.ack, s.ooo_len, s.rx_pos), (1300, 0, 300));
+    }
+
+    #[test]
+    fn payload_is_trimmed_to_the_window_and_old_bytes() {
+        let mut s = state(150);
+        let o = rx(&mut s, &data(950, 100));
+        assert_eq!(
+            o.place,
+            Some(Placement {
+                pos: 0,
+                skip: 50,
+                len: 50
+            })
+        );
+        let o = rx(&mut s, &data(1050, 200));
+        assert_eq!(
+            o.place,
+            Some(Placement {
+                pos: 50,
+                skip: 0,
+                len: 100
+            })
+        );
+        assert_eq!(s.rx_avail, 0);
+        assert_eq!(
+            rx(&mut s, &data(1150, 10)).refused,
+            Some(Refusal::BeyondWindow)
+        );
+        assert_eq!(
+            rx(&mut s, &data(1000, 10)).refused,
+            Some(Refusal::Duplicate)
+        );
+    }
+
+    #[test]
+    fn three_duplicate_acks_go_back_n() {
+        let mut s = state(1000);
+        s.tx_avail = 3000;
+        while tx(&mut s, 1000).is_some() {}
+        assert_eq!((s.tx_sent, s.seq), (3000, 8000));
+        let ack = |s: &mut ProtoState, a: u32| {
+            rx(
+                s,
+                &RxSummary {
+                    ack: a,
+                    len: 0,
+                    ..data(1000, 0)
+                },
+            )
+        };
+        assert_eq!(ack(&mut s, 6000).acked, 1000);
+        assert!(!ack(&mut s, 6000).fast_retransmit);
+        assert!(!ack(&mut s, 6000).fast_retransmit);
+        assert!(ack(&mut s, 6000).fast_retransmit);
+        assert_eq!(
+            (s.seq, s.tx_sent, s.tx_avail, s.tx_pos),
+            (6000, 0, 2000, 1000)
+        );
+        assert_eq!(ack(&mut s, 9000).refused, Some(Refusal::AckOfUnsent));
+    }
+
+    #[test]
+    fn fin_follows_the_data_and_its_ack_is_not_data() {
+        let mut s = state(1000);
+        s.tx_avail = 10;
+        s.fin_queued = true;
+        let g = tx(&mut s, 1000).unwrap();
+        assert_eq!((g.len, g.fin, s.seq), (10, true, 5011));
+        let o = rx(
+            &mut s,
+            &RxSummary {
+                ack: 5011,
+                ..data(1000, 0)
+            },
+        );
+        assert_eq!((o.acked, s.tx_sent), (10, 0));
+        // The peer's FIN in order.
+        let o = rx(
+            &mut s,
+            &RxSummary {
+                flags: Flags(Flags::ACK | Flags::FIN),
+                ack: 5011,
+                ..data(1000, 5)
+            },
+        );
+        assert!(o.fin);
+        assert_eq!(s.ack, 1006);
+    }
+
+    proptest! {
+        /// Whatever the network does (reordering, duplication, loss), what
+        /// the stage places is the stream, what it makes readable is a
+        /// prefix of it, the interval stays inside the window, and
+        /// go-back-N from `ack` completes the transfer.
+        #[test]
+        fn reassembly_delivers_the_stream(
+            len in 1usize..4000,
+            cuts in proptest::collection::vec(1u32..600, 1..40),
+            order in proptest::collection::vec(any::<prop::sample::Index>(), 0..80),
+        ) {
+            let stream: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
+            let mut segs = Vec::new();
+            let mut at = 0u32;
+            for c in cuts.iter().cycle() {
+                if at as usize >= len { break; }
+                let n = (*c).min(len as u32 - at);
+                segs.push((at, n));
+                at += n;
+            }
+            let base = 7000u32;
+            let mut s = ProtoState { ack: base, rx_avail: len as u32, remote_win: 0, ..ProtoState::default() };
+            let mut buf = vec![0u8; len];
+            let mut readable = 0u32;
+            let deliver = |s: &mut ProtoState, (off, n): (u32, u32), buf: &mut Vec<u8>, readable: &mut u32| {
+                let o = rx(s, &RxSummary { seq: base + off, ack: 0, flags: Flags(0), window: 0, len: n, ts_val: None });
+                if let Some(p) = o.place {
+                    let src = &stream[(off + p.skip) as usize..(off + p.skip + p.len) as usize];
+                    buf[p.pos as usize..(p.pos + p.len) as usize].copy_from_slice(src);
+                }
+                *readable += o.readable;
+                prop_assert_eq!(*readable, s.ack.wrapping_sub(base));
+                prop_assert_eq!(&buf[..*readable as usize], &stream[..*readable as usize]);
+                if s.ooo_len > 0 {
+                    let lo = distance(s.ack, s.ooo_start);
+                    prop_assert!(lo > 0);
+                    prop_assert!(lo as u32 + s.ooo_len <= s.rx_avail);
+                }
+                Ok(())
+            };
+            for i in &order {
+                deliver(&mut s, segs[i.index(segs.len())], &mut buf, &mut readable)?;
+            }
+            // Go-back-N from what was acknowledged, in order.
+            let mut rounds = 0;
+            while (readable as usize) < len {
+                let from = readable;
+                for &(off, n) in segs.iter().filter(|&&(o, n)| o + n > from) {
+                    deliver(&mut s, (off, n), &mut buf, &mut readable)?;
+                }
+                rounds += 1;
+                prop_assert!(rounds < 3, "go-back-N did not complete");
+            }
+            prop_assert_eq!(&buf, &stream);
+        }
+    }
+}

@@ -1,0 +1,373 @@
+//! Frames in and out of the data path: a received frame parsed into a TCP
+//! [`Segment`] (RFC 9293 section 3.1, options of RFC 7323 and RFC 6691) or
+//! an [`Arp`] packet (RFC 826), with both checksums verified; outgoing
+//! segments and ARP replies built with their checksums (etherparse).
+//!
+//! This is the *Val* step of the thesis's pre-processor (section 4.3,
+//! Fig. 4.6): a frame that is not a well-formed, correctly summed segment
+//! never reaches a later stage.
+
+use std::net::{IpAddr, Ipv4Addr};
+
+use etherparse::{NetSlice, PacketBuilder, SlicedPacket, TcpOptionElement, TransportSlice};
+pub use order::wire::tcp::Flags;
+use thiserror::Error;
+
+/// Why a frame was not taken.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum SegmentError {
+    #[error("malformed frame: {0}")]
+    Malformed(String),
+    #[error("bad IPv4 header checksum")]
+    BadIpChecksum,
+    #[error("bad TCP checksum")]
+    BadTcpChecksum,
+    #[error("not TCP or ARP")]
+    NotOurs,
+}
+
+/// The TCP options the data path and its control plane use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TcpOptions {
+    pub mss: Option<u16>,
+    pub window_scale: Option<u8>,
+    pub sack_permitted: bool,
+    /// (TSval, TSecr), RFC 7323 section 3.
+    pub timestamp: Option<(u32, u32)>,
+}
+
+/// A received TCP segment, borrowing the frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment<'a> {
+    pub src_mac: [u8; 6],
+    pub dst_mac: [u8; 6],
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub seq: u32,
+    pub ack: u32,
+    pub flags: Flags,
+    pub window: u16,
+    pub options: TcpOptions,
+    /// The IP header's ECN field says Congestion Experienced (RFC 3168).
+    pub ce: bool,
+    pub payload: &'a [u8],
+}
+
+/// An ARP packet for IPv4 over Ethernet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Arp {
+    /// 1 request, 2 reply.
+    pub op: u16,
+    pub sender_mac: [u8; 6],
+    pub sender_ip: Ipv4Addr,
+    pub target_ip: Ipv4Addr,
+}
+
+/// What a frame is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Frame<'a> {
+    Tcp(Segment<'a>),
+    Arp(Arp),
+}
+
+const ETH_ARP: u16 = 0x0806;
+
+/// Parses and verifies a frame from its Ethernet header.
+pub fn parse(frame: &[u8]) -> Result<Frame<'_>, SegmentError> {
+    if frame.len() >= 14 && u16::from_be_bytes([frame[12], frame[13]]) == ETH_ARP {
+        return parse_arp(frame).map(Frame::Arp);
+    }
+    let packet =
+        SlicedPacket::from_ethernet(frame).map_err(|e| SegmentError::Malformed(e.to_string()))?;
+    let Some(etherparse::LinkSlice::Ethernet2(eth)) = packet.link else {
+        return Err(SegmentError::Malformed("no Ethernet II header".into()));
+    };
+    let Some(TransportSlice::Tcp(tcp)) = packet.transport else {
+        return Err(SegmentError::NotOurs);
+    };
+    let (src, dst, ce, sum) = match &packet.net {
+        Some(NetSlice::Ipv4(ip)) => {
+            let h = ip.header();
+            if h.header_checksum() != h.to_header().calc_header_checksum() {
+                return Err(SegmentError::BadIpChecksum);
+            }
+            if h.is_fragmenting_payload() {
+                return Err(SegmentError::Malformed("IPv4 fragment".into()));
+            }
+            let sum = tcp.calc_checksum_ipv4(h.source(), h.destination());
+            (
+                IpAddr::from(h.source()),
+                IpAddr::from(h.destination()),
+                h.ecn().value() == 3,
+                sum,
+            )
+        }
+        Some(NetSlice::Ipv6(ip)) => {
+            let h = ip.header();
+            let sum = tcp.calc_checksum_ipv6(h.source(), h.destination());
+            (
+                IpAddr::from(h.source()),
+                IpAddr::from(h.destination()),
+                h.traffic_class() & 3 == 3,
+                sum,
+            )
+        }
+        _ => return Err(SegmentError::NotOurs),
+    };
+    if sum.map_err(|e| SegmentError::Malformed(e.to_string()))? != tcp.checksum() {
+        return Err(SegmentError::BadTcpChecksum);
+    }
+    Ok(Frame::Tcp(Segment {
+        src_mac: eth.source(),
+        dst_mac: eth.destination(),
+        src,
+        dst,
+        src_port: tcp.source_port(),
+        dst_port: tcp.destination_port(),
+        seq: tcp.sequence_number(),
+        ack: tcp.acknowledgment_number(),
+        flags: Flags(tcp.header_slice()[13]),
+        window: tcp.window_size(),
+        options: options(&tcp)?,
+        ce,
+        payload: tcp.payload(),
+    }))
+}
+
+fn options(tcp: &etherparse::TcpSlice<'_>) -> Result<TcpOptions, SegmentError> {
+    let mut out = TcpOptions::default();
+    for opt in tcp.options_iterator() {
+        match opt.map_err(|e| SegmentError::Malformed(format!("TCP option: {e}")))? {
+            TcpOptionElement::MaximumSegmentSize(m) => out.mss = Some(m),
+            TcpOptionElement::WindowScale(s) => out.window_scale = Some(s.min(14)),
+            TcpOptionElement::SelectiveAcknowledgementPermitted => out.sack_permitted = true,
+            TcpOptionElement::Timestamp(v, e) => out.timestamp = Some((v, e)),
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+fn parse_arp(frame: &[u8]) -> Result<Arp, SegmentError> {
+    let a = frame
+        .get(14..42)
+        .ok_or_else(|| SegmentError::Malformed("ARP shorter than 28 bytes".into()))?;
+    // htype Ethernet (1), ptype IPv4 (0x0800), hlen 6, plen 4.
+    if a[..6] != [0, 1, 8, 0, 6, 4] {
+        return Err(SegmentError::NotOurs);
+    }
+    let ip = |b: &[u8]| Ipv4Addr::new(b[0], b[1], b[2], b[3]);
+    Ok(Arp {
+        op: u16::from_be_bytes([a[6], a[7]]),
+        sender_mac: a[8..14].try_into().expect("6 bytes"),
+        sender_ip: ip(&a[14..18]),
+        target_ip: ip(&a[24..28]),
+    })
+}
+
+/// The reply to ARP request `req` for our address, from `mac`.
+pub fn arp_reply(req: &Arp, mac: [u8; 6]) -> Vec<u8> {
+    let mut f = Vec::with_capacity(60);
+    f.extend(req.sender_mac);
+    f.extend(mac);
+    f.extend(ETH_ARP.to_be_bytes());
+    f.extend([0, 1, 8, 0, 6, 4, 0, 2]);
+    f.extend(mac);
+    f.extend(req.target_ip.octets());
+    f.extend(req.sender_mac);
+    f.extend(req.sender_ip.octets());
+    f.resize(60, 0);
+    f
+}
+
+/// The addresses of one direction of a connection, as they go on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Route {
+    pub src_mac: [u8; 6],
+    pub dst_mac: [u8; 6],
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    pub src_port: u16,
+    pub dst_port: u16,
+}
+
+/// The header fields of a segment to send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    pub seq: u32,
+    pub ack: u32,
+    pub flags: Flags,
+    pub window: u16,
+    pub options: TcpOptions,
+}
+
+/// Appends the frame of a segment to `out` (checksums filled in).
+pub fn build(route: &Route, h: &Header, payload: &[u8], out: &mut Vec<u8>) {
+    let eth = PacketBuilder::ethernet2(route.src_mac, route.dst_mac);
+    let ip = match (route.src, route.dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => eth.ipv4(s.octets(), d.octets(), 64),
+        (s, d) => eth.ipv6(v6(s), v6(d), 64),
+    };
+    let mut tcp = ip.tcp(route.src_port, route.dst_port, h.seq, h.window);
+    let f = h.flags;
+    if f.has(Flags::ACK) {
+        tcp = tcp.ack(h.ack);
+    }
+    if f.has(Flags::SYN) {
+        tcp = tcp.syn();
+    }
+    if f.has(Flags::FIN) {
+        tcp = tcp.fin();
+    }
+    if f.has(Flags::RST) {
+        tcp = tcp.rst();
+    }
+    if f.has(Flags::PSH) {
+        tcp = tcp.psh();
+    }
+    if f.has(Flags::ECE) {
+        tcp = tcp.ece();
+    }
+    let opts = option_elements(&h.options);
+    let tcp = tcp
+        .options(&opts)
+        .expect("at most 20 bytes of options, within the 40 TCP allows");
+    tcp.write(out, payload)
+        .expect("writing to a Vec cannot fail and the payload is below 64 KiB");
+}
+
+fn v6(a: IpAddr) -> [u8; 16] {
+    match a {
+        IpAddr::V6(a) => a.octets(),
+        IpAddr::V4(a) => a.to_ipv6_mapped().octets(),
+    }
+}
+
+/// Options in the order Linux sends them, padded with NOPs to 32 bits.
+fn option_elements(o: &TcpOptions) -> Vec<TcpOptionElement> {
+    use TcpOptionElement::*;
+    let mut v = Vec::with_capacity(8);
+    if let Some(m) = o.mss {
+        v.push(MaximumSegmentSize(m));
+    }
+    if o.sack_permitted {
+        v.extend([Noop, Noop, SelectiveAcknowledgementPermitted]);
+    }
+    if let Some((val, ecr)) = o.timestamp {
+        v.extend([Noop, Noop, Timestamp(val, ecr)]);
+    }
+    if let Some(s) = o.window_scale {
+        v.extend([Noop, WindowScale(s)]);
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn route() -> Route {
+        Route {
+            src_mac: [2, 0, 0, 0, 0, 1],
+            dst_mac: [2, 0, 0, 0, 0, 2],
+            src: "10.0.0.1".parse().unwrap(),
+            dst: "10.0.0.2".parse().unwrap(),
+            src_port: 40000,
+            dst_port: 5201,
+        }
+    }
+
+    fn header() -> Header {
+        Header {
+            seq: 1000,
+            ack: 2000,
+            flags: Flags(Flags::ACK | Flags::PSH),
+            window: 512,
+            options: TcpOptions {
+                timestamp: Some((7, 9)),
+                ..TcpOptions::default()
+            },
+        }
+    }
+
+    #[test]
+    fn a_built_segment_parses_back() {
+        for (src, dst) in [("10.0.0.1", "10.0.0.2"), ("fd00::1", "fd00::2")] {
+            let r = Route {
+                src: src.parse().unwrap(),
+                dst: dst.parse().unwrap(),
+                ..route()
+            };
+            let mut f = Vec::new();
+            build(&r, &header(), b"hello", &mut f);
+            let Frame::Tcp(s) = parse(&f).unwrap() else {
+                panic!("not TCP")
+            };
+            assert_eq!((s.src, s.dst), (r.src, r.dst));
+            assert_eq!(
+                (s.src_port, s.dst_port, s.seq, s.ack),
+                (40000, 5201, 1000, 2000)
+            );
+            assert_eq!(s.flags, Flags(Flags::ACK | Flags::PSH));
+            assert_eq!(s.options.timestamp, Some((7, 9)));
+            assert_eq!(s.payload, b"hello");
+        }
+    }
+
+    #[test]
+    fn syn_options_round_trip() {
+        let opts = TcpOptions {
+            mss: Some(1460),
+            window_scale: Some(7),
+            sack_permitted: true,
+            timestamp: Some((1, 0)),
+        };
+        let h = Header {
+            flags: Flags(Flags::SYN),
+            options: opts,
+            ..header()
+        };
+        let mut f = Vec::new();
+        build(&route(), &h, &[], &mut f);
+        let Frame::Tcp(s) = parse(&f).unwrap() else {
+            panic!("not TCP")
+        };
+        assert_eq!(s.options, opts);
+    }
+
+    #[test]
+    fn corrupted_frames_are_refused() {
+        let mut f = Vec::new();
+        build(&route(), &header(), b"payload", &mut f);
+        let mut bad = f.clone();
+        *bad.last_mut().unwrap() ^= 1;
+        assert_eq!(parse(&bad), Err(SegmentError::BadTcpChecksum));
+        let mut bad = f.clone();
+        bad[22] ^= 1; // IPv4 TTL
+        assert_eq!(parse(&bad), Err(SegmentError::BadIpChecksum));
+        for cut in [0, 13, 20, 40, 53] {
+            assert!(parse(&f[..cut]).is_err(), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn arp_request_gets_a_reply() {
+        let req = Arp {
+            op: 1,
+            sender_mac: [2, 0, 0, 0, 0, 9],
+            sender_ip: Ipv4Addr::new(10, 0, 0, 9),
+            target_ip: Ipv4Addr::new(10, 0, 0, 2),
+        };
+        let reply = arp_reply(&req, [2, 0, 0, 0, 0, 2]);
+        let Frame::Arp(a) = parse(&reply).unwrap() else {
+            panic!("not ARP")
+        };
+        assert_eq!(a.op, 2);
+        assert_eq!(a.sender_ip, req.target_ip);
+        assert_eq!(a.sender_mac, [2, 0, 0, 0, 0, 2]);
+        assert_eq!(a.target_ip, req.sender_ip);
+        assert_eq!(&reply[..6], &req.sender_mac);
+    }
+}
