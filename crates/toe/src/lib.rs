@@ -10,7 +10,18 @@
 //! - [`state`]: the connection state partitioned as in Table 4.1, one type
 //!   per stage.
 //! - [`protocol`]: the protocol stage, the only per-connection atomic one.
+//! - [`stages`]: the pre-processor, protocol and post-processor, each
+//!   holding its partition's table.
+//! - [`buffer`]: the per-connection payload rings.
+//! - [`endpoint`]: the stages run to completion on a pktio AF_XDP port,
+//!   with the control plane (passive open, RST, teardown, retransmission
+//!   timeouts) and the application interface (accept, recv, send, close).
 
+pub mod buffer;
+pub mod endpoint;
 pub mod protocol;
 pub mod segment;
+pub mod stages;
 pub mod state;
+
+pub use endpoint::{Counters, Endpoint, EndpointConfig, ToeError};

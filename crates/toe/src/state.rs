@@ -71,6 +71,8 @@ pub struct PostState {
     pub tx_size: u32,
     /// Our window scale (the shift of the window we advertise).
     pub rx_wscale: u8,
+    /// Timestamps were negotiated (RFC 7323): every segment carries one.
+    pub timestamps: bool,
     /// Bytes acknowledged and bytes acknowledged with ECN-Echo.
     pub cnt_ackb: u64,
     pub cnt_ecnb: u64,

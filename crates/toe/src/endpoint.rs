@@ -1,0 +1,718 @@
+//! A TCP endpoint on one pktio port: the data-path stages run to
+//! completion per segment (thesis Table 4.4's baseline; the pipelined
+//! engine splits the same stages over threads), a control plane for what
+//! the data path does not handle (section 4.1: connection setup and
+//! teardown, RST, retransmission timeouts), and the application's side of
+//! each connection (payload buffers and notifications, chapter 3's
+//! context queue).
+//!
+//! The order of the last steps is the one Fig. 4.6 fixes: a segment's
+//! payload is copied into the receive buffer before the application is
+//! told and before the ACK leaves, so neither the host nor the peer can see
+//! an acknowledgement of bytes not yet in place (section 4.3.2, hazard 3).
+
+use std::collections::{HashMap, VecDeque};
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+use pktio::{Match, PktIoError, Port};
+use thiserror::Error;
+
+use crate::buffer::PayloadBuf;
+use crate::protocol::{Refusal, RxOutcome};
+use crate::segment::{self, Flags, Frame, Header, Route, Segment, TcpOptions};
+use crate::stages::{ConnIdx, FourTuple, Post, Pre, Protocol, Snapshot, Steer};
+use crate::state::{ConnId, PostState, ProtoState};
+
+/// Our window scale: 7 (a 16 MiB window at most), as Linux uses for large
+/// buffers.
+const WSCALE: u8 = 7;
+/// RFC 6298 bounds the retransmission timeout below by 1 s; Linux uses
+/// 200 ms, which a lab's sub-millisecond RTT allows too.
+const MIN_RTO: Duration = Duration::from_millis(200);
+const MAX_RTO: Duration = Duration::from_secs(4);
+const SYN_TRIES: u8 = 5;
+
+/// Errors of the application interface.
+#[derive(Debug, Error)]
+pub enum ToeError {
+    #[error("nothing to read or no room to write yet")]
+    WouldBlock,
+    #[error("no such connection")]
+    NotConnected,
+    #[error("connection reset by peer")]
+    Reset,
+    #[error("{0}")]
+    Config(String),
+    #[error(transparent)]
+    Io(#[from] PktIoError),
+}
+
+/// Sizes and limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EndpointConfig {
+    /// MSS we announce (MTU 1500 minus IPv4 and TCP headers).
+    pub mss: u16,
+    /// Payload buffer bytes per connection and direction.
+    pub rx_buffer: u32,
+    pub tx_buffer: u32,
+    /// Most segments one connection sends per scheduler round.
+    pub burst: u32,
+    /// Most connections (the tables' size).
+    pub max_conns: u32,
+}
+
+impl Default for EndpointConfig {
+    fn default() -> Self {
+        EndpointConfig {
+            mss: 1460,
+            rx_buffer: 1 << 20,
+            tx_buffer: 1 << 20,
+            burst: 16,
+            max_conns: 4096,
+        }
+    }
+}
+
+/// What the endpoint counted: every frame it did not take is here.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    pub rx_frames: u64,
+    pub tx_frames: u64,
+    pub malformed: u64,
+    pub bad_checksum: u64,
+    pub arp_replies: u64,
+    pub refused_duplicate: u64,
+    pub refused_beyond_window: u64,
+    pub refused_outside_interval: u64,
+    pub refused_ack_of_unsent: u64,
+    pub fast_retransmits: u64,
+    pub timeouts: u64,
+    pub resets_sent: u64,
+    pub resets_received: u64,
+    /// SYNs refused because the connection table was full.
+    pub table_full: u64,
+}
+
+/// The application's side of a connection (what libTOE holds).
+struct AppConn {
+    rx: PayloadBuf,
+    tx: PayloadBuf,
+    /// Next receive position to read, and bytes readable from it.
+    rx_read: u32,
+    rx_ready: u32,
+    /// Next transmit position to write, and free bytes from it.
+    tx_write: u32,
+    tx_free: u32,
+    eof: bool,
+    reset: bool,
+    closed: bool,
+}
+
+/// The control plane's per-connection record: timers and segment size.
+struct Control {
+    /// Payload bytes per segment (the peer's MSS less our options).
+    mss: u32,
+    last_progress: Instant,
+    rto: Duration,
+}
+
+/// A connection being opened (passive: SYN received, SYN-ACK sent).
+struct Handshake {
+    peer_mac: [u8; 6],
+    iss: u32,
+    irs: u32,
+    peer: TcpOptions,
+    sent_at: Instant,
+    tries: u8,
+}
+
+/// A TCP endpoint on one address.
+pub struct Endpoint {
+    port: Port,
+    mac: [u8; 6],
+    addr: IpAddr,
+    cfg: EndpointConfig,
+    pre: Pre,
+    proto: Protocol,
+    post: Post,
+    app: Vec<Option<AppConn>>,
+    control: Vec<Option<Control>>,
+    free: Vec<ConnIdx>,
+    listeners: HashMap<u16, VecDeque<ConnIdx>>,
+    handshakes: HashMap<FourTuple, Handshake>,
+    /// Connections with something to send, served round-robin.
+    active: VecDeque<ConnIdx>,
+    out: Vec<Vec<u8>>,
+    counters: Counters,
+    start: Instant,
+}
+
+impl Endpoint {
+    /// An endpoint for `addr` on `port` (an AF_XDP port: it is told to take
+    /// every frame for `addr`, ARP included, and leave the rest to the
+    /// kernel). `mac` is the device's address.
+    pub fn new(
+        mut port: Port,
+        mac: [u8; 6],
+        addr: IpAddr,
+        cfg: EndpointConfig,
+    ) -> Result<Endpoint, ToeError> {
+        if cfg.max_conns == 0 || cfg.rx_buffer < u32::from(cfg.mss) || cfg.tx_buffer == 0 {
+            return Err(ToeError::Config(format!("{cfg:?}")));
+        }
+        port.steer_only(&[Match {
+            addr,
+            proto: None,
+            port: None,
+        }])?;
+        Ok(Endpoint {
+            port,
+            mac,
+            addr,
+            cfg,
+            pre: Pre::default(),
+            proto: Protocol::default(),
+            post: Post::default(),
+            app: Vec::new(),
+            control: Vec::new(),
+            free: Vec::new(),
+            listeners: HashMap::new(),
+            handshakes: HashMap::new(),
+            active: VecDeque::new(),
+            out: Vec::new(),
+            counters: Counters::default(),
+            start: Instant::now(),
+        })
+    }
+
+    pub fn counters(&self) -> Counters {
+        self.counters
+    }
+
+    pub fn port(&self) -> &Port {
+        &self.port
+    }
+
+    /// Accepts connections to `port` from now on.
+    pub fn listen(&mut self, port: u16) {
+        self.listeners.entry(port).or_default();
+    }
+
+    /// A connection established on `port`, if one is waiting.
+    pub fn accept(&mut self, port: u16) -> Option<ConnIdx> {
+        self.listeners.get_mut(&port)?.pop_front()
+    }
+
+    fn now_ms(&self) -> u32 {
+        self.start.elapsed().as_millis() as u32
+    }
+
+    /// Receives, processes and sends what is ready; runs the timers.
+    /// Returns the frames received.
+    pub fn poll(&mut self) -> Result<usize, ToeError> {
+        let mut frames = Vec::new();
+        let n = self.port.recv_batch(64, |f| frames.push(f.data.to_vec()));
+        self.counters.rx_frames += n as u64;
+        for f in &frames {
+            self.input(f);
+        }
+        self.timers();
+        self.schedule();
+        self.flush()?;
+        Ok(n)
+    }
+
+    /// Waits up to `timeout` for a frame.
+    pub fn wait(&self, timeout: Duration) -> Result<(), ToeError> {
+        pktio::wait_readable(&[&self.port], Some(timeout))?;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), ToeError> {
+        if !self.out.is_empty() {
+            let sent = self.port.send_batch(&self.out)?;
+            self.counters.tx_frames += sent as u64;
+            self.out.clear();
+        }
+        Ok(())
+    }
+
+    /// One received frame through the stages.
+    fn input(&mut self, frame: &[u8]) {
+        match segment::parse(frame) {
+            Ok(Frame::Arp(a)) if a.op == 1 && IpAddr::V4(a.target_ip) == self.addr => {
+                self.out.push(segment::arp_reply(&a, self.mac));
+                self.counters.arp_replies += 1;
+            }
+            Ok(Frame::Arp(_)) => {}
+            Ok(Frame::Tcp(seg)) if seg.dst == self.addr => match self.pre.steer(&seg) {
+                Steer::DataPath { conn, summary } => {
+                    let (out, snap) = self.proto.rx(conn, &summary);
+                    self.after_protocol(conn, &seg, &out, &snap);
+                }
+                Steer::Control => self.control_input(&seg),
+            },
+            Ok(Frame::Tcp(_)) => {}
+            Err(segment::SegmentError::BadIpChecksum | segment::SegmentError::BadTcpChecksum) => {
+                self.counters.bad_checksum += 1
+            }
+            Err(_) => self.counters.malformed += 1,
+        }
+    }
+
+    /// Post-processing, payload copy, context queue, then the ACK.
+    fn after_protocol(
+        &mut self,
+        conn: ConnIdx,
+        seg: &Segment<'_>,
+        out: &RxOutcome,
+        snap: &Snapshot,
+    ) {
+        self.count_refusal(out.refused);
+        let ece = seg.flags.has(Flags::ECE);
+        self.post.account(conn, out, seg.ce, ece);
+        if out.fast_retransmit {
+            self.counters.fast_retransmits += 1;
+        }
+        let Some(app) = self.app[conn as usize].as_mut() else {
+            return;
+        };
+        // Payload copy ("DMA").
+        if let Some(p) = out.place {
+            let data = &seg.payload[p.skip as usize..(p.skip + p.len) as usize];
+            app.rx.write(p.pos, data);
+        }
+        // Context queue: only after the copy.
+        app.rx_ready += out.readable;
+        app.tx_free += out.acked;
+        app.eof |= out.fin;
+        if out.acked > 0 {
+            if let Some(c) = self.control[conn as usize].as_mut() {
+                c.last_progress = Instant::now();
+                c.rto = MIN_RTO;
+            }
+        }
+        if out.send_ack {
+            self.send_ack(conn, snap);
+        }
+        self.activate(conn);
+        self.maybe_release(conn, snap);
+    }
+
+    fn count_refusal(&mut self, r: Option<Refusal>) {
+        let c = &mut self.counters;
+        match r {
+            Some(Refusal::Duplicate) => c.refused_duplicate += 1,
+            Some(Refusal::BeyondWindow) => c.refused_beyond_window += 1,
+            Some(Refusal::OutsideInterval) => c.refused_outside_interval += 1,
+            Some(Refusal::AckOfUnsent) => c.refused_ack_of_unsent += 1,
+            None => {}
+        }
+    }
+
+    fn send_ack(&mut self, conn: ConnIdx, snap: &Snapshot) {
+        let Some(route) = self.pre.route(conn) else {
+            return;
+        };
+        let h = self.post.header(conn, snap.seq, 0, snap, self.now_ms());
+        self.emit(&route, &h, &[]);
+    }
+
+    fn emit(&mut self, route: &Route, h: &Header, payload: &[u8]) {
+        let mut f = Vec::with_capacity(66 + payload.len());
+        segment::build(route, h, payload, &mut f);
+        self.out.push(f);
+    }
+
+    fn activate(&mut self, conn: ConnIdx) {
+        if !self.active.contains(&conn) && self.proto.has_work(conn) {
+            self.active.push_back(conn);
+        }
+    }
+
+    /// The flow scheduler: round-robin over connections with work, at most
+    /// `burst` segments each per round (thesis section 4.3.4,
+    /// work-conserving for uncongested flows).
+    fn schedule(&mut self) {
+        for _ in 0..self.active.len() {
+            let Some(conn) = self.active.pop_front() else {
+                break;
+            };
+            let mss = self.control[conn as usize].as_ref().map_or(536, |c| c.mss);
+            let mut sent = 0;
+            while sent < self.cfg.burst {
+                let Some((g, snap)) = self.proto.tx(conn, mss) else {
+                    break;
+                };
+                self.transmit(conn, g, &snap);
+                sent += 1;
+            }
+            // Out of burst: next round. Out of window (or of work): the
+            // next ACK brings it back.
+            if sent == self.cfg.burst && self.proto.has_work(conn) {
+                self.active.push_back(conn);
+            }
+        }
+    }
+
+    fn transmit(&mut self, conn: ConnIdx, g: crate::protocol::TxGrant, snap: &Snapshot) {
+        let (Some(route), Some(app)) = (self.pre.route(conn), self.app[conn as usize].as_ref())
+        else {
+            return;
+        };
+        let mut payload = vec![0u8; g.len as usize];
+        app.tx.read(g.pos, &mut payload);
+        let flags = if g.fin {
+            Flags::FIN | Flags::PSH
+        } else {
+            Flags::PSH
+        };
+        let h = self.post.header(conn, g.seq, flags, snap, self.now_ms());
+        self.emit(&route, &h, &payload);
+        if let Some(c) = self.control[conn as usize].as_mut() {
+            if snap.tx_sent == g.len + u32::from(g.fin) {
+                c.last_progress = Instant::now();
+            }
+        }
+    }
+
+    /// The control plane's retransmission timeouts (go-back-N) and
+    /// handshake retries.
+    fn timers(&mut self) {
+        let now = Instant::now();
+        for conn in 0..self.control.len() as ConnIdx {
+            let Some(c) = self.control[conn as usize].as_mut() else {
+                continue;
+            };
+            if self.proto.snapshot(conn).tx_sent == 0 || now - c.last_progress < c.rto {
+                continue;
+            }
+            c.last_progress = now;
+            c.rto = (c.rto * 2).min(MAX_RTO);
+            self.proto.timeout(conn);
+            self.counters.timeouts += 1;
+            self.activate(conn);
+        }
+        let due: Vec<FourTuple> = self
+            .handshakes
+            .iter()
+            .filter(|(_, h)| now - h.sent_at >= Duration::from_secs(1))
+            .map(|(t, _)| *t)
+            .collect();
+        for t in due {
+            let Some(mut h) = self.handshakes.remove(&t) else {
+                continue;
+            };
+            if h.tries < SYN_TRIES {
+                h.tries += 1;
+                h.sent_at = now;
+                self.send_syn_ack(&t, &h);
+                self.handshakes.insert(t, h);
+            }
+        }
+    }
+
+    /// What the data path does not handle: SYN, RST, unknown connections.
+    fn control_input(&mut self, seg: &Segment<'_>) {
+        let t = FourTuple::of(seg);
+        let f = seg.flags;
+        if f.has(Flags::RST) {
+            self.reset_input(&t, seg);
+        } else if f.has(Flags::SYN) && !f.has(Flags::ACK) {
+            self.syn_input(t, seg);
+        } else if f.has(Flags::ACK) && self.handshakes.contains_key(&t) {
+            self.handshake_ack(t, seg);
+        } else if self.pre.lookup(&t).is_none() {
+            self.send_reset(seg);
+        }
+    }
+
+    fn syn_input(&mut self, t: FourTuple, seg: &Segment<'_>) {
+        if let Some(h) = self.handshakes.get(&t) {
+            // A retransmitted SYN: our SYN-ACK was lost.
+            if h.irs == seg.seq {
+                let h = Handshake { ..*h };
+                self.send_syn_ack(&t, &h);
+            }
+            return;
+        }
+        if !self.listeners.contains_key(&seg.dst_port) {
+            self.send_reset(seg);
+            return;
+        }
+        let h = Handshake {
+            peer_mac: seg.src_mac,
+            iss: rand::random(),
+            irs: seg.seq,
+            peer: seg.options,
+            sent_at: Instant::now(),
+            tries: 0,
+        };
+        self.send_syn_ack(&t, &h);
+        self.handshakes.insert(t, h);
+    }
+
+    fn send_syn_ack(&mut self, t: &FourTuple, h: &Handshake) {
+        let route = Route {
+            src_mac: self.mac,
+            dst_mac: h.peer_mac,
+            src: t.local,
+            dst: t.remote,
+            src_port: t.local_port,
+            dst_port: t.remote_port,
+        };
+        let header = Header {
+            seq: h.iss,
+            ack: h.irs.wrapping_add(1),
+            flags: Flags(Flags::SYN | Flags::ACK),
+            window: (self.cfg.rx_buffer.min(65535)) as u16,
+            options: TcpOptions {
+                mss: Some(self.cfg.mss),
+                window_scale: h.peer.window_scale.map(|_| WSCALE),
+                sack_permitted: false,
+                timestamp: h.peer.timestamp.map(|(val, _)| (self.now_ms(), val)),
+            },
+        };
+        self.emit(&route, &header, &[]);
+    }
+
+    /// The ACK of our SYN-ACK: the connection is established and installed
+    /// in every stage's table.
+    fn handshake_ack(&mut self, t: FourTuple, seg: &Segment<'_>) {
+        let Some(h) = self.handshakes.get(&t) else {
+            return;
+        };
+        if seg.ack != h.iss.wrapping_add(1) {
+            self.send_reset(seg);
+            return;
+        }
+        let Some(h) = self.handshakes.remove(&t) else {
+            return;
+        };
+        let Some(conn) = self.allocate() else {
+            self.counters.table_full += 1;
+            self.send_reset(seg);
+            return;
+        };
+        self.install(conn, &t, &h, seg);
+        if let Some(q) = self.listeners.get_mut(&t.local_port) {
+            q.push_back(conn);
+        }
+        // The ACK may carry data or a FIN already.
+        if !seg.payload.is_empty() || seg.flags.has(Flags::FIN) {
+            if let Steer::DataPath { conn, summary } = self.pre.steer(seg) {
+                let (out, snap) = self.proto.rx(conn, &summary);
+                self.after_protocol(conn, seg, &out, &snap);
+            }
+        }
+    }
+
+    fn allocate(&mut self) -> Option<ConnIdx> {
+        if let Some(c) = self.free.pop() {
+            return Some(c);
+        }
+        let next = self.app.len() as u32;
+        (next < self.cfg.max_conns).then(|| {
+            self.app.push(None);
+            self.control.push(None);
+            next
+        })
+    }
+
+    fn install(&mut self, conn: ConnIdx, t: &FourTuple, h: &Handshake, seg: &Segment<'_>) {
+        let scaled = h.peer.window_scale.is_some();
+        let timestamps = h.peer.timestamp.is_some();
+        let peer_mss = u32::from(h.peer.mss.unwrap_or(536));
+        let id = ConnId {
+            peer_mac: h.peer_mac,
+            local_mac: self.mac,
+            peer_ip: t.remote,
+            local_ip: t.local,
+            local_port: t.local_port,
+            remote_port: t.remote_port,
+            flow_group: t.flow_group(1),
+        };
+        let peer_ws = h.peer.window_scale.unwrap_or(0);
+        self.pre.install(conn, id, if scaled { peer_ws } else { 0 });
+        let rx = PayloadBuf::new(self.cfg.rx_buffer);
+        let tx = PayloadBuf::new(self.cfg.tx_buffer);
+        self.proto.install(
+            conn,
+            ProtoState {
+                seq: h.iss.wrapping_add(1),
+                ack: h.irs.wrapping_add(1),
+                rx_avail: rx.size(),
+                remote_win: u32::from(seg.window) << if scaled { peer_ws } else { 0 },
+                next_ts: seg.options.timestamp.map_or(0, |t| t.0),
+                ..ProtoState::default()
+            },
+        );
+        self.post.install(
+            conn,
+            PostState {
+                opaque: u64::from(conn),
+                rx_size: rx.size(),
+                tx_size: tx.size(),
+                rx_wscale: if scaled { WSCALE } else { 0 },
+                timestamps,
+                ..PostState::default()
+            },
+        );
+        self.control[conn as usize] = Some(Control {
+            mss: peer_mss.min(u32::from(self.cfg.mss)) - if timestamps { 12 } else { 0 },
+            last_progress: Instant::now(),
+            rto: MIN_RTO,
+        });
+        self.app[conn as usize] = Some(AppConn {
+            tx_free: tx.size(),
+            rx,
+            tx,
+            rx_read: 0,
+            rx_ready: 0,
+            tx_write: 0,
+            eof: false,
+            reset: false,
+            closed: false,
+        });
+    }
+
+    /// RFC 5961 section 3.2: a RST is taken only at exactly the next
+    /// expected sequence number; one elsewhere in the window gets a
+    /// challenge ACK.
+    fn reset_input(&mut self, t: &FourTuple, seg: &Segment<'_>) {
+        if self.handshakes.remove(t).is_some() {
+            return;
+        }
+        let Some(conn) = self.pre.lookup(t) else {
+            return;
+        };
+        let snap = self.proto.snapshot(conn);
+        if seg.seq == snap.ack {
+            self.counters.resets_received += 1;
+            if let Some(app) = self.app[conn as usize].as_mut() {
+                app.reset = true;
+            }
+            self.pre.remove(conn);
+            self.active.retain(|&c| c != conn);
+        } else {
+            self.send_ack(conn, &snap);
+        }
+    }
+
+    /// RFC 9293 section 3.10.7.1: the reset for a segment of no connection.
+    fn send_reset(&mut self, seg: &Segment<'_>) {
+        let route = Route {
+            src_mac: self.mac,
+            dst_mac: seg.src_mac,
+            src: seg.dst,
+            dst: seg.src,
+            src_port: seg.dst_port,
+            dst_port: seg.src_port,
+        };
+        let len = seg.payload.len() as u32
+            + u32::from(seg.flags.has(Flags::SYN))
+            + u32::from(seg.flags.has(Flags::FIN));
+        let header = if seg.flags.has(Flags::ACK) {
+            Header {
+                seq: seg.ack,
+                ack: 0,
+                flags: Flags(Flags::RST),
+                window: 0,
+                options: TcpOptions::default(),
+            }
+        } else {
+            Header {
+                seq: 0,
+                ack: seg.seq.wrapping_add(len),
+                flags: Flags(Flags::RST | Flags::ACK),
+                window: 0,
+                options: TcpOptions::default(),
+            }
+        };
+        self.emit(&route, &header, &[]);
+        self.counters.resets_sent += 1;
+    }
+
+    /// Frees a connection both sides closed and the application released.
+    fn maybe_release(&mut self, conn: ConnIdx, snap: &Snapshot) {
+        let done = self.app[conn as usize]
+            .as_ref()
+            .is_some_and(|a| a.closed && snap.fin_received && snap.fin_acked);
+        if done {
+            self.release(conn);
+        }
+    }
+
+    fn release(&mut self, conn: ConnIdx) {
+        self.pre.remove(conn);
+        self.app[conn as usize] = None;
+        self.control[conn as usize] = None;
+        self.active.retain(|&c| c != conn);
+        self.free.push(conn);
+    }
+
+    fn app(&mut self, conn: ConnIdx) -> Result<&mut AppConn, ToeError> {
+        self.app
+            .get_mut(conn as usize)
+            .and_then(Option::as_mut)
+            .ok_or(ToeError::NotConnected)
+    }
+
+    /// Reads what arrived in order: Ok(0) once the peer closed and all was
+    /// read, WouldBlock while nothing is ready.
+    pub fn recv(&mut self, conn: ConnIdx, buf: &mut [u8]) -> Result<usize, ToeError> {
+        let app = self.app(conn)?;
+        let n = (app.rx_ready as usize).min(buf.len());
+        if n == 0 {
+            return match (app.reset, app.eof) {
+                (true, _) => Err(ToeError::Reset),
+                (_, true) => Ok(0),
+                _ => Err(ToeError::WouldBlock),
+            };
+        }
+        app.rx.read(app.rx_read, &mut buf[..n]);
+        app.rx_read = app.rx_read.wrapping_add(n as u32);
+        app.rx_ready -= n as u32;
+        // Host control *Win*: tell the peer when the window reopens from
+        // below one segment.
+        let before = self.proto.consumed(conn, n as u32);
+        if before < u32::from(self.cfg.mss) {
+            let snap = self.proto.snapshot(conn);
+            self.send_ack(conn, &snap);
+        }
+        Ok(n)
+    }
+
+    /// Queues bytes to send; returns how many fit (WouldBlock if none).
+    pub fn send(&mut self, conn: ConnIdx, data: &[u8]) -> Result<usize, ToeError> {
+        let app = self.app(conn)?;
+        if app.reset {
+            return Err(ToeError::Reset);
+        }
+        let n = (app.tx_free as usize).min(data.len());
+        if n == 0 {
+            return Err(ToeError::WouldBlock);
+        }
+        app.tx.write(app.tx_write, &data[..n]);
+        app.tx_write = app.tx_write.wrapping_add(n as u32);
+        app.tx_free -= n as u32;
+        self.proto.queued(conn, n as u32);
+        self.activate(conn);
+        Ok(n)
+    }
+
+    /// Closes our direction: a FIN follows the queued bytes. The
+    /// connection is freed once both FINs are acknowledged.
+    pub fn close(&mut self, conn: ConnIdx) -> Result<(), ToeError> {
+        let app = self.app(conn)?;
+        app.closed = true;
+        if app.reset {
+            self.release(conn);
+            return Ok(());
+        }
+        self.proto.close(conn);
+        self.activate(conn);
+        Ok(())
+    }
+}

@@ -1,0 +1,286 @@
+//! The data path's stages (thesis section 4.3, Figs. 4.5 and 4.6), each
+//! with its own table of one [`state`](crate::state) partition, indexed by
+//! the connection index the pre-processor finds:
+//!
+//! - [`Pre`]: header validation happened in [`segment::parse`]; here the
+//!   connection lookup by 4-tuple (*Id*), the header summary (*Sum*), the
+//!   flow group (*Steer*) and the headers of what is sent (*Head*);
+//! - [`Protocol`]: the [`protocol`] functions over the protocol partition;
+//! - [`Post`]: ACK and segment headers with timestamps and ECN feedback
+//!   (*Ack*, *Stamp*), and congestion statistics (*Stats*).
+//!
+//! Payload copy and the context queue act on the payload buffers and the
+//! application's queues, which are not connection state.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+use crate::protocol::{self, RxOutcome, RxSummary, TxGrant};
+use crate::segment::{Flags, Header, Route, Segment, TcpOptions};
+use crate::state::{ConnId, PostState, ProtoState};
+
+/// A connection's index in every stage's table.
+pub type ConnIdx = u32;
+
+/// A connection's addresses and ports, as seen from this end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FourTuple {
+    pub local: IpAddr,
+    pub local_port: u16,
+    pub remote: IpAddr,
+    pub remote_port: u16,
+}
+
+impl FourTuple {
+    /// The tuple a received segment belongs to.
+    pub fn of(seg: &Segment<'_>) -> Self {
+        FourTuple {
+            local: seg.dst,
+            local_port: seg.dst_port,
+            remote: seg.src,
+            remote_port: seg.src_port,
+        }
+    }
+
+    /// hash(4-tuple) % groups: the flow group (thesis section 4.3).
+    pub fn flow_group(&self, groups: u8) -> u8 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.hash(&mut h);
+        (h.finish() % u64::from(groups.max(1))) as u8
+    }
+}
+
+/// Where a received segment goes after pre-processing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Steer {
+    /// An established connection's segment: to the protocol stage.
+    DataPath { conn: ConnIdx, summary: RxSummary },
+    /// SYN, RST or an unknown connection: to the control plane.
+    Control,
+}
+
+/// The pre-processor and its partition.
+#[derive(Debug, Default)]
+pub struct Pre {
+    ids: Vec<Option<ConnId>>,
+    /// The peer's window scale, which the summary applies (RFC 7323).
+    peer_wscale: Vec<u8>,
+    by_tuple: HashMap<FourTuple, ConnIdx>,
+}
+
+impl Pre {
+    pub fn install(&mut self, conn: ConnIdx, id: ConnId, peer_wscale: u8) {
+        let i = conn as usize;
+        if self.ids.len() <= i {
+            self.ids.resize(i + 1, None);
+            self.peer_wscale.resize(i + 1, 0);
+        }
+        self.ids[i] = Some(id);
+        self.peer_wscale[i] = peer_wscale;
+        self.by_tuple.insert(tuple_of(&id), conn);
+    }
+
+    pub fn remove(&mut self, conn: ConnIdx) {
+        if let Some(id) = self.ids.get_mut(conn as usize).and_then(Option::take) {
+            self.by_tuple.remove(&tuple_of(&id));
+        }
+    }
+
+    pub fn lookup(&self, t: &FourTuple) -> Option<ConnIdx> {
+        self.by_tuple.get(t).copied()
+    }
+
+    /// *Id*, *Sum*, *Steer*: data-path segments carry no SYN or RST and
+    /// belong to an installed connection.
+    pub fn steer(&self, seg: &Segment<'_>) -> Steer {
+        if seg.flags.has(Flags::SYN) || seg.flags.has(Flags::RST) {
+            return Steer::Control;
+        }
+        let Some(conn) = self.lookup(&FourTuple::of(seg)) else {
+            return Steer::Control;
+        };
+        let shift = self.peer_wscale[conn as usize];
+        Steer::DataPath {
+            conn,
+            summary: RxSummary {
+                seq: seg.seq,
+                ack: seg.ack,
+                flags: seg.flags,
+                window: u32::from(seg.window) << shift,
+                len: seg.payload.len() as u32,
+                ts_val: seg.options.timestamp.map(|t| t.0),
+            },
+        }
+    }
+
+    /// *Head*: the addresses of what this connection sends.
+    pub fn route(&self, conn: ConnIdx) -> Option<Route> {
+        let id = self.ids.get(conn as usize)?.as_ref()?;
+        Some(Route {
+            src_mac: id.local_mac,
+            dst_mac: id.peer_mac,
+            src: id.local_ip,
+            dst: id.peer_ip,
+            src_port: id.local_port,
+            dst_port: id.remote_port,
+        })
+    }
+}
+
+fn tuple_of(id: &ConnId) -> FourTuple {
+    FourTuple {
+        local: id.local_ip,
+        local_port: id.local_port,
+        remote: id.peer_ip,
+        remote_port: id.remote_port,
+    }
+}
+
+/// What the protocol stage passes downstream with each verdict: the state
+/// the post-processor needs, read in the same atomic step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The next sequence number to send.
+    pub seq: u32,
+    pub ack: u32,
+    pub rx_avail: u32,
+    pub next_ts: u32,
+    pub tx_sent: u32,
+    pub fin_received: bool,
+    pub fin_acked: bool,
+}
+
+/// The protocol stage and its partition.
+#[derive(Debug, Default)]
+pub struct Protocol {
+    conns: Vec<ProtoState>,
+}
+
+impl Protocol {
+    pub fn install(&mut self, conn: ConnIdx, s: ProtoState) {
+        let i = conn as usize;
+        if self.conns.len() <= i {
+            self.conns.resize(i + 1, ProtoState::default());
+        }
+        self.conns[i] = s;
+    }
+
+    fn at(&mut self, conn: ConnIdx) -> &mut ProtoState {
+        &mut self.conns[conn as usize]
+    }
+
+    pub fn rx(&mut self, conn: ConnIdx, summary: &RxSummary) -> (RxOutcome, Snapshot) {
+        let out = protocol::rx(self.at(conn), summary);
+        (out, self.snapshot(conn))
+    }
+
+    pub fn tx(&mut self, conn: ConnIdx, mss: u32) -> Option<(TxGrant, Snapshot)> {
+        let g = protocol::tx(self.at(conn), mss)?;
+        Some((g, self.snapshot(conn)))
+    }
+
+    /// Host control *Win*: the application queued `n` bytes to send.
+    pub fn queued(&mut self, conn: ConnIdx, n: u32) {
+        self.at(conn).tx_avail += n;
+    }
+
+    /// Host control *Win*: the application read `n` bytes. Returns the
+    /// window before, so a caller can tell the peer a window reopened.
+    pub fn consumed(&mut self, conn: ConnIdx, n: u32) -> u32 {
+        let s = self.at(conn);
+        let before = s.rx_avail;
+        s.rx_avail += n;
+        before
+    }
+
+    /// Host control *Fin*: send a FIN after the queued bytes.
+    pub fn close(&mut self, conn: ConnIdx) {
+        self.at(conn).fin_queued = true;
+    }
+
+    /// The control plane's retransmission timeout: go-back-N (*Reset*).
+    /// Returns the bytes to send again.
+    pub fn timeout(&mut self, conn: ConnIdx) -> u32 {
+        protocol::go_back_n(self.at(conn))
+    }
+
+    pub fn snapshot(&self, conn: ConnIdx) -> Snapshot {
+        let s = &self.conns[conn as usize];
+        Snapshot {
+            seq: s.seq,
+            ack: s.ack,
+            rx_avail: s.rx_avail,
+            next_ts: s.next_ts,
+            tx_sent: s.tx_sent,
+            fin_received: s.fin_received,
+            fin_acked: s.fin_sent && s.tx_sent == 0,
+        }
+    }
+
+    /// Whether anything waits to be sent (queued bytes, an unsent FIN).
+    pub fn has_work(&self, conn: ConnIdx) -> bool {
+        let s = &self.conns[conn as usize];
+        s.tx_avail > 0 || (s.fin_queued && !s.fin_sent)
+    }
+}
+
+/// The post-processor and its partition.
+#[derive(Debug, Default)]
+pub struct Post {
+    conns: Vec<PostState>,
+}
+
+impl Post {
+    pub fn install(&mut self, conn: ConnIdx, s: PostState) {
+        let i = conn as usize;
+        if self.conns.len() <= i {
+            self.conns.resize(i + 1, PostState::default());
+        }
+        self.conns[i] = s;
+    }
+
+    pub fn state(&self, conn: ConnIdx) -> &PostState {
+        &self.conns[conn as usize]
+    }
+
+    /// *Stats*: counts that commute, so their order does not matter.
+    pub fn account(&mut self, conn: ConnIdx, out: &RxOutcome, ce: bool, ece: bool) {
+        let s = &mut self.conns[conn as usize];
+        s.cnt_ackb += u64::from(out.acked);
+        if ece {
+            s.cnt_ecnb += u64::from(out.acked);
+        }
+        if out.fast_retransmit {
+            s.cnt_fretx += 1;
+        }
+        s.ece |= ce;
+    }
+
+    /// *Ack*, *Stamp*: the header of an ACK (or of a segment carrying
+    /// data, with `seq` and `flags`).
+    pub fn header(
+        &mut self,
+        conn: ConnIdx,
+        seq: u32,
+        flags: u8,
+        snap: &Snapshot,
+        now_ms: u32,
+    ) -> Header {
+        let s = &mut self.conns[conn as usize];
+        let mut flags = flags | Flags::ACK;
+        if std::mem::take(&mut s.ece) {
+            flags |= Flags::ECE;
+        }
+        Header {
+            seq,
+            ack: snap.ack,
+            flags: Flags(flags),
+            window: (snap.rx_avail >> s.rx_wscale).min(65535) as u16,
+            options: TcpOptions {
+                timestamp: s.timestamps.then_some((now_ms, snap.next_ts)),
+                ..TcpOptions::default()
+            },
+        }
+    }
+}
