@@ -541,6 +541,7 @@ impl Endpoint {
             conn,
             ProtoState {
                 seq: h.iss.wrapping_add(1),
+                tx_high: h.iss.wrapping_add(1),
                 ack: h.irs.wrapping_add(1),
                 rx_avail: rx.size(),
                 remote_win: u32::from(seg.window) << if scaled { peer_ws } else { 0 },

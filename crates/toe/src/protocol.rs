@@ -98,14 +98,19 @@ fn ack(s: &mut ProtoState, seg: &RxSummary, out: &mut RxOutcome) -> Result<(), R
     let una = s.seq.wrapping_sub(s.tx_sent);
     let d = distance(una, seg.ack);
     if d > 0 {
+        if distance(seg.ack, s.tx_high) < 0 {
+            return Err(Refusal::AckOfUnsent);
+        }
         let d = d as u32;
         if d > s.tx_sent {
-            return Err(Refusal::AckOfUnsent);
+            // Bytes sent before a go-back-N reset arrived after all: skip
+            // them instead of sending them again.
+            skip_acked(s, d - s.tx_sent);
         }
         // The FIN takes the last sequence number (RFC 9293 section 3.4).
         let fin_acked = s.fin_sent && d == s.tx_sent;
-        out.acked = d - u32::from(fin_acked);
-        s.tx_sent -= d;
+        out.acked += d.min(s.tx_sent) - u32::from(fin_acked);
+        s.tx_sent -= d.min(s.tx_sent);
         s.dupack_cnt = 0;
         s.remote_win = seg.window;
     } else if d == 0 {
@@ -122,6 +127,21 @@ fn ack(s: &mut ProtoState, seg: &RxSummary, out: &mut RxOutcome) -> Result<(), R
         }
     }
     Ok(())
+}
+
+/// `n` bytes past `seq` (and perhaps the FIN) were acknowledged though a
+/// reset had put them back in `tx_avail`: they count as sent.
+fn skip_acked(s: &mut ProtoState, n: u32) {
+    let data = n.min(s.tx_avail);
+    s.seq = s.seq.wrapping_add(data);
+    s.tx_pos = s.tx_pos.wrapping_add(data);
+    s.tx_avail -= data;
+    s.tx_sent += data;
+    if n > data && s.fin_queued && !s.fin_sent {
+        s.seq = s.seq.wrapping_add(1);
+        s.tx_sent += 1;
+        s.fin_sent = true;
+    }
 }
 
 /// Sends again from the first unacknowledged byte: everything in flight
@@ -254,6 +274,9 @@ pub fn tx(s: &mut ProtoState, mss: u32) -> Option<TxGrant> {
     s.tx_pos = s.tx_pos.wrapping_add(len);
     s.tx_avail -= len;
     s.fin_sent |= fin;
+    if distance(s.tx_high, s.seq) > 0 {
+        s.tx_high = s.seq;
+    }
     Some(grant)
 }
 
@@ -266,6 +289,7 @@ mod tests {
         ProtoState {
             ack: 1000,
             seq: 5000,
+            tx_high: 5000,
             rx_avail,
             remote_win: 65535,
             ..ProtoState::default()
@@ -374,6 +398,12 @@ mod tests {
             (6000, 0, 2000, 1000)
         );
         assert_eq!(ack(&mut s, 9000).refused, Some(Refusal::AckOfUnsent));
+        // The peer had the bytes after the hole: its ACK jumps past what
+        // go-back-N has sent again, and they are not sent a third time.
+        assert!(tx(&mut s, 1000).is_some());
+        let o = ack(&mut s, 8000);
+        assert_eq!((o.acked, o.refused), (2000, None));
+        assert_eq!((s.seq, s.tx_sent, s.tx_avail, s.tx_pos), (8000, 0, 0, 3000));
     }
 
     #[test]

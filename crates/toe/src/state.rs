@@ -41,6 +41,11 @@ pub struct ProtoState {
     pub tx_sent: u32,
     /// Sequence number of the next byte to send.
     pub seq: u32,
+    /// One past the highest sequence number ever sent (SND.MAX): after a
+    /// go-back-N reset `seq` is below it, and an ACK up to it is still for
+    /// bytes the peer may have (not in Table 4.1: FlexTOE keeps it in the
+    /// control plane's retransmission state).
+    pub tx_high: u32,
     /// Next sequence number expected from the peer (RCV.NXT).
     pub ack: u32,
     /// The one out-of-order interval: its first sequence number and length
