@@ -19,8 +19,10 @@
 
 pub mod buffer;
 pub mod endpoint;
+pub mod pipeline;
 pub mod protocol;
 pub mod segment;
+pub mod sequencer;
 pub mod stages;
 pub mod state;
 

@@ -114,6 +114,11 @@ impl Pre {
         }
     }
 
+    /// The connection's flow group.
+    pub fn flow_group(&self, conn: ConnIdx) -> Option<u8> {
+        Some(self.ids.get(conn as usize)?.as_ref()?.flow_group)
+    }
+
     /// *Head*: the addresses of what this connection sends.
     pub fn route(&self, conn: ConnIdx) -> Option<Route> {
         let id = self.ids.get(conn as usize)?.as_ref()?;
@@ -164,6 +169,11 @@ impl Protocol {
             self.conns.resize(i + 1, ProtoState::default());
         }
         self.conns[i] = s;
+    }
+
+    /// Whether `conn` was installed here.
+    pub fn contains(&self, conn: ConnIdx) -> bool {
+        (conn as usize) < self.conns.len()
     }
 
     fn at(&mut self, conn: ConnIdx) -> &mut ProtoState {
@@ -258,7 +268,7 @@ impl Post {
     }
 
     /// *Ack*, *Stamp*: the header of an ACK (or of a segment carrying
-    /// data, with `seq` and `flags`).
+    /// data, with `seq` and `flags`), echoing a CE mark once.
     pub fn header(
         &mut self,
         conn: ConnIdx,
@@ -267,9 +277,24 @@ impl Post {
         snap: &Snapshot,
         now_ms: u32,
     ) -> Header {
-        let s = &mut self.conns[conn as usize];
+        let ece = std::mem::take(&mut self.conns[conn as usize].ece);
+        self.header_for(conn, seq, flags, snap, now_ms, ece)
+    }
+
+    /// The same without touching the partition: post-processor replicas
+    /// share it read-only and echo the CE mark of the segment they answer.
+    pub fn header_for(
+        &self,
+        conn: ConnIdx,
+        seq: u32,
+        flags: u8,
+        snap: &Snapshot,
+        now_ms: u32,
+        ece: bool,
+    ) -> Header {
+        let s = &self.conns[conn as usize];
         let mut flags = flags | Flags::ACK;
-        if std::mem::take(&mut s.ece) {
+        if ece {
             flags |= Flags::ECE;
         }
         Header {

@@ -1,0 +1,942 @@
+//! The data path as a fine-grained parallel pipeline (thesis section 4.3,
+//! Figs. 4.3 and 4.6-4.8): stage instances joined by single-producer
+//! single-consumer rings, mapped onto worker threads.
+//!
+//! ```text
+//! front (sequencer) ─► pre ×P ─► [reorder] protocol ×G ─► post ×Q ─► copy ×C ─► [reorder] tx + context queue
+//!                       any group      one per flow group   per group  per group   per group
+//! ```
+//!
+//! - The front end takes frames from the device and host-control requests
+//!   from the application, finds each one's flow group (hash of the
+//!   4-tuple % G) and gives it the group's next ticket.
+//! - Pre-processors (replicated, serving any group) validate, look the
+//!   connection up and summarise; they may finish out of order.
+//! - A reorder buffer in front of each group's protocol stage admits items
+//!   in ticket order (hazard 2 of Fig. 4.7: a false hole). The protocol
+//!   stage, the only atomic one, numbers what it emits with the group's
+//!   output tickets.
+//! - Post-processors build ACK and segment headers; copy stages move
+//!   payload between frames and the connection's buffers ("DMA").
+//! - A reorder buffer per group in front of the device and the context
+//!   queue releases frames and notifications in output-ticket order:
+//!   segments leave in sequence order (hazard 1), and an ACK or a
+//!   notification leaves only after its own copy and every earlier one
+//!   completed (hazard 3; with replicated copy stages a later copy can
+//!   finish first, and the hazard test caught exactly that when notices
+//!   went out from the copy stage directly).
+//!
+//! With `sequencing` off the two reorder buffers pass items through as
+//! they come, which is how the hazards show (the tests use it).
+//!
+//! A stage instance is a [`Stage`]; `threads` workers each run a share of
+//! them round-robin, so 1 thread runs the whole pipeline to completion in
+//! turn and N threads spread it, without a code change.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, Sender};
+use std::sync::{Arc, Mutex, RwLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rand::{Rng, SeedableRng};
+use rtrb::{Consumer, Producer, RingBuffer};
+
+use crate::buffer::PayloadBuf;
+use crate::protocol::{Placement, RxOutcome, RxSummary, TxGrant};
+use crate::segment::{self, Flags, Frame, Header, Route};
+use crate::sequencer::{Reorder, Sequencer};
+use crate::stages::{ConnIdx, FourTuple, Post, Pre, Protocol, Snapshot, Steer};
+use crate::state::ProtoState;
+
+/// How the pipeline is laid out.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PipelineConfig {
+    /// Flow groups: protocol stages, each with its own post and copy.
+    pub groups: usize,
+    /// Pre-processors (shared by all groups).
+    pub pre: usize,
+    /// Post-processors and copy stages per group.
+    pub post: usize,
+    pub copy: usize,
+    /// Worker threads the stage instances are spread over.
+    pub threads: usize,
+    /// Slots per ring.
+    pub ring: usize,
+    /// Reorder before the protocol stage and before transmit.
+    pub sequencing: bool,
+    /// Random per-item stalls in every stage (tests replay Fig. 4.7's
+    /// hazards with them): (seed, longest stall, one item in `every`).
+    pub jitter: Option<(u64, Duration, u32)>,
+    /// Payload bytes per segment.
+    pub mss: u32,
+}
+
+impl Default for PipelineConfig {
+    fn default() -> Self {
+        PipelineConfig {
+            groups: 1,
+            pre: 1,
+            post: 1,
+            copy: 1,
+            threads: 1,
+            ring: 1024,
+            sequencing: true,
+            jitter: None,
+            mss: 1448,
+        }
+    }
+}
+
+/// A connection's payload buffers, shared by the copy stages and the
+/// application.
+#[derive(Debug)]
+pub struct Buffers {
+    pub rx: Mutex<PayloadBuf>,
+    pub tx: Mutex<PayloadBuf>,
+}
+
+/// What the context queue tells the application (after the copy).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Notice {
+    /// `n` more bytes are readable in order.
+    Readable {
+        conn: ConnIdx,
+        n: u32,
+    },
+    /// `n` sent bytes were acknowledged: their buffer space is free.
+    Acked {
+        conn: ConnIdx,
+        n: u32,
+    },
+    Fin {
+        conn: ConnIdx,
+    },
+}
+
+/// What enters the pipeline besides frames (host control, Fig. 4.4).
+#[derive(Debug, Clone, Copy)]
+pub enum Control {
+    /// Install a connection's protocol state in its group's stage.
+    Install { conn: ConnIdx, state: ProtoState },
+    /// The application queued `n` bytes (*Win*).
+    Queued { conn: ConnIdx, n: u32 },
+    /// The application read `n` bytes (*Win*).
+    Consumed { conn: ConnIdx, n: u32 },
+}
+
+/// The pipeline's observations, for the hazard tests and the experiment.
+#[derive(Debug, Default)]
+pub struct Trace {
+    /// Per connection, the arrival index of each frame the protocol stage
+    /// processed, in processing order.
+    pub protocol_order: HashMap<ConnIdx, Vec<u64>>,
+    /// Per connection, the sequence numbers of data segments in transmit
+    /// order.
+    pub tx_seq: HashMap<ConnIdx, Vec<u32>>,
+}
+
+/// The tables and queues the stages share with the control plane and the
+/// application.
+#[derive(Clone)]
+pub struct Shared {
+    pub pre: Arc<RwLock<Pre>>,
+    pub post: Arc<RwLock<Post>>,
+    pub buffers: Arc<RwLock<HashMap<ConnIdx, Arc<Buffers>>>>,
+    pub trace: Arc<Mutex<Trace>>,
+}
+
+/// One stage instance: does what work is ready, returns how much.
+trait Stage: Send {
+    fn run(&mut self) -> usize;
+}
+
+/// An output ring and what did not fit yet (back-pressure, never a drop).
+struct Out<T> {
+    ring: Producer<T>,
+    pending: VecDeque<T>,
+}
+
+impl<T> Out<T> {
+    fn send(&mut self, item: T) {
+        if self.pending.is_empty() {
+            if let Err(rtrb::PushError::Full(item)) = self.ring.push(item) {
+                self.pending.push_back(item);
+            }
+        } else {
+            self.pending.push_back(item);
+        }
+    }
+
+    /// Pushes what waits; true when nothing does.
+    fn flush(&mut self) -> bool {
+        while let Some(item) = self.pending.pop_front() {
+            if let Err(rtrb::PushError::Full(item)) = self.ring.push(item) {
+                self.pending.push_front(item);
+                return false;
+            }
+        }
+        true
+    }
+}
+
+fn ring<T>(cap: usize) -> (Out<T>, Consumer<T>) {
+    let (p, c) = RingBuffer::new(cap);
+    (
+        Out {
+            ring: p,
+            pending: VecDeque::new(),
+        },
+        c,
+    )
+}
+
+/// Random stalls of a stage (tests only configure them).
+struct Jitter(Option<(rand::rngs::StdRng, Duration, u32)>);
+
+impl Jitter {
+    fn new(cfg: &PipelineConfig, salt: u64) -> Self {
+        Jitter(cfg.jitter.map(|(seed, max, every)| {
+            (
+                rand::rngs::StdRng::seed_from_u64(seed ^ salt),
+                max,
+                every.max(1),
+            )
+        }))
+    }
+
+    fn stall(&mut self) {
+        if let Some((rng, max, every)) = &mut self.0 {
+            if rng.gen_range(0..*every) == 0 {
+                let us = rng.gen_range(0..=max.as_micros() as u64);
+                std::thread::sleep(Duration::from_micros(us));
+            }
+        }
+    }
+}
+
+// ---- messages between stages ----
+
+enum Input {
+    Frame(Vec<u8>),
+    Control(Control),
+}
+
+/// An item with its flow group, its ticket in that group's stream, and
+/// its place in arrival order (for the trace).
+struct Ticketed<T> {
+    group: usize,
+    ticket: u64,
+    arrival: u64,
+    item: T,
+}
+
+impl<T> Ticketed<T> {
+    fn map<U>(self, f: impl FnOnce(T) -> U) -> Ticketed<U> {
+        Ticketed {
+            group: self.group,
+            ticket: self.ticket,
+            arrival: self.arrival,
+            item: f(self.item),
+        }
+    }
+}
+
+enum Summarised {
+    Segment {
+        conn: ConnIdx,
+        summary: RxSummary,
+        route: Route,
+        payload: Vec<u8>,
+        ce: bool,
+    },
+    Control(Control),
+    /// Not the data path's (or malformed): keeps the ticket stream whole.
+    Skip,
+}
+
+enum Work {
+    Rx {
+        conn: ConnIdx,
+        out: RxOutcome,
+        snap: Snapshot,
+        route: Route,
+        payload: Vec<u8>,
+        ce: bool,
+    },
+    Tx {
+        conn: ConnIdx,
+        grant: TxGrant,
+        snap: Snapshot,
+        route: Route,
+    },
+}
+
+/// What leaves the copy stage: a frame to send and notices to give, both
+/// released in output-ticket order, so neither overtakes an earlier copy.
+struct Egress {
+    frame: Option<(ConnIdx, Vec<u8>)>,
+    notices: Vec<Notice>,
+}
+
+struct Copy {
+    conn: ConnIdx,
+    /// RX: payload to place, then notify.
+    place: Option<(Placement, Vec<u8>)>,
+    notices: Vec<Notice>,
+    /// RX: the ACK, built.
+    frame: Option<Vec<u8>>,
+    /// TX: the segment's addresses and header, and where its payload is.
+    segment: Option<(Route, Header, TxGrant)>,
+}
+
+/// Hands every item to a group by its flow group and numbers it.
+struct Front {
+    rx: DeviceRx,
+    control: Receiver<Control>,
+    seq: Sequencer,
+    groups: usize,
+    outs: Vec<Out<Ticketed<Input>>>,
+    next: usize,
+    arrival: u64,
+    shared: Shared,
+}
+
+impl Front {
+    fn group_of_frame(&self, f: &[u8]) -> usize {
+        match segment::parse(f) {
+            Ok(Frame::Tcp(s)) => FourTuple::of(&s).flow_group(self.groups as u8) as usize,
+            _ => 0,
+        }
+    }
+
+    /// The group of a connection's frames: the same hash of its 4-tuple.
+    fn group_of_conn(&self, conn: ConnIdx) -> usize {
+        let pre = self.shared.pre.read().expect("pre table lock");
+        pre.route(conn).map_or(0, |r| {
+            FourTuple {
+                local: r.src,
+                local_port: r.src_port,
+                remote: r.dst,
+                remote_port: r.dst_port,
+            }
+            .flow_group(self.groups as u8) as usize
+        })
+    }
+
+    fn dispatch(&mut self, group: usize, input: Input) {
+        let t = Ticketed {
+            group,
+            ticket: self.seq.take(group),
+            arrival: self.arrival,
+            item: input,
+        };
+        self.arrival += 1;
+        let n = self.outs.len();
+        self.outs[self.next % n].send(t);
+        self.next += 1;
+    }
+}
+
+impl Stage for Front {
+    fn run(&mut self) -> usize {
+        if !self.outs.iter_mut().all(Out::flush) {
+            return 0;
+        }
+        // Host control first: a request made before a frame arrived is
+        // ordered before it.
+        let mut m = 0;
+        while let Ok(c) = self.control.try_recv() {
+            let conn = match c {
+                Control::Install { conn, .. }
+                | Control::Queued { conn, .. }
+                | Control::Consumed { conn, .. } => conn,
+            };
+            let g = self.group_of_conn(conn);
+            self.dispatch(g, Input::Control(c));
+            m += 1;
+        }
+        let mut frames = Vec::new();
+        let n = (self.rx)(&mut |f| frames.push(f.to_vec()));
+        for f in frames {
+            let g = self.group_of_frame(&f);
+            self.dispatch(g, Input::Frame(f));
+        }
+        n + m
+    }
+}
+
+/// A pre-processor: *Val*, *Id*, *Sum*, then to the item's group.
+struct PreStage {
+    input: Consumer<Ticketed<Input>>,
+    outs: Vec<Out<Ticketed<Summarised>>>,
+    shared: Shared,
+    jitter: Jitter,
+}
+
+impl PreStage {
+    fn summarise(&self, input: Input) -> Summarised {
+        let f = match input {
+            Input::Control(c) => return Summarised::Control(c),
+            Input::Frame(f) => f,
+        };
+        let Ok(Frame::Tcp(seg)) = segment::parse(&f) else {
+            return Summarised::Skip;
+        };
+        let pre = self.shared.pre.read().expect("pre table lock");
+        match pre.steer(&seg) {
+            Steer::DataPath { conn, summary } => match pre.route(conn) {
+                Some(route) => Summarised::Segment {
+                    conn,
+                    summary,
+                    route,
+                    payload: seg.payload.to_vec(),
+                    ce: seg.ce,
+                },
+                None => Summarised::Skip,
+            },
+            Steer::Control => Summarised::Skip,
+        }
+    }
+}
+
+impl Stage for PreStage {
+    fn run(&mut self) -> usize {
+        if !self.outs.iter_mut().all(Out::flush) {
+            return 0;
+        }
+        let mut n = 0;
+        while let Ok(t) = self.input.pop() {
+            self.jitter.stall();
+            let group = t.group;
+            let t = t.map(|i| self.summarise(i));
+            self.outs[group].send(t);
+            n += 1;
+            if n == 64 {
+                break;
+            }
+        }
+        n
+    }
+}
+
+/// A flow group's protocol stage, behind its reorder buffer.
+struct ProtocolStage {
+    inputs: Vec<Consumer<Ticketed<Summarised>>>,
+    reorder: Reorder<Ticketed<Summarised>>,
+    sequencing: bool,
+    in_order: VecDeque<Ticketed<Summarised>>,
+    proto: Protocol,
+    /// Connections with bytes queued to send.
+    routes: HashMap<ConnIdx, Route>,
+    outs: Vec<Out<Ticketed<Work>>>,
+    out_seq: u64,
+    next: usize,
+    group: usize,
+    mss: u32,
+    shared: Shared,
+    jitter: Jitter,
+}
+
+impl ProtocolStage {
+    fn emit(&mut self, work: Work) {
+        let n = self.outs.len();
+        let t = Ticketed {
+            group: self.group,
+            ticket: self.out_seq,
+            arrival: 0,
+            item: work,
+        };
+        self.out_seq += 1;
+        self.outs[self.next % n].send(t);
+        self.next += 1;
+    }
+
+    fn process(&mut self, t: Ticketed<Summarised>) {
+        match t.item {
+            Summarised::Segment { conn, .. }
+            | Summarised::Control(Control::Queued { conn, .. })
+                if !self.proto.contains(conn) => {}
+            Summarised::Segment {
+                conn,
+                summary,
+                route,
+                payload,
+                ce,
+            } => {
+                self.shared
+                    .trace
+                    .lock()
+                    .expect("trace lock")
+                    .protocol_order
+                    .entry(conn)
+                    .or_default()
+                    .push(t.arrival);
+                let (out, snap) = self.proto.rx(conn, &summary);
+                self.routes.insert(conn, route);
+                self.emit(Work::Rx {
+                    conn,
+                    out,
+                    snap,
+                    route,
+                    payload,
+                    ce,
+                });
+                self.transmit(conn);
+            }
+            Summarised::Control(Control::Install { conn, state }) => {
+                self.proto.install(conn, state);
+                let pre = self.shared.pre.read().expect("pre table lock");
+                if let Some(r) = pre.route(conn) {
+                    self.routes.insert(conn, r);
+                }
+            }
+            Summarised::Control(Control::Queued { conn, n }) => {
+                self.proto.queued(conn, n);
+                self.transmit(conn);
+            }
+            Summarised::Control(Control::Consumed { conn, n }) => {
+                if self.proto.contains(conn) {
+                    self.proto.consumed(conn, n);
+                }
+            }
+            Summarised::Skip => {}
+        }
+    }
+
+    /// *Seq*: the segments the window allows now.
+    fn transmit(&mut self, conn: ConnIdx) {
+        let Some(&route) = self.routes.get(&conn) else {
+            return;
+        };
+        while let Some((grant, snap)) = self.proto.tx(conn, self.mss) {
+            self.emit(Work::Tx {
+                conn,
+                grant,
+                snap,
+                route,
+            });
+        }
+    }
+}
+
+impl Stage for ProtocolStage {
+    fn run(&mut self) -> usize {
+        if !self.outs.iter_mut().all(Out::flush) {
+            return 0;
+        }
+        for input in &mut self.inputs {
+            while let Ok(t) = input.pop() {
+                if self.sequencing {
+                    if self.reorder.push(t.ticket, t).is_err() {
+                        unreachable!("a ticket arrived twice");
+                    }
+                } else {
+                    self.in_order.push_back(t);
+                }
+            }
+        }
+        while let Some(t) = self.reorder.pop() {
+            self.in_order.push_back(t);
+        }
+        let mut n = 0;
+        while let Some(t) = self.in_order.pop_front() {
+            self.jitter.stall();
+            self.process(t);
+            n += 1;
+        }
+        n
+    }
+}
+
+/// A post-processor: *Ack*, *Stamp*, the segment headers.
+struct PostStage {
+    input: Consumer<Ticketed<Work>>,
+    outs: Vec<Out<Ticketed<Copy>>>,
+    next: usize,
+    start: Instant,
+    shared: Shared,
+    jitter: Jitter,
+}
+
+impl PostStage {
+    fn prepare(&self, work: Work) -> Copy {
+        let now = self.start.elapsed().as_millis() as u32;
+        let post = self.shared.post.read().expect("post table lock");
+        match work {
+            Work::Rx {
+                conn,
+                out,
+                snap,
+                route,
+                payload,
+                ce,
+            } => {
+                let mut notices = Vec::new();
+                if out.readable > 0 {
+                    notices.push(Notice::Readable {
+                        conn,
+                        n: out.readable,
+                    });
+                }
+                if out.acked > 0 {
+                    notices.push(Notice::Acked { conn, n: out.acked });
+                }
+                if out.fin {
+                    notices.push(Notice::Fin { conn });
+                }
+                let frame = out.send_ack.then(|| {
+                    let h = post.header_for(conn, snap.seq, 0, &snap, now, ce);
+                    let mut f = Vec::with_capacity(66);
+                    segment::build(&route, &h, &[], &mut f);
+                    f
+                });
+                Copy {
+                    conn,
+                    place: out.place.map(|p| (p, payload)),
+                    notices,
+                    frame,
+                    segment: None,
+                }
+            }
+            Work::Tx {
+                conn,
+                grant,
+                snap,
+                route,
+            } => {
+                let flags = if grant.fin {
+                    Flags::FIN | Flags::PSH
+                } else {
+                    Flags::PSH
+                };
+                let h = post.header_for(conn, grant.seq, flags, &snap, now, false);
+                Copy {
+                    conn,
+                    place: None,
+                    notices: Vec::new(),
+                    frame: None,
+                    segment: Some((route, h, grant)),
+                }
+            }
+        }
+    }
+}
+
+impl Stage for PostStage {
+    fn run(&mut self) -> usize {
+        if !self.outs.iter_mut().all(Out::flush) {
+            return 0;
+        }
+        let mut n = 0;
+        while let Ok(t) = self.input.pop() {
+            self.jitter.stall();
+            let t = t.map(|w| self.prepare(w));
+            let k = self.outs.len();
+            self.outs[self.next % k].send(t);
+            self.next += 1;
+            n += 1;
+            if n == 64 {
+                break;
+            }
+        }
+        n
+    }
+}
+
+/// A copy stage ("DMA"): payload into the receive buffer, then the
+/// notifications and the ACK; or payload out of the transmit buffer into
+/// the segment.
+struct CopyStage {
+    inputs: Vec<Consumer<Ticketed<Copy>>>,
+    out: Out<Ticketed<Egress>>,
+    shared: Shared,
+    jitter: Jitter,
+}
+
+impl CopyStage {
+    fn copy(&self, c: Copy) -> Egress {
+        let notices = c.notices.clone();
+        Egress {
+            frame: self.move_payload(c),
+            notices,
+        }
+    }
+
+    fn move_payload(&self, c: Copy) -> Option<(ConnIdx, Vec<u8>)> {
+        let bufs = self
+            .shared
+            .buffers
+            .read()
+            .expect("buffers lock")
+            .get(&c.conn)
+            .cloned();
+        let bufs = bufs?;
+        if let Some((p, payload)) = &c.place {
+            let data = &payload[p.skip as usize..(p.skip + p.len) as usize];
+            bufs.rx.lock().expect("rx buffer lock").write(p.pos, data);
+        }
+        if let Some((route, h, g)) = c.segment {
+            let mut payload = vec![0u8; g.len as usize];
+            bufs.tx
+                .lock()
+                .expect("tx buffer lock")
+                .read(g.pos, &mut payload);
+            let mut f = Vec::with_capacity(66 + payload.len());
+            segment::build(&route, &h, &payload, &mut f);
+            return Some((c.conn, f));
+        }
+        c.frame.map(|f| (c.conn, f))
+    }
+}
+
+impl Stage for CopyStage {
+    fn run(&mut self) -> usize {
+        if !self.out.flush() {
+            return 0;
+        }
+        let mut n = 0;
+        for i in 0..self.inputs.len() {
+            while let Ok(t) = self.inputs[i].pop() {
+                self.jitter.stall();
+                let t = t.map(|c| self.copy(c));
+                self.out.send(t);
+                n += 1;
+            }
+        }
+        n
+    }
+}
+
+/// The device's transmit side and the context queue, behind one reorder
+/// buffer per group.
+struct TxStage {
+    inputs: Vec<Consumer<Ticketed<Egress>>>,
+    reorder: Vec<Reorder<Egress>>,
+    sequencing: bool,
+    notices: Sender<Notice>,
+    tx: DeviceTx,
+    shared: Shared,
+}
+
+impl Stage for TxStage {
+    fn run(&mut self) -> usize {
+        let mut ready = Vec::new();
+        for input in &mut self.inputs {
+            while let Ok(t) = input.pop() {
+                if self.sequencing {
+                    if self.reorder[t.group].push(t.ticket, t.item).is_err() {
+                        unreachable!("an output ticket arrived twice");
+                    }
+                } else {
+                    ready.push(t.item);
+                }
+            }
+        }
+        for r in &mut self.reorder {
+            while let Some(item) = r.pop() {
+                ready.push(item);
+            }
+        }
+        for e in &ready {
+            for n in &e.notices {
+                let _ = self.notices.send(*n);
+            }
+        }
+        let frames: Vec<Vec<u8>> = ready
+            .into_iter()
+            .filter_map(|e| e.frame)
+            .map(|(conn, f)| {
+                if let Ok(Frame::Tcp(s)) = segment::parse(&f) {
+                    if !s.payload.is_empty() {
+                        self.shared
+                            .trace
+                            .lock()
+                            .expect("trace lock")
+                            .tx_seq
+                            .entry(conn)
+                            .or_default()
+                            .push(s.seq);
+                    }
+                }
+                f
+            })
+            .collect();
+        let n = frames.len();
+        if n > 0 {
+            (self.tx)(&frames);
+        }
+        n
+    }
+}
+
+/// A running pipeline; stopped when dropped.
+pub struct Pipeline {
+    stop: Arc<AtomicBool>,
+    workers: Vec<JoinHandle<()>>,
+    control: Sender<Control>,
+    pub notices: Receiver<Notice>,
+    pub shared: Shared,
+}
+
+/// Hands each ready frame to its callback; returns how many.
+pub type DeviceRx = Box<dyn FnMut(&mut dyn FnMut(&[u8])) -> usize + Send>;
+/// Sends a batch of frames; returns how many went.
+pub type DeviceTx = Box<dyn FnMut(&[Vec<u8>]) -> usize + Send>;
+
+/// Where frames come from and go.
+pub struct Device {
+    pub rx: DeviceRx,
+    pub tx: DeviceTx,
+}
+
+impl Pipeline {
+    /// Builds the stage instances and starts the workers.
+    pub fn start(cfg: PipelineConfig, device: Device, shared: Shared) -> Pipeline {
+        let (groups, pres) = (cfg.groups.max(1), cfg.pre.max(1));
+        let (posts, copies) = (cfg.post.max(1), cfg.copy.max(1));
+        let (control_tx, control_rx) = std::sync::mpsc::channel();
+        let (notice_tx, notice_rx) = std::sync::mpsc::channel();
+        let mut stages: Vec<Box<dyn Stage>> = Vec::new();
+        let salt = |k: u64| k.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+
+        // front -> pre
+        let (front_outs, pre_ins): (Vec<_>, Vec<_>) = (0..pres).map(|_| ring(cfg.ring)).unzip();
+        // pre -> protocol: one ring per (pre, group)
+        let mut proto_ins: Vec<Vec<Consumer<_>>> = (0..groups).map(|_| Vec::new()).collect();
+        let mut pre_stages = Vec::new();
+        for (p, input) in pre_ins.into_iter().enumerate() {
+            let mut outs = Vec::new();
+            for ins in proto_ins.iter_mut() {
+                let (o, c) = ring(cfg.ring);
+                outs.push(o);
+                ins.push(c);
+            }
+            pre_stages.push(PreStage {
+                input,
+                outs,
+                shared: shared.clone(),
+                jitter: Jitter::new(&cfg, salt(1 + p as u64)),
+            });
+        }
+        let mut tx_ins = Vec::new();
+        let mut group_stages: Vec<Box<dyn Stage>> = Vec::new();
+        for (g, inputs) in proto_ins.into_iter().enumerate() {
+            let (post_outs, post_ins): (Vec<_>, Vec<_>) =
+                (0..posts).map(|_| ring(cfg.ring)).unzip();
+            group_stages.push(Box::new(ProtocolStage {
+                inputs,
+                reorder: Reorder::default(),
+                sequencing: cfg.sequencing,
+                in_order: VecDeque::new(),
+                proto: Protocol::default(),
+                routes: HashMap::new(),
+                outs: post_outs,
+                out_seq: 0,
+                next: 0,
+                group: g,
+                mss: cfg.mss,
+                shared: shared.clone(),
+                jitter: Jitter::new(&cfg, salt(100 + g as u64)),
+            }));
+            let mut copy_ins: Vec<Vec<Consumer<_>>> = (0..copies).map(|_| Vec::new()).collect();
+            for (q, input) in post_ins.into_iter().enumerate() {
+                let mut outs = Vec::new();
+                for ins in copy_ins.iter_mut() {
+                    let (o, c) = ring(cfg.ring);
+                    outs.push(o);
+                    ins.push(c);
+                }
+                group_stages.push(Box::new(PostStage {
+                    input,
+                    outs,
+                    next: q,
+                    start: Instant::now(),
+                    shared: shared.clone(),
+                    jitter: Jitter::new(&cfg, salt(200 + (g * posts + q) as u64)),
+                }));
+            }
+            for (c, inputs) in copy_ins.into_iter().enumerate() {
+                let (out, tx_in) = ring(cfg.ring);
+                tx_ins.push(tx_in);
+                group_stages.push(Box::new(CopyStage {
+                    inputs,
+                    out,
+                    shared: shared.clone(),
+                    jitter: Jitter::new(&cfg, salt(300 + (g * copies + c) as u64)),
+                }));
+            }
+        }
+        stages.push(Box::new(Front {
+            rx: device.rx,
+            control: control_rx,
+            seq: Sequencer::new(groups),
+            groups,
+            outs: front_outs,
+            next: 0,
+            arrival: 0,
+            shared: shared.clone(),
+        }));
+        stages.extend(
+            pre_stages
+                .into_iter()
+                .map(|s| Box::new(s) as Box<dyn Stage>),
+        );
+        stages.extend(group_stages);
+        stages.push(Box::new(TxStage {
+            inputs: tx_ins,
+            reorder: (0..groups).map(|_| Reorder::default()).collect(),
+            sequencing: cfg.sequencing,
+            notices: notice_tx,
+            tx: device.tx,
+            shared: shared.clone(),
+        }));
+
+        let stop = Arc::new(AtomicBool::new(false));
+        let threads = cfg.threads.max(1);
+        let mut per_thread: Vec<Vec<Box<dyn Stage>>> = (0..threads).map(|_| Vec::new()).collect();
+        for (i, s) in stages.into_iter().enumerate() {
+            per_thread[i % threads].push(s);
+        }
+        let workers = per_thread
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut mine)| {
+                let stop = stop.clone();
+                std::thread::Builder::new()
+                    .name(format!("toe-worker-{i}"))
+                    .spawn(move || {
+                        while !stop.load(Ordering::Relaxed) {
+                            let work: usize = mine.iter_mut().map(|s| s.run()).sum();
+                            if work == 0 {
+                                std::thread::yield_now();
+                            }
+                        }
+                    })
+                    .expect("spawning a pipeline worker")
+            })
+            .collect();
+        Pipeline {
+            stop,
+            workers,
+            control: control_tx,
+            notices: notice_rx,
+            shared,
+        }
+    }
+
+    /// Host control: a request into the pipeline, in order with frames.
+    pub fn control(&self, c: Control) {
+        let _ = self.control.send(c);
+    }
+}
+
+impl Drop for Pipeline {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
+}
