@@ -4,6 +4,7 @@
 pub mod demo;
 pub mod iperf;
 pub mod srpic;
+pub mod toe;
 pub mod xdp_overhead;
 
 use thiserror::Error;

@@ -36,6 +36,8 @@ struct EthtoolValue {
 
 const ETHTOOL_GTXCSUM: u32 = 0x0000_0016;
 const ETHTOOL_STXCSUM: u32 = 0x0000_0017;
+/// include/uapi/linux/ethtool.h: set GRO.
+const ETHTOOL_SGRO: u32 = 0x0000_002c;
 
 fn ethtool_value(dev: &str, cmd: u32, data: u32) -> io::Result<u32> {
     let name = CString::new(dev).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
@@ -76,6 +78,13 @@ pub fn tx_checksum(dev: &str) -> io::Result<bool> {
 /// legacy `ETHTOOL_STXCSUM` ioctl, in the calling thread's network namespace.
 pub fn set_tx_checksum(dev: &str, on: bool) -> io::Result<()> {
     ethtool_value(dev, ETHTOOL_STXCSUM, u32::from(on)).map(|_| ())
+}
+
+/// Turns generic receive offload on or off (`ethtool -K DEV gro on|off`)
+/// with the legacy `ETHTOOL_SGRO` ioctl, in the calling thread's network
+/// namespace.
+pub fn set_gro(dev: &str, on: bool) -> io::Result<()> {
+    ethtool_value(dev, ETHTOOL_SGRO, u32::from(on)).map(|_| ())
 }
 
 /// Mounts bpffs at `/sys/fs/bpf` unless it is mounted there already.

@@ -28,6 +28,10 @@ pub enum ExpCommand {
     /// Table 5 drops) with real Linux TCP through the impairment wire, with
     /// and without sorting in the receiver (needs root, iperf3, nstat).
     Srpic(SrpicArgs),
+    /// The userspace TCP data path (after FlexTOE) against Linux TCP on the
+    /// same lab path: one-connection stream and RPC latency, every byte
+    /// checked (needs root).
+    Toe(super::exp_toe::ToeArgs),
 }
 
 pub fn run(cmd: ExpCommand, json: bool) -> anyhow::Result<i32> {
@@ -35,6 +39,7 @@ pub fn run(cmd: ExpCommand, json: bool) -> anyhow::Result<i32> {
         ExpCommand::XdpOverhead(args) => xdp_overhead(args, json),
         ExpCommand::Crossrss(args) => crossrss(args, json),
         ExpCommand::Srpic(args) => srpic(args, json),
+        ExpCommand::Toe(args) => super::exp_toe::run(args, json),
     }
 }
 
@@ -107,7 +112,7 @@ fn xdp_overhead(args: XdpOverheadArgs, json: bool) -> anyhow::Result<i32> {
     Ok(exit::OK)
 }
 
-fn write_output<T: serde::Serialize>(common: &Common, result: &T) -> anyhow::Result<()> {
+pub(crate) fn write_output<T: serde::Serialize>(common: &Common, result: &T) -> anyhow::Result<()> {
     if let Some(path) = &common.output {
         std::fs::write(path, serde_json::to_string_pretty(result)? + "\n")?;
     }

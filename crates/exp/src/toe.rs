@@ -1,0 +1,659 @@
+//! `steer exp toe`: the userspace TCP data path (crate `toe`, after
+//! FlexTOE, thesis chapter 4) against Linux TCP on the same lab path, with
+//! the same cores and MTU (docs/toe.md).
+//!
+//! One lab (sender `snd` with Linux TCP clients, receiver `rcv`), IPv6 off,
+//! tx checksum offload (and with it TSO) off on the sender's veth and GRO
+//! off on the receiver's, so neither stack gets a larger segment than the
+//! other. Each repetition runs both stacks, the order flipping every
+//! repetition:
+//!
+//! - stream: one connection sends `bytes` (a pattern the receiver checks
+//!   byte for byte); goodput measured at the receiver from its first byte
+//!   to the FIN;
+//! - RPC: one connection, `rpcs` requests of `rpc_size` bytes, each echoed
+//!   before the next (the client checks every echo); latency per request
+//!   at the client.
+//!
+//! The data path runs to completion on one core (thesis Table 4.4's
+//! baseline), its poll loop pinned to CPU 1; the Linux server thread is
+//! pinned there too, the clients to CPU 0.
+
+use std::io::{Read, Write};
+use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+use lab::{Lab, LabError, LabSpec};
+use pktio::{Backend, Port, PortConfig};
+use serde::Serialize;
+use stats::Meta;
+use toe::{Endpoint, EndpointConfig, ToeError};
+
+use crate::ExpError;
+
+const STREAM_PORT: u16 = 5201;
+const RPC_PORT: u16 = 5202;
+/// How long any one transfer may take before the run fails.
+const TRANSFER_LIMIT: Duration = Duration::from_secs(120);
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ToeParams {
+    pub repetitions: u32,
+    /// Bytes of one stream.
+    pub bytes: u64,
+    pub rpcs: u32,
+    pub rpc_size: usize,
+    pub quick: bool,
+}
+
+impl Default for ToeParams {
+    fn default() -> Self {
+        ToeParams {
+            repetitions: 5,
+            bytes: 1 << 30,
+            rpcs: 20_000,
+            rpc_size: 64,
+            quick: false,
+        }
+    }
+}
+
+impl ToeParams {
+    /// The reduced run for CI and the matrix.
+    pub fn quick(mut self) -> Self {
+        self.repetitions = 2;
+        self.bytes = 64 << 20;
+        self.rpcs = 2_000;
+        self.quick = true;
+        self
+    }
+
+    pub fn check(&self) -> Result<(), ExpError> {
+        let bad = |m: &str| Err(ExpError::Parameter(m.into()));
+        if self.repetitions == 0 {
+            return bad("--repetitions must be at least 1");
+        }
+        if self.bytes == 0 {
+            return bad("--bytes must be at least 1");
+        }
+        if self.rpcs == 0 {
+            return bad("--rpcs must be at least 1");
+        }
+        if self.rpc_size == 0 || self.rpc_size > 65536 {
+            return bad("--rpc-size must be 1..=65536");
+        }
+        Ok(())
+    }
+}
+
+/// Which TCP served the receiver's side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stack {
+    Toe,
+    Linux,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StreamSample {
+    pub repetition: u32,
+    pub stack: Stack,
+    pub bytes: u64,
+    /// Null when nothing arrived (no time to divide by).
+    pub gbit_per_s: Option<f64>,
+    /// Every byte matched what the client sent.
+    pub verified: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RpcSample {
+    pub repetition: u32,
+    pub stack: Stack,
+    pub requests: u32,
+    /// Null without a completed request.
+    pub p50_us: Option<f64>,
+    pub p99_us: Option<f64>,
+    pub p9999_us: Option<f64>,
+    /// Every echo matched its request.
+    pub verified: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ToeResult {
+    pub experiment: &'static str,
+    pub params: ToeParams,
+    /// True only if every transfer of the run was checked byte for byte.
+    pub byte_exact: bool,
+    pub stream: Vec<StreamSample>,
+    pub rpc: Vec<RpcSample>,
+    /// Means over repetitions; null without a sample.
+    pub toe_stream_gbit: Option<f64>,
+    pub linux_stream_gbit: Option<f64>,
+    /// toe / Linux (the goal: at least 1 with offloads off).
+    pub stream_ratio: Option<f64>,
+    pub toe_rpc_p50_us: Option<f64>,
+    pub linux_rpc_p50_us: Option<f64>,
+    /// toe / Linux (the goal: at most 1).
+    pub rpc_p50_ratio: Option<f64>,
+    /// The data path's own counts over the run (drops by reason,
+    /// retransmissions, ...).
+    pub toe_counters: toe::Counters,
+    pub meta: Meta,
+}
+
+/// What a run reports as it goes.
+pub enum Progress<'a> {
+    Stream(&'a StreamSample),
+    Rpc(&'a RpcSample),
+}
+
+fn pattern(i: u64) -> u8 {
+    ((i as u32).wrapping_mul(2_654_435_761) >> 24) as u8
+}
+
+/// The data path's address: on the lab's subnet, on no interface.
+fn toe_addr(lab: &Lab) -> IpAddr {
+    let o = lab.receiver().ipv4.octets();
+    IpAddr::V4(Ipv4Addr::new(o[0], o[1], o[2], 100))
+}
+
+fn pin(cpu: usize) {
+    let mut set = nix::sched::CpuSet::new();
+    if set.set(cpu).is_ok() {
+        let _ = nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set);
+    }
+}
+
+fn io_err(what: &str) -> impl Fn(std::io::Error) -> ExpError + '_ {
+    move |e| ExpError::Program {
+        program: what.to_string(),
+        detail: e.to_string(),
+    }
+}
+
+fn toe_err(e: ToeError) -> ExpError {
+    ExpError::Program {
+        program: "the toe data path".into(),
+        detail: e.to_string(),
+    }
+}
+
+/// Runs the experiment; `progress` sees every sample.
+pub fn run(
+    params: &ToeParams,
+    mut progress: impl FnMut(Progress<'_>),
+) -> Result<ToeResult, ExpError> {
+    params.check()?;
+    let mut spec = LabSpec::new(&lab::unique_name("toe"));
+    spec.software_rss = false;
+    spec.ipv6 = false;
+    let lab = Lab::up(&spec)?.teardown_on_drop();
+    offloads_off(&lab)?;
+    let mut stream = Vec::new();
+    let mut rpc = Vec::new();
+    let mut counters = toe::Counters::default();
+    for rep in 0..params.repetitions {
+        let order = if rep % 2 == 0 {
+            [Stack::Toe, Stack::Linux]
+        } else {
+            [Stack::Linux, Stack::Toe]
+        };
+        for stack in order {
+            let (s, r, c) = match stack {
+                Stack::Toe => toe_round(&lab, params, rep)?,
+                Stack::Linux => linux_round(&lab, params, rep)?,
+            };
+            counters += c;
+            progress(Progress::Stream(&s));
+            progress(Progress::Rpc(&r));
+            stream.push(s);
+            rpc.push(r);
+        }
+    }
+    Ok(summarize(params, stream, rpc, counters))
+}
+
+fn summarize(
+    params: &ToeParams,
+    stream: Vec<StreamSample>,
+    rpc: Vec<RpcSample>,
+    toe_counters: toe::Counters,
+) -> ToeResult {
+    // A mean over every sample of a stack, or none if one was not
+    // measured (a missing value never averages into a smaller one).
+    let all = |v: Vec<Option<f64>>| -> Option<f64> {
+        let v: Option<Vec<f64>> = v.into_iter().collect();
+        stats::mean(&v?)
+    };
+    let stream_mean = |stack: Stack| {
+        all(stream
+            .iter()
+            .filter(|s| s.stack == stack)
+            .map(|s| s.gbit_per_s)
+            .collect())
+    };
+    let rpc_mean = |stack: Stack| {
+        all(rpc
+            .iter()
+            .filter(|s| s.stack == stack)
+            .map(|s| s.p50_us)
+            .collect())
+    };
+    let toe_gbit = stream_mean(Stack::Toe);
+    let linux_gbit = stream_mean(Stack::Linux);
+    let (toe_p50, linux_p50) = (rpc_mean(Stack::Toe), rpc_mean(Stack::Linux));
+    let ratio =
+        |a: Option<f64>, b: Option<f64>| a.zip(b).filter(|(_, b)| *b > 0.0).map(|(a, b)| a / b);
+    ToeResult {
+        experiment: "toe",
+        params: params.clone(),
+        byte_exact: !stream.is_empty()
+            && !rpc.is_empty()
+            && stream.iter().all(|s| s.verified)
+            && rpc.iter().all(|s| s.verified),
+        toe_stream_gbit: toe_gbit,
+        linux_stream_gbit: linux_gbit,
+        stream_ratio: ratio(toe_gbit, linux_gbit),
+        toe_rpc_p50_us: toe_p50,
+        linux_rpc_p50_us: linux_p50,
+        rpc_p50_ratio: ratio(toe_p50, linux_p50),
+        stream,
+        rpc,
+        toe_counters,
+        meta: Meta::collect(),
+    }
+}
+
+/// tx checksum (and TSO) off on the sender, GRO off on the receiver.
+fn offloads_off(lab: &Lab) -> Result<(), ExpError> {
+    let ethtool = |netns: &str, dev: &str, gro: bool| -> Result<(), ExpError> {
+        let dev = dev.to_string();
+        host::netns::run_in(Some(netns), move || {
+            if gro {
+                nic::sys::set_gro(&dev, false)
+            } else {
+                nic::sys::set_tx_checksum(&dev, false)
+            }
+        })
+        .map_err(LabError::from)?
+        .map_err(io_err("ethtool -K"))
+    };
+    let (snd, rcv) = (lab.sender(), lab.receiver());
+    ethtool(&snd.netns, &snd.dev, false)?;
+    ethtool(&rcv.netns, &rcv.dev, true)
+}
+
+/// Both tests against the data path on the receiver.
+fn toe_round(
+    lab: &Lab,
+    params: &ToeParams,
+    rep: u32,
+) -> Result<(StreamSample, RpcSample, toe::Counters), ExpError> {
+    let rcv = lab.receiver().clone();
+    let cfg = PortConfig {
+        backend: Backend::Xdp,
+        ..PortConfig::default()
+    };
+    let port = Port::open(&rcv.dev, Some(&rcv.netns), &cfg).map_err(|e| ExpError::Program {
+        program: "AF_XDP port".into(),
+        detail: e.to_string(),
+    })?;
+    let mac = lab::inject::mac_address(&rcv.netns, &rcv.dev)?;
+    let addr = toe_addr(lab);
+    let mut ep = Endpoint::new(port, mac, addr, EndpointConfig::default()).map_err(toe_err)?;
+    ep.listen(STREAM_PORT);
+    ep.listen(RPC_PORT);
+    let (bytes, rpcs, size) = (params.bytes, params.rpcs, params.rpc_size);
+    let server = std::thread::spawn(move || -> Result<_, ExpError> {
+        pin(1);
+        let stream = toe_stream_server(&mut ep, bytes)?;
+        toe_echo_server(&mut ep, size)?;
+        Ok((stream, ep.counters()))
+    });
+    let sent = run_clients(lab, addr, params)?;
+    let ((received, secs, verified), counters) = server
+        .join()
+        .map_err(|_| ExpError::Parameter("the toe server thread panicked".into()))??;
+    Ok((
+        stream_sample(
+            rep,
+            Stack::Toe,
+            received,
+            secs,
+            verified && received == sent.0,
+        ),
+        rpc_sample(rep, Stack::Toe, rpcs, &sent.1, sent.2),
+        counters,
+    ))
+}
+
+/// Polls `ep` until `done` says so (busy: the data path owns its core).
+fn poll_until(
+    ep: &mut Endpoint,
+    what: &str,
+    mut done: impl FnMut(&mut Endpoint) -> Result<bool, ExpError>,
+) -> Result<(), ExpError> {
+    let deadline = Instant::now() + TRANSFER_LIMIT;
+    while !done(ep)? {
+        if Instant::now() > deadline {
+            return Err(ExpError::Program {
+                program: "the toe data path".into(),
+                detail: format!(
+                    "{what} did not finish in {TRANSFER_LIMIT:?}: {:?}",
+                    ep.counters()
+                ),
+            });
+        }
+        ep.poll().map_err(toe_err)?;
+    }
+    Ok(())
+}
+
+/// Receives one stream to its FIN, checking every byte; returns (bytes,
+/// seconds from the first byte, all matched).
+fn toe_stream_server(ep: &mut Endpoint, expect: u64) -> Result<(u64, f64, bool), ExpError> {
+    let mut conn = None;
+    poll_until(ep, "accepting the stream", |ep| {
+        conn = ep.accept(STREAM_PORT);
+        Ok(conn.is_some())
+    })?;
+    let conn = conn.expect("accepted above");
+    let (mut got, mut ok, mut first) = (0u64, true, None);
+    let mut buf = vec![0u8; 1 << 16];
+    poll_until(ep, "the stream", |ep| match ep.recv(conn, &mut buf) {
+        Ok(0) => Ok(true),
+        Ok(n) => {
+            first.get_or_insert_with(Instant::now);
+            ok &= buf[..n]
+                .iter()
+                .enumerate()
+                .all(|(i, &b)| b == pattern(got + i as u64));
+            got += n as u64;
+            Ok(false)
+        }
+        Err(ToeError::WouldBlock) => Ok(false),
+        Err(e) => Err(toe_err(e)),
+    })?;
+    let secs = first.map_or(0.0, |t| t.elapsed().as_secs_f64());
+    ep.close(conn).map_err(toe_err)?;
+    Ok((got, secs, ok && got == expect))
+}
+
+/// Echoes `size`-byte requests until the client closes.
+fn toe_echo_server(ep: &mut Endpoint, size: usize) -> Result<(), ExpError> {
+    let mut conn = None;
+    poll_until(ep, "accepting the RPC connection", |ep| {
+        conn = ep.accept(RPC_PORT);
+        Ok(conn.is_some())
+    })?;
+    let conn = conn.expect("accepted above");
+    let mut req = vec![0u8; size];
+    let mut have = 0;
+    poll_until(ep, "the RPCs", |ep| match ep.recv(conn, &mut req[have..]) {
+        Ok(0) => Ok(true),
+        Ok(n) => {
+            have += n;
+            if have == size {
+                let mut at = 0;
+                while at < size {
+                    match ep.send(conn, &req[at..]) {
+                        Ok(n) => at += n,
+                        Err(ToeError::WouldBlock) => {
+                            ep.poll().map_err(toe_err)?;
+                        }
+                        Err(e) => return Err(toe_err(e)),
+                    }
+                }
+                have = 0;
+            }
+            Ok(false)
+        }
+        Err(ToeError::WouldBlock) => Ok(false),
+        Err(e) => Err(toe_err(e)),
+    })?;
+    ep.close(conn).map_err(toe_err)?;
+    // Let our FIN and the last ACKs out.
+    let until = Instant::now() + Duration::from_millis(50);
+    while Instant::now() < until {
+        ep.poll().map_err(toe_err)?;
+    }
+    Ok(())
+}
+
+/// Both tests against Linux TCP on the receiver's own address.
+fn linux_round(
+    lab: &Lab,
+    params: &ToeParams,
+    rep: u32,
+) -> Result<(StreamSample, RpcSample, toe::Counters), ExpError> {
+    let rcv = lab.receiver().clone();
+    let addr = IpAddr::V4(rcv.ipv4);
+    let bind = |port: u16| -> Result<TcpListener, ExpError> {
+        host::netns::run_in(Some(&rcv.netns), move || {
+            TcpListener::bind(SocketAddr::new(addr, port))
+        })
+        .map_err(LabError::from)?
+        .map_err(io_err("bind a Linux TCP server"))
+    };
+    let (stream_l, rpc_l) = (bind(STREAM_PORT)?, bind(RPC_PORT)?);
+    let size = params.rpc_size;
+    let server = std::thread::spawn(move || -> std::io::Result<(u64, f64, bool)> {
+        pin(1);
+        let (mut s, _) = stream_l.accept()?;
+        let (mut got, mut ok, mut first) = (0u64, true, None);
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            let n = s.read(&mut buf)?;
+            if n == 0 {
+                break;
+            }
+            first.get_or_insert_with(Instant::now);
+            ok &= buf[..n]
+                .iter()
+                .enumerate()
+                .all(|(i, &b)| b == pattern(got + i as u64));
+            got += n as u64;
+        }
+        let secs = first.map_or(0.0, |t| t.elapsed().as_secs_f64());
+        // Our FIN tells the client everything was read.
+        drop(s);
+        let (mut r, _) = rpc_l.accept()?;
+        r.set_nodelay(true)?;
+        let mut req = vec![0u8; size];
+        while r.read_exact(&mut req).is_ok() {
+            r.write_all(&req)?;
+        }
+        Ok((got, secs, ok))
+    });
+    let sent = run_clients(lab, addr, params)?;
+    let (received, secs, verified) = server
+        .join()
+        .map_err(|_| ExpError::Parameter("the Linux server thread panicked".into()))?
+        .map_err(io_err("the Linux TCP server"))?;
+    Ok((
+        stream_sample(
+            rep,
+            Stack::Linux,
+            received,
+            secs,
+            verified && received == sent.0,
+        ),
+        rpc_sample(rep, Stack::Linux, params.rpcs, &sent.1, sent.2),
+        toe::Counters::default(),
+    ))
+}
+
+/// The sender's side of both tests, on CPU 0: (stream bytes sent, RPC
+/// latencies in microseconds, every echo matched).
+fn run_clients(
+    lab: &Lab,
+    addr: IpAddr,
+    params: &ToeParams,
+) -> Result<(u64, Vec<f64>, bool), ExpError> {
+    let (bytes, rpcs, size) = (params.bytes, params.rpcs, params.rpc_size);
+    host::netns::run_in(Some(&lab.sender().netns), move || -> std::io::Result<_> {
+        pin(0);
+        let sent = stream_client(SocketAddr::new(addr, STREAM_PORT), bytes)?;
+        let (lat, ok) = rpc_client(SocketAddr::new(addr, RPC_PORT), rpcs, size)?;
+        Ok((sent, lat, ok))
+    })
+    .map_err(LabError::from)?
+    .map_err(io_err("the Linux TCP client"))
+}
+
+fn connect(to: SocketAddr) -> std::io::Result<TcpStream> {
+    let s = TcpStream::connect_timeout(&to, Duration::from_secs(10))?;
+    s.set_read_timeout(Some(TRANSFER_LIMIT))?;
+    s.set_write_timeout(Some(TRANSFER_LIMIT))?;
+    Ok(s)
+}
+
+fn stream_client(to: SocketAddr, bytes: u64) -> std::io::Result<u64> {
+    let mut s = connect(to)?;
+    let mut chunk = vec![0u8; 1 << 16];
+    let mut at = 0u64;
+    while at < bytes {
+        let n = (bytes - at).min(chunk.len() as u64) as usize;
+        for (i, b) in chunk[..n].iter_mut().enumerate() {
+            *b = pattern(at + i as u64);
+        }
+        s.write_all(&chunk[..n])?;
+        at += n as u64;
+    }
+    s.shutdown(Shutdown::Write)?;
+    // The server's FIN: everything was read.
+    let mut rest = [0u8; 1];
+    while s.read(&mut rest)? > 0 {}
+    Ok(at)
+}
+
+fn rpc_client(to: SocketAddr, rpcs: u32, size: usize) -> std::io::Result<(Vec<f64>, bool)> {
+    let mut s = connect(to)?;
+    s.set_nodelay(true)?;
+    let mut lat = Vec::with_capacity(rpcs as usize);
+    let (mut req, mut resp) = (vec![0u8; size], vec![0u8; size]);
+    let mut ok = true;
+    for i in 0..rpcs {
+        for (j, b) in req.iter_mut().enumerate() {
+            *b = pattern(u64::from(i) * 7919 + j as u64);
+        }
+        let t = Instant::now();
+        s.write_all(&req)?;
+        s.read_exact(&mut resp)?;
+        lat.push(t.elapsed().as_secs_f64() * 1e6);
+        ok &= resp == req;
+    }
+    s.shutdown(Shutdown::Write)?;
+    let mut rest = [0u8; 1];
+    while s.read(&mut rest)? > 0 {}
+    Ok((lat, ok))
+}
+
+fn stream_sample(
+    repetition: u32,
+    stack: Stack,
+    bytes: u64,
+    secs: f64,
+    verified: bool,
+) -> StreamSample {
+    StreamSample {
+        repetition,
+        stack,
+        bytes,
+        gbit_per_s: (secs > 0.0 && bytes > 0).then(|| bytes as f64 * 8.0 / secs / 1e9),
+        verified,
+    }
+}
+
+fn rpc_sample(
+    repetition: u32,
+    stack: Stack,
+    requests: u32,
+    lat: &[f64],
+    verified: bool,
+) -> RpcSample {
+    let p = |q: f64| stats::percentile(lat, q);
+    RpcSample {
+        repetition,
+        stack,
+        requests,
+        p50_us: p(50.0),
+        p99_us: p(99.0),
+        p9999_us: p(99.99),
+        verified: verified && lat.len() == requests as usize,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stream(stack: Stack, gbit: f64, verified: bool) -> StreamSample {
+        StreamSample {
+            repetition: 0,
+            stack,
+            bytes: 1,
+            gbit_per_s: Some(gbit),
+            verified,
+        }
+    }
+
+    fn rpc(stack: Stack, p50: f64) -> RpcSample {
+        RpcSample {
+            repetition: 0,
+            stack,
+            requests: 1,
+            p50_us: Some(p50),
+            p99_us: Some(p50),
+            p9999_us: Some(p50),
+            verified: true,
+        }
+    }
+
+    #[test]
+    fn one_unverified_transfer_makes_the_run_not_byte_exact() {
+        let p = ToeParams::default();
+        let ok = summarize(
+            &p,
+            vec![
+                stream(Stack::Toe, 2.0, true),
+                stream(Stack::Linux, 4.0, true),
+            ],
+            vec![rpc(Stack::Toe, 10.0), rpc(Stack::Linux, 20.0)],
+            toe::Counters::default(),
+        );
+        assert!(ok.byte_exact);
+        assert_eq!((ok.stream_ratio, ok.rpc_p50_ratio), (Some(0.5), Some(0.5)));
+        let bad = summarize(
+            &p,
+            vec![stream(Stack::Toe, 2.0, false)],
+            vec![rpc(Stack::Toe, 10.0)],
+            toe::Counters::default(),
+        );
+        assert!(!bad.byte_exact);
+        // Nothing measured for Linux: no ratio, not a zero.
+        assert_eq!((bad.linux_stream_gbit, bad.stream_ratio), (None, None));
+        let none = summarize(&p, Vec::new(), Vec::new(), toe::Counters::default());
+        assert!(!none.byte_exact);
+    }
+
+    #[test]
+    fn bad_parameters_are_refused() {
+        for p in [
+            ToeParams {
+                repetitions: 0,
+                ..ToeParams::default()
+            },
+            ToeParams {
+                bytes: 0,
+                ..ToeParams::default()
+            },
+            ToeParams {
+                rpc_size: 0,
+                ..ToeParams::default()
+            },
+        ] {
+            assert!(matches!(p.check(), Err(ExpError::Parameter(_))));
+        }
+    }
+}

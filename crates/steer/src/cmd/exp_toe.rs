@@ -1,0 +1,120 @@
+//! `steer exp toe`: the userspace TCP data path against Linux TCP on the
+//! same lab path (exp::toe, docs/toe.md).
+
+use std::io::IsTerminal;
+
+use clap::Args;
+use exp::toe::{Progress, Stack, ToeParams, ToeResult};
+
+use super::exp::{write_output, Common};
+use crate::{exit, output};
+
+#[derive(Debug, Args)]
+pub struct ToeArgs {
+    /// Repetitions; each runs both stacks (order flipped every repetition).
+    #[arg(long, default_value_t = 5)]
+    pub repetitions: u32,
+    /// Bytes of the one-connection stream (e.g. 1073741824 for 1 GiB).
+    #[arg(long, default_value_t = 1 << 30)]
+    pub bytes: u64,
+    /// Requests of the RPC test (one in flight, echoed).
+    #[arg(long, default_value_t = 20_000)]
+    pub rpcs: u32,
+    /// Bytes per request and response.
+    #[arg(long, default_value_t = 64)]
+    pub rpc_size: usize,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+pub fn run(args: ToeArgs, json: bool) -> anyhow::Result<i32> {
+    let mut params = ToeParams {
+        repetitions: args.repetitions,
+        bytes: args.bytes,
+        rpcs: args.rpcs,
+        rpc_size: args.rpc_size,
+        quick: false,
+    };
+    if args.common.quick {
+        params = params.quick();
+    }
+    let show = !json || std::io::stderr().is_terminal();
+    if show {
+        eprintln!(
+            "toe: {} repetitions of a {} MiB stream and {} {}-byte RPCs, toe data path vs Linux TCP",
+            params.repetitions,
+            params.bytes >> 20,
+            params.rpcs,
+            params.rpc_size
+        );
+    }
+    let result = exp::toe::run(&params, |p| {
+        if show {
+            eprintln!("{}", progress_line(&p));
+        }
+    })?;
+    write_output(&args.common, &result)?;
+    if json {
+        output::json(&result)?;
+    } else {
+        print_table(&result)?;
+    }
+    Ok(if result.byte_exact {
+        exit::OK
+    } else {
+        exit::FAILED
+    })
+}
+
+fn stack_name(s: Stack) -> &'static str {
+    match s {
+        Stack::Toe => "toe",
+        Stack::Linux => "linux",
+    }
+}
+
+fn progress_line(p: &Progress<'_>) -> String {
+    match p {
+        Progress::Stream(s) => format!(
+            "  rep {} {:>5} stream: {} Gbit/s{}",
+            s.repetition,
+            stack_name(s.stack),
+            output::measured(s.gbit_per_s, 2),
+            if s.verified { "" } else { " (BYTES DIFFER)" }
+        ),
+        Progress::Rpc(r) => format!(
+            "  rep {} {:>5} rpc:    p50 {} us, p99 {} us{}",
+            r.repetition,
+            stack_name(r.stack),
+            output::measured(r.p50_us, 1),
+            output::measured(r.p99_us, 1),
+            if r.verified { "" } else { " (ECHO DIFFERS)" }
+        ),
+    }
+}
+
+fn print_table(r: &ToeResult) -> anyhow::Result<()> {
+    let body = vec![
+        vec![
+            "toe".into(),
+            output::measured(r.toe_stream_gbit, 2),
+            output::measured(r.toe_rpc_p50_us, 1),
+        ],
+        vec![
+            "linux".into(),
+            output::measured(r.linux_stream_gbit, 2),
+            output::measured(r.linux_rpc_p50_us, 1),
+        ],
+        vec![
+            "toe / linux".into(),
+            output::measured(r.stream_ratio, 2),
+            output::measured(r.rpc_p50_ratio, 2),
+        ],
+    ];
+    output::table(&["stack", "stream Gbit/s", "RPC p50 us"], &body)?;
+    println!(
+        "byte-exact: {} (every transfer checked byte for byte)",
+        if r.byte_exact { "yes" } else { "NO" }
+    );
+    Ok(())
+}
