@@ -1,15 +1,19 @@
 //! Frames in and out of the data path: a received frame parsed into a TCP
-//! [`Segment`] (RFC 9293 section 3.1, options of RFC 7323 and RFC 6691) or
-//! an [`Arp`] packet (RFC 826), with both checksums verified; outgoing
-//! segments and ARP replies built with their checksums (etherparse).
+//! [`Segment`] (RFC 9293 section 3.1, options of RFC 7323 and RFC 6691), an
+//! [`Arp`] packet (RFC 826) or a neighbour solicitation or advertisement
+//! ([`Nd`], RFC 4861 section 4.3-4.4), with every checksum verified;
+//! outgoing segments, ARP and neighbour discovery built with their
+//! checksums (etherparse).
 //!
 //! This is the *Val* step of the thesis's pre-processor (section 4.3,
 //! Fig. 4.6): a frame that is not a well-formed, correctly summed segment
 //! never reaches a later stage.
 
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use etherparse::{NetSlice, PacketBuilder, SlicedPacket, TcpOptionElement, TransportSlice};
+use etherparse::{
+    Icmpv6Type, NetSlice, PacketBuilder, SlicedPacket, TcpOptionElement, TransportSlice,
+};
 pub use order::wire::tcp::Flags;
 use thiserror::Error;
 
@@ -65,12 +69,28 @@ pub struct Arp {
     pub target_ip: Ipv4Addr,
 }
 
+/// A neighbour solicitation (135) or advertisement (136).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Nd {
+    pub solicit: bool,
+    pub src_mac: [u8; 6],
+    pub src: Ipv6Addr,
+    pub target: Ipv6Addr,
+    /// The source (solicitation) or target (advertisement) link-layer
+    /// address option.
+    pub lladdr: Option<[u8; 6]>,
+}
+
 /// What a frame is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Frame<'a> {
     Tcp(Segment<'a>),
     Arp(Arp),
+    Nd(Nd),
 }
+
+const ICMPV6_NS: u8 = 135;
+const ICMPV6_NA: u8 = 136;
 
 const ETH_ARP: u16 = 0x0806;
 
@@ -84,8 +104,10 @@ pub fn parse(frame: &[u8]) -> Result<Frame<'_>, SegmentError> {
     let Some(etherparse::LinkSlice::Ethernet2(eth)) = packet.link else {
         return Err(SegmentError::Malformed("no Ethernet II header".into()));
     };
-    let Some(TransportSlice::Tcp(tcp)) = packet.transport else {
-        return Err(SegmentError::NotOurs);
+    let tcp = match packet.transport {
+        Some(TransportSlice::Tcp(tcp)) => tcp,
+        Some(TransportSlice::Icmpv6(icmp)) => return parse_nd(&eth.source(), &packet.net, &icmp),
+        _ => return Err(SegmentError::NotOurs),
     };
     let (src, dst, ce, sum) = match &packet.net {
         Some(NetSlice::Ipv4(ip)) => {
@@ -148,6 +170,146 @@ fn options(tcp: &etherparse::TcpSlice<'_>) -> Result<TcpOptions, SegmentError> {
         }
     }
     Ok(out)
+}
+
+/// RFC 4861 section 7.1.1/7.1.2 validation: hop limit 255, code 0, a
+/// valid checksum, a target that is not multicast.
+fn parse_nd<'a>(
+    src_mac: &[u8; 6],
+    net: &Option<NetSlice<'_>>,
+    icmp: &etherparse::Icmpv6Slice<'_>,
+) -> Result<Frame<'a>, SegmentError> {
+    let Some(NetSlice::Ipv6(ip)) = net else {
+        return Err(SegmentError::NotOurs);
+    };
+    let h = ip.header();
+    let kind = icmp.type_u8();
+    if kind != ICMPV6_NS && kind != ICMPV6_NA {
+        return Err(SegmentError::NotOurs);
+    }
+    if h.hop_limit() != 255 || icmp.code_u8() != 0 {
+        return Err(SegmentError::Malformed(
+            "neighbour discovery not from the link".into(),
+        ));
+    }
+    if !icmp.is_checksum_valid(h.source(), h.destination()) {
+        return Err(SegmentError::BadTcpChecksum);
+    }
+    let body = icmp.payload();
+    let target: [u8; 16] = body
+        .get(..16)
+        .and_then(|t| t.try_into().ok())
+        .ok_or_else(|| SegmentError::Malformed("neighbour discovery without a target".into()))?;
+    let target = Ipv6Addr::from(target);
+    if target.is_multicast() {
+        return Err(SegmentError::Malformed("multicast neighbour target".into()));
+    }
+    // Options: type, length in 8-byte units, value; (1 source, 2 target)
+    // link-layer address.
+    let mut lladdr = None;
+    let mut opts = &body[16..];
+    while opts.len() >= 8 {
+        let len = usize::from(opts[1]) * 8;
+        if len == 0 || len > opts.len() {
+            return Err(SegmentError::Malformed(
+                "neighbour discovery option length".into(),
+            ));
+        }
+        if (opts[0] == 1 || opts[0] == 2) && len == 8 {
+            lladdr = opts[2..8].try_into().ok();
+        }
+        opts = &opts[len..];
+    }
+    Ok(Frame::Nd(Nd {
+        solicit: kind == ICMPV6_NS,
+        src_mac: *src_mac,
+        src: Ipv6Addr::from(h.source()),
+        target,
+        lladdr,
+    }))
+}
+
+/// The solicited-node multicast address of `a` (RFC 4291 section 2.7.1),
+/// where solicitations for it are sent.
+pub fn solicited_node(a: Ipv6Addr) -> Ipv6Addr {
+    let o = a.octets();
+    Ipv6Addr::new(
+        0xff02,
+        0,
+        0,
+        0,
+        0,
+        1,
+        0xff00 | u16::from(o[13]),
+        u16::from_be_bytes([o[14], o[15]]),
+    )
+}
+
+/// An advertisement answering solicitation `ns` for our address `ours`
+/// (solicited and override set: RFC 4861 section 7.2.4).
+pub fn na_reply(ns: &Nd, mac: [u8; 6], ours: Ipv6Addr) -> Vec<u8> {
+    let mut body = Vec::with_capacity(24);
+    body.extend(ours.octets());
+    body.extend([2, 1]);
+    body.extend(mac);
+    icmpv6(
+        mac,
+        ns.src_mac,
+        ours,
+        ns.src,
+        ICMPV6_NA,
+        [0x60, 0, 0, 0],
+        &body,
+    )
+}
+
+/// A solicitation for `target`'s link-layer address.
+pub fn ns_request(mac: [u8; 6], ours: Ipv6Addr, target: Ipv6Addr) -> Vec<u8> {
+    let group = solicited_node(target);
+    let g = group.octets();
+    let dst_mac = [0x33, 0x33, g[12], g[13], g[14], g[15]];
+    let mut body = Vec::with_capacity(24);
+    body.extend(target.octets());
+    body.extend([1, 1]);
+    body.extend(mac);
+    icmpv6(mac, dst_mac, ours, group, ICMPV6_NS, [0; 4], &body)
+}
+
+fn icmpv6(
+    src_mac: [u8; 6],
+    dst_mac: [u8; 6],
+    src: Ipv6Addr,
+    dst: Ipv6Addr,
+    kind: u8,
+    bytes5to8: [u8; 4],
+    body: &[u8],
+) -> Vec<u8> {
+    let mut f = Vec::with_capacity(86);
+    PacketBuilder::ethernet2(src_mac, dst_mac)
+        .ipv6(src.octets(), dst.octets(), 255)
+        .icmpv6(Icmpv6Type::Unknown {
+            type_u8: kind,
+            code_u8: 0,
+            bytes5to8,
+        })
+        .write(&mut f, body)
+        .expect("writing to a Vec cannot fail");
+    f
+}
+
+/// An ARP request for `target` from `ours`.
+pub fn arp_request(mac: [u8; 6], ours: Ipv4Addr, target: Ipv4Addr) -> Vec<u8> {
+    let mut f = Vec::with_capacity(60);
+    f.extend([0xff; 6]);
+    f.extend(mac);
+    f.extend(ETH_ARP.to_be_bytes());
+    f.extend([0, 1, 8, 0, 6, 4, 0, 1]);
+    f.extend(mac);
+    f.extend(ours.octets());
+    f.extend([0; 6]);
+    f.extend(target.octets());
+    f.resize(60, 0);
+    f
 }
 
 fn parse_arp(frame: &[u8]) -> Result<Arp, SegmentError> {
@@ -353,6 +515,35 @@ mod tests {
     }
 
     #[test]
+    fn neighbour_solicitation_round_trips_and_gets_an_advertisement() {
+        let ours: Ipv6Addr = "fd00::100".parse().unwrap();
+        let theirs: Ipv6Addr = "fd00::1".parse().unwrap();
+        let ns = ns_request([2, 0, 0, 0, 0, 1], theirs, ours);
+        let Frame::Nd(n) = parse(&ns).unwrap() else {
+            panic!("not ND")
+        };
+        assert!(n.solicit);
+        assert_eq!(
+            (n.src, n.target, n.lladdr),
+            (theirs, ours, Some([2, 0, 0, 0, 0, 1]))
+        );
+        assert_eq!(&ns[..6], &[0x33, 0x33, 0xff, 0, 1, 0]);
+        let na = na_reply(&n, [2, 0, 0, 0, 0, 2], ours);
+        let Frame::Nd(a) = parse(&na).unwrap() else {
+            panic!("not ND")
+        };
+        assert!(!a.solicit);
+        assert_eq!((a.target, a.lladdr), (ours, Some([2, 0, 0, 0, 0, 2])));
+        let mut bad = na.clone();
+        *bad.last_mut().unwrap() ^= 1;
+        assert!(parse(&bad).is_err());
+        assert_eq!(
+            solicited_node(ours),
+            "ff02::1:ff00:100".parse::<Ipv6Addr>().unwrap()
+        );
+    }
+
+    #[test]
     fn arp_request_gets_a_reply() {
         let req = Arp {
             op: 1,
@@ -360,6 +551,12 @@ mod tests {
             sender_ip: Ipv4Addr::new(10, 0, 0, 9),
             target_ip: Ipv4Addr::new(10, 0, 0, 2),
         };
+        let Frame::Arp(asked) =
+            parse(&arp_request(req.sender_mac, req.sender_ip, req.target_ip)).unwrap()
+        else {
+            panic!("not ARP")
+        };
+        assert_eq!(asked, req);
         let reply = arp_reply(&req, [2, 0, 0, 0, 0, 2]);
         let Frame::Arp(a) = parse(&reply).unwrap() else {
             panic!("not ARP")

@@ -5,7 +5,7 @@
 //! veth, and through the lab's wire with loss and reordering.
 
 use std::io::{Read, Write};
-use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 use lab::{unique_name, Lab, LabSpec};
@@ -27,7 +27,18 @@ fn toe_addr(lab: &Lab) -> IpAddr {
     IpAddr::V4(Ipv4Addr::new(o[0], o[1], o[2], 100))
 }
 
+/// The endpoint's IPv6 address (its low 24 bits differ from the
+/// receiver's, so their solicited-node groups differ too).
+fn toe_addr6(lab: &Lab) -> IpAddr {
+    let s = lab.receiver().ipv6.expect("a lab with IPv6").segments();
+    IpAddr::V6(Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0x100))
+}
+
 fn endpoint(lab: &Lab) -> Endpoint {
+    endpoint_on(lab, toe_addr(lab))
+}
+
+fn endpoint_on(lab: &Lab, addr: IpAddr) -> Endpoint {
     let rcv = lab.receiver();
     let cfg = PortConfig {
         backend: Backend::Xdp,
@@ -35,7 +46,7 @@ fn endpoint(lab: &Lab) -> Endpoint {
     };
     let port = Port::open(&rcv.dev, Some(&rcv.netns), &cfg).unwrap();
     let mac = lab::inject::mac_address(&rcv.netns, &rcv.dev).unwrap();
-    Endpoint::new(port, mac, toe_addr(lab), EndpointConfig::default()).unwrap()
+    Endpoint::new(port, mac, addr, EndpointConfig::default()).unwrap()
 }
 
 /// Polls until `done` says so or the deadline passes.
@@ -53,9 +64,13 @@ fn run_until(ep: &mut Endpoint, what: &str, mut done: impl FnMut(&mut Endpoint) 
 }
 
 fn lab(prefix: &str, with_wire: bool) -> lab::LabGuard {
+    lab_with(prefix, with_wire, false)
+}
+
+fn lab_with(prefix: &str, with_wire: bool, ipv6: bool) -> lab::LabGuard {
     let mut spec = LabSpec::new(&unique_name(prefix));
     spec.software_rss = false;
-    spec.ipv6 = false;
+    spec.ipv6 = ipv6;
     spec.wire = with_wire;
     let lab = Lab::up(&spec).unwrap().teardown_on_drop();
     // AF_XDP cannot see a checksum left to offload (pktio docs).
@@ -73,8 +88,12 @@ fn lab(prefix: &str, with_wire: bool) -> lab::LabGuard {
 /// back; the endpoint reads to the FIN, sends `down` bytes and closes.
 /// Both streams must arrive intact.
 fn exchange(lab: &Lab, ep: &mut Endpoint, port: u16, up: usize, down: usize) {
+    exchange_at(lab, ep, toe_addr(lab), port, up, down)
+}
+
+fn exchange_at(lab: &Lab, ep: &mut Endpoint, addr: IpAddr, port: u16, up: usize, down: usize) {
     ep.listen(port);
-    let to = SocketAddr::new(toe_addr(lab), port);
+    let to = SocketAddr::new(addr, port);
     let linux = host::netns::spawn_in(&lab.sender().netns, move || -> std::io::Result<Vec<u8>> {
         let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(10))?;
         s.set_read_timeout(Some(Duration::from_secs(60)))?;
@@ -209,5 +228,92 @@ fn loss_and_reordering_on_the_wire_keep_both_streams_exact() {
                 "{what}: the endpoint never retransmitted"
             );
         }
+    }
+}
+
+/// The endpoint opens: it connects to a Linux server, sends, closes its
+/// side and reads the server's answer to the FIN.
+fn open_to_linux(lab: &Lab, ep: &mut Endpoint, server: SocketAddr, up: usize, down: usize) {
+    let listener =
+        host::netns::run_in(Some(&lab.sender().netns), move || TcpListener::bind(server))
+            .unwrap()
+            .unwrap();
+    let linux = std::thread::spawn(move || -> std::io::Result<Vec<u8>> {
+        let (mut s, _) = listener.accept()?;
+        s.set_read_timeout(Some(Duration::from_secs(60)))?;
+        let mut got = Vec::new();
+        s.read_to_end(&mut got)?;
+        s.write_all(&pattern(down, 4))?;
+        Ok(got)
+    });
+    let conn = ep.connect(server).unwrap();
+    run_until(ep, "the handshake", |ep| ep.is_established(conn));
+    let sent = pattern(up, 3);
+    let mut at = 0;
+    run_until(ep, "queue the upload", |ep| {
+        match ep.send(conn, &sent[at..]) {
+            Ok(n) => at += n,
+            Err(ToeError::WouldBlock) => {}
+            Err(e) => panic!("{e}"),
+        }
+        at == up
+    });
+    ep.close(conn).unwrap();
+    let mut back = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    run_until(ep, "the answer", |ep| match ep.recv(conn, &mut buf) {
+        Ok(0) => true,
+        Ok(n) => {
+            back.extend_from_slice(&buf[..n]);
+            false
+        }
+        Err(ToeError::WouldBlock) => false,
+        Err(e) => panic!("{e} after {} bytes: {:?}", back.len(), ep.counters()),
+    });
+    let got = linux.join().unwrap().unwrap();
+    assert!(
+        got.len() == up && got == sent,
+        "Linux got {} bytes, not the upload",
+        got.len()
+    );
+    assert!(
+        back.len() == down && back == pattern(down, 4),
+        "the answer differs"
+    );
+}
+
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
+fn both_opens_over_ipv4_and_ipv6_and_a_refusal() {
+    testkit::require_root("network namespaces, veths, XDP, AF_XDP");
+    let lab = lab_with("toe6", false, true);
+    let snd = lab.sender().clone();
+    for (addr, server) in [
+        (toe_addr(&lab), IpAddr::V4(snd.ipv4)),
+        (toe_addr6(&lab), IpAddr::V6(snd.ipv6.unwrap())),
+    ] {
+        let mut ep = endpoint_on(&lab, addr);
+        exchange_at(&lab, &mut ep, addr, PORT, 1 << 20, 1 << 20);
+        open_to_linux(
+            &lab,
+            &mut ep,
+            SocketAddr::new(server, 6001),
+            1 << 20,
+            512 << 10,
+        );
+        // Nobody listens on 6002: Linux answers the SYN with a reset.
+        let conn = ep.connect(SocketAddr::new(server, 6002)).unwrap();
+        let mut buf = [0u8; 16];
+        run_until(&mut ep, "the refusal", |ep| {
+            !matches!(ep.recv(conn, &mut buf), Err(ToeError::WouldBlock))
+        });
+        assert!(matches!(ep.recv(conn, &mut buf), Err(ToeError::Refused)));
+        ep.close(conn).unwrap();
+        let c = ep.counters();
+        assert!(
+            c.arp_replies >= 1,
+            "{addr}: nobody asked for our address: {c:?}"
+        );
+        assert_eq!(c.bad_checksum, 0, "{c:?}");
     }
 }

@@ -11,6 +11,8 @@
 //! told and before the ACK leaves, so neither the host nor the peer can see
 //! an acknowledgement of bytes not yet in place (section 4.3.2, hazard 3).
 
+mod open;
+
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
@@ -42,6 +44,10 @@ pub enum ToeError {
     NotConnected,
     #[error("connection reset by peer")]
     Reset,
+    #[error("connection refused")]
+    Refused,
+    #[error("connection timed out")]
+    TimedOut,
     #[error("{0}")]
     Config(String),
     #[error(transparent)]
@@ -165,6 +171,13 @@ pub struct Endpoint {
     out: Vec<Vec<u8>>,
     /// Connections owed an ACK at the end of the receive batch.
     deferred_acks: Vec<ConnIdx>,
+    /// Link-layer addresses learnt from ARP, neighbour discovery and SYNs.
+    neighbors: HashMap<IpAddr, [u8; 6]>,
+    /// Active opens: SYN sent (or the peer's address being resolved).
+    opening: HashMap<FourTuple, open::Opening>,
+    /// Active opens that failed, until the application closes them.
+    failed: HashMap<ConnIdx, open::Failure>,
+    next_port: u16,
     rx_scratch: Vec<Vec<u8>>,
     counters: Counters,
     start: Instant,
@@ -183,11 +196,20 @@ impl Endpoint {
         if cfg.max_conns == 0 || cfg.rx_buffer < u32::from(cfg.mss) || cfg.tx_buffer == 0 {
             return Err(ToeError::Config(format!("{cfg:?}")));
         }
-        port.steer_only(&[Match {
+        let mut rules = vec![Match {
             addr,
             proto: None,
             port: None,
-        }])?;
+        }];
+        // Solicitations for an IPv6 address go to its solicited-node group.
+        if let IpAddr::V6(a) = addr {
+            rules.push(Match {
+                addr: IpAddr::V6(segment::solicited_node(a)),
+                proto: Some(58),
+                port: None,
+            });
+        }
+        port.steer_only(&rules)?;
         Ok(Endpoint {
             port,
             mac,
@@ -204,6 +226,10 @@ impl Endpoint {
             active: VecDeque::new(),
             out: Vec::new(),
             deferred_acks: Vec::new(),
+            neighbors: HashMap::new(),
+            opening: HashMap::new(),
+            failed: HashMap::new(),
+            next_port: open::EPHEMERAL.start,
             rx_scratch: Vec::new(),
             counters: Counters::default(),
             start: Instant::now(),
@@ -254,6 +280,7 @@ impl Endpoint {
         self.rx_scratch = frames;
         self.send_deferred_acks();
         self.timers();
+        self.open_timers();
         self.schedule();
         self.flush()?;
         Ok(n)
@@ -277,11 +304,27 @@ impl Endpoint {
     /// One received frame through the stages.
     fn input(&mut self, frame: &[u8]) {
         match segment::parse(frame) {
-            Ok(Frame::Arp(a)) if a.op == 1 && IpAddr::V4(a.target_ip) == self.addr => {
-                self.out.push(segment::arp_reply(&a, self.mac));
-                self.counters.arp_replies += 1;
+            Ok(Frame::Arp(a)) => {
+                self.learn(IpAddr::V4(a.sender_ip), a.sender_mac);
+                if a.op == 1 && IpAddr::V4(a.target_ip) == self.addr {
+                    self.out.push(segment::arp_reply(&a, self.mac));
+                    self.counters.arp_replies += 1;
+                }
             }
-            Ok(Frame::Arp(_)) => {}
+            Ok(Frame::Nd(n)) => {
+                if let Some(mac) = n.lladdr.or((!n.solicit).then_some(n.src_mac)) {
+                    let who = if n.solicit { n.src } else { n.target };
+                    if !who.is_unspecified() {
+                        self.learn(IpAddr::V6(who), mac);
+                    }
+                }
+                if let IpAddr::V6(ours) = self.addr {
+                    if n.solicit && n.target == ours {
+                        self.out.push(segment::na_reply(&n, self.mac, ours));
+                        self.counters.arp_replies += 1;
+                    }
+                }
+            }
             Ok(Frame::Tcp(seg)) if seg.dst == self.addr => match self.pre.steer(&seg) {
                 Steer::DataPath { conn, summary } => {
                     let (out, snap) = self.proto.rx(conn, &summary);
@@ -339,6 +382,10 @@ impl Endpoint {
                     self.deferred_acks.push(conn);
                 }
             } else {
+                // This ACK carries the latest state: one deferred for the
+                // batch would only repeat it (and, after the peer's FIN,
+                // reach a peer that has gone and draw a reset).
+                self.deferred_acks.retain(|&c| c != conn);
                 self.send_ack(conn, snap);
             }
         }
@@ -474,9 +521,13 @@ impl Endpoint {
     fn control_input(&mut self, seg: &Segment<'_>) {
         let t = FourTuple::of(seg);
         let f = seg.flags;
-        if f.has(Flags::RST) {
+        if f.has(Flags::RST) && self.opening.contains_key(&t) {
+            self.refused(&t, seg);
+        } else if f.has(Flags::RST) {
             self.reset_input(&t, seg);
-        } else if f.has(Flags::SYN) && !f.has(Flags::ACK) {
+        } else if f.has(Flags::SYN) && f.has(Flags::ACK) {
+            self.syn_ack_input(t, seg);
+        } else if f.has(Flags::SYN) {
             self.syn_input(t, seg);
         } else if f.has(Flags::ACK) && self.handshakes.contains_key(&t) {
             self.handshake_ack(t, seg);
@@ -498,6 +549,7 @@ impl Endpoint {
             self.send_reset(seg);
             return;
         }
+        self.learn(seg.src, seg.src_mac);
         let h = Handshake {
             peer_mac: seg.src_mac,
             iss: rand::random(),
@@ -577,6 +629,9 @@ impl Endpoint {
         })
     }
 
+    /// Installs an established connection in every stage's table. `seg` is
+    /// the segment that completed the handshake; the window of a SYN is
+    /// never scaled (RFC 7323 section 2.2), that of any later segment is.
     fn install(&mut self, conn: ConnIdx, t: &FourTuple, h: &Handshake, seg: &Segment<'_>) {
         let scaled = h.peer.window_scale.is_some();
         let timestamps = h.peer.timestamp.is_some();
@@ -601,7 +656,12 @@ impl Endpoint {
                 tx_high: h.iss.wrapping_add(1),
                 ack: h.irs.wrapping_add(1),
                 rx_avail: rx.size(),
-                remote_win: u32::from(seg.window) << if scaled { peer_ws } else { 0 },
+                remote_win: u32::from(seg.window)
+                    << if scaled && !seg.flags.has(Flags::SYN) {
+                        peer_ws
+                    } else {
+                        0
+                    },
                 next_ts: seg.options.timestamp.map_or(0, |t| t.0),
                 ..ProtoState::default()
             },
@@ -692,11 +752,12 @@ impl Endpoint {
         self.counters.resets_sent += 1;
     }
 
-    /// Frees a connection both sides closed and the application released.
+    /// Frees a connection both sides closed, whose FIN was acknowledged
+    /// and whose bytes the application has read.
     fn maybe_release(&mut self, conn: ConnIdx, snap: &Snapshot) {
         let done = self.app[conn as usize]
             .as_ref()
-            .is_some_and(|a| a.closed && snap.fin_received && snap.fin_acked);
+            .is_some_and(|a| a.closed && a.rx_ready == 0 && snap.fin_received && snap.fin_acked);
         if done {
             self.release(conn);
         }
@@ -711,6 +772,12 @@ impl Endpoint {
     }
 
     fn app(&mut self, conn: ConnIdx) -> Result<&mut AppConn, ToeError> {
+        if let Some(f) = self.failed.get(&conn) {
+            return Err(f.error());
+        }
+        if self.opening.values().any(|o| o.conn == conn) {
+            return Err(ToeError::WouldBlock);
+        }
         self.app
             .get_mut(conn as usize)
             .and_then(Option::as_mut)
@@ -725,7 +792,11 @@ impl Endpoint {
         if n == 0 {
             return match (app.reset, app.eof) {
                 (true, _) => Err(ToeError::Reset),
-                (_, true) => Ok(0),
+                (_, true) => {
+                    let snap = self.proto.snapshot(conn);
+                    self.maybe_release(conn, &snap);
+                    Ok(0)
+                }
                 _ => Err(ToeError::WouldBlock),
             };
         }
@@ -733,10 +804,11 @@ impl Endpoint {
         app.rx_read = app.rx_read.wrapping_add(n as u32);
         app.rx_ready -= n as u32;
         // Host control *Win*: tell the peer when the window reopens from
-        // below one segment.
+        // below one segment (not after the peer's FIN: it sends nothing
+        // more, and may have gone, so the update would draw a reset).
         let before = self.proto.consumed(conn, n as u32);
-        if before < u32::from(self.cfg.mss) {
-            let snap = self.proto.snapshot(conn);
+        let snap = self.proto.snapshot(conn);
+        if before < u32::from(self.cfg.mss) && !snap.fin_received {
             self.send_ack(conn, &snap);
         }
         Ok(n)
@@ -763,6 +835,9 @@ impl Endpoint {
     /// Closes our direction: a FIN follows the queued bytes. The
     /// connection is freed once both FINs are acknowledged.
     pub fn close(&mut self, conn: ConnIdx) -> Result<(), ToeError> {
+        if self.abandon_open(conn) {
+            return Ok(());
+        }
         let app = self.app(conn)?;
         app.closed = true;
         if app.reset {
