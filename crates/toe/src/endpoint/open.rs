@@ -88,7 +88,7 @@ impl Endpoint {
     fn ephemeral_port(&mut self, remote: SocketAddr) -> Result<u16, ToeError> {
         for _ in EPHEMERAL {
             let p = self.next_port;
-            self.next_port = if p + 1 >= EPHEMERAL.end {
+            self.next_port = if p + 1 == EPHEMERAL.end {
                 EPHEMERAL.start
             } else {
                 p + 1
