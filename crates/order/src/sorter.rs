@@ -257,14 +257,21 @@ impl Manager {
         }
     }
 
-    /// Add_packet_to_list_and_sort, stable.
+    /// Add_packet_to_list_and_sort, stable. Appending is the common case
+    /// (after one early packet, the rest of a block usually follows it in
+    /// order into After), so only that is inlined.
+    #[inline]
     fn insert_sorted(list: &mut Vec<Held>, h: Held) {
-        if list.last().is_none_or(|x| x.key <= h.key) {
-            list.push(h);
-        } else {
-            let at = list.partition_point(|x| x.key <= h.key);
-            list.insert(at, h);
+        match list.last() {
+            Some(x) if x.key > h.key => Self::insert_inside(list, h),
+            _ => list.push(h),
         }
+    }
+
+    #[inline(never)]
+    fn insert_inside(list: &mut Vec<Held>, h: Held) {
+        let at = list.partition_point(|x| x.key <= h.key);
+        list.insert(at, h);
     }
 
     /// Flush_SRPIC_manager: Prev, Curr, After, then reinitialise. `out`
@@ -299,10 +306,9 @@ pub struct Sorter<K = FlowKey> {
     free: Vec<u32>,
     /// Managers that held a packet since the last flush-all, in that order.
     listed: Vec<u32>,
-    /// Global_SRPIC_PacketCnt.
-    global: u32,
-    /// Packets held right now, over all managers.
-    holding: usize,
+    /// `stats.held` at the last flush-all: Global_SRPIC_PacketCnt is
+    /// `stats.held` minus this (derived, so a packet costs no extra store).
+    held_at_flush_all: u64,
     batch: u64,
     last_sweep: u64,
     /// The flow of each manager slot (a freed slot keeps its last flow
@@ -344,8 +350,7 @@ impl<K: SortKey> Sorter<K> {
             managers: Vec::new(),
             free: Vec::new(),
             listed: Vec::new(),
-            global: 0,
-            holding: 0,
+            held_at_flush_all: 0,
             batch: 0,
             last_sweep: 0,
             keys: Vec::new(),
@@ -364,7 +369,9 @@ impl<K: SortKey> Sorter<K> {
 
     /// Packets held right now.
     pub fn holding(&self) -> usize {
-        self.holding
+        let s = &self.stats;
+        let delivered_held = s.packets_out - s.passed_unsuitable - s.passed_table_full;
+        (s.held - delivered_held) as usize
     }
 
     /// Flows with a manager right now (at most `max_flows`).
@@ -427,14 +434,12 @@ impl<K: SortKey> Sorter<K> {
             self.stats.out_of_sequence += 1;
         }
         m.count += 1;
-        self.holding += 1;
         self.stats.held += 1;
         if m.count >= self.cfg.block_size {
             self.stats.block_flushes += 1;
             self.flush_one(slot, out);
         }
-        self.global += 1;
-        if self.global >= self.cfg.ring_size {
+        if self.stats.held - self.held_at_flush_all >= u64::from(self.cfg.ring_size) {
             self.stats.ring_flushes += 1;
             self.flush_all(out);
         }
@@ -503,7 +508,6 @@ impl<K: SortKey> Sorter<K> {
     fn flush_one(&mut self, slot: u32, out: &mut Vec<u32>) {
         let n = self.managers[slot as usize].flush(out);
         if n > 0 {
-            self.holding -= n as usize;
             self.stats.packets_out += u64::from(n);
             self.stats.blocks += 1;
         }
@@ -511,19 +515,18 @@ impl<K: SortKey> Sorter<K> {
 
     /// Flush_all_SRPIC_managers, and Global_SRPIC_PacketCnt = 0.
     fn flush_all(&mut self, out: &mut Vec<u32>) {
-        out.reserve(self.holding);
+        out.reserve(self.holding());
         for &slot in &self.listed {
             let m = &mut self.managers[slot as usize];
             m.listed = false;
             let n = m.flush(out);
             if n > 0 {
-                self.holding -= n as usize;
                 self.stats.packets_out += u64::from(n);
                 self.stats.blocks += 1;
             }
         }
         self.listed.clear();
-        self.global = 0;
+        self.held_at_flush_all = self.stats.held;
     }
 
     #[inline]
