@@ -268,10 +268,19 @@ impl Manager {
         }
     }
 
+    /// An insertion-sort step from the end: a late packet usually belongs a
+    /// few places from the end (reordering is mostly local), where moving
+    /// those few entries by hand beats a binary search and a `memmove` call.
+    /// Entries with an equal key stay ahead (stable).
     #[inline(never)]
     fn insert_inside(list: &mut Vec<Held>, h: Held) {
-        let at = list.partition_point(|x| x.key <= h.key);
-        list.insert(at, h);
+        list.push(h);
+        let mut at = list.len() - 1;
+        while at > 0 && list[at - 1].key > h.key {
+            list[at] = list[at - 1];
+            at -= 1;
+        }
+        list[at] = h;
     }
 
     /// Flush_SRPIC_manager: Prev, Curr, After, then reinitialise. `out`
