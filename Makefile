@@ -18,9 +18,10 @@ RUST_VERSION := $(shell sed -n 's/^rust-version *= *"\(.*\)"/\1/p' Cargo.toml)
 # What the build and the lab need: clang and libbpf headers build the XDP
 # program; libelf/zlib/pkg-config build libbpf-sys; iperf3 is the demo's
 # traffic; iproute2 and ethtool set up the namespace lab; chromium renders the
-# test matrix's report in its browser test.
+# test matrix's report in its browser test; libdpdk-dev is the other side of
+# the DPDK comparison harnesses (bench-dpdk).
 APT_PACKAGES := clang llvm libelf-dev zlib1g-dev pkg-config libbpf-dev linux-libc-dev \
-                iperf3 iproute2 ethtool bpftool chromium
+                iperf3 iproute2 ethtool bpftool chromium libdpdk-dev
 
 # The public packet captures some tests and matrix cases replay
 # (docs/traces.md); they are not in the repository. Looked for in
@@ -36,7 +37,7 @@ TRACE_DIGESTS := bench/traces.sha256
 # The tests' strict mode (crates/testkit): every missing prerequisite fails.
 STRICT_TESTS := STEER_STRICT_TESTS=1
 
-.PHONY: all deps toolchain check-root traces build demo test lint bench bench-matrix fuzz clean
+.PHONY: all deps toolchain check-root traces build demo test lint bench bench-dpdk bench-matrix fuzz clean
 
 all: build
 
@@ -126,6 +127,15 @@ bench-matrix: check-root traces build
 
 bench: build
 	$(CARGO) bench -p rss --bench toeplitz
+
+# Steer beside DPDK 22.11, one C harness each, every ratio from one run
+# (docs/performance.md): Toeplitz (rss vs rte_thash / rte_softrss; runs on
+# any x86-64 CPU and names what it skips) and reorder repair (the SRPIC
+# sorter vs rte_reorder, 1, 16 and 256 flows). MARCH (default native) is
+# passed to both.
+bench-dpdk: deps toolchain
+	$(MAKE) -C bench/dpdk run
+	$(MAKE) -C bench/dpdk-reorder run
 
 # Each fuzz target for FUZZ_SECONDS, seeded from fuzz/seeds. cargo-fuzz
 # builds with sanitizer flags only a nightly toolchain accepts

@@ -19,14 +19,11 @@ struct steer_seg {
  * NULL if they are invalid. */
 steer_sorter *steer_sorter_new(uint32_t block_size, uint32_t ring_size);
 void steer_sorter_free(steer_sorter *s);
-/* One receive batch: builds a descriptor per segment, pushes each, ends the
- * batch (flush all). out[0..n] receives the indices 0..n-1 in delivery
- * order; returns how many were written (always n). */
+/* One receive batch: builds a descriptor per segment (the 4-tuple's words
+ * as they are: no address objects), pushes each, ends the batch (flush all).
+ * out[0..n] receives the indices 0..n-1 in delivery order; returns how many
+ * were written (always n). */
 size_t steer_sorter_sort_batch(steer_sorter *s, const struct steer_seg *segs, size_t n,
 			       uint32_t *out);
-/* The same split in two: build the descriptors once, then sort that batch
- * again per call (descriptors prebuilt, as crates/order/benches/sorter.rs). */
-void steer_sorter_load(steer_sorter *s, const struct steer_seg *segs, size_t n);
-size_t steer_sorter_sort_loaded(steer_sorter *s, uint32_t *out);
 
 #endif

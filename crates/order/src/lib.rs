@@ -25,12 +25,13 @@ pub mod sorter;
 pub mod wire;
 
 pub use capture::{Capture, CaptureError};
-pub use flow::FlowKey;
+pub use flow::{FlowKey, FlowKeyV4};
 pub use metrics::{
     flow_reports, reorder_metrics, Arrival, FlowReport, MetricsConfig, ReorderMetrics,
 };
 pub use replay::{replay, ReplayConfig};
 pub use report::{capture_reports, replay_capture, Totals};
 pub use sorter::{
-    Descriptor, DuplicatePolicy, Sorter, SorterConfig, SorterStats, TcpSegment, UnsuitablePolicy,
+    Descriptor, DuplicatePolicy, SortKey, Sorter, SorterConfig, SorterStats, TcpSegment,
+    UnsuitablePolicy,
 };

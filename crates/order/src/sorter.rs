@@ -44,16 +44,25 @@
 //!   the previous flush-all, so flows come up roughly in arrival order.
 
 use std::collections::HashMap;
+use std::hash::Hash;
 
 use serde::Serialize;
 
 use crate::flow::{FlowKey, FxBuildHasher};
 use crate::seq;
 
+/// What the sorter keys its managers by: [`FlowKey`] (any address family,
+/// what [`crate::wire`] parses) or [`crate::flow::FlowKeyV4`] (an IPv4
+/// 4-tuple as raw words: a receive loop that has the header words builds it
+/// without two `IpAddr`s, and it hashes and compares in two machine words).
+pub trait SortKey: Copy + Eq + Hash {}
+
+impl<K: Copy + Eq + Hash> SortKey for K {}
+
 /// A TCP segment the sorter may hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TcpSegment {
-    pub flow: FlowKey,
+pub struct TcpSegment<K = FlowKey> {
+    pub flow: K,
     /// Sequence number of the first payload byte.
     pub seq: u32,
     /// Payload length in bytes.
@@ -62,12 +71,12 @@ pub struct TcpSegment {
 
 /// What the sorter needs to know about one packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Descriptor {
+pub enum Descriptor<K = FlowKey> {
     /// A segment suitable for SRPIC (see `wire::PacketInfo::suitability`).
-    Hold(TcpSegment),
+    Hold(TcpSegment<K>),
     /// A packet to deliver at once; `flow` when it has a 4-tuple (used by
     /// [`UnsuitablePolicy::FlushFlowFirst`]).
-    Pass { flow: Option<FlowKey> },
+    Pass { flow: Option<K> },
 }
 
 /// What to do with an unsuitable packet whose flow has packets held.
@@ -213,7 +222,6 @@ pub struct ManagerView {
     pub curr: Vec<u32>,
     pub after: Vec<u32>,
 }
-
 #[derive(Debug, Clone, Copy)]
 struct Held {
     id: u32,
@@ -223,7 +231,6 @@ struct Held {
 
 #[derive(Debug)]
 struct Manager {
-    flow: FlowKey,
     count: u32,
     next_exp: u32,
     base: u32,
@@ -235,67 +242,105 @@ struct Manager {
 }
 
 impl Manager {
-    fn new(flow: FlowKey) -> Self {
+    fn new(block_size: u32) -> Self {
+        // Curr holds at most a block; Prev and After are the exception.
+        let block = block_size.min(64) as usize;
         Manager {
-            flow,
             count: 0,
             next_exp: 0,
             base: 0,
             prev: Vec::new(),
-            curr: Vec::new(),
+            curr: Vec::with_capacity(block),
             after: Vec::new(),
             last_batch: 0,
             listed: false,
         }
     }
 
-    /// Add_packet_to_list_and_sort, stable.
+    /// Add_packet_to_list_and_sort, stable. Appending is the common case
+    /// (after one early packet, the rest of a block usually follows it in
+    /// order into After), so only that is inlined.
+    #[inline]
     fn insert_sorted(list: &mut Vec<Held>, h: Held) {
-        if list.last().is_none_or(|x| x.key <= h.key) {
-            list.push(h);
-        } else {
-            let at = list.partition_point(|x| x.key <= h.key);
-            list.insert(at, h);
+        match list.last() {
+            Some(x) if x.key > h.key => Self::insert_inside(list, h),
+            _ => list.push(h),
         }
     }
 
-    /// Flush_SRPIC_manager: Prev, Curr, After, then reinitialise.
+    /// An insertion-sort step from the end: a late packet usually belongs a
+    /// few places from the end (reordering is mostly local), where moving
+    /// those few entries by hand beats a binary search and a `memmove` call.
+    /// Entries with an equal key stay ahead (stable).
+    #[inline(never)]
+    fn insert_inside(list: &mut Vec<Held>, h: Held) {
+        list.push(h);
+        let mut at = list.len() - 1;
+        while at > 0 && list[at - 1].key > h.key {
+            list[at] = list[at - 1];
+            at -= 1;
+        }
+        list[at] = h;
+    }
+
+    /// Flush_SRPIC_manager: Prev, Curr, After, then reinitialise. `out`
+    /// grows once; a block that arrived in sequence is one copy of Curr.
+    #[inline]
     fn flush(&mut self, out: &mut Vec<u32>) -> u32 {
-        out.extend(self.prev.iter().map(|h| h.id));
-        out.extend_from_slice(&self.curr);
-        out.extend(self.after.iter().map(|h| h.id));
-        self.prev.clear();
+        if self.prev.is_empty() && self.after.is_empty() {
+            out.extend_from_slice(&self.curr);
+        } else {
+            out.reserve(self.count as usize);
+            out.extend(self.prev.iter().map(|h| h.id));
+            out.extend_from_slice(&self.curr);
+            out.extend(self.after.iter().map(|h| h.id));
+            self.prev.clear();
+            self.after.clear();
+        }
         self.curr.clear();
-        self.after.clear();
         std::mem::take(&mut self.count)
     }
 }
 
+/// No slot: the one-entry flow cache is empty.
 const NO_SLOT: u32 = u32::MAX;
 
-/// The SRPIC sorter. See the module documentation.
+/// The SRPIC sorter. See the module documentation. `K` is the flow key
+/// ([`SortKey`]); [`Sorter::new`] makes one keyed by [`FlowKey`].
 #[derive(Debug)]
-pub struct Sorter {
+pub struct Sorter<K = FlowKey> {
     cfg: SorterConfig,
-    index: HashMap<FlowKey, u32, FxBuildHasher>,
+    index: HashMap<K, u32, FxBuildHasher>,
     managers: Vec<Manager>,
     free: Vec<u32>,
     /// Managers that held a packet since the last flush-all, in that order.
     listed: Vec<u32>,
-    /// Global_SRPIC_PacketCnt.
-    global: u32,
-    /// Packets held right now, over all managers.
-    holding: usize,
+    /// `stats.held` at the last flush-all: Global_SRPIC_PacketCnt is
+    /// `stats.held` minus this (derived, so a packet costs no extra store).
+    held_at_flush_all: u64,
     batch: u64,
     last_sweep: u64,
-    /// The slot of the last flow looked up (a one-entry cache: a batch is
-    /// mostly runs of one flow).
+    /// The flow of each manager slot (a freed slot keeps its last flow
+    /// until reused, so `last` may name one: `keys` alone is compared).
+    keys: Vec<K>,
+    /// The slot of the last flow looked up: a one-entry cache, so a run of
+    /// one flow's packets (most of a batch, usually) skips the table.
+    /// Compared through `keys`, which is written only when a slot is
+    /// (re)assigned: no store per packet for the next one to wait on.
     last: u32,
     stats: SorterStats,
 }
 
-impl Sorter {
+impl Sorter<FlowKey> {
+    /// A sorter keyed by [`FlowKey`] (what [`crate::wire`] parses).
     pub fn new(cfg: SorterConfig) -> Result<Self, ConfigError> {
+        Sorter::new_keyed(cfg)
+    }
+}
+
+impl<K: SortKey> Sorter<K> {
+    /// A sorter keyed by `K` (e.g. [`crate::flow::FlowKeyV4`]).
+    pub fn new_keyed(cfg: SorterConfig) -> Result<Self, ConfigError> {
         if cfg.block_size == 0 {
             return Err(ConfigError::ZeroBlockSize);
         }
@@ -314,10 +359,10 @@ impl Sorter {
             managers: Vec::new(),
             free: Vec::new(),
             listed: Vec::new(),
-            global: 0,
-            holding: 0,
+            held_at_flush_all: 0,
             batch: 0,
             last_sweep: 0,
+            keys: Vec::new(),
             last: NO_SLOT,
             stats: SorterStats::default(),
         })
@@ -333,7 +378,9 @@ impl Sorter {
 
     /// Packets held right now.
     pub fn holding(&self) -> usize {
-        self.holding
+        let s = &self.stats;
+        let delivered_held = s.packets_out - s.passed_unsuitable - s.passed_table_full;
+        (s.held - delivered_held) as usize
     }
 
     /// Flows with a manager right now (at most `max_flows`).
@@ -342,7 +389,7 @@ impl Sorter {
     }
 
     /// The state of `flow`'s manager, if it has one.
-    pub fn manager(&self, flow: &FlowKey) -> Option<ManagerView> {
+    pub fn manager(&self, flow: &K) -> Option<ManagerView> {
         let m = &self.managers[*self.index.get(flow)? as usize];
         Some(ManagerView {
             next_exp: m.next_exp,
@@ -355,34 +402,28 @@ impl Sorter {
 
     /// Takes one packet from the ring (the body of Listing 1's loop).
     /// Appends to `out` the ids of packets this makes deliverable.
-    pub fn push(&mut self, id: u32, desc: &Descriptor, out: &mut Vec<u32>) {
+    #[inline]
+    pub fn push(&mut self, id: u32, desc: &Descriptor<K>, out: &mut Vec<u32>) {
         self.stats.packets_in += 1;
-        let seg = match desc {
-            Descriptor::Hold(seg) => seg,
-            Descriptor::Pass { flow } => {
-                if let (UnsuitablePolicy::FlushFlowFirst, Some(flow)) = (self.cfg.unsuitable, flow)
-                {
-                    if let Some(&slot) = self.index.get(flow) {
-                        if self.managers[slot as usize].count > 0 {
-                            self.stats.unsuitable_flushes += 1;
-                            self.flush_one(slot, out);
-                        }
-                    }
-                }
-                self.stats.passed_unsuitable += 1;
-                self.deliver(id, out);
-                return;
-            }
-        };
-        let Some(slot) = self.find_or_create(&seg.flow) else {
+        match desc {
+            Descriptor::Hold(seg) => self.hold(id, seg, out),
+            Descriptor::Pass { flow } => self.pass(id, flow.as_ref(), out),
+        }
+    }
+
+    /// A suitable segment: into its manager's Curr, Prev or After.
+    #[inline]
+    fn hold(&mut self, id: u32, seg: &TcpSegment<K>, out: &mut Vec<u32>) {
+        let Some(slot) = self.find_or_create(seg.flow) else {
             self.stats.passed_table_full += 1;
             self.deliver(id, out);
             return;
         };
-        let batch = self.batch;
         let m = &mut self.managers[slot as usize];
-        m.last_batch = batch;
         if m.count == 0 {
+            // Every batch ends with a flush-all, so the first packet of a
+            // block is the one to stamp the batch on (idle reclaim).
+            m.last_batch = self.batch;
             m.base = seg.seq;
             m.next_exp = seg.seq.wrapping_add(seg.len);
             m.curr.push(id);
@@ -390,35 +431,42 @@ impl Sorter {
                 m.listed = true;
                 self.listed.push(slot);
             }
+        } else if seq::distance(m.next_exp, seg.seq) == 0 {
+            m.curr.push(id);
+            m.next_exp = seg.seq.wrapping_add(seg.len);
         } else {
             let key = seg.seq.wrapping_sub(m.base) as i32;
-            match seq::distance(m.next_exp, seg.seq) {
-                0 => {
-                    m.curr.push(id);
-                    m.next_exp = seg.seq.wrapping_add(seg.len);
-                }
-                d if d < 0 && (key < 0 || self.cfg.duplicates == DuplicatePolicy::Prev) => {
-                    Manager::insert_sorted(&mut m.prev, Held { id, key });
-                    self.stats.out_of_sequence += 1;
-                }
-                _ => {
-                    Manager::insert_sorted(&mut m.after, Held { id, key });
-                    self.stats.out_of_sequence += 1;
-                }
-            }
+            let prev = seq::distance(m.next_exp, seg.seq) < 0
+                && (key < 0 || self.cfg.duplicates == DuplicatePolicy::Prev);
+            let list = if prev { &mut m.prev } else { &mut m.after };
+            Manager::insert_sorted(list, Held { id, key });
+            self.stats.out_of_sequence += 1;
         }
         m.count += 1;
-        self.holding += 1;
         self.stats.held += 1;
         if m.count >= self.cfg.block_size {
             self.stats.block_flushes += 1;
             self.flush_one(slot, out);
         }
-        self.global += 1;
-        if self.global >= self.cfg.ring_size {
+        if self.stats.held - self.held_at_flush_all >= u64::from(self.cfg.ring_size) {
             self.stats.ring_flushes += 1;
             self.flush_all(out);
         }
+    }
+
+    /// An unsuitable packet: delivered at once (after its flow's held
+    /// packets under [`UnsuitablePolicy::FlushFlowFirst`]).
+    fn pass(&mut self, id: u32, flow: Option<&K>, out: &mut Vec<u32>) {
+        if let (UnsuitablePolicy::FlushFlowFirst, Some(flow)) = (self.cfg.unsuitable, flow) {
+            if let Some(&slot) = self.index.get(flow) {
+                if self.managers[slot as usize].count > 0 {
+                    self.stats.unsuitable_flushes += 1;
+                    self.flush_one(slot, out);
+                }
+            }
+        }
+        self.stats.passed_unsuitable += 1;
+        self.deliver(id, out);
     }
 
     /// The ring is empty: flush all managers (end of interrupt coalescing),
@@ -451,7 +499,8 @@ impl Sorter {
 
     /// Sorts one batch: ids are indices into `batch`. Appends every index
     /// exactly once to `out`, in delivery order. `batch.len()` must fit a u32.
-    pub fn sort_batch(&mut self, batch: &[Descriptor], out: &mut Vec<u32>) {
+    pub fn sort_batch(&mut self, batch: &[Descriptor<K>], out: &mut Vec<u32>) {
+        out.reserve(batch.len());
         for (id, desc) in (0u32..).zip(batch) {
             self.push(id, desc, out);
         }
@@ -464,10 +513,10 @@ impl Sorter {
         self.stats.packets_out += 1;
     }
 
+    #[inline]
     fn flush_one(&mut self, slot: u32, out: &mut Vec<u32>) {
         let n = self.managers[slot as usize].flush(out);
         if n > 0 {
-            self.holding -= n as usize;
             self.stats.packets_out += u64::from(n);
             self.stats.blocks += 1;
         }
@@ -475,43 +524,55 @@ impl Sorter {
 
     /// Flush_all_SRPIC_managers, and Global_SRPIC_PacketCnt = 0.
     fn flush_all(&mut self, out: &mut Vec<u32>) {
-        let mut listed = std::mem::take(&mut self.listed);
-        for &slot in &listed {
-            self.managers[slot as usize].listed = false;
-            self.flush_one(slot, out);
+        out.reserve(self.holding());
+        for &slot in &self.listed {
+            let m = &mut self.managers[slot as usize];
+            m.listed = false;
+            let n = m.flush(out);
+            if n > 0 {
+                self.stats.packets_out += u64::from(n);
+                self.stats.blocks += 1;
+            }
         }
-        listed.clear();
-        self.listed = listed;
-        self.global = 0;
+        self.listed.clear();
+        self.held_at_flush_all = self.stats.held;
     }
 
     #[inline]
-    fn find_or_create(&mut self, flow: &FlowKey) -> Option<u32> {
-        if self.last != NO_SLOT && self.managers[self.last as usize].flow == *flow {
+    fn find_or_create(&mut self, flow: K) -> Option<u32> {
+        let last = self.last as usize;
+        if last < self.keys.len() && self.keys[last] == flow {
             return Some(self.last);
         }
-        if let Some(&slot) = self.index.get(flow) {
-            self.last = slot;
-            return Some(slot);
-        }
+        self.lookup_or_create(flow)
+    }
+
+    fn lookup_or_create(&mut self, flow: K) -> Option<u32> {
+        let slot = match self.index.get(&flow) {
+            Some(&slot) => slot,
+            None => self.create(flow)?,
+        };
+        self.last = slot;
+        Some(slot)
+    }
+
+    fn create(&mut self, flow: K) -> Option<u32> {
         if self.index.len() >= self.cfg.max_flows {
             return None;
         }
         let slot = match self.free.pop() {
             Some(slot) => {
-                let m = &mut self.managers[slot as usize];
-                m.flow = *flow;
-                m.count = 0;
+                self.keys[slot as usize] = flow;
                 slot
             }
             None => {
-                self.managers.push(Manager::new(*flow));
+                self.managers.push(Manager::new(self.cfg.block_size));
+                self.keys.push(flow);
                 (self.managers.len() - 1) as u32
             }
         };
-        self.index.insert(*flow, slot);
+        self.index.insert(flow, slot);
         self.stats.managers_created += 1;
-        self.last = slot;
         Some(slot)
     }
 }

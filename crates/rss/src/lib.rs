@@ -27,5 +27,5 @@ pub use error::RssError;
 pub use fields::{FlowType, HashFields, HashFieldsByFlow};
 pub use indirection::IndirectionTable;
 pub use key::RssKey;
-pub use toeplitz::{toeplitz_reference, ToeplitzTable};
+pub use toeplitz::{toeplitz_reference, PathUnsupported, ToeplitzPath, ToeplitzTable};
 pub use tuple::{FlowTuple, HashInput, L4Proto};

@@ -18,13 +18,17 @@
 //!   IPv4 tuples (or two IPv6 tuples) per step through `GF2P8AFFINEQB`, the
 //!   same instruction DPDK's `rte_thash_gfni` uses; elsewhere they interleave
 //!   independent table lookups. The choice is made once, in
-//!   [`ToeplitzTable::new`], by runtime CPU detection.
+//!   [`ToeplitzTable::new`], by runtime CPU detection ([`ToeplitzPath`]);
+//!   [`ToeplitzTable::with_path`] forces one.
 
 use crate::error::RssError;
 use crate::key::RssKey;
 
+mod dispatch;
 #[cfg(target_arch = "x86_64")]
 mod gfni;
+
+pub use dispatch::{PathUnsupported, ToeplitzPath};
 
 /// Bytes hashed for an IPv4 4-tuple: source address, destination address,
 /// source port, destination port, in network byte order.
@@ -154,8 +158,32 @@ impl ToeplitzTable {
         }
     }
 
+    /// Tables for `key` that compute with `path`, or the features this CPU
+    /// lacks for it. [`ToeplitzTable::new`] picks [`ToeplitzPath::detect`].
+    pub fn with_path(key: &RssKey, path: ToeplitzPath) -> Result<Self, PathUnsupported> {
+        let table = ToeplitzTable::new(key);
+        match path {
+            ToeplitzPath::Table => Ok(table.without_simd()),
+            ToeplitzPath::GfniAvx512 if table.uses_simd() => Ok(table),
+            ToeplitzPath::GfniAvx512 => Err(PathUnsupported {
+                path,
+                missing: path.missing(),
+            }),
+        }
+    }
+
+    /// The path this table computes with.
+    pub fn path(&self) -> ToeplitzPath {
+        if self.uses_simd() {
+            ToeplitzPath::GfniAvx512
+        } else {
+            ToeplitzPath::Table
+        }
+    }
+
     /// The same tables without the SIMD batch path: what the batch API does on
-    /// a CPU without GFNI/AVX-512. For tests and benchmarks.
+    /// a CPU without GFNI/AVX-512 ([`ToeplitzPath::Table`]). For tests and
+    /// benchmarks.
     pub fn without_simd(mut self) -> Self {
         #[cfg(target_arch = "x86_64")]
         {

@@ -1,9 +1,7 @@
 //! C ABI over `order::Sorter`, declared in `../steer_sorter.h`.
 
-use std::net::{IpAddr, Ipv4Addr};
-
 use order::sorter::{Descriptor, Sorter, SorterConfig, TcpSegment};
-use order::FlowKey;
+use order::FlowKeyV4;
 
 /// `struct steer_seg`.
 #[repr(C)]
@@ -16,10 +14,10 @@ pub struct Seg {
     len: u32,
 }
 
-/// The sorter plus reused buffers (no allocation per batch once warm).
+/// The sorter, keyed by the IPv4 4-tuple's header words, plus a reused
+/// output buffer (no allocation per batch once warm).
 pub struct Handle {
-    sorter: Sorter,
-    descs: Vec<Descriptor>,
+    sorter: Sorter<FlowKeyV4>,
     out: Vec<u32>,
 }
 
@@ -31,10 +29,9 @@ pub extern "C" fn steer_sorter_new(block_size: u32, ring_size: u32) -> *mut Hand
         ring_size,
         ..SorterConfig::paper()
     };
-    match Sorter::new(cfg) {
+    match Sorter::new_keyed(cfg) {
         Ok(sorter) => Box::into_raw(Box::new(Handle {
             sorter,
-            descs: Vec::new(),
             out: Vec::new(),
         })),
         Err(_) => std::ptr::null_mut(),
@@ -53,7 +50,8 @@ pub unsafe extern "C" fn steer_sorter_free(s: *mut Handle) {
     }
 }
 
-/// Sorts one batch; writes the indices in delivery order to `out[0..n]`.
+/// Sorts one batch: a descriptor per segment, pushed as built, then the end
+/// of the batch; writes the indices in delivery order to `out[0..n]`.
 ///
 /// # Safety
 /// `s` live; `segs` points to `n` readable segments, `out` to `n` writable
@@ -65,7 +63,7 @@ pub unsafe extern "C" fn steer_sorter_sort_batch(
     n: usize,
     out: *mut u32,
 ) -> usize {
-    if s.is_null() || n == 0 {
+    if s.is_null() || segs.is_null() || out.is_null() || n == 0 || n > u32::MAX as usize {
         return 0;
     }
     // SAFETY: caller contract.
@@ -76,61 +74,18 @@ pub unsafe extern "C" fn steer_sorter_sort_batch(
             std::slice::from_raw_parts_mut(out, n),
         )
     };
-    load(h, segs);
     h.out.clear();
-    h.sorter.sort_batch(&h.descs, &mut h.out);
+    h.out.reserve(n);
+    for (id, g) in (0u32..).zip(segs) {
+        let desc = Descriptor::Hold(TcpSegment {
+            flow: FlowKeyV4::new(g.src_ip, g.sport, g.dst_ip, g.dport),
+            seq: g.seq,
+            len: g.len,
+        });
+        h.sorter.push(id, &desc, &mut h.out);
+    }
+    h.sorter.end_batch(&mut h.out);
     let k = h.out.len().min(n);
     out[..k].copy_from_slice(&h.out[..k]);
     k
-}
-
-/// Builds the descriptors of `segs` once and keeps them in the handle.
-///
-/// # Safety
-/// `s` live; `segs` points to `n` readable segments.
-#[no_mangle]
-pub unsafe extern "C" fn steer_sorter_load(s: *mut Handle, segs: *const Seg, n: usize) {
-    if s.is_null() || segs.is_null() {
-        return;
-    }
-    // SAFETY: caller contract.
-    let (h, segs) = unsafe { (&mut *s, std::slice::from_raw_parts(segs, n)) };
-    load(h, segs);
-}
-
-/// Sorts the batch kept by `steer_sorter_load` again (what the criterion
-/// bench times: descriptors prebuilt); indices to `out[0..n]`.
-///
-/// # Safety
-/// `s` live; `out` points to as many writable `uint32_t`s as were loaded.
-#[no_mangle]
-pub unsafe extern "C" fn steer_sorter_sort_loaded(s: *mut Handle, out: *mut u32) -> usize {
-    if s.is_null() {
-        return 0;
-    }
-    // SAFETY: caller contract.
-    let h = unsafe { &mut *s };
-    h.out.clear();
-    h.sorter.sort_batch(&h.descs, &mut h.out);
-    // SAFETY: caller contract (room for every loaded descriptor).
-    let out = unsafe { std::slice::from_raw_parts_mut(out, h.descs.len()) };
-    let k = h.out.len().min(out.len());
-    out[..k].copy_from_slice(&h.out[..k]);
-    k
-}
-
-fn load(h: &mut Handle, segs: &[Seg]) {
-    h.descs.clear();
-    h.descs.extend(segs.iter().map(|g| {
-        Descriptor::Hold(TcpSegment {
-            flow: FlowKey::new(
-                IpAddr::V4(Ipv4Addr::from(g.src_ip)),
-                g.sport,
-                IpAddr::V4(Ipv4Addr::from(g.dst_ip)),
-                g.dport,
-            ),
-            seq: g.seq,
-            len: g.len,
-        })
-    }));
 }

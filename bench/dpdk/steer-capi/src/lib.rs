@@ -1,44 +1,93 @@
 //! C ABI over `rss::ToeplitzTable`, declared in `../steer_toeplitz.h`.
 
-use rss::{RssKey, ToeplitzTable};
+use std::ffi::{c_char, CStr};
 
-/// Builds the tables for `key[..len]`; NULL if the key is empty or NULL.
-///
-/// # Safety
-/// `key` must point to `len` readable bytes.
+use rss::{RssKey, ToeplitzPath, ToeplitzTable};
+
+/// Path names as C strings, in `ToeplitzPath::ALL` order.
+const PATH_NAMES: [&CStr; ToeplitzPath::ALL.len()] = [c"gfni-avx512", c"table"];
+
+/// How many Toeplitz paths Steer has (`steer_toeplitz_path_name(0..n)`).
 #[no_mangle]
-pub unsafe extern "C" fn steer_toeplitz_new(key: *const u8, len: usize) -> *mut ToeplitzTable {
-    if key.is_null() {
-        return std::ptr::null_mut();
-    }
-    // SAFETY: the caller guarantees `len` readable bytes at `key`.
-    let bytes = unsafe { std::slice::from_raw_parts(key, len) }.to_vec();
-    match RssKey::new(bytes) {
-        Ok(key) => Box::into_raw(Box::new(ToeplitzTable::new(&key))),
-        Err(_) => std::ptr::null_mut(),
+pub extern "C" fn steer_toeplitz_paths() -> usize {
+    ToeplitzPath::ALL.len()
+}
+
+/// The name of path `i` (fastest first), NULL past the end.
+#[no_mangle]
+pub extern "C" fn steer_toeplitz_path_name(i: usize) -> *const c_char {
+    match ToeplitzPath::ALL.get(i) {
+        Some(p) => {
+            debug_assert_eq!(PATH_NAMES[i].to_str(), Ok(p.name()));
+            PATH_NAMES[i].as_ptr()
+        }
+        None => std::ptr::null(),
     }
 }
 
-/// Frees a table from `steer_toeplitz_new` (NULL is ignored).
+/// Builds the tables for `key[..len]` computing with path `path` (an index
+/// as for `steer_toeplitz_path_name`). NULL if the key is empty or NULL, the
+/// index is out of range, or this CPU cannot run the path; then `why`
+/// (if not NULL) receives a NUL-terminated reason, cut to `why_len` bytes.
 ///
 /// # Safety
-/// `table` must come from `steer_toeplitz_new` and not be used afterwards.
+/// `key` must point to `len` readable bytes; `why` to `why_len` writable
+/// bytes or be NULL.
+#[no_mangle]
+pub unsafe extern "C" fn steer_toeplitz_new_path(
+    key: *const u8,
+    len: usize,
+    path: usize,
+    why: *mut c_char,
+    why_len: usize,
+) -> *mut ToeplitzTable {
+    let result = (|| {
+        let path = *ToeplitzPath::ALL
+            .get(path)
+            .ok_or_else(|| format!("no path {path}"))?;
+        if key.is_null() {
+            return Err("key is NULL".to_string());
+        }
+        // SAFETY: the caller guarantees `len` readable bytes at `key`.
+        let bytes = unsafe { std::slice::from_raw_parts(key, len) }.to_vec();
+        let key = RssKey::new(bytes).map_err(|e| e.to_string())?;
+        ToeplitzTable::with_path(&key, path).map_err(|e| e.to_string())
+    })();
+    match result {
+        Ok(table) => Box::into_raw(Box::new(table)),
+        Err(reason) => {
+            if !why.is_null() && why_len > 0 {
+                let n = reason.len().min(why_len - 1);
+                // SAFETY: caller contract: `why_len` writable bytes.
+                let out = unsafe { std::slice::from_raw_parts_mut(why.cast::<u8>(), why_len) };
+                out[..n].copy_from_slice(&reason.as_bytes()[..n]);
+                out[n] = 0;
+            }
+            std::ptr::null_mut()
+        }
+    }
+}
+
+/// The index of the path `ToeplitzTable::new` picks on this CPU.
+#[no_mangle]
+pub extern "C" fn steer_toeplitz_default_path() -> usize {
+    let best = ToeplitzPath::detect();
+    ToeplitzPath::ALL
+        .iter()
+        .position(|&p| p == best)
+        .unwrap_or(ToeplitzPath::ALL.len() - 1)
+}
+
+/// Frees a table from `steer_toeplitz_new_path` (NULL is ignored).
+///
+/// # Safety
+/// `table` must come from `steer_toeplitz_new_path` and not be used afterwards.
 #[no_mangle]
 pub unsafe extern "C" fn steer_toeplitz_free(table: *mut ToeplitzTable) {
     if !table.is_null() {
-        // SAFETY: it came from Box::into_raw in steer_toeplitz_new.
+        // SAFETY: it came from Box::into_raw in steer_toeplitz_new_path.
         drop(unsafe { Box::from_raw(table) });
     }
-}
-
-/// 1 if the batch functions use the GFNI/AVX-512 path on this CPU.
-///
-/// # Safety
-/// `table` must be a live table from `steer_toeplitz_new`.
-#[no_mangle]
-pub unsafe extern "C" fn steer_toeplitz_uses_simd(table: *const ToeplitzTable) -> i32 {
-    // SAFETY: caller contract.
-    i32::from(unsafe { &*table }.uses_simd())
 }
 
 /// Hash of one IPv4 4-tuple (12 bytes, network order).

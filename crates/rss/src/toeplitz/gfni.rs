@@ -204,7 +204,7 @@ impl Vectors {
                 }
             }))
         });
-        // IPv4, one tuple: as IPv6, with lanes m < 15 and slots 0..3 only
+        // IPv4, one tuple: as IPv6, with lanes m < 15 and four slots only
         // (each lane's matrix fixes p + k, so only four slots can be used).
         let v4_single_matrices = std::array::from_fn(|v| {
             vector_u64(std::array::from_fn(|l| {
@@ -217,11 +217,14 @@ impl Vectors {
                 }
             }))
         });
+        // Slot j < 4 of lane m holds output byte k = 3 - j, so the folded
+        // lanes' low four bytes are the hash as a little-endian u32 (no
+        // byte swap at the end).
         let v4_single_gather = std::array::from_fn(|v| {
             vector_u8(std::array::from_fn(|i| {
-                let (m, k) = (8 * v + i / 8, i % 8);
-                match m.checked_sub(k) {
-                    Some(p) if k < 4 && p < V4_TUPLE_LEN => p as u8,
+                let (m, j) = (8 * v + i / 8, i % 8);
+                match (j < 4).then(|| m.checked_sub(3 - j)).flatten() {
+                    Some(p) if p < V4_TUPLE_LEN => p as u8,
                     _ => SINGLE_ZERO_BYTE,
                 }
             }))
@@ -242,6 +245,7 @@ impl Vectors {
 ///
 /// # Safety
 /// The CPU must support GFNI, AVX-512F, AVX-512BW and AVX-512VBMI.
+#[inline]
 #[target_feature(enable = "gfni,avx512f,avx512bw,avx512vbmi,avx2")]
 unsafe fn single_v4(vectors: &Vectors, input: &[u8; V4_TUPLE_LEN]) -> u32 {
     // SAFETY: the mask reads exactly the 12 bytes of `input`; bytes 12..64
@@ -251,10 +255,11 @@ unsafe fn single_v4(vectors: &Vectors, input: &[u8; V4_TUPLE_LEN]) -> u32 {
     let [m0, m1] = vectors.v4_single_matrices;
     let a = _mm512_gf2p8affine_epi64_epi8::<0>(_mm512_permutexvar_epi8(g0, x), m0);
     let b = _mm512_gf2p8affine_epi64_epi8::<0>(_mm512_permutexvar_epi8(g1, x), m1);
-    (fold_lanes(_mm512_xor_si512(a, b)) as u32).swap_bytes()
+    fold_lanes(_mm512_xor_si512(a, b)) as u32
 }
 
 /// XOR of the eight 64-bit lanes.
+#[inline]
 #[target_feature(enable = "avx512f,avx2")]
 fn fold_lanes(acc: __m512i) -> u64 {
     let x = _mm256_xor_si256(
