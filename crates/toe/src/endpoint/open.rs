@@ -70,7 +70,7 @@ impl Endpoint {
         let o = Opening {
             conn,
             iss: rand::random(),
-            sent_at: Instant::now(),
+            sent_at: self.now,
             tries: 0,
             syn_sent: false,
         };
@@ -196,7 +196,7 @@ impl Endpoint {
             iss,
             irs: seg.seq,
             peer: seg.options,
-            sent_at: Instant::now(),
+            sent_at: self.now,
             tries: 0,
         };
         self.install(conn, &t, &h, seg);
@@ -218,7 +218,7 @@ impl Endpoint {
 
     /// Sends again what got no answer; gives up after `SYN_TRIES`.
     pub(super) fn open_timers(&mut self) {
-        let now = Instant::now();
+        let now = self.now;
         let due: Vec<FourTuple> = self
             .opening
             .iter()
