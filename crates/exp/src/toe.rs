@@ -339,7 +339,7 @@ fn poll_until(
         polls = polls.wrapping_add(1);
         // The clock is read once every 4096 polls: it costs more than a
         // poll that finds nothing.
-        if polls % 4096 == 0 && Instant::now() > deadline {
+        if polls.is_multiple_of(4096) && Instant::now() > deadline {
             return Err(ExpError::Program {
                 program: "the toe data path".into(),
                 detail: format!(
