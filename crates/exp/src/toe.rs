@@ -18,6 +18,10 @@
 //! The data path runs to completion on one core (thesis Table 4.4's
 //! baseline), its poll loop pinned to CPU 1; the Linux server thread is
 //! pinned there too, the clients to CPU 0.
+//!
+//! Then the three ways to lock connection state under parallel input
+//! ([`toe::input`], OpenBSD's slides): one softnet thread per core, one and
+//! ten streams, the modes rotated every repetition; segments per second.
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -27,6 +31,7 @@ use lab::{Lab, LabError, LabSpec};
 use pktio::{Backend, Port, PortConfig};
 use serde::Serialize;
 use stats::Meta;
+use toe::input::{InputRun, Locking, Workload};
 use toe::{Endpoint, EndpointConfig, ToeError};
 
 use crate::ExpError;
@@ -138,13 +143,38 @@ pub struct ToeResult {
     /// The data path's own counts over the run (drops by reason,
     /// retransmissions, ...).
     pub toe_counters: toe::Counters,
+    /// Parallel input, every run.
+    pub locking: Vec<LockingSample>,
+    /// Per stream count, each mode's mean rate against the exclusive
+    /// lock's (OpenBSD: per-flow batches +9% with one stream, +240% with
+    /// many, on 4 CPUs).
+    pub locking_summary: Vec<LockingSummary>,
     pub meta: Meta,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LockingSample {
+    pub repetition: u32,
+    #[serde(flatten)]
+    pub run: InputRun,
+    /// Every connection delivered all its bytes in order.
+    pub complete: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LockingSummary {
+    pub streams: usize,
+    pub locking: Locking,
+    pub mean_segments_per_s: Option<f64>,
+    /// Against the exclusive lock with as many streams.
+    pub vs_exclusive: Option<f64>,
 }
 
 /// What a run reports as it goes.
 pub enum Progress<'a> {
     Stream(&'a StreamSample),
     Rpc(&'a RpcSample),
+    Locking(&'a LockingSample),
 }
 
 fn pattern(i: u64) -> u8 {
@@ -210,7 +240,68 @@ pub fn run(
             rpc.push(r);
         }
     }
-    Ok(summarize(params, stream, rpc, counters))
+    drop(lab);
+    let locking = locking_runs(params, &mut progress);
+    Ok(summarize(params, stream, rpc, counters, locking))
+}
+
+/// Parallel input: one softnet thread per core, 1 and 10 streams, every
+/// mode in every repetition (rotated).
+fn locking_runs(params: &ToeParams, progress: &mut impl FnMut(Progress<'_>)) -> Vec<LockingSample> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let segments = if params.quick { 20_000 } else { 200_000 };
+    let mut out = Vec::new();
+    for rep in 0..params.repetitions {
+        for streams in [1, 10] {
+            let w = Workload {
+                streams,
+                segments: segments / streams as u32,
+                len: 1448,
+                threads,
+                batch: 64,
+            };
+            for i in 0..Locking::ALL.len() {
+                let locking = Locking::ALL[(i + rep as usize) % Locking::ALL.len()];
+                let run = toe::input::run(locking, w);
+                let complete =
+                    run.delivered == u64::from(w.segments) * u64::from(w.len) * streams as u64;
+                let sample = LockingSample {
+                    repetition: rep,
+                    run,
+                    complete,
+                };
+                progress(Progress::Locking(&sample));
+                out.push(sample);
+            }
+        }
+    }
+    out
+}
+
+fn locking_summary(samples: &[LockingSample]) -> Vec<LockingSummary> {
+    let mean = |streams: usize, l: Locking| {
+        stats::mean(
+            &samples
+                .iter()
+                .filter(|s| s.run.workload.streams == streams && s.run.locking == l && s.complete)
+                .map(|s| s.run.segments_per_s)
+                .collect::<Vec<_>>(),
+        )
+    };
+    let mut out = Vec::new();
+    for streams in [1, 10] {
+        let base = mean(streams, Locking::Exclusive);
+        for l in Locking::ALL {
+            let m = mean(streams, l);
+            out.push(LockingSummary {
+                streams,
+                locking: l,
+                mean_segments_per_s: m,
+                vs_exclusive: m.zip(base).filter(|(_, b)| *b > 0.0).map(|(m, b)| m / b),
+            });
+        }
+    }
+    out
 }
 
 fn summarize(
@@ -218,6 +309,7 @@ fn summarize(
     stream: Vec<StreamSample>,
     rpc: Vec<RpcSample>,
     toe_counters: toe::Counters,
+    locking: Vec<LockingSample>,
 ) -> ToeResult {
     // A mean over every sample of a stack, or none if one was not
     // measured (a missing value never averages into a smaller one).
@@ -260,6 +352,8 @@ fn summarize(
         stream,
         rpc,
         toe_counters,
+        locking_summary: locking_summary(&locking),
+        locking,
         meta: Meta::collect(),
     }
 }
@@ -625,6 +719,7 @@ mod tests {
             ],
             vec![rpc(Stack::Toe, 10.0), rpc(Stack::Linux, 20.0)],
             toe::Counters::default(),
+            Vec::new(),
         );
         assert!(ok.byte_exact);
         assert_eq!((ok.stream_ratio, ok.rpc_p50_ratio), (Some(0.5), Some(0.5)));
@@ -633,11 +728,23 @@ mod tests {
             vec![stream(Stack::Toe, 2.0, false)],
             vec![rpc(Stack::Toe, 10.0)],
             toe::Counters::default(),
+            Vec::new(),
         );
         assert!(!bad.byte_exact);
         // Nothing measured for Linux: no ratio, not a zero.
         assert_eq!((bad.linux_stream_gbit, bad.stream_ratio), (None, None));
-        let none = summarize(&p, Vec::new(), Vec::new(), toe::Counters::default());
+        let none = summarize(
+            &p,
+            Vec::new(),
+            Vec::new(),
+            toe::Counters::default(),
+            Vec::new(),
+        );
+        // No locking run: every mode's mean is absent, not zero.
+        assert!(none
+            .locking_summary
+            .iter()
+            .all(|s| s.mean_segments_per_s.is_none()));
         assert!(!none.byte_exact);
     }
 

@@ -13,12 +13,15 @@
 //! - [`stages`]: the pre-processor, protocol and post-processor, each
 //!   holding its partition's table.
 //! - [`buffer`]: the per-connection payload rings.
+//! - [`input`]: parallel input after OpenBSD, three ways to lock
+//!   connection state, measured side by side.
 //! - [`endpoint`]: the stages run to completion on a pktio AF_XDP port,
 //!   with the control plane (passive open, RST, teardown, retransmission
 //!   timeouts) and the application interface (accept, recv, send, close).
 
 pub mod buffer;
 pub mod endpoint;
+pub mod input;
 pub mod pipeline;
 pub mod protocol;
 pub mod segment;

@@ -5,6 +5,7 @@ use std::io::IsTerminal;
 
 use clap::Args;
 use exp::toe::{Progress, Stack, ToeParams, ToeResult};
+use toe::input::Locking;
 
 use super::exp::{write_output, Common};
 use crate::{exit, output};
@@ -73,6 +74,14 @@ fn stack_name(s: Stack) -> &'static str {
     }
 }
 
+fn locking_name(l: Locking) -> &'static str {
+    match l {
+        Locking::Exclusive => "exclusive",
+        Locking::PerPacket => "per-packet",
+        Locking::PerFlowBatch => "per-flow-batch",
+    }
+}
+
 fn progress_line(p: &Progress<'_>) -> String {
     match p {
         Progress::Stream(s) => format!(
@@ -81,6 +90,14 @@ fn progress_line(p: &Progress<'_>) -> String {
             stack_name(s.stack),
             output::measured(s.gbit_per_s, 2),
             if s.verified { "" } else { " (BYTES DIFFER)" }
+        ),
+        Progress::Locking(l) => format!(
+            "  rep {} input {:>14}, {:>2} streams: {:.2} M segments/s{}",
+            l.repetition,
+            locking_name(l.run.locking),
+            l.run.workload.streams,
+            l.run.segments_per_s / 1e6,
+            if l.complete { "" } else { " (INCOMPLETE)" }
         ),
         Progress::Rpc(r) => format!(
             "  rep {} {:>5} rpc:    p50 {} us, p99 {} us{}",
@@ -112,6 +129,23 @@ fn print_table(r: &ToeResult) -> anyhow::Result<()> {
         ],
     ];
     output::table(&["stack", "stream Gbit/s", "RPC p50 us"], &body)?;
+    println!();
+    let locking: Vec<Vec<String>> = r
+        .locking_summary
+        .iter()
+        .map(|s| {
+            vec![
+                s.streams.to_string(),
+                locking_name(s.locking).into(),
+                output::or_na(s.mean_segments_per_s, |m| format!("{:.2}", m / 1e6)),
+                output::measured(s.vs_exclusive, 2),
+            ]
+        })
+        .collect();
+    output::table(
+        &["streams", "input locking", "M segments/s", "vs exclusive"],
+        &locking,
+    )?;
     println!(
         "byte-exact: {} (every transfer checked byte for byte)",
         if r.byte_exact { "yes" } else { "NO" }
