@@ -4,7 +4,9 @@
 //! mechanisms"; §5.3.1.5 loses a mirror to "internal congestion").
 //!
 //! Loss is deterministic: a seeded generator, or the ordinals of the packets
-//! to drop, so a run repeats exactly.
+//! to drop, so a run repeats exactly. A full path refuses a packet at once;
+//! a lossy path loses it at the far end, when it would have re-entered the
+//! pipeline (where the TM's congestion drops it).
 
 use std::collections::VecDeque;
 
@@ -64,7 +66,7 @@ pub enum LossCause {
 #[derive(Debug)]
 pub struct Channel<T> {
     config: ChannelConfig,
-    in_flight: VecDeque<(u64, T)>,
+    in_flight: VecDeque<(u64, Option<LossCause>, T)>,
     rng: SplitMix64,
     counters: ChannelCounters,
 }
@@ -83,40 +85,46 @@ impl<T> Channel<T> {
         }
     }
 
-    /// Offers `item` at time `now`; it is delivered at `now + latency`, or
-    /// lost (and handed back with the cause).
+    /// Offers `item` at time `now`: a full path hands it back at once;
+    /// otherwise it arrives at `now + latency`, or is lost then.
     pub fn offer(&mut self, now: u64, item: T) -> Result<(), (LossCause, T)> {
         self.counters.offered += 1;
         let ordinal = self.counters.offered;
+        if self.in_flight.len() >= self.config.capacity {
+            self.counters.lost_full += 1;
+            return Err((LossCause::Full, item));
+        }
         let lost = match &self.config.loss {
             Loss::None => false,
             Loss::Random { probability, .. } => self.rng.next_unit() < *probability,
             Loss::Nth(ordinals) => ordinals.contains(&ordinal),
         };
-        if lost {
-            self.counters.lost_random += 1;
-            return Err((LossCause::Loss, item));
-        }
-        if self.in_flight.len() >= self.config.capacity {
-            self.counters.lost_full += 1;
-            return Err((LossCause::Full, item));
-        }
+        let fate = lost.then_some(LossCause::Loss);
         self.in_flight
-            .push_back((now + self.config.latency_ns, item));
+            .push_back((now + self.config.latency_ns, fate, item));
         Ok(())
     }
 
-    /// When the next packet re-enters the pipeline.
+    /// When the next packet reaches the far end.
     pub fn next_delivery(&self) -> Option<u64> {
-        self.in_flight.front().map(|(at, _)| *at)
+        self.in_flight.front().map(|(at, _, _)| *at)
     }
 
-    /// Takes the next packet if it is due by `now`.
-    pub fn deliver(&mut self, now: u64) -> Option<T> {
+    /// The next packet due by `now`: delivered, or lost (with the cause).
+    pub fn deliver(&mut self, now: u64) -> Option<Result<T, (LossCause, T)>> {
         match self.in_flight.front() {
-            Some((at, _)) if *at <= now => {
-                self.counters.delivered += 1;
-                self.in_flight.pop_front().map(|(_, item)| item)
+            Some((at, _, _)) if *at <= now => {
+                let (_, fate, item) = self.in_flight.pop_front()?;
+                Some(match fate {
+                    None => {
+                        self.counters.delivered += 1;
+                        Ok(item)
+                    }
+                    Some(cause) => {
+                        self.counters.lost_random += 1;
+                        Err((cause, item))
+                    }
+                })
             }
             _ => None,
         }
@@ -161,7 +169,7 @@ mod tests {
         assert!(c.offer(0, 'a').is_ok());
         assert_eq!(c.offer(10, 'b'), Err((LossCause::Full, 'b')));
         assert_eq!(c.deliver(99), None);
-        assert_eq!(c.deliver(100), Some('a'));
+        assert_eq!(c.deliver(100), Some(Ok('a')));
         assert!(c.offer(100, 'c').is_ok());
         assert_eq!(c.counters().lost_full, 1);
     }
@@ -173,8 +181,11 @@ mod tests {
             capacity: 10,
             loss: Loss::Nth(vec![2]),
         });
-        let kept: Vec<bool> = (0..3).map(|i| c.offer(0, i).is_ok()).collect();
-        assert_eq!(kept, [true, false, true]);
+        for i in 0..3 {
+            c.offer(0, i).unwrap();
+        }
+        let fates: Vec<_> = std::iter::from_fn(|| c.deliver(0)).collect();
+        assert_eq!(fates, [Ok(0), Err((LossCause::Loss, 1)), Ok(2)]);
     }
 
     #[test]
@@ -188,7 +199,12 @@ mod tests {
                     seed: 7,
                 },
             });
-            (0..1000).map(|i| c.offer(0, i).is_ok()).collect::<Vec<_>>()
+            for i in 0..1000 {
+                c.offer(0, i).unwrap();
+            }
+            std::iter::from_fn(|| c.deliver(0))
+                .map(|f| f.is_ok())
+                .collect::<Vec<_>>()
         };
         let a = run();
         assert_eq!(a, run());

@@ -13,7 +13,7 @@ pub struct FieldId(pub(crate) u16);
 impl FieldId {
     /// The field at `index` in declaration order (the loader rejects an
     /// index the program does not declare).
-    pub fn from_index(index: u16) -> Self {
+    pub const fn from_index(index: u16) -> Self {
         FieldId(index)
     }
 

@@ -469,6 +469,19 @@ impl Pipeline {
         self.now = self.now.max(at_ns);
     }
 
+    /// Runs the next event if it is due by `limit_ns`; returns whether one
+    /// ran.
+    pub fn step(&mut self, limit_ns: u64) -> bool {
+        match self.next_event() {
+            Some(at) if at <= limit_ns => {
+                self.now = self.now.max(at);
+                self.run_event();
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Runs until nothing is queued or on a path (generators aside), at most
     /// to `limit_ns`; returns whether it went idle.
     pub fn run_until_idle(&mut self, limit_ns: u64) -> bool {
@@ -509,15 +522,42 @@ impl Pipeline {
     /// Runs one event due now: paths first, then generators, then egress.
     fn run_event(&mut self) {
         let now = self.now;
-        if let Some(packet) = self.mirror.deliver(now) {
-            let queue = self.config.mirror_queue;
-            self.enqueue(queue, packet);
-            return;
+        match self.mirror.deliver(now) {
+            Some(Ok(packet)) => {
+                let queue = self.config.mirror_queue;
+                self.enqueue(queue, packet);
+                return;
+            }
+            Some(Err((cause, lost))) => {
+                self.record(|| TraceEvent::Lost {
+                    id: lost.id,
+                    parent: lost.parent,
+                    path: Path::Mirror,
+                    cause,
+                    phv: Some(lost.phv),
+                });
+                return;
+            }
+            None => {}
         }
-        if let Some(bytes) = self.recirculation.deliver(now) {
-            let id = self.new_id();
-            let _ = self.parse_and_ingress(id, Port::Recirculation, &bytes);
-            return;
+        match self.recirculation.deliver(now) {
+            Some(Ok(bytes)) => {
+                let id = self.new_id();
+                let _ = self.parse_and_ingress(id, Port::Recirculation, &bytes);
+                return;
+            }
+            Some(Err((cause, _))) => {
+                let id = self.new_id();
+                self.record(|| TraceEvent::Lost {
+                    id,
+                    parent: None,
+                    path: Path::Recirculation,
+                    cause,
+                    phv: None,
+                });
+                return;
+            }
+            None => {}
         }
         if let Some(g) = self.generators.iter().position(|g| g.next_ns <= now) {
             let packets: Vec<_> = self.generators[g].fire().collect();

@@ -1,1 +1,13 @@
-//! placeholder
+//! Laminar's TCP transport (thesis chapter 5) as a program for the
+//! emulator, its control plane, and a model of the host side (libTOE's
+//! receive buffer) for examples and tests.
+
+pub mod control;
+pub mod example;
+pub mod fields;
+pub mod host;
+pub mod program;
+pub mod segment;
+
+pub use control::{install, ConnectionSpec, ControlPlane};
+pub use program::{program, LaminarConfig};
