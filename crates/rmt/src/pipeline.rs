@@ -482,19 +482,24 @@ impl Pipeline {
         }
     }
 
+    /// When the next queued or travelling packet is due (generators
+    /// aside); `None` when nothing is.
+    pub fn busy_until(&self) -> Option<u64> {
+        [
+            self.tm.earliest().map(|e| e.max(self.egress_free_at)),
+            self.mirror.next_delivery(),
+            self.recirculation.next_delivery(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
     /// Runs until nothing is queued or on a path (generators aside), at most
     /// to `limit_ns`; returns whether it went idle.
     pub fn run_until_idle(&mut self, limit_ns: u64) -> bool {
         loop {
-            let busy = [
-                self.tm.earliest().map(|e| e.max(self.egress_free_at)),
-                self.mirror.next_delivery(),
-                self.recirculation.next_delivery(),
-            ]
-            .into_iter()
-            .flatten()
-            .min();
-            match busy {
+            match self.busy_until() {
                 None => return true,
                 Some(at) if at > limit_ns => return false,
                 Some(at) => self.advance_to(at),

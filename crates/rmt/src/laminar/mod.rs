@@ -7,6 +7,7 @@ pub mod example;
 pub mod fields;
 pub mod host;
 pub mod program;
+pub mod receiver;
 pub mod segment;
 
 pub use control::{install, ConnectionSpec, ControlPlane};

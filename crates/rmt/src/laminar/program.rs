@@ -190,12 +190,11 @@ pub fn program(config: LaminarConfig) -> Program {
             &[],
         )),
     );
-    b.ingress(
-        StageDecl::new("header prebuild").table(TableDecl::exact(
-            table::HEADERS,
-            &[CONN],
-            n,
-            vec![
+    b.ingress(StageDecl::new("header prebuild").table(TableDecl::exact(
+        table::HEADERS,
+        &[CONN],
+        n,
+        vec![
                 ActionDecl::new("prebuild", prebuild)
                     .writes(&[
                         OUT_SRC_IP,
@@ -209,10 +208,9 @@ pub fn program(config: LaminarConfig) -> Program {
                     .data(7),
                 ActionDecl::new("unknown-connection", unknown_connection),
             ],
-            1,
-            &[],
-        )),
-    );
+        1,
+        &[],
+    )));
 
     // Egress: one register per stage (§5.3.1, §5.3.2).
     let stage = |name: &str, action: ActionDecl| {
