@@ -182,7 +182,7 @@ pub fn program(config: LaminarConfig) -> Program {
             vec![
                 ActionDecl::new("translate", translate)
                     .reads(&[WORKFLOW, SEQ, DESC_WORD])
-                    .writes(&[SEG_SEQ, RX_ADDR])
+                    .writes(&[SEG_SEQ, RX_BUF_ADDR, RX_OFFSET, RX_BUF_MASK])
                     .data(4),
                 ActionDecl::new("unknown-connection", unknown_connection),
             ],
@@ -242,7 +242,7 @@ pub fn program(config: LaminarConfig) -> Program {
         register::RX_OOO_TAIL,
         ActionDecl::new("tail", rx_ooo_tail)
             .reads(&[RX_CLASS, RX_OOW, RX_ADV, RX_PRE_NEXT, SEG_SEQ, PLEN])
-            .writes(&[RX_TAIL, RX_OOO_NEW, RX_OOO_FITS])
+            .writes(&[RX_TAIL, RX_OOO_NEW, RX_OOO_FITS, RX_PRE_TAIL])
             .registers(&[rx_tail]),
     ));
     b.egress(stage(
@@ -260,8 +260,11 @@ pub fn program(config: LaminarConfig) -> Program {
                 RX_OOO_FITS,
                 RX_TAIL,
                 RX_NEXT,
+                RX_PRE_TAIL,
             ])
-            .writes(&[RX_HEAD, RX_ACCEPT, MERGE_SEQ, MERGE_LEN, NOTIFY, NOTIFY_SEQ])
+            .writes(&[
+                RX_HEAD, RX_ACCEPT, RX_PRESENT, MERGE_SEQ, MERGE_LEN, NOTIFY, NOTIFY_SEQ,
+            ])
             .registers(&[rx_head]),
     ));
     b.egress(stage(
@@ -317,8 +320,11 @@ pub fn program(config: LaminarConfig) -> Program {
             WORKFLOW,
             CONN,
             RX_ACCEPT,
+            RX_PRESENT,
             RX_CLASS,
-            RX_ADDR,
+            RX_BUF_ADDR,
+            RX_OFFSET,
+            RX_BUF_MASK,
             RX_TRIM,
             RX_ADV,
             PLEN,
@@ -447,27 +453,30 @@ fn from_descriptor(io: &mut ActionIo<'_>) {
     io.writes[0] = desc_conn;
 }
 
-/// ③ Sequence number to receive-buffer address for RX, transmit-buffer
-/// offset to sequence number for TX (§5.3.3). The buffer is mapped twice in
-/// a row, so an address plus a segment's length never needs splitting.
+/// ③ Sequence number to receive-buffer offset for RX, transmit-buffer
+/// offset to sequence number for TX (§5.3.3). The buffer (a power of two)
+/// is mapped twice in a row, so an address plus a segment's length never
+/// needs splitting; the deparser adds the bytes trimmed in egress to the
+/// offset, modulo the size.
 fn translate(io: &mut ActionIo<'_>) {
     let &[wf, seq, offset] = io.reads else { return };
     let &[rx_base_seq, rx_buf_addr, rx_buf_size, tx_base_seq] = io.data else {
         return;
     };
-    let (seg_seq, addr) = match wf {
-        workflow::RX => {
-            let from_base = u64::from((seq as u32).wrapping_sub(rx_base_seq as u32));
-            (seq, rx_buf_addr + from_base % rx_buf_size.max(1))
-        }
+    let mask = rx_buf_size.saturating_sub(1);
+    let (seg_seq, rx_offset) = match wf {
+        workflow::RX => (
+            seq,
+            u64::from((seq as u32).wrapping_sub(rx_base_seq as u32)) & mask,
+        ),
         workflow::TX => (
             u64::from((tx_base_seq as u32).wrapping_add(offset as u32)),
             0,
         ),
         _ => (0, 0),
     };
-    io.writes[0] = seg_seq;
-    io.writes[1] = addr;
+    io.writes
+        .copy_from_slice(&[seg_seq, rx_buf_addr, rx_offset, mask]);
 }
 
 fn unknown_connection(io: &mut ActionIo<'_>) {
@@ -582,7 +591,7 @@ fn rx_ooo_tail(io: &mut ActionIo<'_>) {
         }
     }
     io.registers[0] = after;
-    io.writes.copy_from_slice(&[after, new, fits]);
+    io.writes.copy_from_slice(&[after, new, fits, tail]);
 }
 
 /// Stage 4, `rx-ooo-head`: the start of the interval, likewise. A segment
@@ -592,7 +601,8 @@ fn rx_ooo_tail(io: &mut ActionIo<'_>) {
 /// at once that the data up to the tail is ready (§5.3.1.6). Out-of-order
 /// segments that neither overlap nor touch the interval are dropped.
 fn rx_ooo_head(io: &mut ActionIo<'_>) {
-    let &[wf, class, outcome, adv, pre_next, seq, plen, new, fits, tail, next] = io.reads else {
+    let &[wf, class, outcome, adv, pre_next, seq, plen, new, fits, tail, next, pre_tail] = io.reads
+    else {
         return;
     };
     let head = io.registers[0];
@@ -634,9 +644,21 @@ fn rx_ooo_head(io: &mut ActionIo<'_>) {
         io.verdict.mirror = true;
         io.verdict.drop = !accept;
     }
+    // With the gap closed (head 0), the interval's bytes were announced to
+    // libTOE and may be consumed already, their space granted back for
+    // later data: a segment covering them again must not rewrite them.
+    let present = match class {
+        _ if !accept || head != 0 || pre_tail == 0 => 0,
+        class::IN_ORDER => adv.min(pre_tail),
+        _ => {
+            let (start, _) = ooo_offsets(pre_next, seq, plen);
+            plen.min(pre_tail.saturating_sub(start))
+        }
+    };
     io.writes.copy_from_slice(&[
         after,
         u64::from(accept),
+        present,
         merge_seq,
         merge_len,
         u64::from(notify),
@@ -810,12 +832,15 @@ fn deparse<const SACK: bool>(phv: &Phv, payload: &[u8], out: &mut Vec<Emitted>) 
                 } else {
                     (0, phv.get(PLEN))
                 };
+                let present = phv.get(RX_PRESENT).min(len);
+                let (skip, len) = (skip + present, len - present);
                 let Some(data) = payload.get(skip as usize..(skip + len) as usize) else {
                     return;
                 };
+                let offset = (phv.get(RX_OFFSET) + skip) & phv.get(RX_BUF_MASK);
                 let event = HostEvent::RxData {
                     conn,
-                    addr: phv.get(RX_ADDR) + skip,
+                    addr: phv.get(RX_BUF_ADDR) + offset,
                     notify: (phv.get(NOTIFY) == 1).then(|| get(phv, NOTIFY_SEQ)),
                     payload: data.to_vec(),
                 };

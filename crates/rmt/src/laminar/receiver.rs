@@ -3,13 +3,15 @@
 //! host buffer the payload lands in. Examples, tests and benchmarks drive
 //! it with segments from a peer and read the byte stream it delivers.
 
-use crate::pipeline::{ControlError, InjectError, Pipeline, PipelineConfig};
+use crate::pipeline::{ControlError, InjectError, Pipeline, PipelineConfig, TraceEvent};
 use crate::program::Port;
 use crate::ProgramError;
 
+use super::fields::{DESC_WORD, WORKFLOW};
 use super::host::{HostError, HostReceiver};
+use super::program::workflow;
 use super::program::{program, LaminarConfig};
-use super::segment::{flags, HostCommand, HostEvent, TcpSegment};
+use super::segment::{flags, HostEvent, TcpSegment};
 use super::{install, ConnectionSpec, ControlPlane};
 
 /// Why driving the receiver failed.
@@ -38,7 +40,8 @@ pub struct Receiver {
     pub sent: Vec<TcpSegment>,
     /// Bytes the application read, in order.
     pub delivered: Vec<u8>,
-    /// Window handed back to the pipeline by SYNCs.
+    /// Window handed back by SYNCs that have passed the egress stages (from
+    /// the pipeline's trace, not from what was sent).
     pub granted: u64,
 }
 
@@ -50,6 +53,7 @@ impl Receiver {
     ) -> Result<Self, ReceiverError> {
         let mut pipeline = Pipeline::load(program(laminar), config)?;
         install(&mut pipeline, 0, &spec)?;
+        pipeline.enable_trace();
         Ok(Receiver {
             pipeline,
             control: ControlPlane::default(),
@@ -115,6 +119,18 @@ impl Receiver {
     }
 
     fn take_outputs(&mut self) -> Result<(), ReceiverError> {
+        for event in self.pipeline.take_trace() {
+            if let TraceEvent::Egress {
+                phv,
+                dropped: false,
+                ..
+            } = event
+            {
+                if phv.get(WORKFLOW) == workflow::SYNC_HOST {
+                    self.granted += phv.get(DESC_WORD);
+                }
+            }
+        }
         for out in self.pipeline.take_emitted() {
             match out.port {
                 Port::Dma(_) => self.host.apply(&HostEvent::parse(&out.bytes)?)?,
@@ -124,9 +140,6 @@ impl Receiver {
         self.control.handle(&mut self.pipeline)?;
         self.delivered.extend(self.host.read());
         if let Some(sync) = self.host.sync_due(self.spec.rx_buffer_size / 4) {
-            if let HostCommand::Sync { rx_grant, .. } = sync {
-                self.granted += u64::from(rx_grant);
-            }
             let now = self.pipeline.now();
             self.pipeline
                 .inject(now, Port::Dma(self.spec.ctx), &sync.emit())?;
