@@ -48,36 +48,44 @@ pub fn width_mask(bits: u8) -> u64 {
 
 /// The values of one packet's fields. Parsers, deparsers and the control
 /// plane see the whole vector; actions only see the fields they declared.
+/// The pipeline truncates every value to its field's width after each step
+/// that may write (parser, stage, mirror parser).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Phv {
     values: Vec<u64>,
-    masks: std::sync::Arc<[u64]>,
 }
 
 impl Phv {
-    pub(crate) fn new(masks: std::sync::Arc<[u64]>) -> Self {
+    pub(crate) fn new(fields: usize) -> Self {
         Phv {
-            values: vec![0; masks.len()],
-            masks,
+            values: vec![0; fields],
         }
     }
 
     /// The value of `field` (0 until something writes it).
     pub fn get(&self, field: FieldId) -> u64 {
-        self.values[field.index()]
+        self.values.get(field.index()).copied().unwrap_or(0)
     }
 
-    /// Writes `value`, truncated to the field's width.
+    /// Writes `value` (a field the program does not declare is ignored).
     pub fn set(&mut self, field: FieldId, value: u64) {
-        let i = field.index();
-        self.values[i] = value & self.masks[i];
+        if let Some(v) = self.values.get_mut(field.index()) {
+            *v = value;
+        }
     }
 
     pub(crate) fn raw(&self, index: usize) -> u64 {
         self.values[index]
     }
 
-    pub(crate) fn set_raw(&mut self, index: usize, value: u64) {
-        self.values[index] = value & self.masks[index];
+    pub(crate) fn set_raw(&mut self, index: usize, value: u64, mask: u64) {
+        self.values[index] = value & mask;
+    }
+
+    /// Truncates every field to its width.
+    pub(crate) fn truncate(&mut self, masks: &[u64]) {
+        for (v, m) in self.values.iter_mut().zip(masks) {
+            *v &= m;
+        }
     }
 }

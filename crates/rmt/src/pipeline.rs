@@ -14,12 +14,11 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::Arc;
 
 use serde::Serialize;
 
 use crate::channel::{Channel, ChannelConfig, ChannelCounters, LossCause};
-use crate::check::{self, ProgramError, MAX_KEY, MAX_READS, MAX_REGISTERS, MAX_WRITES};
+use crate::check::{self, ProgramError, MAX_KEY};
 use crate::phv::{width_mask, FieldId, Phv};
 use crate::pktgen::{Generator, GeneratorApp};
 use crate::program::{
@@ -201,7 +200,7 @@ struct CompiledStage {
 pub struct Pipeline {
     program: Program,
     config: PipelineConfig,
-    masks: Arc<[u64]>,
+    masks: Vec<u64>,
     parser_allowed: Vec<bool>,
     ingress: Vec<CompiledStage>,
     egress: Vec<CompiledStage>,
@@ -214,7 +213,7 @@ pub struct Pipeline {
     now: u64,
     egress_free_at: u64,
     next_id: u64,
-    pending: Vec<(usize, u64)>,
+    scratch: Scratch,
     emitted: Vec<Emitted>,
     scratch_out: Vec<Emitted>,
     digests: Vec<Digest>,
@@ -237,7 +236,7 @@ impl Pipeline {
     /// registers zero and all tables empty.
     pub fn load(program: Program, config: PipelineConfig) -> Result<Self, ProgramError> {
         check::check(&program, config.stages)?;
-        let masks: Arc<[u64]> = program.fields.iter().map(|f| f.mask()).collect();
+        let masks: Vec<u64> = program.fields.iter().map(|f| f.mask()).collect();
         let mut parser_allowed = vec![false; program.fields.len()];
         for f in &program.parser.produces {
             parser_allowed[f.index()] = true;
@@ -264,7 +263,7 @@ impl Pipeline {
             now: 0,
             egress_free_at: 0,
             next_id: 0,
-            pending: Vec::new(),
+            scratch: Scratch::default(),
             emitted: Vec::new(),
             scratch_out: Vec::new(),
             digests: Vec::new(),
@@ -304,6 +303,11 @@ impl Pipeline {
     /// Packets that left through the ports.
     pub fn take_emitted(&mut self) -> Vec<Emitted> {
         std::mem::take(&mut self.emitted)
+    }
+
+    /// The packets that left so far, still held.
+    pub fn emitted(&self) -> &[Emitted] {
+        &self.emitted
     }
 
     /// Drops the packets that left so far (a sink that only counts them).
@@ -588,7 +592,7 @@ impl Pipeline {
         port: Port,
         bytes: &[u8],
     ) -> Result<(), InjectError> {
-        let mut phv = Phv::new(self.masks.clone());
+        let mut phv = Phv::new(self.masks.len());
         let mut out = ParserOut {
             phv: &mut phv,
             allowed: &self.parser_allowed,
@@ -604,6 +608,7 @@ impl Pipeline {
             }),
             (result, None) => result,
         };
+        phv.truncate(&self.masks);
         let header_len = match parsed {
             Ok(len) => len,
             Err(error) => {
@@ -628,9 +633,10 @@ impl Pipeline {
             &self.ingress,
             &mut self.registers,
             &self.register_masks,
+            &self.masks,
             &mut packet.phv,
             &mut packet.verdict,
-            &mut self.pending,
+            &mut self.scratch,
             &mut self.counters.register_faults,
         );
         self.side_outputs(&packet);
@@ -662,9 +668,10 @@ impl Pipeline {
             &self.egress,
             &mut self.registers,
             &self.register_masks,
+            &self.masks,
             &mut packet.phv,
             &mut packet.verdict,
-            &mut self.pending,
+            &mut self.scratch,
             &mut self.counters.register_faults,
         );
         let dropped = packet.verdict.drop;
@@ -718,6 +725,7 @@ impl Pipeline {
             let mut phv = packet.phv.clone();
             if let Some(parse) = self.program.mirror_parser {
                 parse(&mut phv);
+                phv.truncate(&self.masks);
             }
             let copy = Packet {
                 id: self.new_id(),
@@ -790,39 +798,52 @@ fn compile_stage(program: &Program, stage: &StageDecl) -> CompiledStage {
     CompiledStage { tables }
 }
 
+/// Reused buffers of one stage run: what an action reads, writes and
+/// updates, and the writes the stage lands at its end.
+#[derive(Default)]
+struct Scratch {
+    reads: Vec<u64>,
+    writes: Vec<u64>,
+    values: Vec<u64>,
+    cells: Vec<(usize, usize)>,
+    pending: Vec<(usize, u64)>,
+}
+
 /// Runs `stages` on one packet. Every table of a stage sees the PHV as it
 /// entered the stage; the stage's writes land after all its tables ran.
+#[allow(clippy::too_many_arguments)]
 fn run_stages(
     stages: &[CompiledStage],
     registers: &mut [Vec<u64>],
     register_masks: &[u64],
+    field_masks: &[u64],
     phv: &mut Phv,
     verdict: &mut Verdict,
-    pending: &mut Vec<(usize, u64)>,
+    scratch: &mut Scratch,
     faults: &mut u64,
 ) {
     for stage in stages {
-        pending.clear();
+        scratch.pending.clear();
         for table in &stage.tables {
             let (a, data) = lookup(table, phv);
             let action = &table.actions[a];
-            let mut reads = [0u64; MAX_READS];
-            for (slot, f) in reads.iter_mut().zip(&action.reads) {
-                *slot = phv.raw(*f);
-            }
-            let mut writes = [0u64; MAX_WRITES];
-            for (slot, f) in writes.iter_mut().zip(&action.writes) {
-                *slot = phv.raw(*f);
-            }
-            let mut cells = [(0usize, 0usize); MAX_REGISTERS];
-            let mut values = [0u64; MAX_REGISTERS];
+            scratch.reads.clear();
+            scratch
+                .reads
+                .extend(action.reads.iter().map(|f| phv.raw(*f)));
+            scratch.writes.clear();
+            scratch
+                .writes
+                .extend(action.writes.iter().map(|f| phv.raw(*f)));
+            scratch.cells.clear();
+            scratch.values.clear();
             let mut in_range = true;
-            for (i, (r, index_field)) in action.registers.iter().enumerate() {
+            for (r, index_field) in &action.registers {
                 let index = phv.raw(*index_field) as usize;
                 match registers[*r].get(index) {
                     Some(v) => {
-                        cells[i] = (*r, index);
-                        values[i] = *v;
+                        scratch.cells.push((*r, index));
+                        scratch.values.push(*v);
                     }
                     None => in_range = false,
                 }
@@ -832,21 +853,30 @@ fn run_stages(
                 *faults += 1;
                 continue;
             }
-            let n = action.registers.len();
             (action.run)(&mut ActionIo {
-                reads: &reads[..action.reads.len()],
+                reads: &scratch.reads,
                 data,
-                writes: &mut writes[..action.writes.len()],
-                registers: &mut values[..n],
+                writes: &mut scratch.writes,
+                registers: &mut scratch.values,
                 verdict,
             });
-            for ((r, index), v) in cells[..n].iter().zip(values) {
+            for ((r, index), v) in scratch.cells.iter().zip(&scratch.values) {
                 registers[*r][*index] = v & register_masks[*r];
             }
-            pending.extend(action.writes.iter().copied().zip(writes));
+            let writes = action
+                .writes
+                .iter()
+                .copied()
+                .zip(scratch.writes.iter().copied());
+            if stage.tables.len() == 1 {
+                // No other table of the stage can read the stage's input.
+                writes.for_each(|(f, v)| phv.set_raw(f, v, field_masks[f]));
+            } else {
+                scratch.pending.extend(writes);
+            }
         }
-        for (f, v) in pending.drain(..) {
-            phv.set_raw(f, v);
+        for (f, v) in scratch.pending.drain(..) {
+            phv.set_raw(f, v, field_masks[f]);
         }
     }
 }
@@ -871,7 +901,13 @@ struct FxHasher(u64);
 
 impl Hasher for FxHasher {
     fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(w);
+            self.write_u64(u64::from_ne_bytes(word));
+        }
+        for b in words.remainder() {
             self.write_u64(u64::from(*b));
         }
     }

@@ -22,7 +22,9 @@ use crate::program::{
 use crate::Phv;
 
 use super::fields::*;
-use super::segment::{flags, is_tx, parse_command, parse_tcp, HostEvent, TcpSegment, COMMAND_LEN};
+use super::segment::{
+    flags, is_tx, parse_command, parse_tcp, rx_data_record, HostEvent, TcpSegment, COMMAND_LEN,
+};
 
 /// The workflow a packet follows (§5.2), plus the two kinds the pipeline
 /// makes itself.
@@ -838,15 +840,11 @@ fn deparse<const SACK: bool>(phv: &Phv, payload: &[u8], out: &mut Vec<Emitted>) 
                     return;
                 };
                 let offset = (phv.get(RX_OFFSET) + skip) & phv.get(RX_BUF_MASK);
-                let event = HostEvent::RxData {
-                    conn,
-                    addr: phv.get(RX_BUF_ADDR) + offset,
-                    notify: (phv.get(NOTIFY) == 1).then(|| get(phv, NOTIFY_SEQ)),
-                    payload: data.to_vec(),
-                };
+                let notify = (phv.get(NOTIFY) == 1).then(|| get(phv, NOTIFY_SEQ));
+                let addr = phv.get(RX_BUF_ADDR) + offset;
                 out.push(Emitted {
                     port: ctx,
-                    bytes: event.emit(),
+                    bytes: rx_data_record(conn, addr, notify, data),
                 });
             }
             if phv.get(FAST_REXMIT) == 1 {

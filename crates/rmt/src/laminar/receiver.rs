@@ -118,7 +118,22 @@ impl Receiver {
         Ok(())
     }
 
+    /// Consumes everything the pipeline produced; a SYNC injected here may
+    /// let more packets through (injection first runs what is due), whose
+    /// outputs are consumed too before anyone looks.
     fn take_outputs(&mut self) -> Result<(), ReceiverError> {
+        loop {
+            self.consume()?;
+            let Some(sync) = self.host.sync_due(self.spec.rx_buffer_size / 4) else {
+                return Ok(());
+            };
+            let now = self.pipeline.now();
+            self.pipeline
+                .inject(now, Port::Dma(self.spec.ctx), &sync.emit())?;
+        }
+    }
+
+    fn consume(&mut self) -> Result<(), ReceiverError> {
         for event in self.pipeline.take_trace() {
             if let TraceEvent::Egress {
                 phv,
@@ -139,11 +154,6 @@ impl Receiver {
         }
         self.control.handle(&mut self.pipeline)?;
         self.delivered.extend(self.host.read());
-        if let Some(sync) = self.host.sync_due(self.spec.rx_buffer_size / 4) {
-            let now = self.pipeline.now();
-            self.pipeline
-                .inject(now, Port::Dma(self.spec.ctx), &sync.emit())?;
-        }
         Ok(())
     }
 }

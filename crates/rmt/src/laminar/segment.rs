@@ -336,9 +336,37 @@ const EV_SYNC: u8 = 2;
 const EV_REXMIT: u8 = 3;
 const EVENT_LEN: usize = 20;
 
+/// The bytes of an [`HostEvent::RxData`] record, written straight from the
+/// payload it carries.
+pub fn rx_data_record(conn: u16, addr: u64, notify: Option<u32>, payload: &[u8]) -> Vec<u8> {
+    let mut b = Vec::with_capacity(EVENT_LEN + payload.len());
+    b.push(EV_RX);
+    b.push(u8::from(notify.is_some()));
+    b.extend_from_slice(&conn.to_be_bytes());
+    b.extend_from_slice(&addr.to_be_bytes());
+    b.extend_from_slice(&notify.unwrap_or(0).to_be_bytes());
+    b.extend_from_slice(&[0; EVENT_LEN - 16]);
+    b.extend_from_slice(payload);
+    b
+}
+
 impl HostEvent {
     pub fn emit(&self) -> Vec<u8> {
-        let mut b = vec![0u8; EVENT_LEN];
+        if let HostEvent::RxData {
+            conn,
+            addr,
+            notify,
+            payload,
+        } = self
+        {
+            return rx_data_record(*conn, *addr, *notify, payload);
+        }
+        let payload_len = match self {
+            HostEvent::RxData { payload, .. } => payload.len(),
+            _ => 0,
+        };
+        let mut b = Vec::with_capacity(EVENT_LEN + payload_len);
+        b.resize(EVENT_LEN, 0);
         let (kind, conn) = match self {
             HostEvent::RxData {
                 conn, addr, notify, ..
