@@ -74,6 +74,12 @@ impl Phv {
         }
     }
 
+    /// All `fields` fields back to 0.
+    pub(crate) fn reset(&mut self, fields: usize) {
+        self.values.clear();
+        self.values.resize(fields, 0);
+    }
+
     pub(crate) fn raw(&self, index: usize) -> u64 {
         self.values[index]
     }

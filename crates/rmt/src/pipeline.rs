@@ -18,7 +18,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use serde::Serialize;
 
 use crate::channel::{Channel, ChannelConfig, ChannelCounters, LossCause};
-use crate::check::{self, ProgramError, MAX_KEY};
+use crate::check::{self, ProgramError, MAX_KEY, MAX_READS, MAX_REGISTERS, MAX_WRITES};
 use crate::phv::{width_mask, FieldId, Phv};
 use crate::pktgen::{Generator, GeneratorApp};
 use crate::program::{
@@ -214,6 +214,7 @@ pub struct Pipeline {
     egress_free_at: u64,
     next_id: u64,
     scratch: Scratch,
+    pool: Pool,
     emitted: Vec<Emitted>,
     scratch_out: Vec<Emitted>,
     digests: Vec<Digest>,
@@ -264,6 +265,7 @@ impl Pipeline {
             egress_free_at: 0,
             next_id: 0,
             scratch: Scratch::default(),
+            pool: Pool::default(),
             emitted: Vec::new(),
             scratch_out: Vec::new(),
             digests: Vec::new(),
@@ -517,15 +519,11 @@ impl Pipeline {
     }
 
     fn next_event(&self) -> Option<u64> {
-        [
-            self.mirror.next_delivery(),
-            self.recirculation.next_delivery(),
-            self.generators.iter().map(|g| g.next_ns).min(),
-            self.tm.earliest().map(|e| e.max(self.egress_free_at)),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        let generators = self.generators.iter().map(|g| g.next_ns).min();
+        match (self.busy_until(), generators) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Runs one event due now: paths first, then generators, then egress.
@@ -592,7 +590,7 @@ impl Pipeline {
         port: Port,
         bytes: &[u8],
     ) -> Result<(), InjectError> {
-        let mut phv = Phv::new(self.masks.len());
+        let mut phv = self.pool.phv(self.masks.len());
         let mut out = ParserOut {
             phv: &mut phv,
             allowed: &self.parser_allowed,
@@ -612,6 +610,7 @@ impl Pipeline {
         let header_len = match parsed {
             Ok(len) => len,
             Err(error) => {
+                self.pool.phvs.push(phv);
                 self.counters.rejected += 1;
                 self.record(|| TraceEvent::Rejected {
                     id,
@@ -626,7 +625,7 @@ impl Pipeline {
             parent: None,
             source: Source::Port(port),
             phv,
-            payload: bytes[header_len..].to_vec(),
+            payload: self.pool.bytes(&bytes[header_len..]),
             verdict: Verdict::default(),
         };
         run_stages(
@@ -643,6 +642,7 @@ impl Pipeline {
         if packet.verdict.drop {
             self.counters.ingress_dropped += 1;
             self.record(|| TraceEvent::IngressDropped { id });
+            self.pool.recycle(packet);
             return Ok(());
         }
         let queue = usize::from(packet.verdict.queue);
@@ -655,6 +655,7 @@ impl Pipeline {
         if let Err(packet) = self.tm.enqueue(now, queue, packet) {
             let id = packet.id;
             self.record(|| TraceEvent::TmDropped { id });
+            self.pool.recycle(packet);
         }
     }
 
@@ -687,6 +688,7 @@ impl Pipeline {
         self.side_outputs(&packet);
         if dropped {
             self.counters.egress_dropped += 1;
+            self.pool.recycle(packet);
             return;
         }
         let mut out = std::mem::take(&mut self.scratch_out);
@@ -709,6 +711,7 @@ impl Pipeline {
             }
         }
         self.scratch_out = out;
+        self.pool.recycle(packet);
     }
 
     /// The mirror copy and the digest a pass asked for.
@@ -722,7 +725,8 @@ impl Pipeline {
             });
         }
         if packet.verdict.mirror {
-            let mut phv = packet.phv.clone();
+            let mut phv = self.pool.phv(self.masks.len());
+            phv.clone_from(&packet.phv);
             if let Some(parse) = self.program.mirror_parser {
                 parse(&mut phv);
                 phv.truncate(&self.masks);
@@ -798,15 +802,66 @@ fn compile_stage(program: &Program, stage: &StageDecl) -> CompiledStage {
     CompiledStage { tables }
 }
 
+/// PHVs and payload buffers of packets that left, reused for the next
+/// ones (the emulator's packet rate is mostly allocation otherwise).
+#[derive(Debug, Default)]
+struct Pool {
+    phvs: Vec<Phv>,
+    payloads: Vec<Vec<u8>>,
+}
+
+impl Pool {
+    /// Most buffers of each kind kept.
+    const KEEP: usize = 1024;
+
+    fn phv(&mut self, fields: usize) -> Phv {
+        match self.phvs.pop() {
+            Some(mut phv) => {
+                phv.reset(fields);
+                phv
+            }
+            None => Phv::new(fields),
+        }
+    }
+
+    fn bytes(&mut self, from: &[u8]) -> Vec<u8> {
+        let mut b = self.payloads.pop().unwrap_or_default();
+        b.clear();
+        b.extend_from_slice(from);
+        b
+    }
+
+    fn recycle(&mut self, packet: Packet) {
+        if self.phvs.len() < Self::KEEP {
+            self.phvs.push(packet.phv);
+        }
+        if self.payloads.len() < Self::KEEP && packet.payload.capacity() > 0 {
+            self.payloads.push(packet.payload);
+        }
+    }
+}
+
 /// Reused buffers of one stage run: what an action reads, writes and
-/// updates, and the writes the stage lands at its end.
-#[derive(Default)]
+/// updates (sized by the load-time limits), and the writes the stage lands
+/// at its end.
 struct Scratch {
-    reads: Vec<u64>,
-    writes: Vec<u64>,
-    values: Vec<u64>,
-    cells: Vec<(usize, usize)>,
+    reads: [u64; MAX_READS],
+    writes: [u64; MAX_WRITES],
+    values: [u64; MAX_REGISTERS],
+    cells: [(usize, usize); MAX_REGISTERS],
     pending: Vec<(usize, u64)>,
+}
+
+impl Default for Scratch {
+    fn default() -> Self {
+        Scratch {
+            reads: [0; MAX_READS],
+            writes: [0; MAX_WRITES],
+            values: [0; MAX_REGISTERS],
+            cells: [(0, 0); MAX_REGISTERS],
+            pending: Vec::new(),
+        }
+    }
 }
 
 /// Runs `stages` on one packet. Every table of a stage sees the PHV as it
@@ -823,27 +878,29 @@ fn run_stages(
     faults: &mut u64,
 ) {
     for stage in stages {
+        let single = stage.tables.len() == 1;
         scratch.pending.clear();
         for table in &stage.tables {
             let (a, data) = lookup(table, phv);
             let action = &table.actions[a];
-            scratch.reads.clear();
-            scratch
-                .reads
-                .extend(action.reads.iter().map(|f| phv.raw(*f)));
-            scratch.writes.clear();
-            scratch
-                .writes
-                .extend(action.writes.iter().map(|f| phv.raw(*f)));
-            scratch.cells.clear();
-            scratch.values.clear();
+            let (nr, nw, nc) = (
+                action.reads.len(),
+                action.writes.len(),
+                action.registers.len(),
+            );
+            for (slot, f) in scratch.reads.iter_mut().zip(&action.reads) {
+                *slot = phv.raw(*f);
+            }
+            for (slot, f) in scratch.writes.iter_mut().zip(&action.writes) {
+                *slot = phv.raw(*f);
+            }
             let mut in_range = true;
-            for (r, index_field) in &action.registers {
+            for (i, (r, index_field)) in action.registers.iter().enumerate() {
                 let index = phv.raw(*index_field) as usize;
                 match registers[*r].get(index) {
                     Some(v) => {
-                        scratch.cells.push((*r, index));
-                        scratch.values.push(*v);
+                        scratch.cells[i] = (*r, index);
+                        scratch.values[i] = *v;
                     }
                     None => in_range = false,
                 }
@@ -854,25 +911,22 @@ fn run_stages(
                 continue;
             }
             (action.run)(&mut ActionIo {
-                reads: &scratch.reads,
+                reads: &scratch.reads[..nr],
                 data,
-                writes: &mut scratch.writes,
-                registers: &mut scratch.values,
+                writes: &mut scratch.writes[..nw],
+                registers: &mut scratch.values[..nc],
                 verdict,
             });
-            for ((r, index), v) in scratch.cells.iter().zip(&scratch.values) {
+            for ((r, index), v) in scratch.cells[..nc].iter().zip(&scratch.values) {
                 registers[*r][*index] = v & register_masks[*r];
             }
-            let writes = action
-                .writes
-                .iter()
-                .copied()
-                .zip(scratch.writes.iter().copied());
-            if stage.tables.len() == 1 {
-                // No other table of the stage can read the stage's input.
-                writes.for_each(|(f, v)| phv.set_raw(f, v, field_masks[f]));
-            } else {
-                scratch.pending.extend(writes);
+            for (f, v) in action.writes.iter().zip(&scratch.writes) {
+                if single {
+                    // No other table of the stage can read the stage's input.
+                    phv.set_raw(*f, *v, field_masks[*f]);
+                } else {
+                    scratch.pending.push((*f, *v));
+                }
             }
         }
         for (f, v) in scratch.pending.drain(..) {
