@@ -133,10 +133,6 @@ impl<T> Channel<T> {
     pub fn counters(&self) -> ChannelCounters {
         self.counters
     }
-
-    pub fn in_flight(&self) -> usize {
-        self.in_flight.len()
-    }
 }
 
 /// SplitMix64 (Steele, Lea, Flood 2014): a small seeded generator whose

@@ -19,7 +19,7 @@ use serde::Serialize;
 
 use crate::channel::{Channel, ChannelConfig, ChannelCounters, LossCause};
 use crate::check::{self, ProgramError, MAX_KEY, MAX_READS, MAX_REGISTERS, MAX_WRITES};
-use crate::phv::{width_mask, FieldId, Phv};
+use crate::phv::{width_mask, Phv};
 use crate::pktgen::{Generator, GeneratorApp};
 use crate::program::{
     ActionFn, ActionIo, Emitted, ParseError, ParserOut, Port, Program, RegisterId, StageDecl,
@@ -280,14 +280,6 @@ impl Pipeline {
         })
     }
 
-    pub fn program(&self) -> &Program {
-        &self.program
-    }
-
-    pub fn config(&self) -> &PipelineConfig {
-        &self.config
-    }
-
     /// The emulated time, in ns.
     pub fn now(&self) -> u64 {
         self.now
@@ -334,15 +326,6 @@ impl Pipeline {
     /// `app.start_ns`.
     pub fn add_generator(&mut self, app: GeneratorApp) {
         self.generators.push(Generator::new(app));
-    }
-
-    /// The id of a declared field.
-    pub fn field(&self, name: &str) -> Option<FieldId> {
-        self.program
-            .fields
-            .iter()
-            .position(|f| f.name == name)
-            .map(|i| FieldId(i as u16))
     }
 
     fn register_named(&self, name: &str) -> Result<RegisterId, ControlError> {

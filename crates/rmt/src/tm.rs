@@ -71,14 +71,6 @@ impl<T> TrafficManager<T> {
         None
     }
 
-    pub fn len(&self) -> usize {
-        self.queues.iter().map(VecDeque::len).sum()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     pub fn counters(&self) -> TmCounters {
         self.counters
     }

@@ -175,3 +175,50 @@ fn print_report(r: &ProgramReport) -> anyhow::Result<()> {
     println!();
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+
+    #[test]
+    fn table_5_1_json_has_a_row_per_packet_and_null_state_for_the_lost_p3() {
+        let rows = Rows {
+            rows: table_5_1().unwrap(),
+        };
+        let json = serde_json::to_value(&rows).unwrap();
+        let rows = json["rows"].as_array().unwrap();
+        assert_eq!(rows.len(), 13);
+        let p3 = rows.iter().find(|r| r["segment"] == "P#3").unwrap();
+        assert_eq!(
+            (p3["seq"].as_u64(), p3["plen"].as_u64()),
+            (Some(1500), Some(1000))
+        );
+        for key in ["rx_next_seq", "rx_avail", "rx_ooo_tail", "rx_ooo_head"] {
+            assert!(p3[key].is_null(), "{key} of the lost P#3");
+        }
+        let last = &rows[12];
+        assert_eq!(last["segment"], "P#6");
+        assert_eq!(last["rx_next_seq"], 2600);
+    }
+
+    #[test]
+    fn bad_arguments_are_usage_errors() {
+        for argv in [
+            &["steer", "rmt", "report", "--connections", "0"][..],
+            &["steer", "rmt", "example", "table-5.2"],
+            &["steer", "rmt", "report", "--connections", "many"],
+        ] {
+            let err = Cli::try_parse_from(argv).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{argv:?}");
+        }
+        let ok = Cli::try_parse_from(["steer", "rmt", "example", "table-5.1", "--json"]).unwrap();
+        assert!(ok.json);
+        assert!(matches!(
+            ok.command,
+            Command::Rmt(RmtCommand::Example(ExampleCommand::Table51))
+        ));
+    }
+}
