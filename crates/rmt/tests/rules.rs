@@ -531,3 +531,60 @@ fn the_generator_fires_batches_on_its_timer() {
     assert_eq!(p.register_read("total", 1).unwrap(), 6);
     let _ = t.key;
 }
+
+#[test]
+fn recirculated_packets_parse_again_after_their_latency_and_a_lossy_path_loses_some() {
+    // The deparser sends a packet whose first byte is below 3 back in with
+    // that byte one higher; from 3 on it leaves at the MAC (as 4).
+    fn emit(phv: &Phv, _: &[u8], out: &mut Vec<Emitted>) {
+        let pass = phv.get(FieldId::from_index(0)) as u8;
+        let port = if pass < 3 {
+            Port::Recirculation
+        } else {
+            Port::Mac(0)
+        };
+        out.push(Emitted {
+            port,
+            bytes: vec![pass + 1, phv.get(FieldId::from_index(1)) as u8],
+        });
+    }
+    let run = |loss: Loss| {
+        let mut t = toy();
+        t.b.deparser(&[t.key, t.value], emit);
+        let config = PipelineConfig {
+            recirculation: ChannelConfig {
+                latency_ns: 750,
+                capacity: 8,
+                loss,
+            },
+            ..PipelineConfig::default()
+        };
+        let mut p = Pipeline::load(t.b.build(), config).unwrap();
+        p.enable_trace();
+        p.inject(0, Port::Mac(0), &[0, 42]).unwrap();
+        p.inject(0, Port::Mac(0), &[1, 43]).unwrap();
+        p.run_until_idle(1_000_000);
+        let at: Vec<u64> = p
+            .take_trace()
+            .into_iter()
+            .filter_map(|e| match e {
+                TraceEvent::Egress { at_ns, .. } => Some(at_ns),
+                _ => None,
+            })
+            .collect();
+        (p.take_emitted(), p.counters().recirculation, at)
+    };
+    let (out, counters, at) = run(Loss::None);
+    let out: Vec<Vec<u8>> = out.into_iter().map(|e| e.bytes).collect();
+    assert_eq!(out, [vec![4, 43], vec![4, 42]], "after three and two trips");
+    assert_eq!((counters.offered, counters.delivered), (5, 5));
+    // Egress passes at 0 and 1 ns, then one 750 ns trip per pass.
+    assert_eq!(at, [0, 1, 750, 751, 1500, 1501, 2250]);
+    let (out, counters, _) = run(Loss::Nth(vec![2]));
+    assert_eq!(
+        out.len(),
+        1,
+        "the packet whose recirculation was lost is gone"
+    );
+    assert_eq!(counters.lost_random, 1);
+}
