@@ -27,6 +27,7 @@ pub mod pipeline;
 pub mod pktgen;
 pub mod program;
 pub mod report;
+mod stage;
 pub mod tm;
 
 pub use check::ProgramError;

@@ -3,12 +3,17 @@
 //! receive buffer) for examples and tests.
 
 pub mod control;
+mod deparse;
 pub mod example;
 pub mod fields;
 pub mod host;
+mod ingress;
+mod parse;
 pub mod program;
+mod reassembly;
 pub mod receiver;
 pub mod segment;
+mod transmission;
 
 pub use control::{install, ConnectionSpec, ControlPlane};
 pub use program::{program, LaminarConfig};
