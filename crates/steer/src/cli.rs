@@ -75,6 +75,9 @@ pub enum Command {
     /// the SRPIC receive path in the receiver.
     #[command(subcommand)]
     Wire(crate::cmd::wire::WireCommand),
+    /// The match-action (RMT) pipeline emulator and Laminar's TCP on it.
+    #[command(subcommand)]
+    Rmt(crate::cmd::rmt::RmtCommand),
 }
 
 #[derive(Debug, Subcommand)]

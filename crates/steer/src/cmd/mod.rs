@@ -11,6 +11,7 @@ pub mod lb;
 mod nic;
 pub mod ports;
 pub mod reorder;
+pub mod rmt;
 mod rss;
 pub mod wire;
 
@@ -33,5 +34,6 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Ports(cmd) => ports::run(cmd, json),
         Command::Reorder(cmd) => reorder::run(cmd, json),
         Command::Wire(cmd) => wire::run(cmd, json),
+        Command::Rmt(cmd) => rmt::run(cmd, json),
     }
 }
