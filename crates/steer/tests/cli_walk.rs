@@ -52,6 +52,9 @@ const COMMANDS: &[(&str, Json)] = &[
     ("exp xdp-overhead", Json::Root),
     ("exp crossrss", Json::Root),
     ("exp srpic", Json::Root),
+    ("exp toe", Json::Root),
+    ("rmt example table-5.1", Json::Plain),
+    ("rmt report", Json::Plain),
     ("bench run", Json::Plain),
     ("bench list", Json::Plain),
     ("bench history", Json::Plain),
@@ -406,6 +409,11 @@ fn json_without_a_lab() {
     let v = c.json_in("bench criterion-json", &["criterion"], here);
     assert_eq!(v["benchmarks"]["group/function"]["median_ns"], 10.0, "{v}");
 
+    let v = c.json("rmt example table-5.1", &[]);
+    assert!(v["rows"].as_array().is_some_and(|r| !r.is_empty()), "{v}");
+    let v = c.json("rmt report", &[]);
+    assert!(v.is_object() || v.is_array(), "{v}");
+
     c.all_of(Json::Plain);
 }
 
@@ -633,6 +641,11 @@ fn json_as_root_in_labs() {
         .concat(),
     );
     assert!(v.is_object(), "{v}");
+    let v = c.json(
+        "exp toe",
+        &["--repetitions", "1", "--bytes", "1048576", "--rpcs", "50"],
+    );
+    assert_eq!(v["byte_exact"], true, "{v}");
 
     c.all_of(Json::Root);
 }
