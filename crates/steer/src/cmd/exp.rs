@@ -10,14 +10,16 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
-use exp::xdp_overhead::{Mode, Sample, XdpOverheadParams, XdpOverheadResult};
+use exp::xdp_overhead::{Sample, XdpOverheadParams, XdpOverheadResult};
 
 use crate::{exit, output};
 
 #[derive(Debug, Subcommand)]
 pub enum ExpCommand {
-    /// What the XDP software RSS costs TCP: iperf3 with the program attached
-    /// and with no program, alternating in one run (needs root and iperf3).
+    /// What the XDP software RSS costs TCP: iperf3 with the program
+    /// attached, with no program, and with kernel RPS instead, rotating in
+    /// one run, with the drop counters of each (needs root, iperf3, tc,
+    /// ethtool).
     XdpOverhead(XdpOverheadArgs),
     /// Live CrossRSS: short and long TCP connections from client namespaces
     /// through the XDP load balancer to backends with software RSS, each
@@ -49,9 +51,15 @@ pub struct Common {
     pub output: Option<PathBuf>,
 }
 
+/// Where each mode loses frames is shown per sample and per mode: the
+/// cpumap (enqueue drops into a full CPU queue), the veth ring (tx drops on
+/// the sender's veth), the sender's qdisc (drops; requeues are the ring
+/// pushing back), the backlogs (/proc/net/softnet_stat) and iperf3's
+/// retransmits.
 #[derive(Debug, Args)]
 pub struct XdpOverheadArgs {
-    /// Repetitions; each runs both modes (order flipped every repetition).
+    /// Repetitions; each runs the three modes (software RSS, no program,
+    /// RPS), the order rotating every repetition.
     #[arg(long, default_value_t = 5)]
     pub repetitions: u32,
     /// Seconds of iperf3 traffic per sample.
@@ -66,9 +74,18 @@ pub struct XdpOverheadArgs {
     /// XDP_PASS when the target CPU is the current one (reorders TCP).
     #[arg(long)]
     pub same_cpu_pass: bool,
-    /// cpumap queue size.
+    /// cpumap queue size (frames per destination CPU, 1..=16384).
     #[arg(long, default_value_t = 2048)]
     pub qsize: u32,
+    /// A pfifo qdisc of this many packets on the sender's veth, in every
+    /// mode (0: none, veth's default noqueue). With it, a full ring on the
+    /// receiving veth stops the queue instead of dropping the frame.
+    #[arg(long, default_value_t = 0)]
+    pub sender_pfifo: u32,
+    /// GRO on the receiving veth, in every mode: the cpumap kthread then
+    /// coalesces each flow's frames before the stack.
+    #[arg(long)]
+    pub receiver_gro: bool,
     #[command(flatten)]
     pub common: Common,
 }
@@ -81,6 +98,8 @@ fn xdp_overhead(args: XdpOverheadArgs, json: bool) -> anyhow::Result<i32> {
         queues: args.queues,
         same_cpu_pass: args.same_cpu_pass,
         queue_size: args.qsize,
+        sender_pfifo: args.sender_pfifo,
+        receiver_gro: args.receiver_gro,
         quick: false,
     };
     if args.common.quick {
@@ -89,7 +108,8 @@ fn xdp_overhead(args: XdpOverheadArgs, json: bool) -> anyhow::Result<i32> {
     let show = !json || std::io::stderr().is_terminal();
     if show {
         eprintln!(
-            "xdp-overhead: {} iperf3 flows, {} queues, {} repetitions x {} s per mode",
+            "xdp-overhead: {} iperf3 flows, {} queues, {} repetitions x {} s per mode \
+             (software RSS, no program, RPS)",
             params.streams, params.queues, params.repetitions, params.seconds
         );
     }
@@ -114,42 +134,90 @@ fn write_output<T: serde::Serialize>(common: &Common, result: &T) -> anyhow::Res
     Ok(())
 }
 
-fn mode_name(m: Mode) -> &'static str {
-    match m {
-        Mode::SoftwareRss => "software-rss",
-        Mode::NoProgram => "no-program",
-    }
-}
-
 fn sample_line(s: &Sample) -> String {
+    let d = &s.drops;
     format!(
-        "  rep {} {:>12}: {:6.2} Gbit/s ({} retransmits)",
+        "  rep {} {:>12}: {:6.2} Gbit/s, {} retransmits; dropped: cpumap {}, veth ring {}, \
+         qdisc {}, backlog {}",
         s.repetition,
-        mode_name(s.mode),
+        s.mode.name(),
         s.gbit_per_s,
-        s.retransmits
+        s.retransmits,
+        output::or_na(d.cpumap_enqueue_drops, |v| v.to_string()),
+        d.sender_tx_dropped,
+        output::or_na(d.sender_qdisc_dropped, |v| v.to_string()),
+        d.backlog_dropped,
     )
 }
 
 fn print_table(r: &XdpOverheadResult) -> anyhow::Result<()> {
-    let body: Vec<Vec<String>> = [
+    let modes = [
         ("no program", &r.without_program),
+        ("RPS", &r.with_rps),
         ("software RSS", &r.with_software_rss),
-    ]
-    .iter()
-    .map(|(name, s)| {
-        vec![
-            name.to_string(),
-            s.n.to_string(),
-            format!("{:.2}", s.mean_gbit),
-            output::measured(s.ci95_gbit, 2),
-        ]
-    })
-    .collect();
-    output::table(&["mode", "samples", "mean Gbit/s", "95% CI ±"], &body)?;
+    ];
+    let body: Vec<Vec<String>> = modes
+        .iter()
+        .map(|(name, s)| {
+            vec![
+                name.to_string(),
+                s.n.to_string(),
+                format!("{:.2}", s.mean_gbit),
+                output::measured(s.ci95_gbit, 2),
+                format!("{:.0}", s.median_retransmits),
+            ]
+        })
+        .collect();
+    output::table(
+        &[
+            "mode",
+            "samples",
+            "mean Gbit/s",
+            "95% CI ±",
+            "median retransmits",
+        ],
+        &body,
+    )?;
+    println!("\nframes dropped, summed over each mode's samples:");
+    let drops: Vec<Vec<String>> = modes
+        .iter()
+        .map(|(name, s)| {
+            let d = &s.drops;
+            vec![
+                name.to_string(),
+                output::or_na(d.cpumap_enqueue_drops, |v| v.to_string()),
+                output::or_na(d.cpumap_kthread_drops, |v| v.to_string()),
+                d.sender_tx_dropped.to_string(),
+                output::or_na(d.sender_qdisc_dropped, |v| v.to_string()),
+                output::or_na(d.sender_qdisc_requeues, |v| v.to_string()),
+                d.receiver_rx_dropped.to_string(),
+                d.backlog_dropped.to_string(),
+            ]
+        })
+        .collect();
+    output::table(
+        &[
+            "mode",
+            "cpumap enqueue",
+            "cpumap kthread",
+            "veth ring (sender tx)",
+            "sender qdisc",
+            "qdisc requeues",
+            "receiver rx",
+            "backlog",
+        ],
+        &drops,
+    )?;
     println!(
-        "ratio {} (software RSS / no program; goal >= 0.70)",
-        output::measured(r.ratio, 2)
+        "ratio {} (software RSS / no program; goal >= 0.70), {} (software RSS / RPS; goal >= 1.0), \
+         RPS / no program {}",
+        output::measured(r.ratio, 2),
+        output::measured(r.ratio_to_rps, 2),
+        output::measured(r.rps_ratio, 2),
+    );
+    println!(
+        "retransmit noise (most in one no-program or RPS sample): {}",
+        r.retransmit_noise
     );
     Ok(())
 }
