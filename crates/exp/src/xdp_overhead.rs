@@ -13,8 +13,10 @@
 //! - RPS: no program, `rps_cpus` of every receive queue set to the CPUs the
 //!   software RSS delivers to (Documentation/networking/scaling.rst, "RPS").
 //!
-//! The sender's qdisc and the receiver's GRO setting are the same in every
-//! mode. Every sample comes from the datapath: received Gbit/s and sender
+//! The sender is the same in every mode, by default with a pfifo qdisc on
+//! its veth, so that a full ring on the receiving veth pushes back instead
+//! of dropping; GRO on the receiving veth is on, by default, only while the
+//! software RSS is attached (see [`ReceiverGro`]). Every sample comes from the datapath: received Gbit/s and sender
 //! retransmits from `iperf3 --json`, and the drop counters of
 //! [`counters`] read before and after the run, so a lost frame is counted
 //! where it was lost.
@@ -50,11 +52,8 @@ pub struct XdpOverheadParams {
     /// default, noqueue). With a qdisc, a full ring on the receiving veth
     /// stops the queue (back-pressure) instead of dropping the frame.
     pub sender_pfifo: u32,
-    /// GRO on the receiving veth. It is what lets the cpumap kthread
-    /// coalesce a flow's frames before the stack (kernel/bpf/cpumap.c runs
-    /// GRO on them when the device has it); without XDP it also switches
-    /// the veth to NAPI.
-    pub receiver_gro: bool,
+    /// Where GRO is on on the receiving veth (off elsewhere).
+    pub receiver_gro: ReceiverGro,
     pub quick: bool,
 }
 
@@ -66,9 +65,9 @@ impl Default for XdpOverheadParams {
             streams: 4,
             queues: 4,
             same_cpu_pass: false,
-            queue_size: 2048,
-            sender_pfifo: 0,
-            receiver_gro: false,
+            queue_size: 16384,
+            sender_pfifo: 1000,
+            receiver_gro: ReceiverGro::SoftwareRss,
             quick: false,
         }
     }
@@ -104,6 +103,32 @@ impl XdpOverheadParams {
             return bad("--sender-pfifo must be 0..=100000 packets");
         }
         Ok(())
+    }
+}
+
+/// GRO on the receiving veth, per mode. GRO is what lets the cpumap kthread
+/// coalesce a flow's frames before the stack: kernel/bpf/cpumap.c hands
+/// them to GRO, which skips a device without NETIF_F_GRO (veth's default).
+/// Without an XDP program, GRO on also switches the veth to its NAPI ring,
+/// a different path from the one a user of RPS has by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReceiverGro {
+    /// Off in every mode (veth's default).
+    Off,
+    /// On while the software RSS is attached, veth's default otherwise.
+    SoftwareRss,
+    /// On in every mode.
+    All,
+}
+
+impl ReceiverGro {
+    fn on_in(self, mode: Mode) -> bool {
+        match self {
+            ReceiverGro::Off => false,
+            ReceiverGro::SoftwareRss => mode == Mode::SoftwareRss,
+            ReceiverGro::All => true,
+        }
     }
 }
 
@@ -212,7 +237,6 @@ pub fn run(
     if params.sender_pfifo > 0 {
         set_sender_pfifo(&lab, params.sender_pfifo)?;
     }
-    set_receiver_gro(&lab, params.receiver_gro)?;
     let mut samples = Vec::new();
     for repetition in 0..params.repetitions {
         for mode in Mode::order(repetition) {
@@ -225,6 +249,7 @@ pub fn run(
                 _ => {}
             }
             set_rps(&lab, if mode == Mode::Rps { &cpus } else { &[] })?;
+            set_receiver_gro(&lab, params.receiver_gro.on_in(mode))?;
             let _server = iperf::Server::start(lab.command(&rcv.name, "iperf3")?, addr, PORT)?;
             let before = snapshot(&lab, mode)?;
             let (gbit_per_s, retransmits) = client(&lab, addr, params)?;

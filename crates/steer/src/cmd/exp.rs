@@ -10,7 +10,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
-use exp::xdp_overhead::{Sample, XdpOverheadParams, XdpOverheadResult};
+use exp::xdp_overhead::{ReceiverGro, Sample, XdpOverheadParams, XdpOverheadResult};
 
 use crate::{exit, output};
 
@@ -75,19 +75,28 @@ pub struct XdpOverheadArgs {
     #[arg(long)]
     pub same_cpu_pass: bool,
     /// cpumap queue size (frames per destination CPU, 1..=16384).
-    #[arg(long, default_value_t = 2048)]
+    #[arg(long, default_value_t = 16384)]
     pub qsize: u32,
     /// A pfifo qdisc of this many packets on the sender's veth, in every
     /// mode (0: none, veth's default noqueue). With it, a full ring on the
     /// receiving veth stops the queue instead of dropping the frame.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 1000)]
     pub sender_pfifo: u32,
-    /// GRO on the receiving veth, in every mode: the cpumap kthread then
-    /// coalesces each flow's frames before the stack.
-    #[arg(long)]
-    pub receiver_gro: bool,
+    /// Where GRO is on on the receiving veth: `software-rss` (while the
+    /// program is attached, so the cpumap kthread coalesces each flow's
+    /// frames; the other modes keep veth's default), `all`, or `off`.
+    #[arg(long, value_enum, default_value_t = ReceiverGroArg::SoftwareRss)]
+    pub receiver_gro: ReceiverGroArg,
     #[command(flatten)]
     pub common: Common,
+}
+
+/// `--receiver-gro` (exp::xdp_overhead::ReceiverGro).
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ReceiverGroArg {
+    Off,
+    SoftwareRss,
+    All,
 }
 
 fn xdp_overhead(args: XdpOverheadArgs, json: bool) -> anyhow::Result<i32> {
@@ -99,7 +108,11 @@ fn xdp_overhead(args: XdpOverheadArgs, json: bool) -> anyhow::Result<i32> {
         same_cpu_pass: args.same_cpu_pass,
         queue_size: args.qsize,
         sender_pfifo: args.sender_pfifo,
-        receiver_gro: args.receiver_gro,
+        receiver_gro: match args.receiver_gro {
+            ReceiverGroArg::Off => ReceiverGro::Off,
+            ReceiverGroArg::SoftwareRss => ReceiverGro::SoftwareRss,
+            ReceiverGroArg::All => ReceiverGro::All,
+        },
         quick: false,
     };
     if args.common.quick {
