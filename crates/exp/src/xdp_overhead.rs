@@ -534,6 +534,15 @@ mod tests {
     }
 
     #[test]
+    fn gro_follows_the_mode() {
+        use ReceiverGro::*;
+        assert!(SoftwareRss.on_in(Mode::SoftwareRss));
+        assert!(!SoftwareRss.on_in(Mode::Rps));
+        assert!(!SoftwareRss.on_in(Mode::NoProgram));
+        assert!(Mode::ALL.iter().all(|&m| All.on_in(m) && !Off.on_in(m)));
+    }
+
+    #[test]
     fn no_traffic_in_the_baseline_has_no_ratio() {
         assert_eq!(ratio(3.0, 0.0), None);
         assert_eq!(ratio(0.0, 0.0), None);
