@@ -45,6 +45,12 @@
 //! - Non-IP frames (ARP, LLDP, truncated IP headers) pass on the current CPU
 //!   and are counted in `non_ip_packets`, not in a queue.
 //! - Byte counts are whole Ethernet frames.
+//! - `NicStats::cpumap` is the kernel's own account of the redirected frames
+//!   per delivery CPU (the `xdp_cpumap_enqueue` and `xdp_cpumap_kthread`
+//!   tracepoints, counted for this attachment's cpumap only): frames
+//!   enqueued, dropped because the CPU's queue (`queue_size`) was full, and
+//!   dropped by its kthread. A redirected frame lost anywhere after the
+//!   program shows up there.
 //!
 //! # The veth checksum pitfall
 //!

@@ -280,7 +280,7 @@ int softrss(struct xdp_md *ctx)
 	 * running us goes up the stack here instead of through the cpumap. Same
 	 * CPU, less work, but when the CPU running this program changes (the
 	 * sender migrates), a flow's frames take two paths of different delay
-	 * and TCP sees reordering; see docs/performance-xdp.md. */
+	 * and TCP sees reordering; see docs/performance.md. */
 	if (cfg->same_cpu_pass && entry->cpu == bpf_get_smp_processor_id())
 		return XDP_PASS;
 	return bpf_redirect_map(&cpu_map, entry->cpu, XDP_PASS);
