@@ -101,9 +101,10 @@ impl Drops {
 pub fn delta(before: &Snapshot, after: &Snapshot) -> Result<Drops, ExpError> {
     let sub = |what: &str, a: u64, b: u64| {
         a.checked_sub(b).ok_or_else(|| {
-            ExpError::Parameter(format!(
-                "counter {what} went from {b} to {a} during a run (reset under it)"
-            ))
+            unreadable(
+                "drop counters",
+                format!("{what} went from {b} to {a} during a run (reset under it)"),
+            )
         })
     };
     let opt = |what: &str, a: Option<u64>, b: Option<u64>| match (a, b) {
