@@ -11,7 +11,11 @@
 //! - no program: the veth as created, every frame handled on the CPU that
 //!   sent it;
 //! - RPS: no program, `rps_cpus` of every receive queue set to the CPUs the
-//!   software RSS delivers to (Documentation/networking/scaling.rst, "RPS").
+//!   software RSS delivers to (Documentation/networking/scaling.rst, "RPS");
+//! - RFS, only when asked for (`rfs`): RPS plus flow steering to the CPU
+//!   where each flow's reader runs (scaling.rst, "RFS"). It needs the
+//!   machine-wide `net.core.rps_sock_flow_entries`, which the run sets and
+//!   restores, so it changes every namespace's steering while it runs.
 //!
 //! The sender is the same in every mode, by default with a pfifo qdisc on
 //! its veth, so that a full ring on the receiving veth pushes back instead
@@ -54,6 +58,8 @@ pub struct XdpOverheadParams {
     pub sender_pfifo: u32,
     /// Where GRO is on on the receiving veth (off elsewhere).
     pub receiver_gro: ReceiverGro,
+    /// Add RFS as a fourth mode.
+    pub rfs: bool,
     pub quick: bool,
 }
 
@@ -68,6 +74,7 @@ impl Default for XdpOverheadParams {
             queue_size: 16384,
             sender_pfifo: 1000,
             receiver_gro: ReceiverGro::SoftwareRss,
+            rfs: false,
             quick: false,
         }
     }
@@ -138,9 +145,11 @@ pub enum Mode {
     SoftwareRss,
     NoProgram,
     Rps,
+    Rfs,
 }
 
 impl Mode {
+    /// The modes every run has (RFS only on request).
     pub const ALL: [Mode; 3] = [Mode::SoftwareRss, Mode::NoProgram, Mode::Rps];
 
     pub fn name(self) -> &'static str {
@@ -148,14 +157,19 @@ impl Mode {
             Mode::SoftwareRss => "software-rss",
             Mode::NoProgram => "no-program",
             Mode::Rps => "rps",
+            Mode::Rfs => "rfs",
         }
     }
 
-    /// The modes of repetition `r`: [`Mode::ALL`] rotated by `r`, so each
-    /// mode runs first, second and last equally often.
-    pub fn order(r: u32) -> [Mode; 3] {
-        let mut modes = Mode::ALL;
-        modes.rotate_left(r as usize % Mode::ALL.len());
+    /// The modes of repetition `r`: [`Mode::ALL`] (and RFS if `rfs`)
+    /// rotated by `r`, so each mode runs in each position equally often.
+    pub fn order(r: u32, rfs: bool) -> Vec<Mode> {
+        let mut modes = Mode::ALL.to_vec();
+        if rfs {
+            modes.push(Mode::Rfs);
+        }
+        let n = modes.len();
+        modes.rotate_left(r as usize % n);
         modes
     }
 }
@@ -196,6 +210,8 @@ pub struct XdpOverheadResult {
     pub with_software_rss: ModeSummary,
     pub without_program: ModeSummary,
     pub with_rps: ModeSummary,
+    /// `None` (JSON null) unless RFS was asked for.
+    pub with_rfs: Option<ModeSummary>,
     pub mean_with_gbit: f64,
     pub mean_without_gbit: f64,
     pub mean_rps_gbit: f64,
@@ -237,18 +253,25 @@ pub fn run(
     if params.sender_pfifo > 0 {
         set_sender_pfifo(&lab, params.sender_pfifo)?;
     }
+    let _rfs_table = params.rfs.then(RfsTable::enable).transpose()?;
     let mut samples = Vec::new();
     for repetition in 0..params.repetitions {
-        for mode in Mode::order(repetition) {
+        for mode in Mode::order(repetition, params.rfs) {
             let attached = nic::attached_config(&rcv.dev, Some(&rcv.netns))?.is_some();
             match (mode, attached) {
                 (Mode::SoftwareRss, false) => {
                     nic::attach(&rcv.dev, Some(&rcv.netns), &config, &opts)?
                 }
-                (Mode::NoProgram | Mode::Rps, true) => nic::detach(&rcv.dev, Some(&rcv.netns))?,
+                (Mode::NoProgram | Mode::Rps | Mode::Rfs, true) => {
+                    nic::detach(&rcv.dev, Some(&rcv.netns))?
+                }
                 _ => {}
             }
-            set_rps(&lab, if mode == Mode::Rps { &cpus } else { &[] })?;
+            match mode {
+                Mode::Rps => set_rps(&lab, &cpus, 0)?,
+                Mode::Rfs => set_rps(&lab, &cpus, RFS_FLOW_CNT)?,
+                Mode::SoftwareRss | Mode::NoProgram => set_rps(&lab, &[], 0)?,
+            }
             set_receiver_gro(&lab, params.receiver_gro.on_in(mode))?;
             let _server = iperf::Server::start(lab.command(&rcv.name, "iperf3")?, addr, PORT)?;
             let before = snapshot(&lab, mode)?;
@@ -278,11 +301,15 @@ fn summarize_run(
 ) -> Result<XdpOverheadResult, ExpError> {
     let summary = |m: Mode| {
         let of: Vec<&Sample> = samples.iter().filter(|s| s.mode == m).collect();
-        summarize(&of).ok_or_else(|| ExpError::Parameter(format!("no sample in mode {}", m.name())))
+        summarize(&of).ok_or_else(|| ExpError::Program {
+            program: "xdp-overhead".into(),
+            detail: format!("no sample in mode {}", m.name()),
+        })
     };
     let with = summary(Mode::SoftwareRss)?;
     let without = summary(Mode::NoProgram)?;
     let rps = summary(Mode::Rps)?;
+    let rfs = params.rfs.then(|| summary(Mode::Rfs)).transpose()?;
     Ok(XdpOverheadResult {
         experiment: "xdp-overhead",
         params: params.clone(),
@@ -297,6 +324,7 @@ fn summarize_run(
         with_software_rss: with,
         without_program: without,
         with_rps: rps,
+        with_rfs: rfs,
         samples,
         meta: Meta::collect(),
     })
@@ -370,7 +398,7 @@ fn snapshot(lab: &Lab, mode: Mode) -> Result<Snapshot, ExpError> {
                     }),
             )
         }
-        Mode::NoProgram | Mode::Rps => None,
+        Mode::NoProgram | Mode::Rps | Mode::Rfs => None,
     };
     Ok(Snapshot {
         sender_tx_dropped: link(snd)?.1,
@@ -404,13 +432,53 @@ fn set_receiver_gro(lab: &Lab, on: bool) -> Result<(), ExpError> {
     Ok(())
 }
 
+/// Entries of the RFS flow tables, global (`rps_sock_flow_entries`) and
+/// per receive queue (`rps_flow_cnt`), as scaling.rst suggests for a
+/// moderately loaded server.
+const RFS_FLOW_CNT: u32 = 32768;
+
+/// The machine-wide RFS socket flow table, set for the run and restored to
+/// its previous size when dropped.
+struct RfsTable {
+    previous: String,
+}
+
+const RPS_SOCK_FLOW_ENTRIES: &str = "/proc/sys/net/core/rps_sock_flow_entries";
+
+impl RfsTable {
+    fn enable() -> Result<RfsTable, ExpError> {
+        let io = |e: std::io::Error| ExpError::Program {
+            program: RPS_SOCK_FLOW_ENTRIES.into(),
+            detail: e.to_string(),
+        };
+        let previous = std::fs::read_to_string(RPS_SOCK_FLOW_ENTRIES).map_err(io)?;
+        std::fs::write(RPS_SOCK_FLOW_ENTRIES, RFS_FLOW_CNT.to_string()).map_err(io)?;
+        Ok(RfsTable {
+            previous: previous.trim().to_string(),
+        })
+    }
+}
+
+impl Drop for RfsTable {
+    fn drop(&mut self) {
+        if let Err(e) = std::fs::write(RPS_SOCK_FLOW_ENTRIES, &self.previous) {
+            eprintln!(
+                "restoring {RPS_SOCK_FLOW_ENTRIES} to {}: {e}",
+                self.previous
+            );
+        }
+    }
+}
+
 /// Sets `rps_cpus` of every receive queue of the receiving veth to `cpus`
-/// (empty: RPS off). Written through `ip netns exec`, whose fresh /sys
-/// shows the namespace's devices.
-fn set_rps(lab: &Lab, cpus: &[u32]) -> Result<(), ExpError> {
+/// (empty: RPS off) and its `rps_flow_cnt` to `flow_cnt` (0: RFS off).
+/// Written through `ip netns exec`, whose fresh /sys shows the namespace's
+/// devices.
+fn set_rps(lab: &Lab, cpus: &[u32], flow_cnt: u32) -> Result<(), ExpError> {
     let rcv = lab.receiver();
     let script = format!(
-        "for q in /sys/class/net/{}/queues/rx-*; do echo {} > \"$q/rps_cpus\"; done",
+        "for q in /sys/class/net/{}/queues/rx-*; do echo {} > \"$q/rps_cpus\" && \
+         echo {flow_cnt} > \"$q/rps_flow_cnt\" || exit 1; done",
         rcv.dev,
         cpu_mask(cpus)
     );
@@ -508,12 +576,17 @@ mod tests {
 
     #[test]
     fn every_mode_runs_in_every_position() {
-        assert_eq!(Mode::order(0), Mode::ALL);
-        let firsts: Vec<Mode> = (0..3).map(|r| Mode::order(r)[0]).collect();
+        assert_eq!(Mode::order(0, false), Mode::ALL.to_vec());
+        let firsts: Vec<Mode> = (0..3).map(|r| Mode::order(r, false)[0]).collect();
         for m in Mode::ALL {
             assert!(firsts.contains(&m));
         }
-        assert_eq!(Mode::order(3), Mode::order(0));
+        assert_eq!(Mode::order(3, false), Mode::order(0, false));
+        let with_rfs: Vec<Mode> = (0..4).map(|r| Mode::order(r, true)[3]).collect();
+        assert_eq!(with_rfs.len(), 4);
+        assert!(Mode::order(1, true).contains(&Mode::Rfs));
+        assert!((0..4).all(|r| Mode::order(r, true).len() == 4));
+        assert!(with_rfs.contains(&Mode::Rfs) && with_rfs.contains(&Mode::SoftwareRss));
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! `steer exp xdp-overhead` as root, shortened: every mode is measured in
 //! every repetition, and each mode's drop counters come from its own path
 //! (the cpumap's only with the program attached, the sender's qdisc in
-//! every mode).
+//! every mode); RFS, asked for, is a fourth mode and leaves the machine's
+//! RFS table as it found it.
 
 use exp::xdp_overhead::{self, Mode, XdpOverheadParams};
 
@@ -17,11 +18,16 @@ fn three_modes_with_their_drop_counters() {
         seconds: 1,
         streams: 2,
         queues: 2,
+        rfs: true,
         ..XdpOverheadParams::default()
     };
+    let flow_entries = "/proc/sys/net/core/rps_sock_flow_entries";
+    let before = std::fs::read_to_string(flow_entries).unwrap();
     let r = xdp_overhead::run(&params, |_| {}).unwrap();
-    assert_eq!(r.samples.len(), 6);
-    for mode in Mode::ALL {
+    // The machine-wide RFS table is back to what it was.
+    assert_eq!(std::fs::read_to_string(flow_entries).unwrap(), before);
+    assert_eq!(r.samples.len(), 8);
+    for mode in [Mode::SoftwareRss, Mode::NoProgram, Mode::Rps, Mode::Rfs] {
         let of: Vec<_> = r.samples.iter().filter(|s| s.mode == mode).collect();
         assert_eq!(of.len(), 2, "{mode:?}");
         for s in of {
@@ -33,13 +39,14 @@ fn three_modes_with_their_drop_counters() {
                 Mode::SoftwareRss => {
                     assert!(s.drops.cpumap_enqueued.is_some_and(|n| n > 0), "{s:?}")
                 }
-                Mode::NoProgram | Mode::Rps => {
+                Mode::NoProgram | Mode::Rps | Mode::Rfs => {
                     assert_eq!(s.drops.cpumap_enqueued, None, "{s:?}")
                 }
             }
         }
     }
     assert_eq!(r.with_rps.n, 2);
+    assert_eq!(r.with_rfs.as_ref().map(|s| s.n), Some(2));
     assert!(r.ratio_to_rps.is_some());
     assert_eq!(r.cpus.len(), 2.min(r.meta.cores));
 }

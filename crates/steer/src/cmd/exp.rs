@@ -87,6 +87,11 @@ pub struct XdpOverheadArgs {
     /// frames; the other modes keep veth's default), `all`, or `off`.
     #[arg(long, value_enum, default_value_t = ReceiverGroArg::SoftwareRss)]
     pub receiver_gro: ReceiverGroArg,
+    /// Add RFS (RPS plus steering to the reader's CPU) as a fourth mode. It
+    /// sets the machine-wide net.core.rps_sock_flow_entries for the run
+    /// (restored after), so every namespace's steering changes meanwhile.
+    #[arg(long)]
+    pub rfs: bool,
     #[command(flatten)]
     pub common: Common,
 }
@@ -113,6 +118,7 @@ fn xdp_overhead(args: XdpOverheadArgs, json: bool) -> anyhow::Result<i32> {
             ReceiverGroArg::SoftwareRss => ReceiverGro::SoftwareRss,
             ReceiverGroArg::All => ReceiverGro::All,
         },
+        rfs: args.rfs,
         quick: false,
     };
     if args.common.quick {
@@ -164,11 +170,11 @@ fn sample_line(s: &Sample) -> String {
 }
 
 fn print_table(r: &XdpOverheadResult) -> anyhow::Result<()> {
-    let modes = [
-        ("no program", &r.without_program),
-        ("RPS", &r.with_rps),
-        ("software RSS", &r.with_software_rss),
-    ];
+    let mut modes = vec![("no program", &r.without_program), ("RPS", &r.with_rps)];
+    if let Some(rfs) = &r.with_rfs {
+        modes.push(("RFS", rfs));
+    }
+    modes.push(("software RSS", &r.with_software_rss));
     let body: Vec<Vec<String>> = modes
         .iter()
         .map(|(name, s)| {
