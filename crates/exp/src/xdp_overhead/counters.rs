@@ -167,6 +167,13 @@ fn counter(v: &serde_json::Value, path: &[&str], program: &str) -> Result<u64, E
         .ok_or_else(|| unreadable(program, format!("no counter {}", path.join("."))))
 }
 
+/// `a + b`, or an error when counters from `program` add up past u64 (no
+/// real counter does; the input is not what it claims to be).
+fn checked_sum(a: u64, b: u64, program: &str) -> Result<u64, ExpError> {
+    a.checked_add(b)
+        .ok_or_else(|| unreadable(program, "counters add up past 2^64"))
+}
+
 /// (rx dropped, tx dropped) of the one device in `ip -s -j link show dev X`.
 pub fn parse_link_drops(json: &str) -> Result<(u64, u64), ExpError> {
     let v: serde_json::Value =
@@ -193,8 +200,16 @@ pub fn parse_qdisc(json: &str) -> Result<Option<QdiscCounters>, ExpError> {
     }
     let mut sum = QdiscCounters::default();
     for q in qdiscs {
-        sum.drops += counter(q, &["drops"], "tc -s qdisc")?;
-        sum.requeues += counter(q, &["requeues"], "tc -s qdisc")?;
+        sum.drops = checked_sum(
+            sum.drops,
+            counter(q, &["drops"], "tc -s qdisc")?,
+            "tc -s qdisc",
+        )?;
+        sum.requeues = checked_sum(
+            sum.requeues,
+            counter(q, &["requeues"], "tc -s qdisc")?,
+            "tc -s qdisc",
+        )?;
     }
     Ok(Some(sum))
 }
@@ -210,8 +225,9 @@ pub fn parse_softnet_dropped(text: &str) -> Result<u64, ExpError> {
                 format!("line {} has no column 2", i + 1),
             )
         })?;
-        sum += u64::from_str_radix(field, 16)
+        let dropped = u64::from_str_radix(field, 16)
             .map_err(|e| unreadable("/proc/net/softnet_stat", format!("line {}: {e}", i + 1)))?;
+        sum = checked_sum(sum, dropped, "/proc/net/softnet_stat")?;
     }
     if sum == 0 && text.trim().is_empty() {
         return Err(unreadable("/proc/net/softnet_stat", "empty"));
@@ -258,6 +274,11 @@ mod tests {
         assert!(parse_softnet_dropped("0bf28a4d\n").is_err());
         assert!(parse_softnet_dropped("0bf28a4d zz\n").is_err());
         assert!(parse_softnet_dropped("").is_err());
+        // Found by the datapath_counters fuzz target: a sum past u64 is an
+        // error, not a panic.
+        assert!(parse_softnet_dropped("0 ffffffffffffffff\n0 1\n").is_err());
+        let big = r#"[{"kind":"pfifo","drops":18446744073709551615,"requeues":0},{"kind":"pfifo","drops":1,"requeues":0}]"#;
+        assert!(parse_qdisc(big).is_err());
     }
 
     #[test]
