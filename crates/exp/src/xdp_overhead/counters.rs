@@ -71,24 +71,30 @@ pub struct Drops {
 impl Drops {
     /// Frames lost anywhere on the path (the qdisc requeues are not losses).
     pub fn total(&self) -> u64 {
-        self.sender_tx_dropped
-            + self.receiver_rx_dropped
-            + self.sender_qdisc_dropped.unwrap_or(0)
-            + self.backlog_dropped
-            + self.cpumap_enqueue_drops.unwrap_or(0)
-            + self.cpumap_kthread_drops.unwrap_or(0)
+        [
+            self.sender_tx_dropped,
+            self.receiver_rx_dropped,
+            self.sender_qdisc_dropped.unwrap_or(0),
+            self.backlog_dropped,
+            self.cpumap_enqueue_drops.unwrap_or(0),
+            self.cpumap_kthread_drops.unwrap_or(0),
+        ]
+        .iter()
+        .fold(0u64, |sum, &n| sum.saturating_add(n))
     }
 
     /// Element-wise sum (a mode's samples); a field absent in either is
     /// absent.
     pub fn add(&self, o: &Drops) -> Drops {
-        let opt = |a: Option<u64>, b: Option<u64>| Some(a? + b?);
+        let opt = |a: Option<u64>, b: Option<u64>| Some(a?.saturating_add(b?));
         Drops {
-            sender_tx_dropped: self.sender_tx_dropped + o.sender_tx_dropped,
-            receiver_rx_dropped: self.receiver_rx_dropped + o.receiver_rx_dropped,
+            sender_tx_dropped: self.sender_tx_dropped.saturating_add(o.sender_tx_dropped),
+            receiver_rx_dropped: self
+                .receiver_rx_dropped
+                .saturating_add(o.receiver_rx_dropped),
             sender_qdisc_dropped: opt(self.sender_qdisc_dropped, o.sender_qdisc_dropped),
             sender_qdisc_requeues: opt(self.sender_qdisc_requeues, o.sender_qdisc_requeues),
-            backlog_dropped: self.backlog_dropped + o.backlog_dropped,
+            backlog_dropped: self.backlog_dropped.saturating_add(o.backlog_dropped),
             cpumap_enqueued: opt(self.cpumap_enqueued, o.cpumap_enqueued),
             cpumap_enqueue_drops: opt(self.cpumap_enqueue_drops, o.cpumap_enqueue_drops),
             cpumap_kthread_drops: opt(self.cpumap_kthread_drops, o.cpumap_kthread_drops),
