@@ -254,25 +254,17 @@ pub fn run(
         set_sender_pfifo(&lab, params.sender_pfifo)?;
     }
     let _rfs_table = params.rfs.then(RfsTable::enable).transpose()?;
+    let path = Path {
+        lab: &lab,
+        config: &config,
+        opts: &opts,
+        cpus: &cpus,
+        gro: params.receiver_gro,
+    };
     let mut samples = Vec::new();
     for repetition in 0..params.repetitions {
         for mode in Mode::order(repetition, params.rfs) {
-            let attached = nic::attached_config(&rcv.dev, Some(&rcv.netns))?.is_some();
-            match (mode, attached) {
-                (Mode::SoftwareRss, false) => {
-                    nic::attach(&rcv.dev, Some(&rcv.netns), &config, &opts)?
-                }
-                (Mode::NoProgram | Mode::Rps | Mode::Rfs, true) => {
-                    nic::detach(&rcv.dev, Some(&rcv.netns))?
-                }
-                _ => {}
-            }
-            match mode {
-                Mode::Rps => set_rps(&lab, &cpus, 0)?,
-                Mode::Rfs => set_rps(&lab, &cpus, RFS_FLOW_CNT)?,
-                Mode::SoftwareRss | Mode::NoProgram => set_rps(&lab, &[], 0)?,
-            }
-            set_receiver_gro(&lab, params.receiver_gro.on_in(mode))?;
+            path.enter(mode)?;
             let _server = iperf::Server::start(lab.command(&rcv.name, "iperf3")?, addr, PORT)?;
             let before = snapshot(&lab, mode)?;
             let (gbit_per_s, retransmits) = client(&lab, addr, params)?;
@@ -291,6 +283,36 @@ pub fn run(
         }
     }
     summarize_run(params, cpus, samples)
+}
+
+/// The receiving side of the lab and how each mode sets it up.
+struct Path<'a> {
+    lab: &'a Lab,
+    config: &'a rss::RssConfig,
+    opts: &'a nic::AttachOptions,
+    cpus: &'a [u32],
+    gro: ReceiverGro,
+}
+
+impl Path<'_> {
+    /// Attaches or detaches the software RSS, sets RPS/RFS and GRO on the
+    /// receiving veth for `mode`.
+    fn enter(&self, mode: Mode) -> Result<(), ExpError> {
+        let rcv = self.lab.receiver();
+        let netns = Some(rcv.netns.as_str());
+        let attached = nic::attached_config(&rcv.dev, netns)?.is_some();
+        match (mode, attached) {
+            (Mode::SoftwareRss, false) => nic::attach(&rcv.dev, netns, self.config, self.opts)?,
+            (Mode::NoProgram | Mode::Rps | Mode::Rfs, true) => nic::detach(&rcv.dev, netns)?,
+            _ => {}
+        }
+        match mode {
+            Mode::Rps => set_rps(self.lab, self.cpus, 0)?,
+            Mode::Rfs => set_rps(self.lab, self.cpus, RFS_FLOW_CNT)?,
+            Mode::SoftwareRss | Mode::NoProgram => set_rps(self.lab, &[], 0)?,
+        }
+        set_receiver_gro(self.lab, self.gro.on_in(mode))
+    }
 }
 
 /// The result of a run's samples.
