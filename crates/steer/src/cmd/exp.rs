@@ -124,6 +124,8 @@ fn xdp_overhead(args: XdpOverheadArgs, json: bool) -> anyhow::Result<i32> {
     if args.common.quick {
         params = params.quick();
     }
+    // Bad parameters fail before anything is printed or built.
+    params.check()?;
     let show = !json || std::io::stderr().is_terminal();
     if show {
         eprintln!(
