@@ -1,17 +1,40 @@
-//! `steer exp xdp-overhead`: what the XDP software RSS costs TCP throughput
+//! `steer exp xdp-overhead`: what the XDP software RSS costs TCP, against
+//! no steering and against the kernel's own software steering, RPS
 //! (docs/performance.md, "What the XDP software RSS costs TCP").
 //!
 //! One lab (sender `snd`, receiver `rcv`, IPv6 off, tx checksum offload off
-//! on the sender's veth in both modes), `streams` parallel iperf3 flows,
-//! alternating in one run between "software RSS attached" and "no program"
-//! (the order flips every repetition, so drift hits both alike). Every
-//! sample comes from `iperf3 --json`: received Gbit/s and sender retransmits.
+//! on the sender's veth in every mode), `streams` parallel iperf3 flows,
+//! rotating in one run between three modes of the receiving veth (the order
+//! rotates every repetition, so drift hits all alike):
+//!
+//! - software RSS: Steer's XDP program redirecting through a cpumap;
+//! - no program: the veth as created, every frame handled on the CPU that
+//!   sent it;
+//! - RPS: no program, `rps_cpus` of every receive queue set to the CPUs the
+//!   software RSS delivers to (Documentation/networking/scaling.rst, "RPS");
+//! - RFS, only when asked for (`rfs`): RPS plus flow steering to the CPU
+//!   where each flow's reader runs (scaling.rst, "RFS"). It needs the
+//!   machine-wide `net.core.rps_sock_flow_entries`, which the run sets and
+//!   restores, so it changes every namespace's steering while it runs.
+//!
+//! The sender is the same in every mode, by default with a pfifo qdisc on
+//! its veth, so that a full ring on the receiving veth pushes back instead
+//! of dropping; GRO on the receiving veth is on, by default, only while the
+//! software RSS is attached (see [`ReceiverGro`]). Every sample comes from the datapath: received Gbit/s and sender
+//! retransmits from `iperf3 --json`, and the drop counters of
+//! [`counters`] read before and after the run, so a lost frame is counted
+//! where it was lost.
+
+pub mod counters;
 
 use std::time::Duration;
 
 use lab::{Lab, LabSpec};
 use serde::Serialize;
 use stats::{stat, Meta};
+
+pub use counters::Drops;
+use counters::{CpumapCounters, Snapshot};
 
 use crate::iperf;
 use crate::ExpError;
@@ -27,8 +50,16 @@ pub struct XdpOverheadParams {
     pub queues: u32,
     /// XDP_PASS when the target CPU is the current one (reorders TCP).
     pub same_cpu_pass: bool,
-    /// cpumap queue size.
+    /// cpumap queue size (frames per destination CPU).
     pub queue_size: u32,
+    /// Packets of a pfifo qdisc on the sender's veth, 0 for none (veth's
+    /// default, noqueue). With a qdisc, a full ring on the receiving veth
+    /// stops the queue (back-pressure) instead of dropping the frame.
+    pub sender_pfifo: u32,
+    /// Where GRO is on on the receiving veth (off elsewhere).
+    pub receiver_gro: ReceiverGro,
+    /// Add RFS as a fourth mode.
+    pub rfs: bool,
     pub quick: bool,
 }
 
@@ -40,7 +71,10 @@ impl Default for XdpOverheadParams {
             streams: 4,
             queues: 4,
             same_cpu_pass: false,
-            queue_size: 2048,
+            queue_size: 16384,
+            sender_pfifo: 1000,
+            receiver_gro: ReceiverGro::SoftwareRss,
+            rfs: false,
             quick: false,
         }
     }
@@ -69,10 +103,39 @@ impl XdpOverheadParams {
         if self.queues == 0 || self.queues > 256 {
             return bad("--queues must be 1..=256");
         }
-        if self.queue_size == 0 {
-            return bad("--qsize must be at least 1");
+        if self.queue_size == 0 || self.queue_size > nic::MAX_CPUMAP_QSIZE {
+            return bad("--qsize must be 1..=16384");
+        }
+        if self.sender_pfifo > 100_000 {
+            return bad("--sender-pfifo must be 0..=100000 packets");
         }
         Ok(())
+    }
+}
+
+/// GRO on the receiving veth, per mode. GRO is what lets the cpumap kthread
+/// coalesce a flow's frames before the stack: kernel/bpf/cpumap.c hands
+/// them to GRO, which skips a device without NETIF_F_GRO (veth's default).
+/// Without an XDP program, GRO on also switches the veth to its NAPI ring,
+/// a different path from the one a user of RPS has by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReceiverGro {
+    /// Off in every mode (veth's default).
+    Off,
+    /// On while the software RSS is attached, veth's default otherwise.
+    SoftwareRss,
+    /// On in every mode.
+    All,
+}
+
+impl ReceiverGro {
+    fn on_in(self, mode: Mode) -> bool {
+        match self {
+            ReceiverGro::Off => false,
+            ReceiverGro::SoftwareRss => mode == Mode::SoftwareRss,
+            ReceiverGro::All => true,
+        }
     }
 }
 
@@ -81,6 +144,34 @@ impl XdpOverheadParams {
 pub enum Mode {
     SoftwareRss,
     NoProgram,
+    Rps,
+    Rfs,
+}
+
+impl Mode {
+    /// The modes every run has (RFS only on request).
+    pub const ALL: [Mode; 3] = [Mode::SoftwareRss, Mode::NoProgram, Mode::Rps];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::SoftwareRss => "software-rss",
+            Mode::NoProgram => "no-program",
+            Mode::Rps => "rps",
+            Mode::Rfs => "rfs",
+        }
+    }
+
+    /// The modes of repetition `r`: [`Mode::ALL`] (and RFS if `rfs`)
+    /// rotated by `r`, so each mode runs in each position equally often.
+    pub fn order(r: u32, rfs: bool) -> Vec<Mode> {
+        let mut modes = Mode::ALL.to_vec();
+        if rfs {
+            modes.push(Mode::Rfs);
+        }
+        let n = modes.len();
+        modes.rotate_left(r as usize % n);
+        modes
+    }
 }
 
 /// One iperf3 run in one mode.
@@ -90,29 +181,51 @@ pub struct Sample {
     pub mode: Mode,
     pub gbit_per_s: f64,
     pub retransmits: u64,
+    pub drops: Drops,
 }
 
-/// Mean and 95% confidence interval (Student t) of one mode's samples.
+/// One mode's samples: throughput mean and 95% confidence interval
+/// (Student t), retransmits, and every drop counter summed.
 #[derive(Debug, Clone, Serialize)]
 pub struct ModeSummary {
     pub n: usize,
     pub mean_gbit: f64,
     /// `None` (JSON null) with one sample.
     pub ci95_gbit: Option<f64>,
+    pub median_retransmits: f64,
+    pub max_retransmits: u64,
+    /// Summed over the mode's samples.
+    pub drops: Drops,
+    /// Frames lost anywhere on the path, summed over the samples.
+    pub total_drops: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct XdpOverheadResult {
     pub experiment: &'static str,
     pub params: XdpOverheadParams,
+    /// The CPUs the software RSS delivers to, and RPS spreads over.
+    pub cpus: Vec<u32>,
     pub samples: Vec<Sample>,
     pub with_software_rss: ModeSummary,
     pub without_program: ModeSummary,
+    pub with_rps: ModeSummary,
+    /// `None` (JSON null) unless RFS was asked for.
+    pub with_rfs: Option<ModeSummary>,
     pub mean_with_gbit: f64,
     pub mean_without_gbit: f64,
-    /// mean with / mean without (goal: >= 0.70); `None` (JSON null) when
-    /// nothing flowed without the program (no ratio to take).
+    pub mean_rps_gbit: f64,
+    /// software RSS / no program (goal: >= 0.70); `None` (JSON null) when
+    /// nothing flowed without the program.
     pub ratio: Option<f64>,
+    /// software RSS / RPS (goal: >= 1.0).
+    pub ratio_to_rps: Option<f64>,
+    /// RPS / no program.
+    pub rps_ratio: Option<f64>,
+    /// The baseline's own retransmit noise: the most retransmits of one
+    /// sample with no program or with RPS. The software RSS adds none of its
+    /// own while its median stays at or under this.
+    pub retransmit_noise: u64,
     pub meta: Meta,
 }
 
@@ -128,6 +241,7 @@ pub fn run(
     let lab = Lab::up(&spec)?.teardown_on_drop();
     let rcv = lab.receiver().clone();
     let config = lab.rss_config()?;
+    let cpus = config.cpus();
     let addr = std::net::IpAddr::V4(rcv.ipv4);
     let opts = nic::AttachOptions {
         same_cpu_pass: params.same_cpu_pass,
@@ -136,29 +250,31 @@ pub fn run(
     };
     // The lab attached with defaults; apply this run's options.
     nic::attach(&rcv.dev, Some(&rcv.netns), &config, &opts)?;
+    if params.sender_pfifo > 0 {
+        set_sender_pfifo(&lab, params.sender_pfifo)?;
+    }
+    let _rfs_table = params.rfs.then(RfsTable::enable).transpose()?;
+    let path = Path {
+        lab: &lab,
+        config: &config,
+        opts: &opts,
+        cpus: &cpus,
+        gro: params.receiver_gro,
+    };
     let mut samples = Vec::new();
     for repetition in 0..params.repetitions {
-        let order = if repetition % 2 == 0 {
-            [Mode::SoftwareRss, Mode::NoProgram]
-        } else {
-            [Mode::NoProgram, Mode::SoftwareRss]
-        };
-        for mode in order {
-            let attached = nic::attached_config(&rcv.dev, Some(&rcv.netns))?.is_some();
-            match (mode, attached) {
-                (Mode::SoftwareRss, false) => {
-                    nic::attach(&rcv.dev, Some(&rcv.netns), &config, &opts)?
-                }
-                (Mode::NoProgram, true) => nic::detach(&rcv.dev, Some(&rcv.netns))?,
-                _ => {}
-            }
+        for mode in Mode::order(repetition, params.rfs) {
+            path.enter(mode)?;
             let _server = iperf::Server::start(lab.command(&rcv.name, "iperf3")?, addr, PORT)?;
+            let before = snapshot(&lab, mode)?;
             let (gbit_per_s, retransmits) = client(&lab, addr, params)?;
+            let drops = counters::delta(&before, &snapshot(&lab, mode)?)?;
             let sample = Sample {
                 repetition,
                 mode,
                 gbit_per_s,
                 retransmits,
+                drops,
             };
             progress(&sample);
             samples.push(sample);
@@ -166,26 +282,71 @@ pub fn run(
             std::thread::sleep(Duration::from_millis(50));
         }
     }
-    let of = |m: Mode| -> Vec<f64> {
-        samples
-            .iter()
-            .filter(|s| s.mode == m)
-            .map(|s| s.gbit_per_s)
-            .collect()
-    };
+    summarize_run(params, cpus, samples)
+}
+
+/// The receiving side of the lab and how each mode sets it up.
+struct Path<'a> {
+    lab: &'a Lab,
+    config: &'a rss::RssConfig,
+    opts: &'a nic::AttachOptions,
+    cpus: &'a [u32],
+    gro: ReceiverGro,
+}
+
+impl Path<'_> {
+    /// Attaches or detaches the software RSS, sets RPS/RFS and GRO on the
+    /// receiving veth for `mode`.
+    fn enter(&self, mode: Mode) -> Result<(), ExpError> {
+        let rcv = self.lab.receiver();
+        let netns = Some(rcv.netns.as_str());
+        let attached = nic::attached_config(&rcv.dev, netns)?.is_some();
+        match (mode, attached) {
+            (Mode::SoftwareRss, false) => nic::attach(&rcv.dev, netns, self.config, self.opts)?,
+            (Mode::NoProgram | Mode::Rps | Mode::Rfs, true) => nic::detach(&rcv.dev, netns)?,
+            _ => {}
+        }
+        match mode {
+            Mode::Rps => set_rps(self.lab, self.cpus, 0)?,
+            Mode::Rfs => set_rps(self.lab, self.cpus, RFS_FLOW_CNT)?,
+            Mode::SoftwareRss | Mode::NoProgram => set_rps(self.lab, &[], 0)?,
+        }
+        set_receiver_gro(self.lab, self.gro.on_in(mode))
+    }
+}
+
+/// The result of a run's samples.
+fn summarize_run(
+    params: &XdpOverheadParams,
+    cpus: Vec<u32>,
+    samples: Vec<Sample>,
+) -> Result<XdpOverheadResult, ExpError> {
     let summary = |m: Mode| {
-        summarize(&of(m)).ok_or_else(|| ExpError::Parameter(format!("no sample in mode {m:?}")))
+        let of: Vec<&Sample> = samples.iter().filter(|s| s.mode == m).collect();
+        summarize(&of).ok_or_else(|| ExpError::Program {
+            program: "xdp-overhead".into(),
+            detail: format!("no sample in mode {}", m.name()),
+        })
     };
     let with = summary(Mode::SoftwareRss)?;
     let without = summary(Mode::NoProgram)?;
+    let rps = summary(Mode::Rps)?;
+    let rfs = params.rfs.then(|| summary(Mode::Rfs)).transpose()?;
     Ok(XdpOverheadResult {
         experiment: "xdp-overhead",
         params: params.clone(),
+        cpus,
         mean_with_gbit: with.mean_gbit,
         mean_without_gbit: without.mean_gbit,
+        mean_rps_gbit: rps.mean_gbit,
         ratio: ratio(with.mean_gbit, without.mean_gbit),
+        ratio_to_rps: ratio(with.mean_gbit, rps.mean_gbit),
+        rps_ratio: ratio(rps.mean_gbit, without.mean_gbit),
+        retransmit_noise: without.max_retransmits.max(rps.max_retransmits),
         with_software_rss: with,
         without_program: without,
+        with_rps: rps,
+        with_rfs: rfs,
         samples,
         meta: Meta::collect(),
     })
@@ -205,49 +366,310 @@ fn client(
     Ok((run.bits_per_second / 1e9, retransmits))
 }
 
-/// Mean and 95% CI half-width (Student t, two-sided); `None` without samples.
-pub fn summarize(xs: &[f64]) -> Option<ModeSummary> {
-    stat(xs).map(|s| ModeSummary {
-        n: xs.len(),
-        mean_gbit: s.mean,
-        ci95_gbit: s.ci95,
+/// Runs `program args` in `host` of the lab; its stdout.
+fn run_in_host(lab: &Lab, host: &str, program: &str, args: &[&str]) -> Result<String, ExpError> {
+    let mut cmd = lab.command(host, program)?;
+    cmd.args(args);
+    host::command::run(&mut cmd).map_err(|e| match e {
+        host::HostError::NoProgram { .. } => ExpError::MissingProgram {
+            program: program.into(),
+        },
+        other => lab::LabError::from(other).into(),
     })
 }
 
-/// with / without; `None` when nothing flowed without the program.
-fn ratio(with: f64, without: f64) -> Option<f64> {
-    (without > 0.0).then(|| with / without)
+/// The drop counters now; the cpumap's only in software RSS mode.
+fn snapshot(lab: &Lab, mode: Mode) -> Result<Snapshot, ExpError> {
+    let (snd, rcv) = (lab.sender(), lab.receiver());
+    let link = |host: &lab::Host| -> Result<(u64, u64), ExpError> {
+        let json = host::command::ip(&[
+            "-n",
+            &host.netns,
+            "-s",
+            "-j",
+            "link",
+            "show",
+            "dev",
+            &host.dev,
+        ])
+        .map_err(lab::LabError::from)?;
+        counters::parse_link_drops(&json)
+    };
+    let qdisc = run_in_host(
+        lab,
+        &snd.name,
+        "tc",
+        &["-s", "-j", "qdisc", "show", "dev", &snd.dev],
+    )?;
+    let softnet =
+        std::fs::read_to_string("/proc/net/softnet_stat").map_err(|e| ExpError::Program {
+            program: "read /proc/net/softnet_stat".into(),
+            detail: e.to_string(),
+        })?;
+    let cpumap = match mode {
+        Mode::SoftwareRss => {
+            let stats = nic::stats(&rcv.dev, Some(&rcv.netns))?;
+            Some(
+                stats
+                    .cpumap
+                    .iter()
+                    .fold(CpumapCounters::default(), |sum, c| CpumapCounters {
+                        enqueued: sum.enqueued + c.enqueued,
+                        enqueue_drops: sum.enqueue_drops + c.enqueue_drops,
+                        kthread_drops: sum.kthread_drops + c.kthread_drops,
+                    }),
+            )
+        }
+        Mode::NoProgram | Mode::Rps | Mode::Rfs => None,
+    };
+    Ok(Snapshot {
+        sender_tx_dropped: link(snd)?.1,
+        receiver_rx_dropped: link(rcv)?.0,
+        sender_qdisc: counters::parse_qdisc(&qdisc)?,
+        backlog_dropped: counters::parse_softnet_dropped(&softnet)?,
+        cpumap,
+    })
+}
+
+/// A pfifo of `limit` packets as the root qdisc of the sender's veth.
+fn set_sender_pfifo(lab: &Lab, limit: u32) -> Result<(), ExpError> {
+    let snd = lab.sender();
+    let limit = limit.to_string();
+    run_in_host(
+        lab,
+        &snd.name,
+        "tc",
+        &[
+            "qdisc", "replace", "dev", &snd.dev, "root", "pfifo", "limit", &limit,
+        ],
+    )?;
+    Ok(())
+}
+
+/// GRO on or off on the receiving veth (`ethtool -K DEV gro on|off`).
+fn set_receiver_gro(lab: &Lab, on: bool) -> Result<(), ExpError> {
+    let rcv = lab.receiver();
+    let state = if on { "on" } else { "off" };
+    run_in_host(lab, &rcv.name, "ethtool", &["-K", &rcv.dev, "gro", state])?;
+    Ok(())
+}
+
+/// Entries of the RFS flow tables, global (`rps_sock_flow_entries`) and
+/// per receive queue (`rps_flow_cnt`), as scaling.rst suggests for a
+/// moderately loaded server.
+const RFS_FLOW_CNT: u32 = 32768;
+
+/// The machine-wide RFS socket flow table, set for the run and restored to
+/// its previous size when dropped.
+struct RfsTable {
+    previous: String,
+}
+
+const RPS_SOCK_FLOW_ENTRIES: &str = "/proc/sys/net/core/rps_sock_flow_entries";
+
+impl RfsTable {
+    fn enable() -> Result<RfsTable, ExpError> {
+        let io = |e: std::io::Error| ExpError::Program {
+            program: RPS_SOCK_FLOW_ENTRIES.into(),
+            detail: e.to_string(),
+        };
+        let previous = std::fs::read_to_string(RPS_SOCK_FLOW_ENTRIES).map_err(io)?;
+        std::fs::write(RPS_SOCK_FLOW_ENTRIES, RFS_FLOW_CNT.to_string()).map_err(io)?;
+        Ok(RfsTable {
+            previous: previous.trim().to_string(),
+        })
+    }
+}
+
+impl Drop for RfsTable {
+    fn drop(&mut self) {
+        if let Err(e) = std::fs::write(RPS_SOCK_FLOW_ENTRIES, &self.previous) {
+            eprintln!(
+                "restoring {RPS_SOCK_FLOW_ENTRIES} to {}: {e}",
+                self.previous
+            );
+        }
+    }
+}
+
+/// Sets `rps_cpus` of every receive queue of the receiving veth to `cpus`
+/// (empty: RPS off) and its `rps_flow_cnt` to `flow_cnt` (0: RFS off).
+/// Written through `ip netns exec`, whose fresh /sys shows the namespace's
+/// devices.
+fn set_rps(lab: &Lab, cpus: &[u32], flow_cnt: u32) -> Result<(), ExpError> {
+    let rcv = lab.receiver();
+    let script = format!(
+        "for q in /sys/class/net/{}/queues/rx-*; do echo {} > \"$q/rps_cpus\" && \
+         echo {flow_cnt} > \"$q/rps_flow_cnt\" || exit 1; done",
+        rcv.dev,
+        cpu_mask(cpus)
+    );
+    run_in_host(lab, &rcv.name, "sh", &["-c", &script])?;
+    Ok(())
+}
+
+/// A CPU set in the form sysfs cpumask files take: hex, in comma-separated
+/// 32-bit groups, most significant first ("0" for none).
+pub fn cpu_mask(cpus: &[u32]) -> String {
+    let groups = cpus.iter().map(|&c| c / 32 + 1).max().unwrap_or(1) as usize;
+    let mut words = vec![0u32; groups];
+    for &c in cpus {
+        words[(c / 32) as usize] |= 1 << (c % 32);
+    }
+    let mut text: Vec<String> = words.iter().rev().map(|w| format!("{w:08x}")).collect();
+    // The leading group without padding, as the kernel prints it.
+    text[0] = format!("{:x}", words[groups - 1]);
+    text.join(",")
+}
+
+/// One mode's summary; `None` without samples.
+fn summarize(samples: &[&Sample]) -> Option<ModeSummary> {
+    let gbit: Vec<f64> = samples.iter().map(|s| s.gbit_per_s).collect();
+    let s = stat(&gbit)?;
+    let mut retransmits: Vec<f64> = samples.iter().map(|s| s.retransmits as f64).collect();
+    retransmits.sort_by(f64::total_cmp);
+    let drops = samples
+        .iter()
+        .skip(1)
+        .fold(samples[0].drops.clone(), |sum, s| sum.add(&s.drops));
+    Some(ModeSummary {
+        n: samples.len(),
+        mean_gbit: s.mean,
+        ci95_gbit: s.ci95,
+        median_retransmits: median(&retransmits),
+        max_retransmits: samples.iter().map(|s| s.retransmits).max().unwrap_or(0),
+        total_drops: drops.total(),
+        drops,
+    })
+}
+
+/// Median of sorted, non-empty values.
+fn median(sorted: &[f64]) -> f64 {
+    let n = sorted.len();
+    if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    }
+}
+
+/// a / b; `None` when nothing flowed in b.
+fn ratio(a: f64, b: f64) -> Option<f64> {
+    (b > 0.0).then(|| a / b)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn sample(repetition: u32, mode: Mode, gbit_per_s: f64, retransmits: u64) -> Sample {
+        Sample {
+            repetition,
+            mode,
+            gbit_per_s,
+            retransmits,
+            drops: Drops {
+                sender_tx_dropped: retransmits,
+                ..Drops::default()
+            },
+        }
+    }
+
     #[test]
     fn summary_of_samples() {
-        let s = summarize(&[4.0, 5.0, 6.0]).unwrap();
+        let xs = [
+            sample(0, Mode::Rps, 4.0, 1),
+            sample(1, Mode::Rps, 5.0, 9),
+            sample(2, Mode::Rps, 6.0, 4),
+        ];
+        let refs: Vec<&Sample> = xs.iter().collect();
+        let s = summarize(&refs).unwrap();
         assert_eq!(s.n, 3);
         assert!((s.mean_gbit - 5.0).abs() < 1e-12);
         // sd 1, se 1/sqrt(3), t(0.975, 2) = 4.302653
         assert!((s.ci95_gbit.unwrap() - 4.302653 / 3f64.sqrt()).abs() < 1e-5);
-        assert_eq!(summarize(&[3.0]).unwrap().ci95_gbit, None);
+        assert_eq!(s.median_retransmits, 4.0);
+        assert_eq!(s.max_retransmits, 9);
+        assert_eq!(s.drops.sender_tx_dropped, 14);
+        assert_eq!(s.total_drops, 14);
+        assert_eq!(summarize(&refs[..1]).unwrap().ci95_gbit, None);
         assert!(summarize(&[]).is_none());
     }
 
     #[test]
-    fn no_traffic_without_the_program_has_no_ratio() {
+    fn every_mode_runs_in_every_position() {
+        assert_eq!(Mode::order(0, false), Mode::ALL.to_vec());
+        let firsts: Vec<Mode> = (0..3).map(|r| Mode::order(r, false)[0]).collect();
+        for m in Mode::ALL {
+            assert!(firsts.contains(&m));
+        }
+        assert_eq!(Mode::order(3, false), Mode::order(0, false));
+        let with_rfs: Vec<Mode> = (0..4).map(|r| Mode::order(r, true)[3]).collect();
+        assert_eq!(with_rfs.len(), 4);
+        assert!(Mode::order(1, true).contains(&Mode::Rfs));
+        assert!((0..4).all(|r| Mode::order(r, true).len() == 4));
+        assert!(with_rfs.contains(&Mode::Rfs) && with_rfs.contains(&Mode::SoftwareRss));
+    }
+
+    #[test]
+    fn result_ratios_and_noise() {
+        let samples = vec![
+            sample(0, Mode::SoftwareRss, 3.0, 50),
+            sample(0, Mode::NoProgram, 4.0, 300),
+            sample(0, Mode::Rps, 6.0, 20),
+        ];
+        let r = summarize_run(&XdpOverheadParams::default(), vec![0, 1], samples).unwrap();
+        assert_eq!(r.ratio, Some(0.75));
+        assert_eq!(r.ratio_to_rps, Some(0.5));
+        assert_eq!(r.rps_ratio, Some(1.5));
+        assert_eq!(r.retransmit_noise, 300);
+        // A mode without samples is an error, not a zero.
+        let missing = vec![sample(0, Mode::SoftwareRss, 3.0, 0)];
+        assert!(summarize_run(&XdpOverheadParams::default(), vec![0], missing).is_err());
+    }
+
+    #[test]
+    fn gro_follows_the_mode() {
+        use ReceiverGro::*;
+        assert!(SoftwareRss.on_in(Mode::SoftwareRss));
+        assert!(!SoftwareRss.on_in(Mode::Rps));
+        assert!(!SoftwareRss.on_in(Mode::NoProgram));
+        assert!(Mode::ALL.iter().all(|&m| All.on_in(m) && !Off.on_in(m)));
+    }
+
+    #[test]
+    fn no_traffic_in_the_baseline_has_no_ratio() {
         assert_eq!(ratio(3.0, 0.0), None);
         assert_eq!(ratio(0.0, 0.0), None);
         assert_eq!(ratio(3.0, 4.0), Some(0.75));
     }
 
     #[test]
+    fn cpu_masks_as_sysfs_reads_them() {
+        assert_eq!(cpu_mask(&[0, 1]), "3");
+        assert_eq!(cpu_mask(&[]), "0");
+        assert_eq!(cpu_mask(&[1]), "2");
+        assert_eq!(cpu_mask(&[0, 33]), "2,00000001");
+    }
+
+    #[test]
     fn bad_parameters() {
-        let p = XdpOverheadParams {
-            streams: 0,
-            ..XdpOverheadParams::default()
-        };
-        assert!(p.check().is_err());
+        for p in [
+            XdpOverheadParams {
+                streams: 0,
+                ..XdpOverheadParams::default()
+            },
+            XdpOverheadParams {
+                queue_size: 20000,
+                ..XdpOverheadParams::default()
+            },
+            XdpOverheadParams {
+                repetitions: 0,
+                ..XdpOverheadParams::default()
+            },
+        ] {
+            assert!(matches!(p.check(), Err(ExpError::Parameter(_))));
+        }
         assert!(XdpOverheadParams::default().quick().check().is_ok());
     }
 }

@@ -45,6 +45,12 @@
 //! - Non-IP frames (ARP, LLDP, truncated IP headers) pass on the current CPU
 //!   and are counted in `non_ip_packets`, not in a queue.
 //! - Byte counts are whole Ethernet frames.
+//! - `NicStats::cpumap` is the kernel's own account of the redirected frames
+//!   per delivery CPU (the `xdp_cpumap_enqueue` and `xdp_cpumap_kthread`
+//!   tracepoints, counted for this attachment's cpumap only): frames
+//!   enqueued, dropped because the CPU's queue (`queue_size`) was full, and
+//!   dropped by its kthread. A redirected frame lost anywhere after the
+//!   program shows up there.
 //!
 //! # The veth checksum pitfall
 //!
@@ -108,12 +114,30 @@ pub struct CpuStats {
     pub bytes: u64,
 }
 
+/// What the cpumap did with the frames for one delivery CPU, from the
+/// kernel's cpumap tracepoints (`xdp_cpumap_enqueue`, `xdp_cpumap_kthread`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CpumapStats {
+    pub cpu: u32,
+    /// Frames flushed towards the CPU's cpumap ring.
+    pub enqueued: u64,
+    /// Of those, dropped because the ring (the cpumap queue size) was full.
+    pub enqueue_drops: u64,
+    /// Frames the CPU's cpumap kthread handed to the stack.
+    pub kthread_processed: u64,
+    /// Frames the kthread dropped (no skb could be built).
+    pub kthread_drops: u64,
+}
+
 /// The datapath counters of one device.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct NicStats {
     pub dev: String,
     pub queues: Vec<QueueStats>,
     pub cpus: Vec<CpuStats>,
+    /// The cpumap's counters per delivery CPU: where redirected frames were
+    /// lost between the program and the CPU's stack.
+    pub cpumap: Vec<CpumapStats>,
     /// Frames that were not IPv4/IPv6, passed on the receiving CPU.
     pub non_ip_packets: u64,
 }
@@ -216,7 +240,7 @@ pub fn attach(
             // program detached by hand).
             state::remove(dev, netns)?;
         }
-        loader::load_and_attach(&plan, ifindex, old.as_ref(), &dir)?;
+        loader::load_and_attach(&mut plan, ifindex, old.as_ref(), &dir)?;
         state::write_config(dev, netns, &config)
     })?
 }
@@ -243,6 +267,7 @@ pub fn update(dev: &str, netns: Option<&str>, config: &rss::RssConfig) -> Result
             loader::possible_cpus()?,
         )?;
         plan.config.same_cpu_pass = current.same_cpu_pass;
+        plan.config.cpumap_id = current.cpumap_id;
         maps.write(&plan)?;
         state::write_config(dev, netns, &config)
     })?
@@ -339,16 +364,31 @@ pub fn stats(dev: &str, netns: Option<&str>) -> Result<NicStats, NicError> {
                 c.bytes += q.bytes;
             }
         }
+        let cpumap = config
+            .cpus()
+            .into_iter()
+            .map(|cpu| {
+                let c = maps.cpumap_counters(cpu)?;
+                Ok(CpumapStats {
+                    cpu,
+                    enqueued: c.enqueued,
+                    enqueue_drops: c.enqueue_drops,
+                    kthread_processed: c.kthread_processed,
+                    kthread_drops: c.kthread_drops,
+                })
+            })
+            .collect::<Result<_, NicError>>()?;
         Ok(NicStats {
             dev: dev.to_string(),
             queues,
             cpus,
+            cpumap,
             non_ip_packets: maps.non_ip_counters()?.packets,
         })
     })
 }
 
-/// Zeroes the queue and non-IP counters.
+/// Zeroes the queue, non-IP and cpumap counters.
 pub fn reset_stats(dev: &str, netns: Option<&str>) -> Result<(), NicError> {
     with_maps(dev, netns, |_, maps, _| maps.reset_counters())
 }

@@ -170,6 +170,9 @@ pub(crate) fn plan(
         cpumap_qsize: qsize,
         queues: config.queues,
         same_cpu_pass: 0,
+        // Known once the map exists (load_and_attach; update keeps it).
+        cpumap_id: 0,
+        pad: 0,
     };
     Ok(Plan {
         config: datapath,
@@ -188,6 +191,7 @@ pub(crate) struct Maps {
     pub queue_stats: MapHandle,
     pub non_ip: MapHandle,
     pub flows: MapHandle,
+    pub cpumap_stats: MapHandle,
 }
 
 const ZERO: [u8; 4] = [0; 4];
@@ -206,6 +210,7 @@ impl Maps {
             queue_stats: open("queue_stats")?,
             non_ip: open("non_ip")?,
             flows: open("flows")?,
+            cpumap_stats: open("cpumap_stats")?,
         })
     }
 
@@ -272,6 +277,26 @@ impl Maps {
         sum_percpu(&self.non_ip, 0, "non_ip")
     }
 
+    /// The cpumap counters of destination `cpu`, summed over the CPUs that
+    /// wrote them.
+    pub fn cpumap_counters(&self, cpu: u32) -> Result<types::softrss_cpumap_counters, NicError> {
+        let values = self
+            .cpumap_stats
+            .lookup_percpu(&cpu.to_ne_bytes(), MapFlags::ANY)
+            .map_err(|e| NicError::bpf("read map cpumap_stats", e))?
+            .unwrap_or_default();
+        let mut sum = types::softrss_cpumap_counters::default();
+        for bytes in values {
+            if let Some(c) = pod_from_bytes::<types::softrss_cpumap_counters>(&bytes) {
+                sum.enqueued += c.enqueued;
+                sum.enqueue_drops += c.enqueue_drops;
+                sum.kthread_processed += c.kthread_processed;
+                sum.kthread_drops += c.kthread_drops;
+            }
+        }
+        Ok(sum)
+    }
+
     pub fn reset_counters(&self) -> Result<(), NicError> {
         let cpus = possible_cpus()?;
         let zero = vec![vec![0u8; std::mem::size_of::<types::softrss_counters>()]; cpus];
@@ -282,7 +307,14 @@ impl Maps {
         }
         self.non_ip
             .update_percpu(&ZERO, &zero, MapFlags::ANY)
-            .map_err(|e| NicError::bpf("reset map non_ip", e))
+            .map_err(|e| NicError::bpf("reset map non_ip", e))?;
+        let zero = vec![vec![0u8; std::mem::size_of::<types::softrss_cpumap_counters>()]; cpus];
+        for cpu in 0..cpus as u32 {
+            self.cpumap_stats
+                .update_percpu(&cpu.to_ne_bytes(), &zero, MapFlags::ANY)
+                .map_err(|e| NicError::bpf("reset map cpumap_stats", e))?;
+        }
+        Ok(())
     }
 
     /// Every entry of the flow table.
@@ -390,10 +422,10 @@ pub(crate) fn pinned_prog(dir: &Path) -> Option<(OwnedFd, u32)> {
     Some((fd, id))
 }
 
-/// Loads the program, fills its maps, attaches it to `ifindex` (replacing
+/// Loads the program, fills its maps (setting `plan`'s cpumap id), attaches it to `ifindex` (replacing
 /// `old`, Steer's previous program, atomically) and pins everything in `dir`.
 pub(crate) fn load_and_attach(
-    plan: &Plan,
+    plan: &mut Plan,
     ifindex: u32,
     old: Option<&OwnedFd>,
     dir: &Path,
@@ -436,8 +468,28 @@ pub(crate) fn load_and_attach(
         queue_stats: handle(&skel.maps.queue_stats, "queue_stats")?,
         non_ip: handle(&skel.maps.non_ip, "non_ip")?,
         flows: handle(&skel.maps.flows, "flows")?,
+        cpumap_stats: handle(&skel.maps.cpumap_stats, "cpumap_stats")?,
     };
+    plan.config.cpumap_id = skel
+        .maps
+        .cpu_map
+        .info()
+        .map_err(|e| NicError::bpf("read map cpu_map info", e))?
+        .info
+        .id;
     maps.write(plan)?;
+    // The cpumap's own drop counters (softrss.bpf.c, cpumap_enqueue and
+    // cpumap_kthread); their links are pinned with the rest below.
+    let attach_tp = |prog: &libbpf_rs::ProgramMut<'_>, tp: &str| {
+        prog.attach_raw_tracepoint(tp)
+            .map_err(|e| NicError::KernelFeature {
+                what: format!("raw tracepoint {tp} (cpumap counters): {e}"),
+            })
+    };
+    let mut links = [
+        attach_tp(&skel.progs.cpumap_enqueue, "xdp_cpumap_enqueue")?,
+        attach_tp(&skel.progs.cpumap_kthread, "xdp_cpumap_kthread")?,
+    ];
 
     let attached = {
         let xdp = Xdp::new(skel.progs.softrss.as_fd());
@@ -460,7 +512,11 @@ pub(crate) fn load_and_attach(
     let pinned = (|| {
         std::fs::create_dir_all(dir)
             .map_err(|e| NicError::io(format!("create {}", dir.display()), e))?;
-        for name in state::MAP_NAMES.iter().chain([&state::PIN_PROG]) {
+        for name in state::MAP_NAMES
+            .iter()
+            .chain(&state::PIN_LINKS)
+            .chain([&state::PIN_PROG])
+        {
             let path = dir.join(name);
             if path.exists() {
                 std::fs::remove_file(&path)
@@ -478,6 +534,11 @@ pub(crate) fn load_and_attach(
         pin(&mut skel.maps.queue_stats, "queue_stats")?;
         pin(&mut skel.maps.non_ip, "non_ip")?;
         pin(&mut skel.maps.flows, "flows")?;
+        pin(&mut skel.maps.cpumap_stats, "cpumap_stats")?;
+        for (link, name) in links.iter_mut().zip(state::PIN_LINKS) {
+            link.pin(dir.join(name))
+                .map_err(|e| NicError::bpf(format!("pin link {name}"), e))?;
+        }
         skel.progs
             .softrss
             .pin(dir.join(state::PIN_PROG))

@@ -18,9 +18,10 @@ pub const PIN_ROOT: &str = "/sys/fs/bpf/steer";
 /// Root of the applied-config files.
 pub const STATE_ROOT: &str = "/run/steer/nic";
 
-/// Pin names (one file per map, plus the program).
+/// Pin names (one file per map, plus the program and the links of the
+/// cpumap tracepoint programs, which count for as long as they are pinned).
 pub(crate) const PIN_PROG: &str = "prog";
-pub(crate) const MAP_NAMES: [&str; 7] = [
+pub(crate) const MAP_NAMES: [&str; 8] = [
     "config",
     "toeplitz",
     "indir",
@@ -28,7 +29,9 @@ pub(crate) const MAP_NAMES: [&str; 7] = [
     "queue_stats",
     "non_ip",
     "flows",
+    "cpumap_stats",
 ];
+pub(crate) const PIN_LINKS: [&str; 2] = ["link_cpumap_enqueue", "link_cpumap_kthread"];
 
 fn netns_label(netns: Option<&str>) -> &str {
     netns.unwrap_or("root")
@@ -69,7 +72,7 @@ pub fn config_path(dev: &str, netns: Option<&str>) -> PathBuf {
 /// Removes the pins and the config file of (netns, dev); missing ones are fine.
 pub(crate) fn remove(dev: &str, netns: Option<&str>) -> Result<(), NicError> {
     let dir = pin_dir(dev, netns);
-    for name in MAP_NAMES.iter().chain([&PIN_PROG]) {
+    for name in MAP_NAMES.iter().chain(&PIN_LINKS).chain([&PIN_PROG]) {
         remove_file_if_exists(&dir.join(name))?;
     }
     remove_dir_if_exists(&dir)?;

@@ -84,6 +84,18 @@ struct {
 	__type(value, struct softrss_counters);
 } non_ip SEC(".maps");
 
+/* Cpumap counters per destination CPU. key: u32 destination CPU; value:
+ * struct softrss_cpumap_counters. Per-CPU: the enqueue event runs on the
+ * source CPU and the kthread event on the destination, and each adds to its
+ * own copy without atomics. writer: the tracepoint programs `cpumap_enqueue`
+ * and `cpumap_kthread` below (reset by `reset_stats`); reader: `stats`. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SOFTRSS_MAX_CPUS);
+	__type(key, __u32);
+	__type(value, struct softrss_cpumap_counters);
+} cpumap_stats SEC(".maps");
+
 /* Optional per-flow table (config.track_flows). key: struct softrss_flow_key
  * (the tuple as parsed, network order); value: struct softrss_flow_value
  * (queue, frames, bytes; counters added atomically since flows are shared by
@@ -268,7 +280,7 @@ int softrss(struct xdp_md *ctx)
 	 * running us goes up the stack here instead of through the cpumap. Same
 	 * CPU, less work, but when the CPU running this program changes (the
 	 * sender migrates), a flow's frames take two paths of different delay
-	 * and TCP sees reordering; see docs/performance-xdp.md. */
+	 * and TCP sees reordering; see docs/performance.md. */
 	if (cfg->same_cpu_pass && entry->cpu == bpf_get_smp_processor_id())
 		return XDP_PASS;
 	return bpf_redirect_map(&cpu_map, entry->cpu, XDP_PASS);
@@ -276,4 +288,51 @@ int softrss(struct xdp_md *ctx)
 non_ip:
 	count(&non_ip, 0, len);
 	return XDP_PASS;
+}
+
+/* The cpumap's own account of the frames redirected above. Raw tracepoints
+ * (no tracefs needed); their arguments are the TP_PROTO of
+ * include/trace/events/xdp.h:
+ *   xdp_cpumap_enqueue(int map_id, unsigned int processed,
+ *                      unsigned int drops, int to_cpu)
+ *   xdp_cpumap_kthread(int map_id, unsigned int processed,
+ *                      unsigned int drops, int sched, ...)
+ * Both fire for every cpumap on the machine; only this attachment's
+ * (config.cpumap_id) is counted. The loader attaches them and pins the links
+ * beside the program, so they live exactly as long as the attachment. */
+
+/* The counters of destination `cpu` if `map_id` is this attachment's map. */
+static __always_inline struct softrss_cpumap_counters *cpumap_counters(__u64 map_id, __u64 cpu)
+{
+	struct softrss_config *cfg;
+	__u32 zero = 0, key = (__u32)cpu;
+
+	cfg = bpf_map_lookup_elem(&config, &zero);
+	if (!cfg || cfg->cpumap_id == 0 || (__u32)map_id != cfg->cpumap_id)
+		return 0;
+	return bpf_map_lookup_elem(&cpumap_stats, &key);
+}
+
+SEC("raw_tp/xdp_cpumap_enqueue")
+int cpumap_enqueue(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct softrss_cpumap_counters *c = cpumap_counters(ctx->args[0], ctx->args[3]);
+
+	if (c) {
+		c->enqueued += (__u32)ctx->args[1];
+		c->enqueue_drops += (__u32)ctx->args[2];
+	}
+	return 0;
+}
+
+SEC("raw_tp/xdp_cpumap_kthread")
+int cpumap_kthread(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct softrss_cpumap_counters *c = cpumap_counters(ctx->args[0], bpf_get_smp_processor_id());
+
+	if (c) {
+		c->kthread_processed += (__u32)ctx->args[1];
+		c->kthread_drops += (__u32)ctx->args[2];
+	}
+	return 0;
 }

@@ -69,6 +69,12 @@ struct softrss_config {
 	/* 1: a frame whose queue CPU is the CPU running the program is passed
 	 * up here (XDP_PASS) instead of through the cpumap. */
 	__u32 same_cpu_pass;
+	/* The kernel's id of this attachment's `cpu_map` (written by the
+	 * loader once the map exists): the cpumap tracepoint programs count
+	 * only events of this map, since the tracepoints fire for every
+	 * cpumap on the machine. */
+	__u32 cpumap_id;
+	__u32 pad;
 };
 
 /* One indirection table entry: map `indir`, key = table index. */
@@ -94,6 +100,25 @@ struct softrss_counters {
 	__u64 packets;
 	/* Their bytes, counted from the Ethernet header to the end of the frame. */
 	__u64 bytes;
+};
+
+/* What happened to the frames handed to one destination CPU through the
+ * cpumap: map `cpumap_stats` (per-CPU), key = destination CPU. Counted from
+ * the kernel's own tracepoints (include/trace/events/xdp.h), so these are
+ * the datapath's numbers, not the program's intentions. */
+struct softrss_cpumap_counters {
+	/* Frames a source CPU flushed towards the destination's ring
+	 * (xdp_cpumap_enqueue `processed`). */
+	__u64 enqueued;
+	/* Of those, frames dropped because the ring (cpumap qsize) was full
+	 * (xdp_cpumap_enqueue `drops`): the loss between the redirect and the
+	 * destination CPU. */
+	__u64 enqueue_drops;
+	/* Frames the destination's kthread took off the ring and handed to
+	 * the stack (xdp_cpumap_kthread `processed`). */
+	__u64 kthread_processed;
+	/* Frames the kthread dropped (xdp_cpumap_kthread `drops`: no skb). */
+	__u64 kthread_drops;
 };
 
 /* Key of the optional per-flow table `flows`: the tuple as parsed from the

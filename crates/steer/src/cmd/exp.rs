@@ -10,14 +10,16 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
-use exp::xdp_overhead::{Mode, Sample, XdpOverheadParams, XdpOverheadResult};
+use exp::xdp_overhead::{ReceiverGro, Sample, XdpOverheadParams, XdpOverheadResult};
 
 use crate::{exit, output};
 
 #[derive(Debug, Subcommand)]
 pub enum ExpCommand {
-    /// What the XDP software RSS costs TCP: iperf3 with the program attached
-    /// and with no program, alternating in one run (needs root and iperf3).
+    /// What the XDP software RSS costs TCP: iperf3 with the program
+    /// attached, with no program, and with kernel RPS instead, rotating in
+    /// one run, with the drop counters of each (needs root, iperf3, tc,
+    /// ethtool).
     XdpOverhead(XdpOverheadArgs),
     /// Live CrossRSS: short and long TCP connections from client namespaces
     /// through the XDP load balancer to backends with software RSS, each
@@ -54,9 +56,15 @@ pub struct Common {
     pub output: Option<PathBuf>,
 }
 
+/// Where each mode loses frames is shown per sample and per mode: the
+/// cpumap (enqueue drops into a full CPU queue), the veth ring (tx drops on
+/// the sender's veth), the sender's qdisc (drops; requeues are the ring
+/// pushing back), the backlogs (/proc/net/softnet_stat) and iperf3's
+/// retransmits.
 #[derive(Debug, Args)]
 pub struct XdpOverheadArgs {
-    /// Repetitions; each runs both modes (order flipped every repetition).
+    /// Repetitions; each runs the three modes (software RSS, no program,
+    /// RPS), the order rotating every repetition.
     #[arg(long, default_value_t = 5)]
     pub repetitions: u32,
     /// Seconds of iperf3 traffic per sample.
@@ -71,11 +79,34 @@ pub struct XdpOverheadArgs {
     /// XDP_PASS when the target CPU is the current one (reorders TCP).
     #[arg(long)]
     pub same_cpu_pass: bool,
-    /// cpumap queue size.
-    #[arg(long, default_value_t = 2048)]
+    /// cpumap queue size (frames per destination CPU, 1..=16384).
+    #[arg(long, default_value_t = 16384)]
     pub qsize: u32,
+    /// A pfifo qdisc of this many packets on the sender's veth, in every
+    /// mode (0: none, veth's default noqueue). With it, a full ring on the
+    /// receiving veth stops the queue instead of dropping the frame.
+    #[arg(long, default_value_t = 1000)]
+    pub sender_pfifo: u32,
+    /// Where GRO is on on the receiving veth: `software-rss` (while the
+    /// program is attached, so the cpumap kthread coalesces each flow's
+    /// frames; the other modes keep veth's default), `all`, or `off`.
+    #[arg(long, value_enum, default_value_t = ReceiverGroArg::SoftwareRss)]
+    pub receiver_gro: ReceiverGroArg,
+    /// Add RFS (RPS plus steering to the reader's CPU) as a fourth mode. It
+    /// sets the machine-wide net.core.rps_sock_flow_entries for the run
+    /// (restored after), so every namespace's steering changes meanwhile.
+    #[arg(long)]
+    pub rfs: bool,
     #[command(flatten)]
     pub common: Common,
+}
+
+/// `--receiver-gro` (exp::xdp_overhead::ReceiverGro).
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ReceiverGroArg {
+    Off,
+    SoftwareRss,
+    All,
 }
 
 fn xdp_overhead(args: XdpOverheadArgs, json: bool) -> anyhow::Result<i32> {
@@ -86,15 +117,25 @@ fn xdp_overhead(args: XdpOverheadArgs, json: bool) -> anyhow::Result<i32> {
         queues: args.queues,
         same_cpu_pass: args.same_cpu_pass,
         queue_size: args.qsize,
+        sender_pfifo: args.sender_pfifo,
+        receiver_gro: match args.receiver_gro {
+            ReceiverGroArg::Off => ReceiverGro::Off,
+            ReceiverGroArg::SoftwareRss => ReceiverGro::SoftwareRss,
+            ReceiverGroArg::All => ReceiverGro::All,
+        },
+        rfs: args.rfs,
         quick: false,
     };
     if args.common.quick {
         params = params.quick();
     }
+    // Bad parameters fail before anything is printed or built.
+    params.check()?;
     let show = !json || std::io::stderr().is_terminal();
     if show {
         eprintln!(
-            "xdp-overhead: {} iperf3 flows, {} queues, {} repetitions x {} s per mode",
+            "xdp-overhead: {} iperf3 flows, {} queues, {} repetitions x {} s per mode \
+             (software RSS, no program, RPS)",
             params.streams, params.queues, params.repetitions, params.seconds
         );
     }
@@ -119,42 +160,90 @@ pub(crate) fn write_output<T: serde::Serialize>(common: &Common, result: &T) -> 
     Ok(())
 }
 
-fn mode_name(m: Mode) -> &'static str {
-    match m {
-        Mode::SoftwareRss => "software-rss",
-        Mode::NoProgram => "no-program",
-    }
-}
-
 fn sample_line(s: &Sample) -> String {
+    let d = &s.drops;
     format!(
-        "  rep {} {:>12}: {:6.2} Gbit/s ({} retransmits)",
+        "  rep {} {:>12}: {:6.2} Gbit/s, {} retransmits; dropped: cpumap {}, veth ring {}, \
+         qdisc {}, backlog {}",
         s.repetition,
-        mode_name(s.mode),
+        s.mode.name(),
         s.gbit_per_s,
-        s.retransmits
+        s.retransmits,
+        output::or_na(d.cpumap_enqueue_drops, |v| v.to_string()),
+        d.sender_tx_dropped,
+        output::or_na(d.sender_qdisc_dropped, |v| v.to_string()),
+        d.backlog_dropped,
     )
 }
 
 fn print_table(r: &XdpOverheadResult) -> anyhow::Result<()> {
-    let body: Vec<Vec<String>> = [
-        ("no program", &r.without_program),
-        ("software RSS", &r.with_software_rss),
-    ]
-    .iter()
-    .map(|(name, s)| {
-        vec![
-            name.to_string(),
-            s.n.to_string(),
-            format!("{:.2}", s.mean_gbit),
-            output::measured(s.ci95_gbit, 2),
-        ]
-    })
-    .collect();
-    output::table(&["mode", "samples", "mean Gbit/s", "95% CI ±"], &body)?;
+    let mut modes = vec![("no program", &r.without_program), ("RPS", &r.with_rps)];
+    if let Some(rfs) = &r.with_rfs {
+        modes.push(("RFS", rfs));
+    }
+    modes.push(("software RSS", &r.with_software_rss));
+    let body: Vec<Vec<String>> = modes
+        .iter()
+        .map(|(name, s)| {
+            vec![
+                name.to_string(),
+                s.n.to_string(),
+                format!("{:.2}", s.mean_gbit),
+                output::measured(s.ci95_gbit, 2),
+                format!("{:.0}", s.median_retransmits),
+            ]
+        })
+        .collect();
+    output::table(
+        &[
+            "mode",
+            "samples",
+            "mean Gbit/s",
+            "95% CI ±",
+            "median retransmits",
+        ],
+        &body,
+    )?;
+    println!("\nframes dropped, summed over each mode's samples:");
+    let drops: Vec<Vec<String>> = modes
+        .iter()
+        .map(|(name, s)| {
+            let d = &s.drops;
+            vec![
+                name.to_string(),
+                output::or_na(d.cpumap_enqueue_drops, |v| v.to_string()),
+                output::or_na(d.cpumap_kthread_drops, |v| v.to_string()),
+                d.sender_tx_dropped.to_string(),
+                output::or_na(d.sender_qdisc_dropped, |v| v.to_string()),
+                output::or_na(d.sender_qdisc_requeues, |v| v.to_string()),
+                d.receiver_rx_dropped.to_string(),
+                d.backlog_dropped.to_string(),
+            ]
+        })
+        .collect();
+    output::table(
+        &[
+            "mode",
+            "cpumap enqueue",
+            "cpumap kthread",
+            "veth ring (sender tx)",
+            "sender qdisc",
+            "qdisc requeues",
+            "receiver rx",
+            "backlog",
+        ],
+        &drops,
+    )?;
     println!(
-        "ratio {} (software RSS / no program; goal >= 0.70)",
-        output::measured(r.ratio, 2)
+        "ratio {} (software RSS / no program; goal >= 0.70), {} (software RSS / RPS; goal >= 1.0), \
+         RPS / no program {}",
+        output::measured(r.ratio, 2),
+        output::measured(r.ratio_to_rps, 2),
+        output::measured(r.rps_ratio, 2),
+    );
+    println!(
+        "retransmit noise (most in one no-program or RPS sample): {}",
+        r.retransmit_noise
     );
     Ok(())
 }

@@ -133,15 +133,29 @@ fn print_stats(stats: &nic::NicStats, json: bool) -> anyhow::Result<()> {
     let cpus: Vec<Vec<String>> = stats
         .cpus
         .iter()
-        .map(|c| {
+        .zip(&stats.cpumap)
+        .map(|(c, m)| {
             vec![
                 c.cpu.to_string(),
                 c.packets.to_string(),
                 c.bytes.to_string(),
+                m.enqueued.to_string(),
+                m.enqueue_drops.to_string(),
+                m.kthread_drops.to_string(),
             ]
         })
         .collect();
-    output::table(&["cpu", "packets", "bytes"], &cpus)?;
+    output::table(
+        &[
+            "cpu",
+            "packets",
+            "bytes",
+            "cpumap enqueued",
+            "cpumap dropped (queue full)",
+            "kthread dropped",
+        ],
+        &cpus,
+    )?;
     println!("\nnon-IP frames (not hashed): {}", stats.non_ip_packets);
     Ok(())
 }

@@ -1,0 +1,334 @@
+//! Where frames are lost on the lab's path, read from the datapath before
+//! and after every iperf3 run of `steer exp xdp-overhead`:
+//!
+//! - the sender's veth (`ip -s -j link`: tx dropped): with an XDP program on
+//!   the receiving veth, frames wait in that veth's NAPI ring (256 entries,
+//!   drivers/net/veth.c `VETH_RING_SIZE`), and a full ring drops them here
+//!   unless a qdisc on the sender lets the ring stop the queue instead;
+//! - the sender's qdisc (`tc -s -j qdisc`): its drops, and its requeues, the
+//!   times the full ring pushed back instead of dropping;
+//! - the receiver's veth (rx dropped);
+//! - the per-CPU backlogs (`/proc/net/softnet_stat`, column 2: a full
+//!   `netdev_max_backlog` queue, where RPS and the no-program path enqueue);
+//! - the cpumap (`nic::stats`: the kernel's xdp_cpumap_enqueue and
+//!   xdp_cpumap_kthread tracepoints, counted for this attachment only).
+//!
+//! The parsers are pure, so they are tested on captured output.
+
+use serde::Serialize;
+
+use crate::ExpError;
+
+/// Absolute counters at one moment.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    pub sender_tx_dropped: u64,
+    pub receiver_rx_dropped: u64,
+    /// `None` when the sender has no qdisc (veth's default, noqueue).
+    pub sender_qdisc: Option<QdiscCounters>,
+    pub backlog_dropped: u64,
+    /// `None` when the software RSS is not attached.
+    pub cpumap: Option<CpumapCounters>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QdiscCounters {
+    pub drops: u64,
+    pub requeues: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CpumapCounters {
+    pub enqueued: u64,
+    pub enqueue_drops: u64,
+    pub kthread_drops: u64,
+}
+
+/// What was lost where during one run (after minus before).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Drops {
+    /// Frames the sender's veth dropped because the receiver's ring was full.
+    pub sender_tx_dropped: u64,
+    /// Frames the receiving veth dropped.
+    pub receiver_rx_dropped: u64,
+    /// Packets the sender's qdisc dropped; null without a qdisc.
+    pub sender_qdisc_dropped: Option<u64>,
+    /// Times the full ring stopped the sender's qdisc (back-pressure, not
+    /// loss); null without a qdisc.
+    pub sender_qdisc_requeues: Option<u64>,
+    /// Backlog drops, all CPUs (machine-wide: `/proc/net/softnet_stat` is
+    /// not per namespace).
+    pub backlog_dropped: u64,
+    /// Frames redirected into the cpumap; null without the program.
+    pub cpumap_enqueued: Option<u64>,
+    /// Frames the cpumap dropped because a CPU's ring was full; null
+    /// without the program.
+    pub cpumap_enqueue_drops: Option<u64>,
+    /// Frames the cpumap kthreads dropped; null without the program.
+    pub cpumap_kthread_drops: Option<u64>,
+}
+
+impl Drops {
+    /// Frames lost anywhere on the path (the qdisc requeues are not losses).
+    pub fn total(&self) -> u64 {
+        [
+            self.sender_tx_dropped,
+            self.receiver_rx_dropped,
+            self.sender_qdisc_dropped.unwrap_or(0),
+            self.backlog_dropped,
+            self.cpumap_enqueue_drops.unwrap_or(0),
+            self.cpumap_kthread_drops.unwrap_or(0),
+        ]
+        .iter()
+        .fold(0u64, |sum, &n| sum.saturating_add(n))
+    }
+
+    /// Element-wise sum (a mode's samples); a field absent in either is
+    /// absent.
+    pub fn add(&self, o: &Drops) -> Drops {
+        let opt = |a: Option<u64>, b: Option<u64>| Some(a?.saturating_add(b?));
+        Drops {
+            sender_tx_dropped: self.sender_tx_dropped.saturating_add(o.sender_tx_dropped),
+            receiver_rx_dropped: self
+                .receiver_rx_dropped
+                .saturating_add(o.receiver_rx_dropped),
+            sender_qdisc_dropped: opt(self.sender_qdisc_dropped, o.sender_qdisc_dropped),
+            sender_qdisc_requeues: opt(self.sender_qdisc_requeues, o.sender_qdisc_requeues),
+            backlog_dropped: self.backlog_dropped.saturating_add(o.backlog_dropped),
+            cpumap_enqueued: opt(self.cpumap_enqueued, o.cpumap_enqueued),
+            cpumap_enqueue_drops: opt(self.cpumap_enqueue_drops, o.cpumap_enqueue_drops),
+            cpumap_kthread_drops: opt(self.cpumap_kthread_drops, o.cpumap_kthread_drops),
+        }
+    }
+}
+
+/// `after - before`. A counter that went backwards was reset under the
+/// run (a device or map recreated), so the run has no valid count.
+pub fn delta(before: &Snapshot, after: &Snapshot) -> Result<Drops, ExpError> {
+    let sub = |what: &str, a: u64, b: u64| {
+        a.checked_sub(b).ok_or_else(|| {
+            unreadable(
+                "drop counters",
+                format!("{what} went from {b} to {a} during a run (reset under it)"),
+            )
+        })
+    };
+    let opt = |what: &str, a: Option<u64>, b: Option<u64>| match (a, b) {
+        (Some(a), Some(b)) => sub(what, a, b).map(Some),
+        _ => Ok(None),
+    };
+    let q = |f: fn(&QdiscCounters) -> u64, s: &Snapshot| s.sender_qdisc.as_ref().map(f);
+    let c = |f: fn(&CpumapCounters) -> u64, s: &Snapshot| s.cpumap.as_ref().map(f);
+    Ok(Drops {
+        sender_tx_dropped: sub(
+            "sender tx dropped",
+            after.sender_tx_dropped,
+            before.sender_tx_dropped,
+        )?,
+        receiver_rx_dropped: sub(
+            "receiver rx dropped",
+            after.receiver_rx_dropped,
+            before.receiver_rx_dropped,
+        )?,
+        sender_qdisc_dropped: opt("qdisc drops", q(|q| q.drops, after), q(|q| q.drops, before))?,
+        sender_qdisc_requeues: opt(
+            "qdisc requeues",
+            q(|q| q.requeues, after),
+            q(|q| q.requeues, before),
+        )?,
+        backlog_dropped: sub(
+            "softnet dropped",
+            after.backlog_dropped,
+            before.backlog_dropped,
+        )?,
+        cpumap_enqueued: opt(
+            "cpumap enqueued",
+            c(|c| c.enqueued, after),
+            c(|c| c.enqueued, before),
+        )?,
+        cpumap_enqueue_drops: opt(
+            "cpumap enqueue drops",
+            c(|c| c.enqueue_drops, after),
+            c(|c| c.enqueue_drops, before),
+        )?,
+        cpumap_kthread_drops: opt(
+            "cpumap kthread drops",
+            c(|c| c.kthread_drops, after),
+            c(|c| c.kthread_drops, before),
+        )?,
+    })
+}
+
+fn unreadable(what: &str, detail: impl ToString) -> ExpError {
+    ExpError::Program {
+        program: what.to_string(),
+        detail: detail.to_string(),
+    }
+}
+
+fn counter(v: &serde_json::Value, path: &[&str], program: &str) -> Result<u64, ExpError> {
+    path.iter()
+        .try_fold(v, |v, key| v.get(*key))
+        .and_then(serde_json::Value::as_u64)
+        .ok_or_else(|| unreadable(program, format!("no counter {}", path.join("."))))
+}
+
+/// `a + b`, or an error when counters from `program` add up past u64 (no
+/// real counter does; the input is not what it claims to be).
+fn checked_sum(a: u64, b: u64, program: &str) -> Result<u64, ExpError> {
+    a.checked_add(b)
+        .ok_or_else(|| unreadable(program, "counters add up past 2^64"))
+}
+
+/// (rx dropped, tx dropped) of the one device in `ip -s -j link show dev X`.
+pub fn parse_link_drops(json: &str) -> Result<(u64, u64), ExpError> {
+    let v: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| unreadable("ip -s -j link", e))?;
+    let [dev] = v.as_array().map(Vec::as_slice).unwrap_or_default() else {
+        return Err(unreadable("ip -s -j link", "not one device"));
+    };
+    Ok((
+        counter(dev, &["stats64", "rx", "dropped"], "ip -s link")?,
+        counter(dev, &["stats64", "tx", "dropped"], "ip -s link")?,
+    ))
+}
+
+/// Drops and requeues of the qdiscs in `tc -s -j qdisc show dev X`, or
+/// `None` when the root is `noqueue` (no queue, so nothing to stop).
+pub fn parse_qdisc(json: &str) -> Result<Option<QdiscCounters>, ExpError> {
+    let v: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| unreadable("tc -s -j qdisc", e))?;
+    let qdiscs = v
+        .as_array()
+        .ok_or_else(|| unreadable("tc -s -j qdisc", "not a list"))?;
+    if qdiscs.is_empty() || qdiscs.iter().any(|q| q["kind"] == "noqueue") {
+        return Ok(None);
+    }
+    let mut sum = QdiscCounters::default();
+    for q in qdiscs {
+        sum.drops = checked_sum(
+            sum.drops,
+            counter(q, &["drops"], "tc -s qdisc")?,
+            "tc -s qdisc",
+        )?;
+        sum.requeues = checked_sum(
+            sum.requeues,
+            counter(q, &["requeues"], "tc -s qdisc")?,
+            "tc -s qdisc",
+        )?;
+    }
+    Ok(Some(sum))
+}
+
+/// The dropped column (the second, hex) of `/proc/net/softnet_stat`, summed
+/// over CPUs (one line each).
+pub fn parse_softnet_dropped(text: &str) -> Result<u64, ExpError> {
+    let mut sum = 0u64;
+    for (i, line) in text.lines().enumerate() {
+        let field = line.split_whitespace().nth(1).ok_or_else(|| {
+            unreadable(
+                "/proc/net/softnet_stat",
+                format!("line {} has no column 2", i + 1),
+            )
+        })?;
+        let dropped = u64::from_str_radix(field, 16)
+            .map_err(|e| unreadable("/proc/net/softnet_stat", format!("line {}: {e}", i + 1)))?;
+        sum = checked_sum(sum, dropped, "/proc/net/softnet_stat")?;
+    }
+    if sum == 0 && text.trim().is_empty() {
+        return Err(unreadable("/proc/net/softnet_stat", "empty"));
+    }
+    Ok(sum)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn link_drops_from_ip_json() {
+        let json = r#"[{"ifindex":2,"ifname":"veth0","stats64":{"rx":{"bytes":10,"packets":1,"errors":0,"dropped":7,"over_errors":0,"multicast":0},"tx":{"bytes":5,"packets":1,"errors":0,"dropped":13,"carrier_errors":0,"collisions":0}}}]"#;
+        assert_eq!(parse_link_drops(json).unwrap(), (7, 13));
+        // A missing counter is an error naming it, never 0.
+        let no_tx = r#"[{"stats64":{"rx":{"dropped":1},"tx":{}}}]"#;
+        let err = parse_link_drops(no_tx).unwrap_err().to_string();
+        assert!(err.contains("stats64.tx.dropped"), "{err}");
+        assert!(parse_link_drops("[]").is_err());
+        assert!(parse_link_drops("not json").is_err());
+    }
+
+    #[test]
+    fn qdisc_counters_from_tc_json() {
+        let pfifo = r#"[{"kind":"pfifo","handle":"8001:","root":true,"refcnt":3,"options":{"limit":1000},"bytes":1,"packets":1,"drops":2,"overlimits":0,"requeues":45371,"backlog":0,"qlen":0}]"#;
+        assert_eq!(
+            parse_qdisc(pfifo).unwrap(),
+            Some(QdiscCounters {
+                drops: 2,
+                requeues: 45371
+            })
+        );
+        let noqueue = r#"[{"kind":"noqueue","handle":"0:","root":true,"refcnt":2,"options":{},"bytes":0,"packets":0,"drops":0,"overlimits":0,"requeues":0,"backlog":0,"qlen":0}]"#;
+        assert_eq!(parse_qdisc(noqueue).unwrap(), None);
+        assert!(parse_qdisc(r#"[{"kind":"pfifo"}]"#).is_err());
+        assert!(parse_qdisc("{}").is_err());
+    }
+
+    #[test]
+    fn softnet_dropped_is_column_two_in_hex() {
+        let text = "0bf28a4d 0000001c 00000010 00000000\n0c97be48 000000ff 0000000f 00000000\n";
+        assert_eq!(parse_softnet_dropped(text).unwrap(), 0x1c + 0xff);
+        assert!(parse_softnet_dropped("0bf28a4d\n").is_err());
+        assert!(parse_softnet_dropped("0bf28a4d zz\n").is_err());
+        assert!(parse_softnet_dropped("").is_err());
+        // Found by the datapath_counters fuzz target: a sum past u64 is an
+        // error, not a panic.
+        assert!(parse_softnet_dropped("0 ffffffffffffffff\n0 1\n").is_err());
+        let big = r#"[{"kind":"pfifo","drops":18446744073709551615,"requeues":0},{"kind":"pfifo","drops":1,"requeues":0}]"#;
+        assert!(parse_qdisc(big).is_err());
+    }
+
+    #[test]
+    fn delta_and_totals() {
+        let before = Snapshot {
+            sender_tx_dropped: 10,
+            receiver_rx_dropped: 1,
+            sender_qdisc: Some(QdiscCounters {
+                drops: 0,
+                requeues: 5,
+            }),
+            backlog_dropped: 100,
+            cpumap: Some(CpumapCounters {
+                enqueued: 1000,
+                enqueue_drops: 3,
+                kthread_drops: 0,
+            }),
+        };
+        let mut after = before;
+        after.sender_tx_dropped = 15;
+        after.backlog_dropped = 102;
+        after.sender_qdisc = Some(QdiscCounters {
+            drops: 1,
+            requeues: 9,
+        });
+        after.cpumap = Some(CpumapCounters {
+            enqueued: 5000,
+            enqueue_drops: 10,
+            kthread_drops: 0,
+        });
+        let d = delta(&before, &after).unwrap();
+        assert_eq!(d.sender_tx_dropped, 5);
+        assert_eq!(d.sender_qdisc_requeues, Some(4));
+        assert_eq!(d.cpumap_enqueued, Some(4000));
+        assert_eq!(d.cpumap_enqueue_drops, Some(7));
+        // 5 veth + 1 qdisc + 2 backlog + 7 cpumap; requeues are no loss.
+        assert_eq!(d.total(), 15);
+        let sum = d.add(&d);
+        assert_eq!(sum.cpumap_enqueue_drops, Some(14));
+        // A mode without the program has no cpumap counts: absent, not 0.
+        let none = delta(&Snapshot::default(), &Snapshot::default()).unwrap();
+        assert_eq!(none.cpumap_enqueue_drops, None);
+        assert_eq!(d.add(&none).cpumap_enqueue_drops, None);
+        // A counter that went backwards is an error.
+        assert!(delta(&after, &before).is_err());
+    }
+}
