@@ -56,7 +56,7 @@ pub enum ReceiverError {
     Host(#[from] host::HostError),
     /// The kernel has no route towards the receiver, so it cannot say which
     /// of our addresses the flows would leave from.
-    #[error("no route to {to} to pick a source address; give --from")]
+    #[error("no route to {to}: cannot tell which local address the flows would leave from (name the source address)")]
     NoRoute {
         to: SocketAddr,
         #[source]
