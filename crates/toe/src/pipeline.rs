@@ -144,7 +144,9 @@ pub struct Shared {
     pub pre: Arc<RwLock<Pre>>,
     pub post: Arc<RwLock<Post>>,
     pub buffers: Arc<RwLock<HashMap<ConnIdx, Arc<Buffers>>>>,
-    pub trace: Arc<Mutex<Trace>>,
+    /// What the stages observed (the hazard tests read it); None: nothing
+    /// is recorded, as in measurements.
+    pub trace: Option<Arc<Mutex<Trace>>>,
 }
 
 /// One stage instance: does what work is ready, returns how much.
@@ -465,14 +467,15 @@ impl ProtocolStage {
                 payload,
                 ce,
             } => {
-                self.shared
-                    .trace
-                    .lock()
-                    .expect("trace lock")
-                    .protocol_order
-                    .entry(conn)
-                    .or_default()
-                    .push(t.arrival);
+                if let Some(trace) = &self.shared.trace {
+                    trace
+                        .lock()
+                        .expect("trace lock")
+                        .protocol_order
+                        .entry(conn)
+                        .or_default()
+                        .push(t.arrival);
+                }
                 let (out, snap) = self.proto.rx(conn, &summary);
                 self.routes.insert(conn, route);
                 self.emit(Work::Rx {
@@ -748,16 +751,17 @@ impl Stage for TxStage {
             .into_iter()
             .filter_map(|e| e.frame)
             .map(|(conn, f)| {
-                if let Ok(Frame::Tcp(s)) = segment::parse(&f) {
-                    if !s.payload.is_empty() {
-                        self.shared
-                            .trace
-                            .lock()
-                            .expect("trace lock")
-                            .tx_seq
-                            .entry(conn)
-                            .or_default()
-                            .push(s.seq);
+                if let Some(trace) = &self.shared.trace {
+                    if let Ok(Frame::Tcp(s)) = segment::parse(&f) {
+                        if !s.payload.is_empty() {
+                            trace
+                                .lock()
+                                .expect("trace lock")
+                                .tx_seq
+                                .entry(conn)
+                                .or_default()
+                                .push(s.seq);
+                        }
                     }
                 }
                 f

@@ -63,7 +63,7 @@ fn shared() -> Shared {
         pre: Arc::new(RwLock::new(pre)),
         post: Arc::new(RwLock::new(post)),
         buffers: Arc::new(RwLock::new(HashMap::from([(0, buffers)]))),
-        trace: Arc::new(Mutex::new(Trace::default())),
+        trace: Some(Arc::new(Mutex::new(Trace::default()))),
     }
 }
 
@@ -194,6 +194,8 @@ fn run(sequencing: bool, until_done: bool) -> Run {
         }
         let sent = shared
             .trace
+            .as_ref()
+            .unwrap()
             .lock()
             .unwrap()
             .tx_seq
@@ -204,7 +206,7 @@ fn run(sequencing: bool, until_done: bool) -> Run {
         }
     }
     drop(p);
-    let trace = std::mem::take(&mut *shared.trace.lock().unwrap());
+    let trace = std::mem::take(&mut *shared.trace.as_ref().unwrap().lock().unwrap());
     Run {
         trace,
         early_acks: early_acks.load(Ordering::Relaxed),
