@@ -19,7 +19,10 @@
 //! baseline), its poll loop pinned to CPU 1; the Linux server thread is
 //! pinned there too, the clients to CPU 0.
 //!
-//! Then the three ways to lock connection state under parallel input
+//! Then thesis Table 4.4's ablation ([`toe::ablation`]: the pipeline
+//! driven in-process, 64 connections with one 2 KB RPC in flight each) for
+//! each layout this host can run, and the three ways to lock connection
+//! state under parallel input
 //! ([`toe::input`], OpenBSD's slides): one softnet thread per core, one and
 //! ten streams, the modes rotated every repetition; segments per second.
 
@@ -31,6 +34,7 @@ use lab::{Lab, LabError, LabSpec};
 use pktio::{Backend, Port, PortConfig};
 use serde::Serialize;
 use stats::Meta;
+use toe::ablation::{AblationConfig, AblationResult};
 use toe::input::{InputRun, Locking, Workload};
 use toe::{Endpoint, EndpointConfig, ToeError};
 
@@ -143,6 +147,8 @@ pub struct ToeResult {
     /// The data path's own counts over the run (drops by reason,
     /// retransmissions, ...).
     pub toe_counters: toe::Counters,
+    /// Table 4.4's designs, one row each (in-process, no lab).
+    pub ablation: Vec<AblationRow>,
     /// Parallel input, every run.
     pub locking: Vec<LockingSample>,
     /// Per stream count, each mode's mean rate against the exclusive
@@ -150,6 +156,16 @@ pub struct ToeResult {
     /// many, on 4 CPUs).
     pub locking_summary: Vec<LockingSummary>,
     pub meta: Meta,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AblationRow {
+    pub design: &'static str,
+    pub threads: usize,
+    pub groups: usize,
+    pub replicas: usize,
+    #[serde(flatten)]
+    pub result: AblationResult,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -175,6 +191,7 @@ pub enum Progress<'a> {
     Stream(&'a StreamSample),
     Rpc(&'a RpcSample),
     Locking(&'a LockingSample),
+    Ablation(&'a AblationRow),
 }
 
 fn pattern(i: u64) -> u8 {
@@ -241,8 +258,36 @@ pub fn run(
         }
     }
     drop(lab);
+    let ablation = ablation_rows(params, &mut progress);
     let locking = locking_runs(params, &mut progress);
-    Ok(summarize(params, stream, rpc, counters, locking))
+    Ok(ToeResult {
+        ablation,
+        ..summarize(params, stream, rpc, counters, locking)
+    })
+}
+
+/// Every layout of [`toe::ablation::LAYOUTS`] for 1 s (quick) or 5 s.
+fn ablation_rows(params: &ToeParams, progress: &mut impl FnMut(Progress<'_>)) -> Vec<AblationRow> {
+    let secs = if params.quick { 1 } else { 5 };
+    toe::ablation::LAYOUTS
+        .iter()
+        .map(|&(design, pipeline)| {
+            let row = AblationRow {
+                design,
+                threads: pipeline.threads,
+                groups: pipeline.groups,
+                replicas: pipeline.pre,
+                result: toe::ablation::run(AblationConfig {
+                    connections: 64,
+                    rpc_bytes: 2048,
+                    duration: Duration::from_secs(secs),
+                    pipeline,
+                }),
+            };
+            progress(Progress::Ablation(&row));
+            row
+        })
+        .collect()
 }
 
 /// Parallel input: one softnet thread per core, 1 and 10 streams, every
@@ -354,6 +399,7 @@ fn summarize(
         toe_counters,
         locking_summary: locking_summary(&locking),
         locking,
+        ablation: Vec::new(),
         meta: Meta::collect(),
     }
 }

@@ -13,12 +13,15 @@
 //! - [`stages`]: the pre-processor, protocol and post-processor, each
 //!   holding its partition's table.
 //! - [`buffer`]: the per-connection payload rings.
+//! - [`ablation`]: thesis Table 4.4's ablation, the pipeline driven
+//!   in-process by a closed-loop RPC client and an echo application.
 //! - [`input`]: parallel input after OpenBSD, three ways to lock
 //!   connection state, measured side by side.
 //! - [`endpoint`]: the stages run to completion on a pktio AF_XDP port,
 //!   with the control plane (passive open, RST, teardown, retransmission
 //!   timeouts) and the application interface (accept, recv, send, close).
 
+pub mod ablation;
 pub mod buffer;
 pub mod endpoint;
 pub mod input;

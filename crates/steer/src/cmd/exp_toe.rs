@@ -99,6 +99,12 @@ fn progress_line(p: &Progress<'_>) -> String {
             l.run.segments_per_s / 1e6,
             if l.complete { "" } else { " (INCOMPLETE)" }
         ),
+        Progress::Ablation(a) => format!(
+            "  ablation {:<34} {} Mbit/s, p50 {} us",
+            a.design,
+            output::measured(Some(a.result.mbit_per_s), 1),
+            output::measured(a.result.p50_us, 0)
+        ),
         Progress::Rpc(r) => format!(
             "  rep {} {:>5} rpc:    p50 {} us, p99 {} us{}",
             r.repetition,
@@ -129,6 +135,30 @@ fn print_table(r: &ToeResult) -> anyhow::Result<()> {
         ],
     ];
     output::table(&["stack", "stream Gbit/s", "RPC p50 us"], &body)?;
+    println!();
+    let ablation: Vec<Vec<String>> = r
+        .ablation
+        .iter()
+        .map(|a| {
+            vec![
+                a.design.into(),
+                output::measured(Some(a.result.mbit_per_s), 1),
+                output::measured(a.result.p50_us, 0),
+                output::measured(a.result.p99_us, 0),
+                output::measured(a.result.p9999_us, 0),
+            ]
+        })
+        .collect();
+    output::table(
+        &[
+            "Table 4.4 design",
+            "Mbit/s",
+            "p50 us",
+            "p99 us",
+            "p99.99 us",
+        ],
+        &ablation,
+    )?;
     println!();
     let locking: Vec<Vec<String>> = r
         .locking_summary
