@@ -15,7 +15,7 @@ const FRAMES_PER_BLOCK: u32 = 32;
 /// Frames per `sendmmsg` call.
 const TX_CHUNK: usize = 64;
 
-fn setsockopt<T>(
+pub(crate) fn setsockopt<T>(
     fd: RawFd,
     level: i32,
     name: i32,

@@ -172,23 +172,7 @@ pub(crate) struct Xsk {
 unsafe impl Send for Xsk {}
 
 fn setsockopt<T>(fd: RawFd, name: i32, value: &T, what: &str) -> Result<(), PktIoError> {
-    // SAFETY: value points to a T of the given size for the call.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_XDP,
-            name,
-            (value as *const T).cast(),
-            std::mem::size_of::<T>() as libc::socklen_t,
-        )
-    };
-    if rc != 0 {
-        return Err(PktIoError::io(
-            format!("setsockopt {what}"),
-            io::Error::last_os_error(),
-        ));
-    }
-    Ok(())
+    crate::sys::setsockopt(fd, libc::SOL_XDP, name, value, what)
 }
 
 fn getsockopt<T>(fd: RawFd, name: i32, value: &mut T, what: &str) -> Result<(), PktIoError> {

@@ -49,60 +49,14 @@ pub struct AblationResult {
 pub const LAYOUTS: [(&str, PipelineConfig); 4] = [
     (
         "run to completion (1 thread)",
-        PipelineConfig {
-            groups: 1,
-            pre: 1,
-            post: 1,
-            copy: 1,
-            threads: 1,
-            ring: 1024,
-            sequencing: true,
-            jitter: None,
-            mss: 1448,
-        },
+        PipelineConfig::layout(1, 1, 1),
     ),
-    (
-        "+ pipelining (2 threads)",
-        PipelineConfig {
-            groups: 1,
-            pre: 1,
-            post: 1,
-            copy: 1,
-            threads: 2,
-            ring: 1024,
-            sequencing: true,
-            jitter: None,
-            mss: 1448,
-        },
-    ),
+    ("+ pipelining (2 threads)", PipelineConfig::layout(1, 1, 2)),
     (
         "+ replicated pre/post/copy (x2)",
-        PipelineConfig {
-            groups: 1,
-            pre: 2,
-            post: 2,
-            copy: 2,
-            threads: 2,
-            ring: 1024,
-            sequencing: true,
-            jitter: None,
-            mss: 1448,
-        },
+        PipelineConfig::layout(1, 2, 2),
     ),
-    (
-        "+ flow groups (2)",
-        PipelineConfig {
-            groups: 2,
-            pre: 2,
-            post: 2,
-            copy: 2,
-            threads: 2,
-            ring: 1024,
-            sequencing: true,
-            jitter: None,
-            mss: 1448,
-        },
-    ),
+    ("+ flow groups (2)", PipelineConfig::layout(2, 2, 2)),
 ];
 
 const OUR_ISN: u32 = 1_000;
@@ -365,17 +319,7 @@ mod tests {
 
     #[test]
     fn every_layout_completes_rpcs() {
-        for pipeline in [
-            PipelineConfig::default(),
-            PipelineConfig {
-                groups: 2,
-                pre: 2,
-                post: 2,
-                copy: 2,
-                threads: 2,
-                ..PipelineConfig::default()
-            },
-        ] {
+        for pipeline in [PipelineConfig::default(), PipelineConfig::layout(2, 2, 2)] {
             let r = run(AblationConfig {
                 connections: 8,
                 rpc_bytes: 2048,

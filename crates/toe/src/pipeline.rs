@@ -75,12 +75,21 @@ pub struct PipelineConfig {
 
 impl Default for PipelineConfig {
     fn default() -> Self {
+        PipelineConfig::layout(1, 1, 1)
+    }
+}
+
+impl PipelineConfig {
+    /// `groups` flow groups, `replicas` pre-processors, post-processors and
+    /// copy stages (per group for the last two), on `threads` workers;
+    /// sequencing on, no stalls.
+    pub const fn layout(groups: usize, replicas: usize, threads: usize) -> Self {
         PipelineConfig {
-            groups: 1,
-            pre: 1,
-            post: 1,
-            copy: 1,
-            threads: 1,
+            groups,
+            pre: replicas,
+            post: replicas,
+            copy: replicas,
+            threads,
             ring: 1024,
             sequencing: true,
             jitter: None,
