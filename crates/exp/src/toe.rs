@@ -35,6 +35,7 @@ use pktio::{Backend, Port, PortConfig};
 use serde::Serialize;
 use stats::Meta;
 use toe::ablation::{AblationConfig, AblationResult};
+use toe::cycles::StageCycles;
 use toe::input::{InputRun, Locking, Workload};
 use toe::{Endpoint, EndpointConfig, ToeError};
 
@@ -147,6 +148,9 @@ pub struct ToeResult {
     /// The data path's own counts over the run (drops by reason,
     /// retransmissions, ...).
     pub toe_counters: toe::Counters,
+    /// What each stage of the data path cost per segment, over the toe
+    /// rounds (thesis Table 2.2's breakdown); null without a segment.
+    pub stage_cycles: Option<CyclesPerSegment>,
     /// Table 4.4's designs, one row each (in-process, no lab).
     pub ablation: Vec<AblationRow>,
     /// Parallel input, every run.
@@ -156,6 +160,37 @@ pub struct ToeResult {
     /// many, on 4 CPUs).
     pub locking_summary: Vec<LockingSummary>,
     pub meta: Meta,
+}
+
+/// Ticks ([`toe::cycles::UNIT`]) per segment, received and sent together.
+#[derive(Debug, Clone, Serialize)]
+pub struct CyclesPerSegment {
+    pub unit: &'static str,
+    pub segments: u64,
+    pub netif: f64,
+    pub pre: f64,
+    pub protocol: f64,
+    pub post: f64,
+    pub copy: f64,
+    pub total: f64,
+}
+
+fn per_segment(c: &StageCycles) -> Option<CyclesPerSegment> {
+    let segments = c.rx_segments + c.tx_segments;
+    if segments == 0 {
+        return None;
+    }
+    let per = |v: u64| v as f64 / segments as f64;
+    Some(CyclesPerSegment {
+        unit: toe::cycles::UNIT,
+        segments,
+        netif: per(c.netif),
+        pre: per(c.pre),
+        protocol: per(c.protocol),
+        post: per(c.post),
+        copy: per(c.copy),
+        total: per(c.netif + c.pre + c.protocol + c.post + c.copy),
+    })
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -239,6 +274,7 @@ pub fn run(
     let mut stream = Vec::new();
     let mut rpc = Vec::new();
     let mut counters = toe::Counters::default();
+    let mut cycles = StageCycles::default();
     for rep in 0..params.repetitions {
         let order = if rep % 2 == 0 {
             [Stack::Toe, Stack::Linux]
@@ -250,7 +286,8 @@ pub fn run(
                 Stack::Toe => toe_round(&lab, params, rep)?,
                 Stack::Linux => linux_round(&lab, params, rep)?,
             };
-            counters += c;
+            counters += c.0;
+            cycles += c.1;
             progress(Progress::Stream(&s));
             progress(Progress::Rpc(&r));
             stream.push(s);
@@ -262,6 +299,7 @@ pub fn run(
     let locking = locking_runs(params, &mut progress);
     Ok(ToeResult {
         ablation,
+        stage_cycles: per_segment(&cycles),
         ..summarize(params, stream, rpc, counters, locking)
     })
 }
@@ -400,6 +438,7 @@ fn summarize(
         locking_summary: locking_summary(&locking),
         locking,
         ablation: Vec::new(),
+        stage_cycles: None,
         meta: Meta::collect(),
     }
 }
@@ -428,7 +467,7 @@ fn toe_round(
     lab: &Lab,
     params: &ToeParams,
     rep: u32,
-) -> Result<(StreamSample, RpcSample, toe::Counters), ExpError> {
+) -> Result<(StreamSample, RpcSample, (toe::Counters, StageCycles)), ExpError> {
     let rcv = lab.receiver().clone();
     let cfg = PortConfig {
         backend: Backend::Xdp,
@@ -448,7 +487,7 @@ fn toe_round(
         pin(1);
         let stream = toe_stream_server(&mut ep, bytes)?;
         toe_echo_server(&mut ep, size)?;
-        Ok((stream, ep.counters()))
+        Ok((stream, (ep.counters(), ep.stage_cycles())))
     });
     let sent = run_clients(lab, addr, params)?;
     let ((received, secs, verified), counters) = server
@@ -569,7 +608,7 @@ fn linux_round(
     lab: &Lab,
     params: &ToeParams,
     rep: u32,
-) -> Result<(StreamSample, RpcSample, toe::Counters), ExpError> {
+) -> Result<(StreamSample, RpcSample, (toe::Counters, StageCycles)), ExpError> {
     let rcv = lab.receiver().clone();
     let addr = IpAddr::V4(rcv.ipv4);
     let bind = |port: u16| -> Result<TcpListener, ExpError> {
@@ -623,7 +662,7 @@ fn linux_round(
             verified && received == sent.0,
         ),
         rpc_sample(rep, Stack::Linux, params.rpcs, &sent.1, sent.2),
-        toe::Counters::default(),
+        (toe::Counters::default(), StageCycles::default()),
     ))
 }
 

@@ -15,6 +15,7 @@
 //! - [`buffer`]: the per-connection payload rings.
 //! - [`ablation`]: thesis Table 4.4's ablation, the pipeline driven
 //!   in-process by a closed-loop RPC client and an echo application.
+//! - [`cycles`]: what each stage of the endpoint costs, per segment.
 //! - [`input`]: parallel input after OpenBSD, three ways to lock
 //!   connection state, measured side by side.
 //! - [`endpoint`]: the stages run to completion on a pktio AF_XDP port,
@@ -23,6 +24,7 @@
 
 pub mod ablation;
 pub mod buffer;
+pub mod cycles;
 pub mod endpoint;
 pub mod input;
 pub mod pipeline;

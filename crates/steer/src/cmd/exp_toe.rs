@@ -135,6 +135,23 @@ fn print_table(r: &ToeResult) -> anyhow::Result<()> {
         ],
     ];
     output::table(&["stack", "stream Gbit/s", "RPC p50 us"], &body)?;
+    if let Some(c) = &r.stage_cycles {
+        println!();
+        output::table(
+            &["stage", &format!("{} per segment", c.unit)],
+            &[
+                ("netif", c.netif),
+                ("pre-processing", c.pre),
+                ("protocol", c.protocol),
+                ("post-processing", c.post),
+                ("payload copy", c.copy),
+                ("total", c.total),
+            ]
+            .iter()
+            .map(|(s, v)| vec![s.to_string(), format!("{v:.0}")])
+            .collect::<Vec<_>>(),
+        )?;
+    }
     println!();
     let ablation: Vec<Vec<String>> = r
         .ablation

@@ -21,6 +21,7 @@ use pktio::{Match, PktIoError, Port};
 use thiserror::Error;
 
 use crate::buffer::PayloadBuf;
+use crate::cycles::{ticks, StageCycles};
 use crate::protocol::{Refusal, RxOutcome};
 use crate::segment::{self, Flags, Frame, Header, Route, Segment, TcpOptions};
 use crate::stages::{ConnIdx, FourTuple, Post, Pre, Protocol, Snapshot, Steer};
@@ -184,6 +185,7 @@ pub struct Endpoint {
     /// When the current poll began: the time every timer and timestamp of
     /// the poll uses.
     now: Instant,
+    cycles: StageCycles,
 }
 
 impl Endpoint {
@@ -237,11 +239,17 @@ impl Endpoint {
             counters: Counters::default(),
             start: Instant::now(),
             now: Instant::now(),
+            cycles: StageCycles::default(),
         })
     }
 
     pub fn counters(&self) -> Counters {
         self.counters
+    }
+
+    /// What each stage cost so far ([`crate::cycles`]).
+    pub fn stage_cycles(&self) -> StageCycles {
+        self.cycles
     }
 
     pub fn port(&self) -> &Port {
@@ -273,6 +281,7 @@ impl Endpoint {
         // their capacity from one poll to the next.
         let mut frames = std::mem::take(&mut self.rx_scratch);
         let mut used = 0;
+        let t = ticks();
         let n = self.port.recv_batch(64, |f| {
             if used == frames.len() {
                 frames.push(Vec::with_capacity(2048));
@@ -281,6 +290,11 @@ impl Endpoint {
             frames[used].extend_from_slice(f.data);
             used += 1;
         });
+        // A poll that found nothing is the busy loop waiting, not a
+        // stage's cost.
+        if n > 0 {
+            self.cycles.netif += ticks() - t;
+        }
         self.counters.rx_frames += n as u64;
         for f in &frames[..used] {
             self.input(f);
@@ -302,7 +316,9 @@ impl Endpoint {
 
     fn flush(&mut self) -> Result<(), ToeError> {
         if !self.out.is_empty() {
+            let t = ticks();
             let sent = self.port.send_batch(&self.out)?;
+            self.cycles.netif += ticks() - t;
             self.counters.tx_frames += sent as u64;
             self.out.clear();
         }
@@ -311,7 +327,25 @@ impl Endpoint {
 
     /// One received frame through the stages.
     fn input(&mut self, frame: &[u8]) {
-        match segment::parse(frame) {
+        let t = ticks();
+        let parsed = segment::parse(frame);
+        if let Ok(Frame::Tcp(seg)) = &parsed {
+            if seg.dst == self.addr {
+                let steer = self.pre.steer(seg);
+                self.cycles.pre += ticks() - t;
+                return match steer {
+                    Steer::DataPath { conn, summary } => {
+                        let t = ticks();
+                        let (out, snap) = self.proto.rx(conn, &summary);
+                        self.cycles.protocol += ticks() - t;
+                        self.cycles.rx_segments += 1;
+                        self.after_protocol(conn, seg, &out, &snap);
+                    }
+                    Steer::Control => self.control_input(seg),
+                };
+            }
+        }
+        match parsed {
             Ok(Frame::Arp(a)) => {
                 self.learn(IpAddr::V4(a.sender_ip), a.sender_mac);
                 if a.op == 1 && IpAddr::V4(a.target_ip) == self.addr {
@@ -333,13 +367,6 @@ impl Endpoint {
                     }
                 }
             }
-            Ok(Frame::Tcp(seg)) if seg.dst == self.addr => match self.pre.steer(&seg) {
-                Steer::DataPath { conn, summary } => {
-                    let (out, snap) = self.proto.rx(conn, &summary);
-                    self.after_protocol(conn, &seg, &out, &snap);
-                }
-                Steer::Control => self.control_input(&seg),
-            },
             Ok(Frame::Tcp(_)) => {}
             Err(segment::SegmentError::BadIpChecksum | segment::SegmentError::BadTcpChecksum) => {
                 self.counters.bad_checksum += 1
@@ -358,7 +385,9 @@ impl Endpoint {
     ) {
         self.count_refusal(out.refused);
         let ece = seg.flags.has(Flags::ECE);
+        let t = ticks();
         self.post.account(conn, out, seg.ce, ece);
+        self.cycles.post += ticks() - t;
         if out.fast_retransmit {
             self.counters.fast_retransmits += 1;
         }
@@ -367,8 +396,10 @@ impl Endpoint {
         };
         // Payload copy ("DMA").
         if let Some(p) = out.place {
+            let t = ticks();
             let data = &seg.payload[p.skip as usize..(p.skip + p.len) as usize];
             app.rx.write(p.pos, data);
+            self.cycles.copy += ticks() - t;
         }
         // Context queue: only after the copy.
         app.rx_ready += out.readable;
@@ -427,8 +458,10 @@ impl Endpoint {
         let Some(route) = self.pre.route(conn) else {
             return;
         };
+        let t = ticks();
         let h = self.post.header(conn, snap.seq, 0, snap, self.now_ms());
         self.emit(&route, &h, &[]);
+        self.cycles.post += ticks() - t;
     }
 
     fn emit(&mut self, route: &Route, h: &Header, payload: &[u8]) {
@@ -454,10 +487,14 @@ impl Endpoint {
             let mss = self.control[conn as usize].as_ref().map_or(536, |c| c.mss);
             let mut sent = 0;
             while sent < self.cfg.burst {
-                let Some((g, snap)) = self.proto.tx(conn, mss) else {
+                let t = ticks();
+                let grant = self.proto.tx(conn, mss);
+                self.cycles.protocol += ticks() - t;
+                let Some((g, snap)) = grant else {
                     break;
                 };
                 self.transmit(conn, g, &snap);
+                self.cycles.tx_segments += 1;
                 sent += 1;
             }
             // Out of burst: next round. Out of window (or of work): the
@@ -473,8 +510,11 @@ impl Endpoint {
         else {
             return;
         };
+        let t = ticks();
         let mut payload = vec![0u8; g.len as usize];
         app.tx.read(g.pos, &mut payload);
+        let t2 = ticks();
+        self.cycles.copy += t2 - t;
         let flags = if g.fin {
             Flags::FIN | Flags::PSH
         } else {
@@ -482,6 +522,7 @@ impl Endpoint {
         };
         let h = self.post.header(conn, g.seq, flags, snap, self.now_ms());
         self.emit(&route, &h, &payload);
+        self.cycles.post += ticks() - t2;
         if let Some(c) = self.control[conn as usize].as_mut() {
             if snap.tx_sent == g.len + u32::from(g.fin) {
                 c.last_progress = self.now;
