@@ -317,3 +317,153 @@ fn both_opens_over_ipv4_and_ipv6_and_a_refusal() {
         assert_eq!(c.bad_checksum, 0, "{c:?}");
     }
 }
+
+/// Frames a hostile or broken peer sends: SYNs from made-up sources,
+/// resets for connections that do not exist, truncated and corrupted
+/// segments, ARP from made-up senders.
+fn garbage(lab: &Lab, to: IpAddr) -> Vec<Vec<u8>> {
+    use toe::segment::{build, Flags, Header, Route, TcpOptions};
+    let mac = lab::inject::mac_address(&lab.receiver().netns, &lab.receiver().dev).unwrap();
+    let route = |src_port: u16| Route {
+        src_mac: [2, 0xee, 0, 0, 0, 1],
+        dst_mac: mac,
+        src: IpAddr::V4(Ipv4Addr::new(
+            10,
+            200,
+            (src_port >> 8) as u8,
+            src_port as u8,
+        )),
+        dst: to,
+        src_port,
+        dst_port: PORT,
+    };
+    let header = |flags: u8, seq: u32| Header {
+        seq,
+        ack: 0,
+        flags: Flags(flags),
+        window: 1024,
+        options: TcpOptions::default(),
+    };
+    let mut frames = Vec::new();
+    for i in 0..3000u16 {
+        let mut f = Vec::new();
+        build(
+            &route(1024 + i),
+            &header(Flags::SYN, u32::from(i)),
+            &[],
+            &mut f,
+        );
+        frames.push(f.clone());
+        if i % 4 == 0 {
+            let mut r = Vec::new();
+            build(&route(1024 + i), &header(Flags::RST, 77), &[], &mut r);
+            frames.push(r);
+            let mut bad = f.clone();
+            *bad.last_mut().unwrap() ^= 0x55;
+            frames.push(bad);
+            frames.push(f[..40].to_vec());
+        }
+    }
+    frames
+}
+
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
+fn floods_bad_segments_and_an_aborted_peer_leave_the_endpoint_serving() {
+    testkit::require_root("network namespaces, veths, XDP, AF_XDP, AF_PACKET");
+    let lab = lab("toef", false);
+    let rcv = lab.receiver();
+    let port = Port::open(
+        &rcv.dev,
+        Some(&rcv.netns),
+        &PortConfig {
+            backend: Backend::Xdp,
+            ..PortConfig::default()
+        },
+    )
+    .unwrap();
+    let mac = lab::inject::mac_address(&rcv.netns, &rcv.dev).unwrap();
+    let cfg = EndpointConfig {
+        max_conns: 64,
+        ..EndpointConfig::default()
+    };
+    let mut ep = Endpoint::new(port, mac, toe_addr(&lab), cfg).unwrap();
+    ep.listen(PORT);
+
+    // A peer that dies mid-transfer: its kernel resets the connection.
+    let to = SocketAddr::new(toe_addr(&lab), PORT);
+    let aborted = host::netns::spawn_in(&lab.sender().netns, move || -> std::io::Result<()> {
+        let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(10))?;
+        s.write_all(&pattern(256 << 10, 9))?;
+        std::thread::sleep(Duration::from_millis(100));
+        socket2_linger_zero(&s);
+        Ok(())
+    })
+    .unwrap();
+    let mut conn = None;
+    run_until(&mut ep, "accepting the doomed connection", |ep| {
+        conn = ep.accept(PORT);
+        conn.is_some()
+    });
+    let conn = conn.unwrap();
+    let mut buf = vec![0u8; 65536];
+    run_until(&mut ep, "the reset", |ep| {
+        matches!(ep.recv(conn, &mut buf), Err(ToeError::Reset))
+    });
+    aborted.join().unwrap().unwrap().unwrap();
+    ep.close(conn).unwrap();
+
+    // The flood, sent from the sender's side of the link.
+    let snd = lab.sender();
+    let mut injector = Port::open(&snd.dev, Some(&snd.netns), &PortConfig::default()).unwrap();
+    let frames = garbage(&lab, toe_addr(&lab));
+    for chunk in frames.chunks(64) {
+        injector.send_batch(chunk).unwrap();
+        ep.poll().unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline {
+        ep.poll().unwrap();
+    }
+    let c = ep.counters();
+    eprintln!("{c:?}");
+    assert!(
+        c.syn_dropped > 0,
+        "the half-open table was never full: {c:?}"
+    );
+    assert!(c.bad_checksum > 0 && c.malformed > 0, "{c:?}");
+    assert_eq!(
+        c.resets_received, 1,
+        "only the aborted peer's reset counts: {c:?}"
+    );
+
+    // The endpoint still serves a well-behaved peer, byte for byte, once
+    // the flood's half-open entries have timed out.
+    let until = Instant::now() + Duration::from_secs(8);
+    while Instant::now() < until {
+        ep.poll().unwrap();
+        ep.wait(Duration::from_millis(5)).unwrap();
+    }
+    exchange(&lab, &mut ep, PORT + 50, 1 << 20, 1 << 20);
+}
+
+/// Closes `s` with a reset (SO_LINGER 0), as the kernel does for a
+/// process killed with unread data.
+fn socket2_linger_zero(s: &TcpStream) {
+    use std::os::fd::AsRawFd;
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: setsockopt with a valid linger struct on our own socket.
+    let rc = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&linger as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(rc, 0, "SO_LINGER: {}", std::io::Error::last_os_error());
+}

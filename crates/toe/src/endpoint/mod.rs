@@ -99,6 +99,8 @@ pub struct Counters {
     pub resets_received: u64,
     /// SYNs refused because the connection table was full.
     pub table_full: u64,
+    /// SYNs dropped because the table of half-open connections was full.
+    pub syn_dropped: u64,
 }
 
 impl std::ops::AddAssign for Counters {
@@ -117,6 +119,7 @@ impl std::ops::AddAssign for Counters {
         self.resets_sent += o.resets_sent;
         self.resets_received += o.resets_received;
         self.table_full += o.table_full;
+        self.syn_dropped += o.syn_dropped;
     }
 }
 
@@ -598,7 +601,13 @@ impl Endpoint {
             self.send_reset(seg);
             return;
         }
-        self.learn(seg.src, seg.src_mac);
+        // A SYN flood fills the table of half-open connections, not the
+        // memory: past `max_conns` of them a SYN is dropped and counted
+        // (the peer of a real connection sends it again).
+        if self.handshakes.len() >= self.cfg.max_conns as usize {
+            self.counters.syn_dropped += 1;
+            return;
+        }
         let h = Handshake {
             peer_mac: seg.src_mac,
             iss: rand::random(),

@@ -157,16 +157,22 @@ impl Endpoint {
     }
 
     /// A link-layer address learnt: opens waiting for it send their SYN.
+    /// The table is bounded: when full, only an address an open waits for
+    /// is taken (a flood of ARP from made-up senders cannot grow it).
     pub(super) fn learn(&mut self, ip: IpAddr, mac: [u8; 6]) {
-        if self.neighbors.insert(ip, mac) == Some(mac) {
-            return;
-        }
         let waiting: Vec<FourTuple> = self
             .opening
             .iter()
             .filter(|(t, o)| t.remote == ip && !o.syn_sent)
             .map(|(t, _)| *t)
             .collect();
+        let full = self.neighbors.len() >= 4 * self.cfg.max_conns as usize;
+        if full && waiting.is_empty() && !self.neighbors.contains_key(&ip) {
+            return;
+        }
+        if self.neighbors.insert(ip, mac) == Some(mac) {
+            return;
+        }
         for t in waiting {
             self.advance_open(&t);
         }
