@@ -30,6 +30,7 @@ use serde::Serialize;
 
 use crate::error::SimError;
 use crate::sim::{window_variances, Policy, Replay, SimConfig, Simulator};
+use crate::trace::Trace;
 
 /// Packets of each connection (one-way 5-tuple, as the simulator's
 /// connection table keys them) per measurement window, sparse.
@@ -399,6 +400,35 @@ pub fn sweep_windows(
             })
         })
         .collect()
+}
+
+/// A window sweep of one trace, as printed and as JSON.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepReport {
+    pub trace: String,
+    /// The set-up; `window_s` is each point's instead.
+    pub config: SimConfig,
+    pub points: Vec<WindowPoint>,
+}
+
+/// Replays `trace` as [`crate::sim::simulate`] does and runs
+/// [`sweep_windows`] on it.
+pub fn sweep(
+    trace_name: &str,
+    trace: &Trace,
+    config: SimConfig,
+    windows_s: &[f64],
+    policies: &[Policy],
+) -> Result<SweepReport, SimError> {
+    config.validate()?;
+    let max_gap_ns = (config.max_gap_s * 1e9) as u64;
+    let replay = Replay::new(trace, config.speedup, config.amplify, max_gap_ns)?;
+    let points = sweep_windows(&replay, &config, windows_s, policies)?;
+    Ok(SweepReport {
+        trace: trace_name.to_string(),
+        config,
+        points,
+    })
 }
 
 #[cfg(test)]
