@@ -141,7 +141,8 @@ pub struct SimArgs {
     /// Shorten idle gaps in the capture longer than this many seconds.
     #[arg(long, default_value_t = 10.0)]
     pub max_gap: f64,
-    /// Write variance.svg and throughput.svg into this directory.
+    /// Write variance.svg and throughput.svg into this directory
+    /// (window-sweep.svg with --sweep-window).
     #[arg(long)]
     pub svg: Option<PathBuf>,
     /// Length of the measurement window the variances are taken over, in
@@ -155,7 +156,7 @@ pub struct SimArgs {
     /// connections per window (docs/crossrss.md, "What limits the margin").
     ///
     /// Example: steer lb sim --trace auckland.pcap --sweep-window 0.1,0.5,1,2,5
-    #[arg(long, value_delimiter = ',', conflicts_with = "svg")]
+    #[arg(long, value_delimiter = ',')]
     pub sweep_window: Option<Vec<f64>>,
 }
 
@@ -243,6 +244,12 @@ fn sim(args: SimArgs, json: bool) -> anyhow::Result<i32> {
     let name = args.trace.display().to_string();
     if let Some(windows) = &args.sweep_window {
         let report = lb::limits::sweep(&name, &trace, config, windows, &policies)?;
+        if let Some(dir) = &args.svg {
+            write_svgs(
+                dir,
+                &[("window-sweep.svg", lb::svg::window_sweep_plot(&report))],
+            )?;
+        }
         return if json {
             output::json(&report)?;
             Ok(exit::OK)
@@ -265,14 +272,13 @@ fn sim(args: SimArgs, json: bool) -> anyhow::Result<i32> {
         eprint!("\r{:60}\r", "");
     }
     if let Some(dir) = &args.svg {
-        std::fs::create_dir_all(dir).with_context(|| format!("--svg {}", dir.display()))?;
-        for (file, text) in [
-            ("variance.svg", lb::svg::variance_plot(&report)),
-            ("throughput.svg", lb::svg::throughput_plot(&report)),
-        ] {
-            let path = dir.join(file);
-            std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
-        }
+        write_svgs(
+            dir,
+            &[
+                ("variance.svg", lb::svg::variance_plot(&report)),
+                ("throughput.svg", lb::svg::throughput_plot(&report)),
+            ],
+        )?;
     }
     if json {
         output::json(&report)?;
@@ -367,6 +373,16 @@ fn print_report(r: &SimReport) -> anyhow::Result<()> {
         ],
         &body,
     )
+}
+
+/// Writes each (file name, SVG text) into `dir`, creating it.
+fn write_svgs(dir: &std::path::Path, files: &[(&str, String)]) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("--svg {}", dir.display()))?;
+    for (file, text) in files {
+        let path = dir.join(file);
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// One row per window length: what limits the balance (per-core variance
