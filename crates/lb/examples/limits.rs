@@ -40,12 +40,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let stat = |f: fn(&lb::limits::WindowStats) -> f64, d: usize| {
             s.map_or("n/a".to_string(), |s| format!("{:.*}", d, f(&s)))
         };
-        let policies: Vec<String> = p.policies.iter().map(|(_, v)| pct(*v)).collect();
+        let policies: Vec<String> = p.policies.iter().map(|v| pct(v.core_variance)).collect();
         let plus = p
             .policies
             .iter()
-            .find(|(n, _)| *n == "crossrss-plus")
-            .and_then(|(_, v)| *v);
+            .find(|v| v.name == "crossrss-plus")
+            .and_then(|v| v.core_variance);
         let ratio = match (plus, p.best_baseline) {
             (Some(a), Some((_, b))) if b > 0.0 => format!("{:.2}", a / b),
             _ => "n/a".into(),

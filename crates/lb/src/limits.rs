@@ -169,90 +169,22 @@ pub struct OraclePlacement {
 /// `(1/k) sum_i (c_wi / m_w)^2 - 1`: adding `x_w` packets per window to core
 /// `i` costs `sum_w (2 c_wi x_w + x_w^2) / m_w^2`.
 pub fn oracle(sim: &Simulator, loads: &ConnectionLoads, order: OracleOrder) -> OraclePlacement {
-    let cfg = sim.config();
-    let (servers, cores) = (cfg.servers as usize, cfg.cores as usize);
-    let n_cores = servers * cores;
-    let inv_m2: Vec<f64> = loads
-        .totals
-        .iter()
-        .map(|&t| {
-            let m = t as f64 / n_cores as f64;
-            if m > 0.0 {
-                1.0 / (m * m)
-            } else {
-                0.0
-            }
-        })
-        .collect();
-    let candidates = |flow: u32| -> Vec<usize> {
-        (0..servers)
-            .map(|s| s * cores + sim.place(flow, s as u32).1 as usize)
-            .collect()
-    };
-    let mut counts = vec![vec![0u64; n_cores]; loads.windows];
-    let mut core_of = vec![u32::MAX; loads.loads.len()];
-    let cost = |counts: &[Vec<u64>], conn: &[(u32, u64)], core: usize| -> f64 {
-        conn.iter()
-            .map(|&(w, x)| {
-                let (c, x) = (counts[w as usize][core] as f64, x as f64);
-                (2.0 * c * x + x * x) * inv_m2[w as usize]
-            })
-            .sum()
-    };
-    let place = |counts: &mut [Vec<u64>], conn: &[(u32, u64)], core: usize, add: bool| {
-        for &(w, x) in conn {
-            let c = &mut counts[w as usize][core];
-            *c = if add { *c + x } else { *c - x };
-        }
-    };
-    let best = |counts: &[Vec<u64>], flow: u32| -> usize {
-        let conn = &loads.loads[flow as usize];
-        let mut best = (f64::INFINITY, 0usize);
-        for core in candidates(flow) {
-            let c = cost(counts, conn, core);
-            if c < best.0 {
-                best = (c, core);
-            }
-        }
-        best.1
-    };
+    let mut state = OracleState::new(sim, loads);
     let mut sequence = loads.arrival.clone();
     if order == OracleOrder::HeaviestThenLocalSearch {
-        let weight = |f: u32| -> f64 {
-            loads.loads[f as usize]
-                .iter()
-                .map(|&(w, x)| (x * x) as f64 * inv_m2[w as usize])
-                .sum()
-        };
+        let weight = |f: u32| state.weight(&loads.loads[f as usize]);
         sequence.sort_by(|&a, &b| weight(b).total_cmp(&weight(a)).then(a.cmp(&b)));
     }
+    let mut core_of = vec![u32::MAX; loads.loads.len()];
     for &flow in &sequence {
-        let core = best(&counts, flow);
-        place(&mut counts, &loads.loads[flow as usize], core, true);
+        let core = state.best(flow);
+        state.add(flow, core);
         core_of[flow as usize] = core as u32;
     }
     let mut moves = 0;
     if order == OracleOrder::HeaviestThenLocalSearch {
         for _ in 0..LOCAL_SEARCH_PASSES {
-            let mut moved = 0;
-            for &flow in &sequence {
-                let conn = &loads.loads[flow as usize];
-                let from = core_of[flow as usize] as usize;
-                place(&mut counts, conn, from, false);
-                let stay = cost(&counts, conn, from);
-                let to = best(&counts, flow);
-                // Move only on a strict gain, so the search ends.
-                let to = if cost(&counts, conn, to) < stay - 1e-12 {
-                    to
-                } else {
-                    from
-                };
-                place(&mut counts, conn, to, true);
-                if to != from {
-                    core_of[flow as usize] = to as u32;
-                    moved += 1;
-                }
-            }
+            let moved = state.improve(&sequence, &mut core_of);
             moves += moved;
             if moved == 0 {
                 break;
@@ -261,8 +193,110 @@ pub fn oracle(sim: &Simulator, loads: &ConnectionLoads, order: OracleOrder) -> O
     }
     OraclePlacement {
         core_of,
-        windows: counts,
+        windows: state.counts,
         moves,
+    }
+}
+
+/// The per-window per-core counts an [`oracle`] builds, and the costs.
+struct OracleState<'a> {
+    sim: &'a Simulator<'a>,
+    loads: &'a ConnectionLoads,
+    /// `1 / m_w^2` per window (0 for a window without packets).
+    inv_m2: Vec<f64>,
+    counts: Vec<Vec<u64>>,
+}
+
+impl<'a> OracleState<'a> {
+    fn new(sim: &'a Simulator<'a>, loads: &'a ConnectionLoads) -> Self {
+        let cfg = sim.config();
+        let n_cores = (cfg.servers * cfg.cores) as usize;
+        let inv_m2 = loads
+            .totals
+            .iter()
+            .map(|&t| {
+                let m = t as f64 / n_cores as f64;
+                if m > 0.0 {
+                    1.0 / (m * m)
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        OracleState {
+            sim,
+            loads,
+            inv_m2,
+            counts: vec![vec![0u64; n_cores]; loads.windows],
+        }
+    }
+
+    /// `sum_w (x_w / m_w)^2`: how much a connection alone weighs.
+    fn weight(&self, conn: &[(u32, u64)]) -> f64 {
+        conn.iter()
+            .map(|&(w, x)| (x * x) as f64 * self.inv_m2[w as usize])
+            .sum()
+    }
+
+    /// What adding `flow` to `core` adds to the objective.
+    fn cost(&self, flow: u32, core: usize) -> f64 {
+        self.loads.loads[flow as usize]
+            .iter()
+            .map(|&(w, x)| {
+                let (c, x) = (self.counts[w as usize][core] as f64, x as f64);
+                (2.0 * c * x + x * x) * self.inv_m2[w as usize]
+            })
+            .sum()
+    }
+
+    /// The cheapest of `flow`'s candidate cores (first on a tie).
+    fn best(&self, flow: u32) -> usize {
+        let cfg = self.sim.config();
+        let (servers, cores) = (cfg.servers, cfg.cores as usize);
+        let mut best = (f64::INFINITY, 0usize);
+        for s in 0..servers {
+            let core = s as usize * cores + self.sim.place(flow, s).1 as usize;
+            let c = self.cost(flow, core);
+            if c < best.0 {
+                best = (c, core);
+            }
+        }
+        best.1
+    }
+
+    fn add(&mut self, flow: u32, core: usize) {
+        for &(w, x) in &self.loads.loads[flow as usize] {
+            self.counts[w as usize][core] += x;
+        }
+    }
+
+    fn remove(&mut self, flow: u32, core: usize) {
+        for &(w, x) in &self.loads.loads[flow as usize] {
+            self.counts[w as usize][core] -= x;
+        }
+    }
+
+    /// One pass of local search: each connection moves to its best core
+    /// when that strictly lowers the objective (so the search ends).
+    /// Returns the moves made.
+    fn improve(&mut self, sequence: &[u32], core_of: &mut [u32]) -> usize {
+        let mut moved = 0;
+        for &flow in sequence {
+            let from = core_of[flow as usize] as usize;
+            self.remove(flow, from);
+            let to = self.best(flow);
+            let to = if self.cost(flow, to) < self.cost(flow, from) - 1e-12 {
+                to
+            } else {
+                from
+            };
+            self.add(flow, to);
+            if to != from {
+                core_of[flow as usize] = to as u32;
+                moved += 1;
+            }
+        }
+        moved
     }
 }
 
@@ -340,14 +374,22 @@ pub fn window_stats(loads: &ConnectionLoads, cores: usize) -> Option<WindowStats
     })
 }
 
+/// One policy's mean per-core variance at one window length.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PolicyVariance {
+    pub name: &'static str,
+    /// `None` (JSON null) when no window had a packet.
+    pub core_variance: Option<f64>,
+}
+
 /// Every policy, the oracles and the floor at one window length.
 #[derive(Debug, Clone, Serialize)]
 pub struct WindowPoint {
     pub window_s: f64,
     /// `None` (JSON null) when no window had a packet.
     pub stats: Option<WindowStats>,
-    /// (policy, mean per-core variance); `None` when not measured.
-    pub policies: Vec<(&'static str, Option<f64>)>,
+    /// Every policy's mean per-core variance.
+    pub policies: Vec<PolicyVariance>,
     /// The clairvoyant online placement ([`OracleOrder::Arrival`]).
     pub clairvoyant_online: Option<f64>,
     /// The offline oracle ([`OracleOrder::HeaviestThenLocalSearch`]).
@@ -378,7 +420,10 @@ pub fn sweep_windows(
             for &p in policies {
                 let run = sim.run_counts(p)?;
                 let v = window_variances(&run.windows, cores).map(|v| v.core_variance);
-                results.push((p.name(), v));
+                results.push(PolicyVariance {
+                    name: p.name(),
+                    core_variance: v,
+                });
             }
             let loads = ConnectionLoads::new(replay, cfg.window_ns());
             let variance = |order| {
@@ -387,8 +432,8 @@ pub fn sweep_windows(
             };
             let best_baseline = results
                 .iter()
-                .filter(|(name, _)| !name.starts_with("crossrss"))
-                .filter_map(|&(name, v)| v.map(|v| (name, v)))
+                .filter(|p| !p.name.starts_with("crossrss"))
+                .filter_map(|p| p.core_variance.map(|v| (p.name, v)))
                 .min_by(|a, b| a.1.total_cmp(&b.1));
             Ok(WindowPoint {
                 window_s,

@@ -99,10 +99,10 @@ pub fn window_sweep_plot(report: &SweepReport) -> String {
     let names: Vec<&str> = report
         .points
         .first()
-        .map(|p| p.policies.iter().map(|(n, _)| *n).collect())
+        .map(|p| p.policies.iter().map(|v| v.name).collect())
         .unwrap_or_default();
     for (k, name) in names.iter().enumerate() {
-        let mut values = report.points.iter().map(|p| p.policies[k].1);
+        let mut values = report.points.iter().map(|p| p.policies[k].core_variance);
         chart = chart.series(name, line(&mut values));
     }
     let extra: [(&str, Reference); 3] = [

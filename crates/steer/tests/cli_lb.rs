@@ -78,8 +78,8 @@ fn window_sweep_reports_policies_oracles_and_floor() {
         let floor = p["stats"]["floor"].as_f64().unwrap();
         let oracle = p["oracle"].as_f64().unwrap();
         assert!(floor <= oracle, "{p}");
-        for pair in p["policies"].as_array().unwrap() {
-            assert!(floor <= pair[1].as_f64().unwrap(), "{p}");
+        for policy in p["policies"].as_array().unwrap() {
+            assert!(floor <= policy["core_variance"].as_f64().unwrap(), "{p}");
         }
     }
     let svg = std::fs::read_to_string(dir.join("window-sweep.svg")).unwrap();

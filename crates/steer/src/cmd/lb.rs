@@ -392,7 +392,7 @@ fn print_sweep(r: &lb::limits::SweepReport) -> anyhow::Result<()> {
         return Ok(());
     };
     let mut head: Vec<&str> = vec!["window s", "windows", "pkts/core", "conns", "new", "N_eff"];
-    head.extend(first.policies.iter().map(|(name, _)| *name));
+    head.extend(first.policies.iter().map(|v| v.name));
     head.extend(["clairvoyant", "oracle", "floor", "random", "best baseline"]);
     let body: Vec<Vec<String>> = r
         .points
@@ -409,7 +409,7 @@ fn print_sweep(r: &lb::limits::SweepReport) -> anyhow::Result<()> {
                 stat(|s| s.new_connections),
                 stat(|s| s.effective_connections),
             ];
-            row.extend(p.policies.iter().map(|(_, v)| percent(*v, "")));
+            row.extend(p.policies.iter().map(|v| percent(v.core_variance, "")));
             row.extend([
                 percent(p.clairvoyant_online, ""),
                 percent(p.oracle, ""),
