@@ -114,6 +114,8 @@ pub enum SimError {
     BadSpeedup(f64),
     #[error("report rate must be a positive finite number of Hz, at most 1e6 (got {0})")]
     BadRate(f64),
+    #[error("the measurement window must be between 1 ms and 1 hour (got {0} s)")]
+    BadWindow(f64),
     #[error("the replay holds no packets")]
     Empty,
     #[error(transparent)]

@@ -13,10 +13,13 @@
 //! - [`maglev`]: Maglev consistent hashing, the industry baseline.
 //! - [`trace`]: a minimal pcap reader (timestamps and 5-tuples).
 //! - [`sim`]: the trace-driven simulator and the paper's metrics.
+//! - [`limits`]: what bounds any policy on a trace (a floor, oracles, window
+//!   sweeps).
 //! - [`svg`]: the plots.
 
 pub mod controller;
 pub mod error;
+pub mod limits;
 pub mod maglev;
 pub mod rng;
 pub mod servers;

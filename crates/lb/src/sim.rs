@@ -48,8 +48,11 @@ use crate::rng::mix64;
 use crate::servers::{bucket_cores, server_config, DEFAULT_BUCKETS};
 use crate::trace::{Trace, TraceStats};
 
-/// One second, the paper's window.
+/// One second, the paper's window (the default of [`SimConfig::window_s`]).
 pub const WINDOW_NS: u64 = 1_000_000_000;
+/// Bounds on the measurement window, in seconds.
+pub const MIN_WINDOW_S: f64 = 1e-3;
+pub const MAX_WINDOW_S: f64 = 3600.0;
 /// Sanity bounds on the set-up.
 pub const MAX_SERVERS: u32 = 100_000;
 pub const MAX_CORES: u32 = 4096;
@@ -118,6 +121,10 @@ pub struct SimConfig {
     /// Idle gaps in the capture longer than this are shortened to it (some
     /// captures join sessions days apart).
     pub max_gap_s: f64,
+    /// Length of the measurement window the variances are taken over
+    /// (the paper's is 1 s). Only the metric changes with it: the agents
+    /// still report at `rate_hz`.
+    pub window_s: f64,
 }
 
 fn ser_key<S: serde::Serializer>(key: &RssKey, s: S) -> Result<S::Ok, S::Error> {
@@ -138,6 +145,7 @@ impl Default for SimConfig {
             plus: PlusParams::default(),
             maglev_size: maglev::DEFAULT_TABLE_SIZE,
             max_gap_s: 10.0,
+            window_s: 1.0,
         }
     }
 }
@@ -179,7 +187,15 @@ impl SimConfig {
         if !(self.rate_hz.is_finite() && self.rate_hz > 0.0 && self.rate_hz <= 1e6) {
             return Err(SimError::BadRate(self.rate_hz));
         }
+        if !(MIN_WINDOW_S..=MAX_WINDOW_S).contains(&self.window_s) {
+            return Err(SimError::BadWindow(self.window_s));
+        }
         Ok(())
+    }
+
+    /// The measurement window in replay nanoseconds.
+    pub fn window_ns(&self) -> u64 {
+        (self.window_s * 1e9).round() as u64
     }
 }
 
@@ -409,6 +425,11 @@ impl<'a> Simulator<'a> {
         &self.config
     }
 
+    /// The replay this simulator runs.
+    pub fn replay(&self) -> &Replay {
+        self.replay
+    }
+
     /// The servers' RSS configurations (server id = index).
     pub fn server_configs(&self) -> &[RssConfig] {
         &self.server_configs
@@ -478,7 +499,8 @@ impl<'a> Simulator<'a> {
         let mut table_changes = 0usize;
         let mut tick: u32 = 0;
         let mut next_tick = interval_ns;
-        let mut next_window = WINDOW_NS;
+        let window_ns = cfg.window_ns();
+        let mut next_window = window_ns;
 
         for p in &self.replay.packets {
             while p.ts_ns >= next_tick {
@@ -517,7 +539,7 @@ impl<'a> Simulator<'a> {
             }
             while p.ts_ns >= next_window {
                 windows.push(std::mem::replace(&mut window, vec![0; n_cores]));
-                next_window += WINDOW_NS;
+                next_window += window_ns;
             }
             let flow = p.flow as usize;
             let h = self.hash(p.flow);
@@ -587,6 +609,7 @@ impl<'a> Simulator<'a> {
             &counts,
             self.config.servers as usize,
             self.config.cores as usize,
+            self.config.window_s,
         ))
     }
 }
@@ -680,12 +703,14 @@ pub fn window_variances(windows: &[Vec<u64>], cores: usize) -> Option<WindowVari
     })
 }
 
-/// Computes the metrics of one run from its window counts.
+/// Computes the metrics of one run from its window counts (`window_s`
+/// seconds each).
 pub fn summarize(
     name: &'static str,
     run: &RunCounts,
     servers: usize,
     cores: usize,
+    window_s: f64,
 ) -> PolicyResult {
     let mut totals = vec![0u64; servers * cores];
     for w in &run.windows {
@@ -703,19 +728,19 @@ pub fn summarize(
         windows: v.map_or(0, |v| v.windows),
         connections: run.connections,
         table_changes: run.table_changes,
-        throughput: throughput_curve(&run.windows),
+        throughput: throughput_curve(&run.windows, window_s),
         core_totals: totals,
     }
 }
 
-/// Fig. 2b from window counts (see the module docs).
-pub fn throughput_curve(windows: &[Vec<u64>]) -> Vec<ThroughputPoint> {
+/// Fig. 2b from window counts of `window_s` seconds (see the module docs).
+pub fn throughput_curve(windows: &[Vec<u64>], window_s: f64) -> Vec<ThroughputPoint> {
     let cores = windows.first().map_or(0, Vec::len);
     let total: u64 = windows.iter().flatten().sum();
     if windows.is_empty() || cores == 0 || total == 0 {
         return Vec::new();
     }
-    let secs = windows.len() as f64 * WINDOW_NS as f64 / 1e9;
+    let secs = windows.len() as f64 * window_s;
     let rate = total as f64 / secs;
     let cap = total as f64 / (windows.len() * cores) as f64;
     (0..=20)
@@ -764,7 +789,7 @@ pub struct SimReport {
     pub policies: Vec<PolicyResult>,
 }
 
-pub const METRIC: &str = "per 1 s window: population variance of (count / mean count) over servers \
+pub const METRIC: &str = "per window (config.window_s, 1 s by default): population variance of (count / mean count) over servers \
 (server_variance) or over all cores of all servers (core_variance); mean over complete windows; a fraction";
 
 /// Replays `trace` under each policy. `progress` is called before each policy.
@@ -825,7 +850,7 @@ mod tests {
             connections: 0,
             table_changes: 0,
         };
-        let r = summarize("rr", &empty, 2, 2);
+        let r = summarize("rr", &empty, 2, 2, 1.0);
         assert_eq!(r.core_variance, None);
         assert_eq!(r.server_variance, None);
         assert_eq!(r.core_variance_max, None);
@@ -838,7 +863,7 @@ mod tests {
             windows: vec![vec![0; 4], vec![0; 4]],
             ..empty
         };
-        assert_eq!(summarize("rr", &idle, 2, 2).core_variance, None);
+        assert_eq!(summarize("rr", &idle, 2, 2, 1.0).core_variance, None);
         assert_eq!(window_variances(&idle.windows, 2), None);
         let v = window_variances(&[vec![0, 0, 0, 0], vec![0, 2, 0, 2]], 2).unwrap();
         assert_eq!(v.windows, 1);
@@ -879,7 +904,7 @@ mod tests {
     #[test]
     fn throughput_never_exceeds_offered_or_capacity() {
         let w = vec![vec![10, 0, 5, 5], vec![5, 5, 5, 5]];
-        for p in throughput_curve(&w) {
+        for p in throughput_curve(&w, 1.0) {
             assert!(p.processed_pps <= p.offered_pps + 1e-9);
             assert!(p.processed_pps <= 20.0 + 1e-9);
         }

@@ -1,17 +1,21 @@
 //! The simulator's figures, drawn with [`plot`]: the paper's Fig. 2a
-//! (variances) and Fig. 2b (packets processed versus offered load).
+//! (variances), Fig. 2b (packets processed versus offered load), and the
+//! per-core variance against the window length (docs/crossrss.md, "What
+//! limits the margin").
 
 use plot::{BarChart, LineChart, Point, Value, XAxis};
 
+use crate::limits::{SweepReport, WindowPoint};
 use crate::sim::SimReport;
 
 /// Grouped bars: server and per-core variance (in %) per policy; a policy
 /// whose variance was not measured (no window had a packet) has no bar.
 pub fn variance_plot(report: &SimReport) -> String {
     let percent = |v: Option<f64>| v.map(|v| Value::new(v * 100.0));
+    let c = &report.config;
     BarChart::new(&format!(
-        "Variance of packets per 1 s window ({} x {}, speedup {}, amplify {})",
-        report.config.servers, report.config.cores, report.config.speedup, report.config.amplify
+        "Variance of packets per {} s window ({} x {}, speedup {}, amplify {})",
+        c.window_s, c.servers, c.cores, c.speedup, c.amplify
     ))
     .x_label("policy")
     .y_label("variance (%)")
@@ -63,6 +67,55 @@ pub fn throughput_plot(report: &SimReport) -> String {
         .svg()
 }
 
+/// Reads one reference value (oracle, floor) of a sweep point.
+type Reference = fn(&WindowPoint) -> Option<f64>;
+
+/// Lines: per-core variance (in %) against the window length, one per
+/// policy, then the clairvoyant online placement, the offline oracle and the
+/// indivisibility floor. A value that was not measured has no point.
+pub fn window_sweep_plot(report: &SweepReport) -> String {
+    let labels = report.points.iter().map(|p| format!("{} s", p.window_s));
+    let c = &report.config;
+    let mut chart = LineChart::new(
+        &format!(
+            "Per-core variance vs window length ({} x {}, speedup {}, amplify {})",
+            c.servers, c.cores, c.speedup, c.amplify
+        ),
+        XAxis::Categories(labels.collect()),
+    )
+    .x_label("measurement window")
+    .y_label("per-core variance (%)");
+    let line = |values: &mut dyn Iterator<Item = Option<f64>>| -> Vec<Point> {
+        values
+            .enumerate()
+            .filter_map(|(i, v)| {
+                v.map(|v| Point {
+                    x: i as f64,
+                    value: Value::new(v * 100.0),
+                })
+            })
+            .collect()
+    };
+    let names: Vec<&str> = report
+        .points
+        .first()
+        .map(|p| p.policies.iter().map(|v| v.name).collect())
+        .unwrap_or_default();
+    for (k, name) in names.iter().enumerate() {
+        let mut values = report.points.iter().map(|p| p.policies[k].core_variance);
+        chart = chart.series(name, line(&mut values));
+    }
+    let extra: [(&str, Reference); 3] = [
+        ("clairvoyant online", |p| p.clairvoyant_online),
+        ("offline oracle", |p| p.oracle),
+        ("floor", |p| p.stats.map(|s| s.floor)),
+    ];
+    for (name, get) in extra {
+        chart = chart.series(name, line(&mut report.points.iter().map(get)));
+    }
+    chart.svg()
+}
+
 #[cfg(test)]
 mod tests {
     use std::net::{IpAddr, Ipv4Addr};
@@ -71,8 +124,8 @@ mod tests {
     use crate::sim::{simulate, Policy, SimConfig};
     use crate::trace::{Trace, TracePacket, TraceStats};
 
-    /// Three seconds of 40 flows, simulated under two policies.
-    fn report() -> SimReport {
+    /// Three seconds of 40 flows.
+    fn trace() -> Trace {
         let packets = (0..3000u64)
             .map(|i| TracePacket {
                 ts_ns: i * 1_000_000,
@@ -85,14 +138,18 @@ mod tests {
                 ),
             })
             .collect();
-        let trace = Trace {
+        Trace {
             link_type: 101,
             packets,
             stats: TraceStats::default(),
-        };
+        }
+    }
+
+    /// [`trace`] simulated under two policies.
+    fn report() -> SimReport {
         simulate(
             "synthetic",
-            &trace,
+            &trace(),
             SimConfig::default(),
             &[Policy::Rr, Policy::Hash],
             |_, _| {},
@@ -121,6 +178,33 @@ mod tests {
         let o = plot::outline(&variance_plot(&r)).unwrap();
         assert_eq!((o.bars, o.not_available), (2, 2));
         assert_eq!(o.note.as_deref(), Some(plot::NOT_MEASURED));
+    }
+
+    #[test]
+    fn window_sweep_figure() {
+        let policies = [Policy::Rr, Policy::Hash];
+        let sweep = crate::limits::sweep(
+            "synthetic",
+            &trace(),
+            SimConfig::default(),
+            &[0.5, 1.0],
+            &policies,
+        )
+        .unwrap();
+        let o = plot::outline(&window_sweep_plot(&sweep)).unwrap();
+        assert!(o.title.starts_with("Per-core variance vs window length"));
+        assert_eq!(o.x_ticks, vec!["0.5 s", "1 s"]);
+        assert_eq!(
+            o.legend,
+            vec![
+                "rr",
+                "hash",
+                "clairvoyant online",
+                "offline oracle",
+                "floor"
+            ]
+        );
+        assert_eq!(o.points, 10);
     }
 
     #[test]

@@ -58,6 +58,44 @@ fn json_lists_every_policy_with_fractions() {
 }
 
 #[test]
+fn window_sweep_reports_policies_oracles_and_floor() {
+    let trace = shared_trace(AUCKLAND);
+    let dir = TempDir::new("steer-lb-sweep");
+    let out = steer()
+        .args(["--json", "lb", "sim", "--trace", trace.to_str().unwrap()])
+        .args(["--max-packets", "5000", "--sweep-window", "0.5,2", "--svg"])
+        .arg(dir.path())
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    assert_eq!(points[0]["window_s"], 0.5);
+    for p in points {
+        let floor = p["stats"]["floor"].as_f64().unwrap();
+        let oracle = p["oracle"].as_f64().unwrap();
+        assert!(floor <= oracle, "{p}");
+        for policy in p["policies"].as_array().unwrap() {
+            assert!(floor <= policy["core_variance"].as_f64().unwrap(), "{p}");
+        }
+    }
+    let svg = std::fs::read_to_string(dir.join("window-sweep.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("offline oracle"));
+    // The table names every column.
+    steer()
+        .args(["lb", "sim", "--trace", trace.to_str().unwrap()])
+        .args(["--max-packets", "3000", "--sweep-window", "1"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("oracle"))
+        .stdout(predicate::str::contains("floor"))
+        .stdout(predicate::str::contains("crossrss-plus"));
+}
+
+#[test]
 fn table_names_the_replay_settings() {
     let trace = shared_trace(AUCKLAND);
     steer()
@@ -100,6 +138,9 @@ fn bad_input_is_one_line_and_exit_2() {
         vec!["--trace", trace, "--key", "6d5a"],
         vec!["--trace", trace, "--key", "zz"],
         vec!["--trace", trace, "--max-packets", "0"],
+        vec!["--trace", trace, "--window", "0"],
+        vec!["--trace", trace, "--sweep-window", "1,-2"],
+        vec!["--trace", trace, "--sweep-window", "1e9"],
     ];
     for args in ours {
         let out = steer()
@@ -117,6 +158,7 @@ fn bad_input_is_one_line_and_exit_2() {
     let usage: Vec<Vec<&str>> = vec![
         vec!["--trace", trace, "--policy", "fastest"],
         vec!["--servers", "4"],
+        vec!["--trace", trace, "--sweep-window", "fast"],
     ];
     for args in usage {
         steer()

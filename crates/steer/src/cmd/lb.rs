@@ -141,9 +141,23 @@ pub struct SimArgs {
     /// Shorten idle gaps in the capture longer than this many seconds.
     #[arg(long, default_value_t = 10.0)]
     pub max_gap: f64,
-    /// Write variance.svg and throughput.svg into this directory.
+    /// Write variance.svg and throughput.svg into this directory
+    /// (window-sweep.svg with --sweep-window).
     #[arg(long)]
     pub svg: Option<PathBuf>,
+    /// Length of the measurement window the variances are taken over, in
+    /// seconds (the paper's is 1 s).
+    #[arg(long, default_value_t = 1.0)]
+    pub window: f64,
+    /// Instead of one comparison, what limits it at each window length
+    /// (seconds, comma-separated): every policy, a clairvoyant online
+    /// placement (knows each connection's future packets), an offline
+    /// oracle, the indivisibility floor no placement goes below, and the
+    /// connections per window (docs/crossrss.md, "What limits the margin").
+    ///
+    /// Example: steer lb sim --trace auckland.pcap --sweep-window 0.1,0.5,1,2,5
+    #[arg(long, value_delimiter = ',')]
+    pub sweep_window: Option<Vec<f64>>,
 }
 
 /// A simulated policy on the command line (lb::sim::Policy), or all.
@@ -217,6 +231,7 @@ fn sim(args: SimArgs, json: bool) -> anyhow::Result<i32> {
         seed: args.seed,
         key,
         max_gap_s: args.max_gap,
+        window_s: args.window,
         ..SimConfig::default()
     };
     config.validate()?;
@@ -226,9 +241,24 @@ fn sim(args: SimArgs, json: bool) -> anyhow::Result<i32> {
         anyhow::ensure!(n > 0, "--max-packets must be at least 1");
         trace.truncate(n);
     }
+    let name = args.trace.display().to_string();
+    if let Some(windows) = &args.sweep_window {
+        let report = lb::limits::sweep(&name, &trace, config, windows, &policies)?;
+        if let Some(dir) = &args.svg {
+            write_svgs(
+                dir,
+                &[("window-sweep.svg", lb::svg::window_sweep_plot(&report))],
+            )?;
+        }
+        return if json {
+            output::json(&report)?;
+            Ok(exit::OK)
+        } else {
+            print_sweep(&report).map(|()| exit::OK)
+        };
+    }
     let terminal = std::io::stderr().is_terminal();
     let n = policies.len();
-    let name = args.trace.display().to_string();
     let report = simulate(&name, &trace, config, &policies, |i, p| {
         if terminal {
             eprint!(
@@ -242,14 +272,13 @@ fn sim(args: SimArgs, json: bool) -> anyhow::Result<i32> {
         eprint!("\r{:60}\r", "");
     }
     if let Some(dir) = &args.svg {
-        std::fs::create_dir_all(dir).with_context(|| format!("--svg {}", dir.display()))?;
-        for (file, text) in [
-            ("variance.svg", lb::svg::variance_plot(&report)),
-            ("throughput.svg", lb::svg::throughput_plot(&report)),
-        ] {
-            let path = dir.join(file);
-            std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
-        }
+        write_svgs(
+            dir,
+            &[
+                ("variance.svg", lb::svg::variance_plot(&report)),
+                ("throughput.svg", lb::svg::throughput_plot(&report)),
+            ],
+        )?;
     }
     if json {
         output::json(&report)?;
@@ -344,6 +373,56 @@ fn print_report(r: &SimReport) -> anyhow::Result<()> {
         ],
         &body,
     )
+}
+
+/// Writes each (file name, SVG text) into `dir`, creating it.
+fn write_svgs(dir: &std::path::Path, files: &[(&str, String)]) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("--svg {}", dir.display()))?;
+    for (file, text) in files {
+        let path = dir.join(file);
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// One row per window length: what limits the balance (per-core variance
+/// in %, connections per window).
+fn print_sweep(r: &lb::limits::SweepReport) -> anyhow::Result<()> {
+    let Some(first) = r.points.first() else {
+        return Ok(());
+    };
+    let mut head: Vec<&str> = vec!["window s", "windows", "pkts/core", "conns", "new", "N_eff"];
+    head.extend(first.policies.iter().map(|v| v.name));
+    head.extend(["clairvoyant", "oracle", "floor", "random", "best baseline"]);
+    let body: Vec<Vec<String>> = r
+        .points
+        .iter()
+        .map(|p| {
+            let s = p.stats;
+            let stat =
+                |f: fn(&lb::limits::WindowStats) -> f64| output::measured(s.as_ref().map(f), 1);
+            let mut row = vec![
+                p.window_s.to_string(),
+                s.map_or(0, |s| s.windows).to_string(),
+                stat(|s| s.packets_per_core),
+                stat(|s| s.active_connections),
+                stat(|s| s.new_connections),
+                stat(|s| s.effective_connections),
+            ];
+            row.extend(p.policies.iter().map(|v| percent(v.core_variance, "")));
+            row.extend([
+                percent(p.clairvoyant_online, ""),
+                percent(p.oracle, ""),
+                percent(s.map(|s| s.floor), ""),
+                percent(s.map(|s| s.random_expectation), ""),
+                p.best_baseline
+                    .map_or("n/a".into(), |(n, v)| format!("{n} {:.3}", v * 100.0)),
+            ]);
+            row
+        })
+        .collect();
+    println!("{}: per-core variance in %", r.trace);
+    output::table(&head, &body)
 }
 
 #[cfg(test)]
