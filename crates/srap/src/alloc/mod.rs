@@ -11,6 +11,7 @@ pub mod client;
 mod leases;
 pub mod protocol;
 pub mod server;
+pub mod table;
 
 use std::io;
 use std::path::PathBuf;
