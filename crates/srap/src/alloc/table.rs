@@ -593,3 +593,96 @@ impl Book {
 pub fn serves(proto: L4Proto) -> bool {
     proto == L4Proto::Tcp
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::{Arc, Mutex};
+
+    /// What the shim does (steer_preload.c, `table_claim`): the lowest FREE
+    /// slot of the region, taken with one CAS.
+    fn claim(map: &Mapping, region: usize) -> Option<u16> {
+        for slot in 0..LT_SLOTS {
+            let word = map.word(region, slot);
+            let mut w = word.load(Ordering::Acquire);
+            while w & 0xff == LT_STATE_FREE {
+                match word.compare_exchange(w, claimed(w), Ordering::AcqRel, Ordering::Acquire) {
+                    Ok(_) => return Some((w >> LT_PORT_SHIFT) as u16),
+                    Err(now) => w = now,
+                }
+            }
+        }
+        None
+    }
+
+    fn entries(ports: std::ops::Range<u16>) -> Vec<PlanEntry> {
+        ports
+            .map(|port| PlanEntry {
+                port,
+                queue: 0,
+                cpu: 0,
+                hash: 0,
+            })
+            .collect()
+    }
+
+    /// Claimers racing the allocator's take-backs, claim collection and
+    /// refills: every port a claimer got is reported to the allocator
+    /// exactly once, and no port is claimed twice while offered once.
+    #[test]
+    fn racing_claims_are_each_leased_once() {
+        let dir = std::env::temp_dir().join(format!("srap-lt-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let map = Arc::new(Mapping::create(&dir.join("t.leases")).unwrap());
+        let mut book = Book::new(map.clone());
+        let mut stats = TableStats::default();
+        let key = RegionKey {
+            local: IpAddr::from([10, 0, 0, 1]),
+            remote: IpAddr::from([10, 0, 0, 2]),
+            remote_port: 5201,
+        };
+        let (region, _) = book.assign(key, &mut stats);
+        let stop = Arc::new(AtomicBool::new(false));
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let claimers: Vec<_> = (0..3)
+            .map(|_| {
+                let (map, stop, got) = (map.clone(), stop.clone(), got.clone());
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        if let Some(p) = claim(&map, region) {
+                            got.lock().unwrap().push(p);
+                        }
+                    }
+                })
+            })
+            .collect();
+        let mut leased = Vec::new();
+        let mut next = 1024u16;
+        for round in 0..3000 {
+            // Fresh ports every plan, so a port claimed twice shows up.
+            book.fill(region, &entries(next..next + LT_SLOTS as u16), true);
+            next = next.wrapping_add(LT_SLOTS as u16).max(1024);
+            if round % 2 == 0 {
+                leased.extend(book.collect_claims(&mut stats).into_iter().map(|(_, o)| o.port));
+            }
+            leased.extend(book.take_back(region, &mut stats).into_iter().map(|(_, o)| o.port));
+        }
+        stop.store(true, Ordering::Relaxed);
+        for c in claimers {
+            c.join().unwrap();
+        }
+        let mut got = got.lock().unwrap().clone();
+        got.sort_unstable();
+        leased.sort_unstable();
+        assert_eq!(got, leased, "claimed and leased differ");
+        let distinct: HashSet<u16> = got.iter().copied().collect();
+        // Ports wrap after 64k / 16 rounds; 3000 rounds stay below that.
+        assert_eq!(distinct.len(), got.len(), "a port claimed twice");
+        assert!(!got.is_empty(), "the claimers never won a race");
+        assert_eq!(stats.foreign, 0);
+        assert_eq!(stats.claims as usize, got.len());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
