@@ -665,6 +665,14 @@ mod tests {
             book.fill(region, &entries(next..next + LT_SLOTS as u16), true);
             next = next.wrapping_add(LT_SLOTS as u16).max(1024);
             if round % 2 == 0 {
+                // Give the claimers a chance on a loaded machine (at most
+                // 2 ms; the odd rounds take back while they race).
+                let until = Instant::now() + Duration::from_millis(2);
+                while map.word(region, 0).load(Ordering::Acquire) & 0xff == LT_STATE_FREE
+                    && Instant::now() < until
+                {
+                    std::thread::yield_now();
+                }
                 leased.extend(book.collect_claims(&mut stats).into_iter().map(|(_, o)| o.port));
             }
             leased.extend(book.take_back(region, &mut stats).into_iter().map(|(_, o)| o.port));
