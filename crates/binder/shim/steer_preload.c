@@ -477,7 +477,8 @@ static unsigned short table_claim(int fam, const void *lbytes, const void *rbyte
 				struct lt_header *h = (struct lt_header *)t;
 				__atomic_add_fetch(&h->claims, 1, __ATOMIC_RELEASE);
 				/* Shared (not PRIVATE): the allocator waits on it. */
-				(void)syscall(SYS_futex, &h->claims, FUTEX_WAKE, 1, NULL, NULL, 0);
+				if (k >= LT_WAKE_SLOT)
+					(void)syscall(SYS_futex, &h->claims, FUTEX_WAKE, 1, NULL, NULL, 0);
 				unsigned short port = (unsigned short)(c >> LT_PORT_SHIFT);
 				logf_("lease table: port %u (queue %u, cpu %u), slot %d of region %d", port,
 				      r->slots[k].queue, r->slots[k].cpu, k, i);

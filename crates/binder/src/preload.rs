@@ -58,6 +58,7 @@ const _: () = {
     assert!(c::LT_SLOTS as usize == rs::LT_SLOTS);
     assert!(c::LT_STALE_MS as u64 == rs::LT_STALE_MS);
     assert!(c::LT_HEARTBEAT_MS as u64 == rs::LT_HEARTBEAT_MS);
+    assert!(c::LT_WAKE_SLOT as usize == rs::LT_WAKE_SLOT);
     assert!(c::LT_STATE_EMPTY as u64 == rs::LT_STATE_EMPTY);
     assert!(c::LT_STATE_FREE as u64 == rs::LT_STATE_FREE);
     assert!(c::LT_STATE_CLAIMED as u64 == rs::LT_STATE_CLAIMED);

@@ -77,7 +77,12 @@ fn concurrent_processes_never_share_a_port_and_stay_balanced() {
     let target = listener("127.0.0.1:0");
     // The first connect to this destination is a round trip; it makes the
     // allocator plan a region for it.
-    let (first, _) = output(&mut shimmed(&shim, &socket, "connect", &[target.to_string()]));
+    let (first, _) = output(&mut shimmed(
+        &shim,
+        &socket,
+        "connect",
+        &[target.to_string()],
+    ));
     let mut ports = vec![port_of(&first)];
 
     let go = dir.join("go");
@@ -177,11 +182,17 @@ fn allocator_restart_never_fails_a_connect_or_reuses_a_stale_table() {
     let target = listener("127.0.0.1:0");
     let first = allocator(&socket);
     // A region for the target in the first allocator's table.
-    let (r, _) = output(&mut shimmed(&shim, &socket, "connect", &[target.to_string()]));
+    let (r, _) = output(&mut shimmed(
+        &shim,
+        &socket,
+        "connect",
+        &[target.to_string()],
+    ));
     port_of(&r);
 
     let (stopped, restarted) = (dir.join("stopped"), dir.join("restarted"));
-    let child = shimmed(&shim,
+    let child = shimmed(
+        &shim,
         &socket,
         "restart",
         &[
@@ -226,7 +237,12 @@ fn allocator_restart_never_fails_a_connect_or_reuses_a_stale_table() {
 
     // Without any allocator, a connect is a plain one.
     drop(second);
-    let (r, stderr) = output(&mut shimmed(&shim, &socket, "connect", &[target.to_string()]));
+    let (r, stderr) = output(&mut shimmed(
+        &shim,
+        &socket,
+        "connect",
+        &[target.to_string()],
+    ));
     port_of(&r);
     assert!(!stderr.contains("lease table: port"), "{stderr}");
 }

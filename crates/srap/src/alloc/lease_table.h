@@ -45,8 +45,14 @@
 #define LT_SLOTS 16
 /* A table whose heartbeat is older than this is not used (allocator gone). */
 #define LT_STALE_MS 1000
-/* How often the allocator writes the heartbeat, at the latest. */
+/* How often the allocator writes the heartbeat and collects claims, at the
+ * latest. */
 #define LT_HEARTBEAT_MS 100
+/* A claim of this slot index or a later one wakes the allocator (futex):
+ * it plans a region again once fewer than this many offers are left. Earlier
+ * claims wake nobody (a wake-up costs the claimer a few us) and are
+ * collected on the next heartbeat or lease request. */
+#define LT_WAKE_SLOT 8
 
 #define LT_STATE_EMPTY 0
 #define LT_STATE_FREE 1
@@ -76,7 +82,7 @@ struct lt_header {
 	uint32_t regions;      /* LT_REGIONS */
 	uint32_t slots;        /* LT_SLOTS */
 	uint64_t heartbeat_ms; /* allocator: CLOCK_MONOTONIC ms, every LT_HEARTBEAT_MS */
-	uint32_t claims;       /* shim: +1 after a claim, then FUTEX_WAKE; the allocator waits on it */
+	uint32_t claims;       /* shim: +1 after a claim (FUTEX_WAKE from LT_WAKE_SLOT on); the allocator waits on it */
 	uint32_t pad0;
 	uint8_t reserved[32];
 };
@@ -107,6 +113,7 @@ _Static_assert(sizeof(struct lt_header) == LT_HEADER_SIZE, "header size");
 _Static_assert(sizeof(struct lt_region_key) == LT_REGION_KEY_SIZE, "region key size");
 _Static_assert(sizeof(struct lt_slot) == LT_SLOT_SIZE, "slot size");
 _Static_assert(sizeof(struct lt_region) == LT_REGION_SIZE, "region size");
+_Static_assert(LT_WAKE_SLOT > 0 && LT_WAKE_SLOT < LT_SLOTS, "wake slot");
 _Static_assert(LT_HEADER_SIZE + LT_REGIONS * LT_REGION_SIZE == LT_FILE_SIZE, "file size");
 _Static_assert(__builtin_offsetof(struct lt_header, heartbeat_ms) == LT_OFF_HEARTBEAT, "heartbeat");
 _Static_assert(__builtin_offsetof(struct lt_header, claims) == LT_OFF_CLAIMS, "claims");

@@ -28,7 +28,9 @@ use super::protocol::{
     parse_request, to_line, BatchLease, BatchResponse, ErrorCode, LeaseInfo, LeaseResponse,
     OkResponse, Refusal, Request, StatusResponse, MAX_BATCH, MAX_LINE, VERSION,
 };
-use super::table::{self, Book, Mapping, Offer, RegionKey, TableStats, LT_HEARTBEAT_MS, LT_SLOTS};
+use super::table::{
+    self, Book, Mapping, Offer, RegionKey, TableStats, LT_HEARTBEAT_MS, LT_SLOTS, LT_WAKE_SLOT,
+};
 use super::{source_address_for, AllocError};
 use crate::error::SrapError;
 use crate::plan::{plan, PlanOptions};
@@ -498,15 +500,18 @@ impl Allocator {
             ..
         } = state;
         let book = book.as_mut()?;
-        let (region, mut claims) = book.assign(rkey, table_stats);
+        // Claims in every region count (they may be to the same receiver).
+        let mut claims = book.collect_claims(table_stats);
+        let (region, evicted) = book.assign(rkey, table_stats);
+        claims.extend(evicted);
         claims.extend(book.take_back(region, table_stats));
         absorb(state, proto, claims);
         Some(region)
     }
 
     /// Keeps the table current (the server's table thread, after a claim and
-    /// every [`LT_HEARTBEAT_MS`]): claims become leases at once; a region
-    /// with half its offers claimed, or planned more than [`HOST_REFRESH`]
+    /// every [`LT_HEARTBEAT_MS`]): claims become leases; a region with fewer
+    /// than [`LT_WAKE_SLOT`] offers left, or planned more than [`HOST_REFRESH`]
     /// ago, is emptied and planned again with the flows as they are now
     /// (until then shims take its offers in plan order, as from one batch);
     /// regions idle for [`REGION_IDLE`] are emptied and given up.
@@ -523,7 +528,7 @@ impl Allocator {
             };
             let mut claims = book.expire(REGION_IDLE, table_stats);
             claims.extend(book.collect_claims(table_stats));
-            (book.due(HOST_REFRESH, LT_SLOTS / 2), claims)
+            (book.due(HOST_REFRESH, LT_WAKE_SLOT), claims)
         };
         absorb(&mut self.state(), L4Proto::Tcp, claims);
         for rkey in due {

@@ -35,6 +35,7 @@ pub const LT_REGIONS: usize = 64;
 pub const LT_SLOTS: usize = 16;
 pub const LT_STALE_MS: u64 = 1000;
 pub const LT_HEARTBEAT_MS: u64 = 100;
+pub const LT_WAKE_SLOT: usize = 8;
 pub const LT_STATE_EMPTY: u64 = 0;
 pub const LT_STATE_FREE: u64 = 1;
 pub const LT_STATE_CLAIMED: u64 = 2;
@@ -101,6 +102,7 @@ const _: () = {
     assert!(offset_of!(LtRegionKey, local) == 16);
     assert!(offset_of!(LtRegionKey, remote) == 32);
     assert!(LT_SLOTS * LT_SLOT_SIZE + LT_REGION_KEY_SIZE == LT_REGION_SIZE);
+    assert!(LT_WAKE_SLOT > 0 && LT_WAKE_SLOT < LT_SLOTS);
 };
 
 /// The table file for the allocator socket `socket`.
@@ -673,9 +675,17 @@ mod tests {
                 {
                     std::thread::yield_now();
                 }
-                leased.extend(book.collect_claims(&mut stats).into_iter().map(|(_, o)| o.port));
+                leased.extend(
+                    book.collect_claims(&mut stats)
+                        .into_iter()
+                        .map(|(_, o)| o.port),
+                );
             }
-            leased.extend(book.take_back(region, &mut stats).into_iter().map(|(_, o)| o.port));
+            leased.extend(
+                book.take_back(region, &mut stats)
+                    .into_iter()
+                    .map(|(_, o)| o.port),
+            );
         }
         stop.store(true, Ordering::Relaxed);
         for c in claimers {
