@@ -52,8 +52,8 @@ const _: () = {
     use lease_table_defs as c;
     use srap::alloc::table as rs;
     assert!(str_eq(c::LT_SUFFIX, rs::LT_SUFFIX));
-    assert!(c::LT_MAGIC as u32 == rs::LT_MAGIC);
-    assert!(c::LT_VERSION as u32 == rs::LT_VERSION);
+    assert!(c::LT_MAGIC == rs::LT_MAGIC);
+    assert!(c::LT_VERSION == rs::LT_VERSION);
     assert!(c::LT_REGIONS as usize == rs::LT_REGIONS);
     assert!(c::LT_SLOTS as usize == rs::LT_SLOTS);
     assert!(c::LT_STALE_MS as u64 == rs::LT_STALE_MS);
@@ -62,8 +62,8 @@ const _: () = {
     assert!(c::LT_STATE_EMPTY as u64 == rs::LT_STATE_EMPTY);
     assert!(c::LT_STATE_FREE as u64 == rs::LT_STATE_FREE);
     assert!(c::LT_STATE_CLAIMED as u64 == rs::LT_STATE_CLAIMED);
-    assert!(c::LT_PORT_SHIFT as u32 == rs::LT_PORT_SHIFT);
-    assert!(c::LT_GEN_SHIFT as u32 == rs::LT_GEN_SHIFT);
+    assert!(c::LT_PORT_SHIFT == rs::LT_PORT_SHIFT);
+    assert!(c::LT_GEN_SHIFT == rs::LT_GEN_SHIFT);
     assert!(c::LT_FAMILY_V4 as u8 == rs::LT_FAMILY_V4);
     assert!(c::LT_FAMILY_V6 as u8 == rs::LT_FAMILY_V6);
     assert!(c::LT_PROTO_TCP as u8 == rs::LT_PROTO_TCP);

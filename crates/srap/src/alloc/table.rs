@@ -204,14 +204,14 @@ impl Mapping {
     }
 
     fn u32_at(&self, offset: usize) -> &AtomicU32 {
-        assert!(offset % 4 == 0 && offset + 4 <= LT_FILE_SIZE);
+        assert!(offset.is_multiple_of(4) && offset + 4 <= LT_FILE_SIZE);
         // SAFETY: in bounds and aligned (mmap returns page-aligned memory);
         // the mapping lives as long as &self.
         unsafe { AtomicU32::from_ptr(self.base.as_ptr().add(offset).cast()) }
     }
 
     fn u64_at(&self, offset: usize) -> &AtomicU64 {
-        assert!(offset % 8 == 0 && offset + 8 <= LT_FILE_SIZE);
+        assert!(offset.is_multiple_of(8) && offset + 8 <= LT_FILE_SIZE);
         // SAFETY: as in u32_at.
         unsafe { AtomicU64::from_ptr(self.base.as_ptr().add(offset).cast()) }
     }
