@@ -33,13 +33,19 @@
  * socket. A program connecting once or twice never gets a spare, so
  * separate single-flow processes leave no spares to skew the plan.
  *
+ * Lease table: before asking on the socket (when no fresh spare is there),
+ * the shim claims a port the allocator planned ahead for this destination
+ * from its shared-memory table (<socket>.leases, layout in lease_table.h),
+ * with one compare-and-swap and no round trip. No table, a stale one, or
+ * nothing free for the destination: the round trip as above.
+ *
  * A lease in use is not released explicitly: the allocator releases it when
  * the 4-tuple's socket disappears.
  *
- * Thread-safe: the spare cache is behind a mutex and keyed by pid (a forked
- * child does not reuse its parent's spares); no heap allocation; nothing is
- * written to stdout (STEER_PRELOAD_DEBUG=1 logs one line per decision to
- * stderr).
+ * Thread-safe: the spare cache and the table mapping are behind mutexes;
+ * the spare cache is keyed by pid (a forked child does not reuse its
+ * parent's spares); no heap allocation; nothing is written to stdout
+ * (STEER_PRELOAD_DEBUG=1 logs one line per decision to stderr).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
