@@ -267,3 +267,92 @@ fn table_file_has_the_header_layout() {
     let now = lt::monotonic_ms();
     assert!(beat != 0 && now >= beat, "heartbeat {beat}, now {now}");
 }
+
+/// A table file written by hand next to the test allocator's socket: one
+/// region for 127.0.0.1 -> `target`, slot 0 FREE with `port`.
+fn forge_table(socket: &Path, target: std::net::SocketAddr, port: u16, magic: u32, beat: u64) {
+    use srap::alloc::table as lt;
+    let mut b = vec![0u8; lt::LT_FILE_SIZE];
+    b[0..4].copy_from_slice(&magic.to_le_bytes());
+    b[4..8].copy_from_slice(&lt::LT_VERSION.to_le_bytes());
+    b[8..12].copy_from_slice(&(lt::LT_REGIONS as u32).to_le_bytes());
+    b[12..16].copy_from_slice(&(lt::LT_SLOTS as u32).to_le_bytes());
+    b[16..24].copy_from_slice(&beat.to_le_bytes());
+    let key = lt::LT_HEADER_SIZE;
+    b[key + 8] = lt::LT_FAMILY_V4;
+    b[key + 9] = lt::LT_PROTO_TCP;
+    b[key + 10..key + 12].copy_from_slice(&target.port().to_le_bytes());
+    b[key + 16..key + 20].copy_from_slice(&[127, 0, 0, 1]);
+    b[key + 32..key + 36].copy_from_slice(&[127, 0, 0, 1]);
+    let word = lt::LT_STATE_FREE | (u64::from(port) << lt::LT_PORT_SHIFT) | (7 << lt::LT_GEN_SHIFT);
+    let slot = key + lt::LT_REGION_KEY_SIZE;
+    b[slot..slot + 8].copy_from_slice(&word.to_le_bytes());
+    std::fs::write(lt::table_path(socket), b).unwrap();
+}
+
+/// The shim's checks of the table, with a hand-made file: a fresh one is
+/// used (the layout is the one the C reads); a stale or foreign one is
+/// not (the round trip's port is used); a claimed port that turns out to
+/// be taken falls back to a plain connect.
+#[test]
+fn forged_stale_or_foreign_tables_never_fail_a_connect() {
+    use srap::alloc::table as lt;
+    let table_port = testkit::free_port();
+    // One port per round trip (a port reused for the same destination
+    // would meet its last connection in TIME_WAIT).
+    let socket_ports: Vec<u16> = (0..3).map(|_| testkit::free_port()).collect();
+    let alloc = common::Allocator::start(common::Answer::Ports(socket_ports.clone()));
+    let dir = TempDir::new("binder-lt-forged");
+    let shim = shim(&dir);
+    let target = listener("127.0.0.1:0");
+    let connect = |what: &str| {
+        let (r, stderr) = output(&mut shimmed(
+            &shim,
+            &alloc.path,
+            "connect",
+            &[target.to_string()],
+        ));
+        eprintln!("{what}: {stderr}");
+        assert_eq!(r["r"], 0, "{what}: {r}");
+        r["local_port"].as_u64().unwrap() as u16
+    };
+    forge_table(
+        &alloc.path,
+        target,
+        table_port,
+        lt::LT_MAGIC,
+        lt::monotonic_ms(),
+    );
+    assert_eq!(connect("fresh"), table_port);
+    forge_table(
+        &alloc.path,
+        target,
+        table_port,
+        lt::LT_MAGIC,
+        lt::monotonic_ms().saturating_sub(5 * lt::LT_STALE_MS),
+    );
+    assert_eq!(connect("stale"), socket_ports[0]);
+    forge_table(
+        &alloc.path,
+        target,
+        table_port,
+        0xdead_beef,
+        lt::monotonic_ms(),
+    );
+    assert_eq!(connect("foreign magic"), socket_ports[1]);
+    std::fs::write(lt::table_path(&alloc.path), b"short").unwrap();
+    assert_eq!(connect("short file"), socket_ports[2]);
+    // A port the table offers but a listener holds: the pin fails, the
+    // connect goes on with a kernel port.
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let held_port = held.local_addr().unwrap().port();
+    forge_table(
+        &alloc.path,
+        target,
+        held_port,
+        lt::LT_MAGIC,
+        lt::monotonic_ms(),
+    );
+    let port = connect("taken");
+    assert!(port != held_port && port != 0);
+}
