@@ -8,6 +8,11 @@
 //! cores remain, never the same CPU. A lease ends with `release`, or when no
 //! socket with its 4-tuple exists any more once the grace period after the
 //! lease has passed (so a connect still in progress is not released).
+//!
+//! With a lease table ([`super::table`], made by [`Server::bind`]) the
+//! allocator also plans ports ahead per destination into shared memory;
+//! a claimed slot becomes a lease like any other, and a lease request first
+//! takes its destination's offers back, so both paths share one plan.
 
 use std::collections::{HashMap, HashSet};
 use std::io::{self, BufRead, BufReader, Write};
