@@ -521,21 +521,31 @@ impl Allocator {
     /// (until then shims take its offers in plan order, as from one batch);
     /// regions idle for [`REGION_IDLE`] are emptied and given up.
     pub fn tend_table(&self) {
-        let (due, claims) = {
+        // Claims become leases under the same lock that collects them: a
+        // collected port is no longer offered, so it must be leased before
+        // any plan can see it.
+        let due = {
             let mut state = self.state();
-            let State {
-                table: book,
-                table_stats,
-                ..
-            } = &mut *state;
-            let Some(book) = book.as_mut() else {
-                return;
+            let claims = {
+                let State {
+                    table: book,
+                    table_stats,
+                    ..
+                } = &mut *state;
+                let Some(book) = book.as_mut() else {
+                    return;
+                };
+                let mut claims = book.expire(REGION_IDLE, table_stats);
+                claims.extend(book.collect_claims(table_stats));
+                claims
             };
-            let mut claims = book.expire(REGION_IDLE, table_stats);
-            claims.extend(book.collect_claims(table_stats));
-            (book.due(HOST_REFRESH, LT_WAKE_SLOT), claims)
+            absorb(&mut state, L4Proto::Tcp, claims);
+            state
+                .table
+                .as_ref()
+                .map(|b| b.due(HOST_REFRESH, LT_WAKE_SLOT))
+                .unwrap_or_default()
         };
-        absorb(&mut self.state(), L4Proto::Tcp, claims);
         for rkey in due {
             let Ok(host) = self.host_ports(L4Proto::Tcp) else {
                 return;
