@@ -2,7 +2,8 @@
 //!
 //! - `libsteer_preload.so` from `shim/steer_preload.c` (the `cc` crate picks
 //!   the compiler and flags; it is linked as a shared object here), embedded
-//!   in the crate with `include_bytes!` (see `src/preload.rs`);
+//!   in the crate with `include_bytes!` (see `src/preload.rs`), with the
+//!   allocator's lease table layout (`srap/src/alloc/lease_table.h`);
 //! - the cgroup connect4/connect6 program `src/bpf/connect.bpf.c` and its
 //!   Rust skeleton `connect.skel.rs` (never committed), and the constants of
 //!   `src/bpf/binder.h` (`binder_h.rs`), through buildkit.
@@ -12,6 +13,9 @@ use std::path::PathBuf;
 use std::process::Command;
 
 const SHIM: &str = "shim/steer_preload.c";
+/// The allocator's lease table layout, shared by the shim and srap.
+const LEASE_TABLE_DIR: &str = "../srap/src/alloc";
+const LEASE_TABLE: &str = "../srap/src/alloc/lease_table.h";
 const BPF: &str = "src/bpf/connect.bpf.c";
 const BPF_HEADER: &str = "src/bpf/binder.h";
 
@@ -32,6 +36,8 @@ fn build_shim(out: &std::path::Path) {
         "-Wall",
         "-Wextra",
         "-Werror",
+        "-I",
+        LEASE_TABLE_DIR,
         "-o",
     ])
     .arg(&so)
@@ -59,4 +65,6 @@ fn main() {
     // The shim's constants shared with Rust (pinned in src/preload.rs).
     buildkit::header_constants(SHIM, "steer_preload_defs.rs");
     println!("cargo:rerun-if-changed={SHIM}");
+    // The lease table's constants, pinned against srap's in src/preload.rs.
+    buildkit::header_constants(LEASE_TABLE, "lease_table_defs.rs");
 }

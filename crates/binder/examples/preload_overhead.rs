@@ -11,7 +11,11 @@
 //! - `preload-one-by-one`: the same with STEER_PRELOAD_BATCH=1, one
 //!   allocator round trip per connect (the shim before spares);
 //! - `preload-srap`: the shim with Steer's real allocator (srap), spares on;
-//! - `preload-srap-one-by-one`: the real allocator, one round trip each;
+//! - `preload-srap-one-by-one`: the real allocator, no spares: each
+//!   connect claims a planned port from the allocator's shared-memory lease
+//!   table (a round trip only when the table has none);
+//! - `preload-srap-round-trip`: the same with the table turned off
+//!   (STEER_PRELOAD_TABLE=0): one allocator round trip per connect;
 //! - `preload-no-allocator`: the shim, nothing listening on the socket
 //!   path (the fallback cost);
 //! - `cgroup-bpf` (root): the client in a cgroup with the cgroup binder's
@@ -173,7 +177,7 @@ fn main() {
     let server = srap::alloc::Server::bind(options).unwrap();
     let config = rss::RssConfig::ethtool_default(rss::RssKey::microsoft(), 2, 128).unwrap();
     server.allocator().set_config(target.ip(), config).unwrap();
-    let _server = server.spawn();
+    let server = server.spawn();
     let shim = binder::preload::install_shim_in(&dir).unwrap();
     let mut modes = vec![
         "plain",
@@ -181,6 +185,7 @@ fn main() {
         "preload-one-by-one",
         "preload-srap",
         "preload-srap-one-by-one",
+        "preload-srap-round-trip",
         "preload-no-allocator",
     ];
     let cgroups = cgroup_modes(target);
@@ -193,14 +198,17 @@ fn main() {
             let mut cmd = Command::new(std::env::current_exe().unwrap());
             cmd.env("OVERHEAD_CHILD", target.to_string())
                 .env("OVERHEAD_N", n.to_string());
-            if mode.ends_with("one-by-one") {
+            if mode.ends_with("one-by-one") || mode.ends_with("round-trip") {
                 cmd.env(binder::preload::BATCH_ENV, "1");
+            }
+            if mode.ends_with("round-trip") {
+                cmd.env(binder::preload::TABLE_ENV, "0");
             }
             match *mode {
                 "preload" | "preload-one-by-one" => {
                     binder::preload::configure(&mut cmd, &shim, Some(&sock))
                 }
-                "preload-srap" | "preload-srap-one-by-one" => {
+                "preload-srap" | "preload-srap-one-by-one" | "preload-srap-round-trip" => {
                     binder::preload::configure(&mut cmd, &shim, Some(&srap_sock))
                 }
                 "preload-no-allocator" => {
@@ -248,6 +256,9 @@ fn main() {
         let added = m.zip(medians[0]).map(|(m, plain)| m - plain);
         println!("  {mode:<24} {:>6} us", one_decimal(added));
     }
+    // How many srap leases came from the table (else the table modes
+    // measured round trips).
+    println!("srap lease table: {:?}", server.allocator().table_stats());
     // The planned mode must really have bound (else it measured a fallback).
     if let Some([(planned, _), (unplanned, _)]) = &cgroups {
         println!("cgroup-bpf stats: {:?}", planned.stats().unwrap());

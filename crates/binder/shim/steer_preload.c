@@ -33,13 +33,19 @@
  * socket. A program connecting once or twice never gets a spare, so
  * separate single-flow processes leave no spares to skew the plan.
  *
+ * Lease table: before asking on the socket (when no fresh spare is there),
+ * the shim claims a port the allocator planned ahead for this destination
+ * from its shared-memory table (<socket>.leases, layout in lease_table.h),
+ * with one compare-and-swap and no round trip. No table, a stale one, or
+ * nothing free for the destination: the round trip as above.
+ *
  * A lease in use is not released explicitly: the allocator releases it when
  * the 4-tuple's socket disappears.
  *
- * Thread-safe: the spare cache is behind a mutex and keyed by pid (a forked
- * child does not reuse its parent's spares); no heap allocation; nothing is
- * written to stdout (STEER_PRELOAD_DEBUG=1 logs one line per decision to
- * stderr).
+ * Thread-safe: the spare cache and the table mapping are behind mutexes;
+ * the spare cache is keyed by pid (a forked child does not reuse its
+ * parent's spares); no heap allocation; nothing is written to stdout
+ * (STEER_PRELOAD_DEBUG=1 logs one line per decision to stderr).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -53,11 +59,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+
+/* The allocator's shared-memory lease table (crates/srap/src/alloc/). */
+#include "lease_table.h"
 
 #ifndef IP_BIND_ADDRESS_NO_PORT
 #define IP_BIND_ADDRESS_NO_PORT 24
@@ -72,6 +84,10 @@
 #define SOCKET_ENV "STEER_ALLOC_SOCK"
 #define DEBUG_ENV "STEER_PRELOAD_DEBUG"
 #define BATCH_ENV "STEER_PRELOAD_BATCH"
+/* STEER_PRELOAD_TABLE=0: never claim from the lease table (benchmarks). */
+#define TABLE_ENV "STEER_PRELOAD_TABLE"
+/* A missing or stale table is looked for again at most this often. */
+#define TABLE_RETRY_MS 1000
 /* The whole allocator exchange (connect, write, read) must finish in this. */
 #define ALLOC_TIMEOUT_MS 200
 #define LINE_MAX_BYTES 2048
@@ -88,6 +104,8 @@ static connect_fn real_connect;
 static int debug;
 /* STEER_PRELOAD_BATCH: largest batch (1: no spares; default MAX_BATCH). */
 static int max_batch = 16;
+/* STEER_PRELOAD_TABLE: 0 turns the lease table off. */
+static int use_table = 1;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 static void init(void)
@@ -100,6 +118,8 @@ static void init(void)
 		int v = atoi(b);
 		max_batch = v < 1 ? 1 : v > 16 ? 16 : v;
 	}
+	const char *t = getenv(TABLE_ENV);
+	use_table = !(t && t[0] == '0');
 }
 
 /* One line on stderr, with write(2): no stdio buffers, no allocation. */
@@ -207,11 +227,15 @@ static int conn_is_ours(void)
 	       S_ISSOCK(st.st_mode) && st.st_ino == conn_ino;
 }
 
-static int conn_open(long deadline)
+static const char *alloc_path(void)
 {
 	const char *path = getenv(SOCKET_ENV);
-	if (!path || !path[0])
-		path = DEFAULT_SOCK;
+	return path && path[0] ? path : DEFAULT_SOCK;
+}
+
+static int conn_open(long deadline)
+{
+	const char *path = alloc_path();
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	if (strlen(path) >= sizeof(sun.sun_path))
 		return -1;
@@ -336,6 +360,142 @@ static int ask(const char *req, int n, char *line, size_t cap, long deadline)
 	return got;
 }
 
+/* The lease table (lease_table.h): the allocator plans ports ahead per
+ * destination; a connect claims one with a compare-and-swap, no round trip.
+ *
+ * The table is mapped once per process (a fork inherits the mapping) and
+ * used only while its heartbeat is fresh. When it goes stale (allocator
+ * stopped or restarted) the file is mapped again, at most every
+ * TABLE_RETRY_MS; a restarted allocator makes a new file, so the new
+ * mapping is a new address. The old one is never unmapped: another thread
+ * may be reading it, and it is one table per allocator restart. */
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned char *table;
+static ino_t table_ino;
+static long table_tried_ms = -2 * TABLE_RETRY_MS;
+
+static int table_fresh(const unsigned char *t, long now)
+{
+	const struct lt_header *h = (const struct lt_header *)t;
+	long beat = (long)__atomic_load_n(&h->heartbeat_ms, __ATOMIC_ACQUIRE);
+	return beat != 0 && now - beat < LT_STALE_MS;
+}
+
+/* Maps the allocator's table if it is a new file. Under table_lock. */
+static void table_map(void)
+{
+	char path[512];
+	int n = snprintf(path, sizeof(path), "%s%s", alloc_path(), LT_SUFFIX);
+	if (n <= 0 || n >= (int)sizeof(path))
+		return;
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || st.st_size != LT_FILE_SIZE || (table && st.st_ino == table_ino)) {
+		close(fd);
+		return;
+	}
+	void *p = mmap(NULL, LT_FILE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return;
+	const struct lt_header *h = p;
+	if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != LT_MAGIC || h->version != LT_VERSION ||
+	    h->regions != LT_REGIONS || h->slots != LT_SLOTS) {
+		munmap(p, LT_FILE_SIZE);
+		logf_("lease table %s: not a version %d table", path, LT_VERSION);
+		return;
+	}
+	table_ino = st.st_ino;
+	__atomic_store_n(&table, (unsigned char *)p, __ATOMIC_RELEASE);
+	logf_("lease table %s mapped", path);
+}
+
+/* The table if fresh, else NULL. */
+static unsigned char *table_get(long now)
+{
+	unsigned char *t = __atomic_load_n(&table, __ATOMIC_ACQUIRE);
+	if (t && table_fresh(t, now))
+		return t;
+	pthread_mutex_lock(&table_lock);
+	if (now - table_tried_ms >= TABLE_RETRY_MS) {
+		table_tried_ms = now;
+		table_map();
+	}
+	t = table;
+	pthread_mutex_unlock(&table_lock);
+	return t && table_fresh(t, now) ? t : NULL;
+}
+
+static int key_matches(const struct lt_region_key *k, uint8_t fam, unsigned rport, const uint64_t *local,
+		       const uint64_t *remote)
+{
+	/* Word 1 of the key: family, proto, remote port (little-endian). */
+	uint64_t head = __atomic_load_n((const uint64_t *)k + 1, __ATOMIC_RELAXED);
+	uint64_t want = (uint64_t)fam | (uint64_t)LT_PROTO_TCP << 8 | (uint64_t)rport << 16;
+	if ((head & 0xffffffffu) != want)
+		return 0;
+	const uint64_t *l = (const uint64_t *)k->local, *r = (const uint64_t *)k->remote;
+	for (int i = 0; i < 2; i++)
+		if (__atomic_load_n(l + i, __ATOMIC_RELAXED) != local[i] ||
+		    __atomic_load_n(r + i, __ATOMIC_RELAXED) != remote[i])
+			return 0;
+	return 1;
+}
+
+/* A port the allocator planned for this destination, claimed from the
+ * table; 0 if there is no fresh table, no region for it, or no free slot. */
+static unsigned short table_claim(int fam, const void *lbytes, const void *rbytes, unsigned rport)
+{
+	if (!use_table)
+		return 0;
+	unsigned char *t = table_get(now_ms());
+	if (!t)
+		return 0;
+	size_t alen = fam == AF_INET ? 4 : 16;
+	uint64_t local[2] = { 0, 0 }, remote[2] = { 0, 0 };
+	memcpy(local, lbytes, alen);
+	memcpy(remote, rbytes, alen);
+	uint8_t lfam = fam == AF_INET ? LT_FAMILY_V4 : LT_FAMILY_V6;
+	for (int i = 0; i < LT_REGIONS; i++) {
+		struct lt_region *r = (struct lt_region *)(t + LT_HEADER_SIZE + (size_t)i * LT_REGION_SIZE);
+		uint64_t seq = __atomic_load_n(&r->key.seq, __ATOMIC_ACQUIRE);
+		if ((seq & 1) || !key_matches(&r->key, lfam, rport, local, remote))
+			continue;
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&r->key.seq, __ATOMIC_RELAXED) != seq)
+			continue; /* rewritten while read */
+		for (int k = 0; k < LT_SLOTS; k++) {
+			uint64_t w = __atomic_load_n(&r->slots[k].word, __ATOMIC_ACQUIRE);
+			while ((w & 0xff) == LT_STATE_FREE) {
+				uint64_t c = (w & ~(uint64_t)0xff) | LT_STATE_CLAIMED;
+				if (!__atomic_compare_exchange_n(&r->slots[k].word, &w, c, 0, __ATOMIC_ACQ_REL,
+								 __ATOMIC_ACQUIRE))
+					continue; /* w is the new value: look again */
+				/* The slot was filled for this key only if the key
+				 * did not change since it was read (the allocator
+				 * empties all slots before rewriting a key). */
+				if (__atomic_load_n(&r->key.seq, __ATOMIC_ACQUIRE) != seq) {
+					logf_("lease table region %d rewritten during a claim: not used", i);
+					return 0;
+				}
+				struct lt_header *h = (struct lt_header *)t;
+				__atomic_add_fetch(&h->claims, 1, __ATOMIC_RELEASE);
+				/* Shared (not PRIVATE): the allocator waits on it. */
+				if (k >= LT_WAKE_SLOT)
+					(void)syscall(SYS_futex, &h->claims, FUTEX_WAKE, 1, NULL, NULL, 0);
+				unsigned short port = (unsigned short)(c >> LT_PORT_SHIFT);
+				logf_("lease table: port %u (queue %u, cpu %u), slot %d of region %d", port,
+				      r->slots[k].queue, r->slots[k].cpu, k, i);
+				return port;
+			}
+		}
+		return 0;
+	}
+	return 0;
+}
+
 /* Spare leases per destination, shared by the process's threads. */
 struct spares {
 	int used; /* slot in use */
@@ -432,6 +592,12 @@ static unsigned short lease_port(int fam, const void *lbytes, const void *rbytes
 		logf_("spare port %u (%d left)", port, left);
 		return port;
 	}
+	pthread_mutex_unlock(&spare_lock);
+	unsigned short claimed = table_claim(fam, lbytes, rbytes, remote_port);
+	if (claimed)
+		return claimed;
+	pthread_mutex_lock(&spare_lock);
+	s = spare_find(fam, lbytes, rbytes, remote_port, now);
 	s->n = 0; /* stale: the allocator's sweep reclaims them */
 	if (now - s->last_ask_ms >= SPARE_MS) {
 		s->asks = 0;

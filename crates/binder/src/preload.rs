@@ -18,10 +18,20 @@ mod shim_defs {
     include!(concat!(env!("OUT_DIR"), "/steer_preload_defs.rs"));
 }
 
+/// The `#define`s of the allocator's lease table layout
+/// (`srap/src/alloc/lease_table.h`, compiled into the shim).
+#[allow(dead_code)]
+mod lease_table_defs {
+    include!(concat!(env!("OUT_DIR"), "/lease_table_defs.rs"));
+}
+
 /// Where the allocator listens unless [`SOCKET_ENV`] says otherwise.
 pub use srap::alloc::{DEFAULT_SOCKET, SOCKET_ENV};
 /// `STEER_PRELOAD_DEBUG=1` makes the shim log each decision to stderr.
 pub const DEBUG_ENV: &str = shim_defs::DEBUG_ENV;
+/// `STEER_PRELOAD_TABLE=0` stops the shim from claiming ports from the
+/// allocator's lease table (every lease is then a round trip).
+pub const TABLE_ENV: &str = shim_defs::TABLE_ENV;
 /// `STEER_PRELOAD_BATCH=N`: the most ports the shim leases at once for
 /// repeated connects to one destination (1 turns spares off; default 16).
 pub const BATCH_ENV: &str = shim_defs::BATCH_ENV;
@@ -33,6 +43,39 @@ const _: () = {
     assert!(str_eq(shim_defs::SOCKET_ENV, srap::alloc::SOCKET_ENV));
     assert!(shim_defs::MAX_BATCH as usize == srap::alloc::MAX_BATCH);
     assert!(shim_defs::ALLOC_TIMEOUT_MS as u128 == srap::alloc::client::CLIENT_TIMEOUT.as_millis());
+};
+
+// The lease table: the layout the shim was compiled with is the one the
+// allocator writes (srap mirrors the header in Rust and checks its structs'
+// sizes and offsets against these numbers itself).
+const _: () = {
+    use lease_table_defs as c;
+    use srap::alloc::table as rs;
+    assert!(str_eq(c::LT_SUFFIX, rs::LT_SUFFIX));
+    assert!(c::LT_MAGIC == rs::LT_MAGIC);
+    assert!(c::LT_VERSION == rs::LT_VERSION);
+    assert!(c::LT_REGIONS as usize == rs::LT_REGIONS);
+    assert!(c::LT_SLOTS as usize == rs::LT_SLOTS);
+    assert!(c::LT_STALE_MS as u64 == rs::LT_STALE_MS);
+    assert!(c::LT_HEARTBEAT_MS as u64 == rs::LT_HEARTBEAT_MS);
+    assert!(c::LT_WAKE_SLOT as usize == rs::LT_WAKE_SLOT);
+    assert!(c::LT_STATE_EMPTY as u64 == rs::LT_STATE_EMPTY);
+    assert!(c::LT_STATE_FREE as u64 == rs::LT_STATE_FREE);
+    assert!(c::LT_STATE_CLAIMED as u64 == rs::LT_STATE_CLAIMED);
+    assert!(c::LT_PORT_SHIFT == rs::LT_PORT_SHIFT);
+    assert!(c::LT_GEN_SHIFT == rs::LT_GEN_SHIFT);
+    assert!(c::LT_FAMILY_V4 as u8 == rs::LT_FAMILY_V4);
+    assert!(c::LT_FAMILY_V6 as u8 == rs::LT_FAMILY_V6);
+    assert!(c::LT_PROTO_TCP as u8 == rs::LT_PROTO_TCP);
+    assert!(c::LT_HEADER_SIZE as usize == rs::LT_HEADER_SIZE);
+    assert!(c::LT_REGION_KEY_SIZE as usize == rs::LT_REGION_KEY_SIZE);
+    assert!(c::LT_SLOT_SIZE as usize == rs::LT_SLOT_SIZE);
+    assert!(c::LT_REGION_SIZE as usize == rs::LT_REGION_SIZE);
+    assert!(c::LT_FILE_SIZE as usize == rs::LT_FILE_SIZE);
+    assert!(c::LT_OFF_HEARTBEAT as usize == std::mem::offset_of!(rs::LtHeader, heartbeat_ms));
+    assert!(c::LT_OFF_CLAIMS as usize == std::mem::offset_of!(rs::LtHeader, claims));
+    assert!(c::LT_OFF_KEY_LOCAL as usize == std::mem::offset_of!(rs::LtRegionKey, local));
+    assert!(c::LT_OFF_KEY_REMOTE as usize == std::mem::offset_of!(rs::LtRegionKey, remote));
 };
 
 const fn str_eq(a: &str, b: &str) -> bool {

@@ -73,6 +73,14 @@ fn connect_json(t: SocketAddr, ty: i32) -> serde_json::Value {
     serde_json::json!({"r": r, "errno": e, "local_port": local_port(fd)})
 }
 
+/// Waits (up to 30 s) for the parent to create `path`.
+fn wait_for_file(path: &str) {
+    let end = Instant::now() + Duration::from_secs(30);
+    while !std::path::Path::new(path).exists() && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// Runs one scenario and returns its result.
 pub fn run(scenario: &str, args: &[String]) -> serde_json::Value {
     use serde_json::json;
@@ -163,6 +171,27 @@ pub fn run(scenario: &str, args: &[String]) -> serde_json::Value {
                 }
             }
             json!({"local_port": port, "sent": sent})
+        }
+        "hold" => {
+            // N connects, every socket kept open until the file args[2]
+            // exists (so all of them are live at once), then the results.
+            let t = target.unwrap();
+            let n: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(1);
+            let results: Vec<_> = (0..n).map(|_| connect_json(t, libc::SOCK_STREAM)).collect();
+            if let Some(flag) = args.get(2) {
+                wait_for_file(flag);
+            }
+            json!({"connects": results})
+        }
+        "restart" => {
+            // A connect, then `args[1]` is created and the probe waits for
+            // `args[2]` (the allocator is restarted meanwhile), then two more.
+            let t = target.unwrap();
+            let first = connect_json(t, libc::SOCK_STREAM);
+            std::fs::write(&args[1], b"").unwrap();
+            wait_for_file(&args[2]);
+            let after: Vec<_> = (0..2).map(|_| connect_json(t, libc::SOCK_STREAM)).collect();
+            json!({"first": first, "after": after})
         }
         other => panic!("unknown probe scenario {other}"),
     }

@@ -5,12 +5,15 @@
 //! The wire protocol is JSON lines over a Unix stream socket
 //! ([`protocol`], documented in `docs/srap.md`). [`Allocator`] is the
 //! decision logic, usable without a socket; [`server`] puts it on a socket,
-//! [`client`] is the Rust client.
+//! [`client`] is the Rust client. [`table`] is the shared-memory lease table
+//! the server plans ports ahead into, which the LD_PRELOAD shim claims from
+//! without a round trip (`lease_table.h`, docs/binders.md).
 
 pub mod client;
 mod leases;
 pub mod protocol;
 pub mod server;
+pub mod table;
 
 use std::io;
 use std::path::PathBuf;

@@ -8,6 +8,11 @@
 //! cores remain, never the same CPU. A lease ends with `release`, or when no
 //! socket with its 4-tuple exists any more once the grace period after the
 //! lease has passed (so a connect still in progress is not released).
+//!
+//! With a lease table ([`super::table`], made by [`Server::bind`]) the
+//! allocator also plans ports ahead per destination into shared memory;
+//! a claimed slot becomes a lease like any other, and a lease request first
+//! takes its destination's offers back, so both paths share one plan.
 
 use std::collections::{HashMap, HashSet};
 use std::io::{self, BufRead, BufReader, Write};
@@ -27,6 +32,9 @@ use super::leases::{Lease, Leases};
 use super::protocol::{
     parse_request, to_line, BatchLease, BatchResponse, ErrorCode, LeaseInfo, LeaseResponse,
     OkResponse, Refusal, Request, StatusResponse, MAX_BATCH, MAX_LINE, VERSION,
+};
+use super::table::{
+    self, Book, Mapping, Offer, RegionKey, TableStats, LT_HEARTBEAT_MS, LT_SLOTS, LT_WAKE_SLOT,
 };
 use super::{source_address_for, AllocError};
 use crate::error::SrapError;
@@ -73,7 +81,14 @@ struct State {
     predictors: HashMap<PredictorKey, PortPredictor>,
     leases: Leases,
     next_id: u64,
+    /// The shared-memory lease table, when the server made one.
+    table: Option<Book>,
+    table_stats: TableStats,
 }
+
+/// A region nobody claimed from or leased for in this long is emptied
+/// (its offered ports go back to the pool).
+const REGION_IDLE: Duration = Duration::from_secs(10);
 
 /// The connections of a [`LocalPorts`] read (not listening, closed or in
 /// TIME-WAIT), as canonical (local, remote) tuples.
@@ -127,6 +142,9 @@ pub struct Allocator {
     config_ttl: Duration,
     /// The sock_diag socket for exact lookups, opened on first use.
     diag: Mutex<Option<rss::live::SockDiag>>,
+    /// The lease table's mapping, for the heartbeat and the claim futex
+    /// (its slots are written only through `State::table`, under the lock).
+    table: Option<Arc<Mapping>>,
 }
 
 /// IPv4-mapped IPv6 addresses (`::ffff:a.b.c.d`) as plain IPv4.
@@ -158,7 +176,26 @@ impl Allocator {
             source: None,
             config_ttl: Duration::from_secs(10),
             diag: Mutex::new(None),
+            table: None,
         }
+    }
+
+    /// Plans ports ahead into the shared-memory table `map`, which shims
+    /// claim from without a round trip.
+    pub fn with_table(mut self, map: Mapping) -> Self {
+        let map = Arc::new(map);
+        self.state
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .table = Some(Book::new(map.clone()));
+        self.table = Some(map);
+        self
+    }
+
+    /// What happened to the lease table so far (`None` without one).
+    pub fn table_stats(&self) -> Option<TableStats> {
+        let state = self.state();
+        state.table.as_ref().map(|_| state.table_stats)
     }
 
     /// Lease ids and 4-tuples to check, and connections made without the
@@ -196,9 +233,11 @@ impl Allocator {
             .filter(|(_, l)| (l.proto, l.local, l.remote) == (proto, local, remote))
             .map(|(id, l)| (id, l.tuple()))
             .collect();
+        let offered = state.table.as_ref().map(Book::offered);
         let others = snapshot
             .iter()
             .filter(|(l, _)| !leases.ports().contains(l.port()))
+            .filter(|(l, _)| !offered.is_some_and(|o| o.contains(l.port())))
             .copied()
             .collect();
         (to_check, others)
@@ -421,71 +460,22 @@ impl Allocator {
         let host = self.host_ports(proto).map_err(refuse)?;
         let connections = self.connections_now(proto, &host, local, remote);
         let mut state = self.state();
-        let State {
-            configs,
-            fetched: _,
-            predictors,
-            leases,
-            next_id,
-        } = &mut *state;
         let key = (proto, local, remote, remote_port);
-        if !predictors.contains_key(&key) {
-            let Some(config) = configs.get(&remote) else {
-                return Err(Refusal::new(
-                    ErrorCode::NoConfig,
-                    format!("no RSS config for remote {remote} (send set_config, or start the allocator with --config FILE --for {remote}, or --agent URL)"),
-                ));
-            };
-            let predictor =
-                PortPredictor::new(config, local, remote, remote_port, proto).map_err(refuse)?;
-            if predictors.len() >= PREDICTOR_CACHE {
-                predictors.clear();
-            }
-            predictors.insert(key, predictor);
+        ensure_predictor(&mut state, key)?;
+        // This destination's offers in the table are taken back first, so
+        // no shim claims one while this plan is made; claims made so far
+        // become leases and count in it.
+        let region = table::serves(proto)
+            .then(|| Self::claim_region(&mut state, key))
+            .flatten();
+        if state.table.is_some() {
+            state.table_stats.round_trips += 1;
         }
-        let Some(predictor) = predictors.get(&key) else {
-            return Err(Refusal::new(ErrorCode::Internal, "predictor cache"));
-        };
-        let mut options = PlanOptions::from_local(&host.ports);
-        options.excluded.union_with(leases.ports());
-        // Flows already on each CPU and queue of this receiver: leases, and
-        // connections made without the allocator. Every flow from this
-        // sender to the receiver counts, whatever its ports, because they
-        // share the receiver's queues (8 clients to 8 server ports must not
-        // all be given the queue that is emptiest for their own port).
-        if let Some(flows) = leases.pair(local, remote) {
-            options.existing = flows.cpus.clone();
-            options.existing_queues = flows.queues.clone();
-        }
-        for &(l, r) in &connections {
-            if r.ip() == remote && l.ip() == local && !leases.ports().contains(l.port()) {
-                let flow = rss::FlowTuple::new(l.ip(), l.port(), r.ip(), r.port(), proto);
-                if let Ok(place) = predictor.config().place(&flow) {
-                    *options.existing.entry(place.cpu).or_default() += 1;
-                    *options.existing_queues.entry(place.queue).or_default() += 1;
-                }
-            }
-        }
-        let planned = plan(predictor, count, &options).map_err(refuse)?;
+        let planned = plan_locked(&state, key, &host, &connections, count)?;
         let now = Instant::now();
-        let mut out = Vec::with_capacity(planned.entries.len());
-        for entry in planned.entries {
-            let id = *next_id;
-            *next_id += 1;
-            leases.insert(
-                id,
-                Lease {
-                    proto,
-                    local,
-                    remote,
-                    remote_port,
-                    port: entry.port,
-                    queue: entry.queue,
-                    cpu: entry.cpu,
-                    granted: now,
-                    connected: false,
-                },
-            );
+        let mut out = Vec::with_capacity(planned.len());
+        for entry in planned {
+            let id = grant(&mut state, key, entry.port, entry.queue, entry.cpu, now);
             out.push(LeaseResponse {
                 v: VERSION,
                 port: entry.port,
@@ -494,7 +484,120 @@ impl Allocator {
                 lease: id,
             });
         }
+        if let Some(region) = region {
+            refill(&mut state, region, key, &host, &connections, true);
+        }
         Ok(out)
+    }
+
+    /// The table region of `key` (assigned if needed), emptied, with its
+    /// claims turned into leases. `None` without a table.
+    fn claim_region(state: &mut State, key: PredictorKey) -> Option<usize> {
+        let (proto, local, remote, remote_port) = key;
+        let rkey = RegionKey {
+            local,
+            remote,
+            remote_port,
+        };
+        let State {
+            table: book,
+            table_stats,
+            ..
+        } = state;
+        let book = book.as_mut()?;
+        // Claims in every region count (they may be to the same receiver).
+        let mut claims = book.collect_claims(table_stats);
+        let (region, evicted) = book.assign(rkey, table_stats);
+        claims.extend(evicted);
+        claims.extend(book.take_back(region, table_stats));
+        absorb(state, proto, claims);
+        Some(region)
+    }
+
+    /// Keeps the table current (the server's table thread, after a claim and
+    /// every [`LT_HEARTBEAT_MS`]): claims become leases; a region with fewer
+    /// than [`LT_WAKE_SLOT`] offers left, or planned more than [`HOST_REFRESH`]
+    /// ago, is emptied and planned again with the flows as they are now
+    /// (until then shims take its offers in plan order, as from one batch);
+    /// regions idle for [`REGION_IDLE`] are emptied and given up.
+    pub fn tend_table(&self) {
+        // Claims become leases under the same lock that collects them: a
+        // collected port is no longer offered, so it must be leased before
+        // any plan can see it.
+        let due = {
+            let mut state = self.state();
+            let claims = {
+                let State {
+                    table: book,
+                    table_stats,
+                    ..
+                } = &mut *state;
+                let Some(book) = book.as_mut() else {
+                    return;
+                };
+                let mut claims = book.expire(REGION_IDLE, table_stats);
+                claims.extend(book.collect_claims(table_stats));
+                claims
+            };
+            absorb(&mut state, L4Proto::Tcp, claims);
+            state
+                .table
+                .as_ref()
+                .map(|b| b.due(HOST_REFRESH, LT_WAKE_SLOT))
+                .unwrap_or_default()
+        };
+        for rkey in due {
+            let Ok(host) = self.host_ports(L4Proto::Tcp) else {
+                return;
+            };
+            let connections = self.connections_now(L4Proto::Tcp, &host, rkey.local, rkey.remote);
+            let key = (L4Proto::Tcp, rkey.local, rkey.remote, rkey.remote_port);
+            let mut state = self.state();
+            let Some(region) = state.table.as_ref().and_then(|b| b.region_of(&rkey)) else {
+                continue;
+            };
+            let claims = {
+                let State {
+                    table: book,
+                    table_stats,
+                    ..
+                } = &mut *state;
+                match book.as_mut() {
+                    Some(book) => book.take_back(region, table_stats),
+                    None => continue,
+                }
+            };
+            let claimed = !claims.is_empty();
+            absorb(&mut state, L4Proto::Tcp, claims);
+            if ensure_predictor(&mut state, key).is_ok() {
+                refill(&mut state, region, key, &host, &connections, claimed);
+            }
+        }
+    }
+
+    /// Heartbeats the table and sleeps until a claim (or
+    /// [`LT_HEARTBEAT_MS`]); `seen` is the claim count last handled.
+    /// Returns the new count, `None` without a table.
+    pub fn wait_for_claims(&self, seen: u32) -> Option<u32> {
+        let map = self.table.as_ref()?;
+        map.heartbeat();
+        map.wait_claims(seen, Duration::from_millis(LT_HEARTBEAT_MS));
+        Some(map.claims())
+    }
+
+    /// Empties the table and marks it dead (the server is stopping).
+    pub fn retire_table(&self) {
+        let mut state = self.state();
+        let State {
+            table: book,
+            table_stats,
+            ..
+        } = &mut *state;
+        let claims = book
+            .as_mut()
+            .map(|b| b.retire(table_stats))
+            .unwrap_or_default();
+        absorb(&mut state, L4Proto::Tcp, claims);
     }
 
     /// Ends a lease.
@@ -652,6 +755,127 @@ impl Allocator {
     }
 }
 
+/// Makes sure the predictor of `key` is cached (the receiver's config
+/// must be known).
+fn ensure_predictor(state: &mut State, key: PredictorKey) -> Result<(), Refusal> {
+    let (proto, local, remote, remote_port) = key;
+    if state.predictors.contains_key(&key) {
+        return Ok(());
+    }
+    let Some(config) = state.configs.get(&remote) else {
+        return Err(Refusal::new(
+            ErrorCode::NoConfig,
+            format!("no RSS config for remote {remote} (send set_config, or start the allocator with --config FILE --for {remote}, or --agent URL)"),
+        ));
+    };
+    let predictor =
+        PortPredictor::new(config, local, remote, remote_port, proto).map_err(refuse)?;
+    if state.predictors.len() >= PREDICTOR_CACHE {
+        state.predictors.clear();
+    }
+    state.predictors.insert(key, predictor);
+    Ok(())
+}
+
+/// Plans `count` ports for `key` (its predictor cached): distinct CPUs
+/// first, then queues, counting every flow from this sender to the
+/// receiver (leases, and connections made without the allocator), never a
+/// port in use, leased, or offered in the table.
+fn plan_locked(
+    state: &State,
+    key: PredictorKey,
+    host: &HostSnapshot,
+    connections: &[Tuple],
+    count: usize,
+) -> Result<Vec<crate::plan::PlanEntry>, Refusal> {
+    let (proto, local, remote, _) = key;
+    let Some(predictor) = state.predictors.get(&key) else {
+        return Err(Refusal::new(ErrorCode::Internal, "predictor cache"));
+    };
+    let leases = &state.leases;
+    let mut options = PlanOptions::from_local(&host.ports);
+    options.excluded.union_with(leases.ports());
+    if let Some(book) = &state.table {
+        options.excluded.union_with(book.offered());
+    }
+    // Every flow from this sender to the receiver counts, whatever its
+    // ports, because they share the receiver's queues (8 clients to 8
+    // server ports must not all be given the queue that is emptiest for
+    // their own port).
+    if let Some(flows) = leases.pair(local, remote) {
+        options.existing = flows.cpus.clone();
+        options.existing_queues = flows.queues.clone();
+    }
+    for &(l, r) in connections {
+        if r.ip() == remote && l.ip() == local && !leases.ports().contains(l.port()) {
+            let flow = rss::FlowTuple::new(l.ip(), l.port(), r.ip(), r.port(), proto);
+            if let Ok(place) = predictor.config().place(&flow) {
+                *options.existing.entry(place.cpu).or_default() += 1;
+                *options.existing_queues.entry(place.queue).or_default() += 1;
+            }
+        }
+    }
+    Ok(plan(predictor, count, &options).map_err(refuse)?.entries)
+}
+
+/// Records a lease of `port` for `key`; returns its id.
+fn grant(
+    state: &mut State,
+    key: PredictorKey,
+    port: u16,
+    queue: u32,
+    cpu: u32,
+    now: Instant,
+) -> u64 {
+    let (proto, local, remote, remote_port) = key;
+    let id = state.next_id;
+    state.next_id += 1;
+    state.leases.insert(
+        id,
+        Lease {
+            proto,
+            local,
+            remote,
+            remote_port,
+            port,
+            queue,
+            cpu,
+            granted: now,
+            connected: false,
+        },
+    );
+    id
+}
+
+/// Turns claimed table slots into leases (their grace period starts now:
+/// the shim's connect follows its claim at once).
+fn absorb(state: &mut State, proto: L4Proto, claims: Vec<(RegionKey, Offer)>) {
+    let now = Instant::now();
+    for (rkey, offer) in claims {
+        let key = (proto, rkey.local, rkey.remote, rkey.remote_port);
+        grant(state, key, offer.port, offer.queue, offer.cpu, now);
+    }
+}
+
+/// Plans a full region of offers for `key` (emptied before) and writes
+/// them; a plan that fails leaves the region empty, and shims fall back to
+/// the round trip.
+fn refill(
+    state: &mut State,
+    region: usize,
+    key: PredictorKey,
+    host: &HostSnapshot,
+    connections: &[Tuple],
+    used: bool,
+) {
+    let Ok(entries) = plan_locked(state, key, host, connections, LT_SLOTS) else {
+        return;
+    };
+    if let Some(book) = state.table.as_mut() {
+        book.fill(region, &entries, used);
+    }
+}
+
 fn ok_line() -> String {
     to_line(&OkResponse {
         v: VERSION,
@@ -756,13 +980,21 @@ impl Server {
         }
         let listener = UnixListener::bind(&path).map_err(io_err)?;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).map_err(io_err)?;
+        // The lease table next to the socket (docs/binders.md): shims claim
+        // planned ports from it without a round trip.
+        let table_file = table::table_path(&path);
+        let map = Mapping::create(&table_file).map_err(|source| AllocError::Listen {
+            path: table_file,
+            source,
+        })?;
+        let allocator = match &options.config_source {
+            Some(source) => Allocator::new(&options.proc_root, options.grace)
+                .with_config_source(Box::new(source.clone()), options.config_ttl),
+            None => Allocator::new(&options.proc_root, options.grace),
+        };
         Ok(Server {
             listener,
-            allocator: Arc::new(match &options.config_source {
-                Some(source) => Allocator::new(&options.proc_root, options.grace)
-                    .with_config_source(Box::new(source.clone()), options.config_ttl),
-                None => Allocator::new(&options.proc_root, options.grace),
-            }),
+            allocator: Arc::new(allocator.with_table(map)),
             options,
             stop: Arc::new(AtomicBool::new(false)),
             _lock: lock,
@@ -793,6 +1025,19 @@ impl Server {
                     }
                     last_sweep = Instant::now();
                     allocator.sweep_now();
+                }
+            })
+        };
+        let tender = {
+            let (allocator, stop) = (self.allocator.clone(), self.stop.clone());
+            std::thread::spawn(move || {
+                let mut seen = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    match allocator.wait_for_claims(seen) {
+                        Some(now) => seen = now,
+                        None => return,
+                    }
+                    allocator.tend_table();
                 }
             })
         };
@@ -835,7 +1080,10 @@ impl Server {
             });
         }
         let _ = sweeper.join();
+        let _ = tender.join();
+        self.allocator.retire_table();
         let _ = std::fs::remove_file(&self.options.socket);
+        let _ = std::fs::remove_file(table::table_path(&self.options.socket));
         Ok(())
     }
 
