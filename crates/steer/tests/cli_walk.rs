@@ -234,21 +234,34 @@ impl Checked {
             .unwrap();
         let stdout = child.stdout.take().unwrap();
         let mut stderr = child.stderr.take().unwrap();
+        // Both pipes stay open (and drained) while the server runs: a
+        // server whose stdout or stderr reader went away fails its next
+        // write.
+        let (err_tx, err_rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut err = String::new();
+            let _ = stderr.read_to_string(&mut err);
+            let _ = err_tx.send(err);
+        });
         let serve = Serve(child);
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
-            let first = serde_json::Deserializer::from_reader(stdout)
+            let mut stdout = stdout;
+            let first = serde_json::Deserializer::from_reader(&mut stdout)
                 .into_iter::<Value>()
                 .next();
             let _ = tx.send(first);
+            // Whatever follows, until the server exits.
+            let _ = std::io::copy(&mut stdout, &mut std::io::sink());
         });
         let first = rx.recv_timeout(Duration::from_secs(30));
         let value = match first {
             Ok(Some(Ok(v))) => v,
             other => {
                 drop(serve);
-                let mut err = String::new();
-                let _ = stderr.read_to_string(&mut err);
+                let err = err_rx
+                    .recv_timeout(Duration::from_secs(5))
+                    .unwrap_or_default();
                 panic!("steer {command} --json printed no JSON object ({other:?}): {err}");
             }
         };

@@ -1,6 +1,7 @@
 //! `steer agent`: serve this host's RSS configs, softirq load and the
 //! requester's seen address over HTTP/JSON (crate `agent`, docs/agent.md).
 
+use std::io::Write as _;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -103,6 +104,14 @@ pub fn run(args: AgentArgs, json: bool) -> anyhow::Result<i32> {
     opts.config_interval = Duration::from_millis(args.config_interval_ms);
     let server = Agent::start(opts)?;
     let served = server.devices();
+    // The note on stderr before the output a script waits for; a closed
+    // stderr must not stop the server (eprintln! would panic).
+    let _ = writeln!(
+        std::io::stderr(),
+        "steer agent: serving {} (API v{})",
+        server.url(),
+        ::agent::API_VERSION
+    );
     if json {
         output::json(&serde_json::json!({
             "url": server.url(),
@@ -128,11 +137,6 @@ pub fn run(args: AgentArgs, json: bool) -> anyhow::Result<i32> {
             .collect();
         output::table(&["dev", "addrs", "origin", "queues", "note"], &body)?;
     }
-    eprintln!(
-        "steer agent: serving {} (API v{})",
-        server.url(),
-        ::agent::API_VERSION
-    );
     server.wait();
     Ok(exit::OK)
 }
