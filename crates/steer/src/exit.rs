@@ -56,7 +56,7 @@ pub fn report(err: &anyhow::Error) -> i32 {
     if line.contains('\n') {
         line = line.replace('\n', " ");
     }
-    eprintln!("steer: {line}");
+    crate::output::note!("steer: {line}");
     code_for(err)
 }
 

@@ -6,6 +6,17 @@ use std::net::SocketAddr;
 use rss::{FlowTuple, L4Proto};
 use serde::Serialize;
 
+/// Writes a line to stderr (progress, notes, the final error) and ignores a
+/// failure: a reader that closed stderr must not stop a server or a run,
+/// where `eprintln!` would panic on the closed pipe.
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+pub(crate) use note;
+
 /// Prints `value` as pretty JSON on stdout.
 pub fn json<T: Serialize>(value: &T) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();

@@ -1,7 +1,6 @@
 //! `steer agent`: serve this host's RSS configs, softirq load and the
 //! requester's seen address over HTTP/JSON (crate `agent`, docs/agent.md).
 
-use std::io::Write as _;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -104,10 +103,8 @@ pub fn run(args: AgentArgs, json: bool) -> anyhow::Result<i32> {
     opts.config_interval = Duration::from_millis(args.config_interval_ms);
     let server = Agent::start(opts)?;
     let served = server.devices();
-    // The note on stderr before the output a script waits for; a closed
-    // stderr must not stop the server (eprintln! would panic).
-    let _ = writeln!(
-        std::io::stderr(),
+    // The note on stderr before the output a script waits for.
+    output::note!(
         "steer agent: serving {} (API v{})",
         server.url(),
         ::agent::API_VERSION

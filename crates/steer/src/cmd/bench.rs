@@ -400,7 +400,7 @@ fn check(args: CheckArgs, json: bool) -> anyhow::Result<i32> {
                 "updated_from_run": run,
             }))?;
         } else {
-            eprintln!(
+            output::note!(
                 "baseline {} updated from run {run}",
                 args.baseline.display()
             );

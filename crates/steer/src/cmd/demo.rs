@@ -28,7 +28,7 @@ pub fn run(args: DemoArgs, json: bool) -> anyhow::Result<i32> {
         keep_lab: args.keep_lab,
     };
     let show_progress = !json || std::io::stderr().is_terminal();
-    eprintln!(
+    output::note!(
         "demo: {} TCP flows ({}) to a receiver with {} software-RSS queues; {} repetitions per way",
         params.flows,
         if params.processes {
@@ -41,7 +41,7 @@ pub fn run(args: DemoArgs, json: bool) -> anyhow::Result<i32> {
     );
     let result = exp::demo::run(&params, |way, rep| {
         if show_progress {
-            eprintln!("{}", progress_line(way, rep));
+            output::note!("{}", progress_line(way, rep));
         }
     })?;
     if let Some(path) = &args.output {

@@ -194,7 +194,7 @@ pub fn run_exec(args: ExecArgs, json: bool) -> anyhow::Result<i32> {
         .with_context(|| format!("cannot run {}", args.command[0]))?;
     if args.debug {
         let s = binder.stats()?;
-        eprintln!(
+        crate::output::note!(
             "steer: cgroup binder: {} bound, {} bind failures, {} fallbacks, {} without plan, {} skipped",
             s.bound, s.bind_failed, s.fallback, s.no_plan, s.skipped
         );
@@ -216,7 +216,7 @@ pub fn run_attach(args: AttachArgs, json: bool) -> anyhow::Result<i32> {
         if json {
             output::json(&serde_json::json!({ "cgroup": args.cgroup, "detached": true }))?;
         } else {
-            eprintln!("cgroup binder detached from {}", args.cgroup.display());
+            crate::output::note!("cgroup binder detached from {}", args.cgroup.display());
         }
         return Ok(exit::OK);
     }
@@ -278,7 +278,7 @@ pub fn run_attach(args: AttachArgs, json: bool) -> anyhow::Result<i32> {
                 .collect();
             output::table(&["slot", "port", "queue", "cpu"], &body)?;
         }
-        eprintln!(
+        crate::output::note!(
             "cgroup binder attached to {} (pinned in {})",
             binder.cgroup().display(),
             binder::cgroup::pin_dir(binder.cgroup())?.display()

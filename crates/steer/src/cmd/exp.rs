@@ -133,15 +133,18 @@ fn xdp_overhead(args: XdpOverheadArgs, json: bool) -> anyhow::Result<i32> {
     params.check()?;
     let show = !json || std::io::stderr().is_terminal();
     if show {
-        eprintln!(
+        output::note!(
             "xdp-overhead: {} iperf3 flows, {} queues, {} repetitions x {} s per mode \
              (software RSS, no program, RPS)",
-            params.streams, params.queues, params.repetitions, params.seconds
+            params.streams,
+            params.queues,
+            params.repetitions,
+            params.seconds
         );
     }
     let result = exp::xdp_overhead::run(&params, |s| {
         if show {
-            eprintln!("{}", sample_line(s));
+            output::note!("{}", sample_line(s));
         }
     })?;
     write_output(&args.common, &result)?;
@@ -362,7 +365,7 @@ fn crossrss(args: CrossrssArgs, json: bool) -> anyhow::Result<i32> {
     let result = lbxdp::experiment::run(&params, |rep, p| {
         if show {
             let v = |x: Option<f64>| output::measured(x, 4);
-            eprintln!(
+            output::note!(
                 "  rep {rep} {:<14} core variance {} server variance {} {} connections, {} failed",
                 p.name,
                 v(p.core_variance),
@@ -527,7 +530,7 @@ fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
     }
     let show = !json || std::io::stderr().is_terminal();
     if show {
-        eprintln!(
+        output::note!(
             "srpic: {} configurations x {} repetitions x {} s",
             exp::srpic::cells(&params).len(),
             params.repetitions,
@@ -536,7 +539,7 @@ fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
     }
     let result = exp::srpic::run(&params, |s| {
         if show {
-            eprintln!(
+            output::note!(
                 "  rep {} {} {:?} {} streams spread {} drop {} gro {} srpic {}: {:.0} Mbit/s, {:.2} retrans/Mbit, {:.1} dup ACKs/Mbit, block {:.1}",
                 s.repetition, s.cell.kind, s.cell.sender, s.cell.streams, s.cell.spread, s.cell.drop,
                 s.cell.gro, s.cell.srpic, s.mbit_per_s, s.retrans_per_mbit, s.dup_acks_per_mbit, s.mean_block

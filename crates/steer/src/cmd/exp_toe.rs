@@ -41,7 +41,7 @@ pub fn run(args: ToeArgs, json: bool) -> anyhow::Result<i32> {
     }
     let show = !json || std::io::stderr().is_terminal();
     if show {
-        eprintln!(
+        output::note!(
             "toe: {} repetitions of a {} MiB stream and {} {}-byte RPCs, toe data path vs Linux TCP",
             params.repetitions,
             params.bytes >> 20,
@@ -51,7 +51,7 @@ pub fn run(args: ToeArgs, json: bool) -> anyhow::Result<i32> {
     }
     let result = exp::toe::run(&params, |p| {
         if show {
-            eprintln!("{}", progress_line(&p));
+            output::note!("{}", progress_line(&p));
         }
     })?;
     write_output(&args.common, &result)?;

@@ -45,7 +45,7 @@ pub fn down(name: &str, json: bool) -> anyhow::Result<i32> {
     if json {
         output::json(&serde_json::json!({ "lab": name, "down": true }))?;
     } else {
-        eprintln!("lab {name} is down");
+        output::note!("lab {name} is down");
     }
     Ok(exit::OK)
 }

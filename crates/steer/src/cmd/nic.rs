@@ -43,7 +43,7 @@ pub fn run(cmd: NicCommand, json: bool) -> anyhow::Result<i32> {
             if json {
                 output::json(&change)?;
             } else {
-                eprintln!(
+                output::note!(
                     "software RSS attached to {}: {} queues over CPUs {:?}",
                     dev.name(),
                     config.queues,
@@ -64,7 +64,7 @@ pub fn run(cmd: NicCommand, json: bool) -> anyhow::Result<i32> {
                     track_flows: None,
                 })?;
             } else {
-                eprintln!("software RSS on {} updated", dev.name());
+                output::note!("software RSS on {} updated", dev.name());
             }
         }
         NicCommand::Detach { dev } => {
@@ -79,7 +79,7 @@ pub fn run(cmd: NicCommand, json: bool) -> anyhow::Result<i32> {
                     track_flows: None,
                 })?;
             } else {
-                eprintln!("software RSS detached from {}", dev.name());
+                output::note!("software RSS detached from {}", dev.name());
             }
         }
         NicCommand::Stats { dev, reset } => {

@@ -1,7 +1,6 @@
 //! `steer ports odds|plan|serve|lease|status`: port steering (SRAP, crate
 //! `srap`, docs/srap.md).
 
-use std::io::Write as _;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -433,14 +432,8 @@ fn serve(args: &ServeArgs, json: bool) -> anyhow::Result<i32> {
             .set_config(addr, config)
             .map_err(|r| exit::usage(format!("--config for {addr}: {}", r.message)))?;
     }
-    // The note on stderr first and the JSON a script waits for last; a
-    // reader that closes stderr once it is ready must not stop the server
-    // (eprintln! would panic on the closed pipe).
-    let _ = writeln!(
-        std::io::stderr(),
-        "steer: allocator listening on {}",
-        server.path().display()
-    );
+    // The note on stderr first, the JSON a script waits for last.
+    output::note!("steer: allocator listening on {}", server.path().display());
     if json {
         // One object when listening, as `steer agent --json` does.
         output::json(&serde_json::json!({

@@ -165,7 +165,7 @@ fn forward(args: RunArgs, json: bool) -> anyhow::Result<i32> {
     cfg.seed = args.seed;
     let mut wire = wire::Wire::open(&cfg)?;
     let seconds = args.seconds;
-    eprintln!(
+    output::note!(
         "wire {}: forward {} loss {:?}, reverse {} loss {:?}, rate {} bit/s, {} s",
         args.lab,
         cfg.a_to_b.delay,
@@ -224,7 +224,7 @@ fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
     cfg.gro = args.gro;
     let mut driver = wire::Driver::open(&cfg)?;
     let seconds = args.seconds;
-    eprintln!(
+    output::note!(
         "srpic driver in {} ({} -> {}, {}): budget {}, coalesce {} us, block {}, {} s",
         rcv.netns,
         rcv.dev,
