@@ -467,3 +467,62 @@ fn socket2_linger_zero(s: &TcpStream) {
     };
     assert_eq!(rc, 0, "SO_LINGER: {}", std::io::Error::last_os_error());
 }
+
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
+fn a_full_connection_table_refuses_and_counts_the_next_connection() {
+    testkit::require_root("network namespaces, veths, XDP, AF_XDP");
+    let lab = lab("toet", false);
+    let rcv = lab.receiver();
+    let port = Port::open(
+        &rcv.dev,
+        Some(&rcv.netns),
+        &PortConfig {
+            backend: Backend::Xdp,
+            ..PortConfig::default()
+        },
+    )
+    .unwrap();
+    let mac = lab::inject::mac_address(&rcv.netns, &rcv.dev).unwrap();
+    let cfg = EndpointConfig {
+        max_conns: 1,
+        ..EndpointConfig::default()
+    };
+    let mut ep = Endpoint::new(port, mac, toe_addr(&lab), cfg).unwrap();
+    ep.listen(PORT);
+    let to = SocketAddr::new(toe_addr(&lab), PORT);
+    let connect = move || -> std::io::Result<TcpStream> {
+        let s = TcpStream::connect_timeout(&to, Duration::from_secs(10))?;
+        s.set_read_timeout(Some(Duration::from_secs(10)))?;
+        Ok(s)
+    };
+    let first = host::netns::spawn_in(&lab.sender().netns, connect).unwrap();
+    run_until(&mut ep, "the first connection", |ep| {
+        ep.accept(PORT).is_some()
+    });
+    let mut first = first.join().unwrap().unwrap().unwrap();
+    // The table holds one connection: the second handshake is answered
+    // with a reset, which Linux reports when it reads.
+    let second = host::netns::spawn_in(&lab.sender().netns, move || -> std::io::Result<usize> {
+        let mut s = connect()?;
+        let mut b = [0u8; 1];
+        s.read(&mut b)
+    })
+    .unwrap();
+    run_until(&mut ep, "the second connection's reset", |ep| {
+        ep.counters().table_full > 0 && second.is_finished()
+    });
+    let err = second.join().unwrap().unwrap().unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::ConnectionReset, "{err}");
+    // The first connection still carries data.
+    first.write_all(b"still here").unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 64];
+    run_until(&mut ep, "the first connection's data", |ep| {
+        if let Ok(n) = ep.recv(conn, &mut buf) {
+            got.extend_from_slice(&buf[..n]);
+        }
+        got == b"still here"
+    });
+    assert_eq!(ep.counters().table_full, 1);
+}
