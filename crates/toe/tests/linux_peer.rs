@@ -497,9 +497,12 @@ fn a_full_connection_table_refuses_and_counts_the_next_connection() {
         Ok(s)
     };
     let first = host::netns::spawn_in(&lab.sender().netns, connect).unwrap();
+    let mut conn = None;
     run_until(&mut ep, "the first connection", |ep| {
-        ep.accept(PORT).is_some()
+        conn = ep.accept(PORT);
+        conn.is_some()
     });
+    let conn = conn.unwrap();
     let mut first = first.join().unwrap().unwrap().unwrap();
     // The table holds one connection: the second handshake is answered
     // with a reset, which Linux reports when it reads.
