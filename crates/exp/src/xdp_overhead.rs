@@ -537,7 +537,7 @@ fn summarize(samples: &[&Sample]) -> Option<ModeSummary> {
         mean_gbit: s.mean,
         ci95_gbit: s.ci95,
         median_retransmits: median(&retransmits),
-        max_retransmits: samples.iter().map(|s| s.retransmits).max().unwrap_or(0),
+        max_retransmits: samples.iter().map(|s| s.retransmits).max()?,
         total_drops: drops.total(),
         drops,
     })

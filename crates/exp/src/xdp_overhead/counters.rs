@@ -70,6 +70,9 @@ pub struct Drops {
 
 impl Drops {
     /// Frames lost anywhere on the path (the qdisc requeues are not losses).
+    /// A counter that is absent belongs to a stage this mode does not have
+    /// (no sender qdisc, no program), where nothing can be lost; `delta`
+    /// refuses a counter that was there for only part of a run.
     pub fn total(&self) -> u64 {
         [
             self.sender_tx_dropped,
@@ -113,9 +116,16 @@ pub fn delta(before: &Snapshot, after: &Snapshot) -> Result<Drops, ExpError> {
             )
         })
     };
+    // Absent on both sides: the mode has no such stage (no qdisc, no
+    // program). On one side only: it came or went during the run, which
+    // leaves no count, not a zero.
     let opt = |what: &str, a: Option<u64>, b: Option<u64>| match (a, b) {
         (Some(a), Some(b)) => sub(what, a, b).map(Some),
-        _ => Ok(None),
+        (None, None) => Ok(None),
+        _ => Err(unreadable(
+            "drop counters",
+            format!("{what} appeared or vanished during a run"),
+        )),
     };
     let q = |f: fn(&QdiscCounters) -> u64, s: &Snapshot| s.sender_qdisc.as_ref().map(f);
     let c = |f: fn(&CpumapCounters) -> u64, s: &Snapshot| s.cpumap.as_ref().map(f);
@@ -330,5 +340,12 @@ mod tests {
         assert_eq!(d.add(&none).cpumap_enqueue_drops, None);
         // A counter that went backwards is an error.
         assert!(delta(&after, &before).is_err());
+        // So is one there at the start and gone at the end (or the reverse).
+        let mut gone = after.clone();
+        gone.cpumap = None;
+        assert!(delta(&before, &gone).is_err());
+        let mut came = before.clone();
+        came.sender_qdisc = None;
+        assert!(delta(&came, &after).is_err());
     }
 }
