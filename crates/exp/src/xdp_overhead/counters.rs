@@ -341,10 +341,10 @@ mod tests {
         // A counter that went backwards is an error.
         assert!(delta(&after, &before).is_err());
         // So is one there at the start and gone at the end (or the reverse).
-        let mut gone = after.clone();
+        let mut gone = after;
         gone.cpumap = None;
         assert!(delta(&before, &gone).is_err());
-        let mut came = before.clone();
+        let mut came = before;
         came.sender_qdisc = None;
         assert!(delta(&came, &after).is_err());
     }
