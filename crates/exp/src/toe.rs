@@ -239,11 +239,11 @@ fn toe_addr(lab: &Lab) -> IpAddr {
     IpAddr::V4(Ipv4Addr::new(o[0], o[1], o[2], 100))
 }
 
+/// Pins the calling thread; on a host with fewer CPUs the thread stays
+/// where the scheduler puts it (the placement is a preference, not a
+/// condition of the measurement).
 fn pin(cpu: usize) {
-    let mut set = nix::sched::CpuSet::new();
-    if set.set(cpu).is_ok() {
-        let _ = nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set);
-    }
+    let _ = host::cpu::pin_current_thread(cpu);
 }
 
 fn io_err(what: &str) -> impl Fn(std::io::Error) -> ExpError + '_ {

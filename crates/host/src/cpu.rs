@@ -6,6 +6,15 @@
 
 use crate::HostError;
 
+/// Keeps the calling thread on CPU `cpu` (sched_setaffinity(2)), as a
+/// benchmark does to put a sender and a receiver on cores of their own.
+pub fn pin_current_thread(cpu: usize) -> Result<(), HostError> {
+    let mut set = nix::sched::CpuSet::new();
+    set.set(cpu)
+        .and_then(|()| nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set))
+        .map_err(|e| HostError::io(format!("pin this thread to CPU {cpu}"), e.into()))
+}
+
 /// Per-CPU jiffies at one moment: (busy, total).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CpuTimes(Vec<(u64, u64)>);
@@ -75,6 +84,16 @@ mod tests {
         let before = CpuTimes(vec![(10, 60), (2, 10), (5, 5)]);
         let after = CpuTimes(vec![(40, 120), (2, 20), (5, 5)]);
         assert_eq!(after.busy_since(&before), vec![Some(0.5), Some(0.0), None]);
+    }
+
+    #[test]
+    fn a_thread_pins_to_cpu_0_and_not_to_a_cpu_that_is_not_there() {
+        std::thread::spawn(|| {
+            pin_current_thread(0).unwrap();
+            assert!(pin_current_thread(100_000).is_err());
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]

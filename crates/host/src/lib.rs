@@ -23,6 +23,7 @@
 //! command::find_program(name) -> Option<PathBuf>         // as the shell looks it up
 //! is_root(), require_root(what)
 //! cpu::CpuTimes::{read(), busy_since(&before)}          // /proc/stat
+//! cpu::pin_current_thread(cpu)                          // sched_setaffinity
 //! ```
 //!
 //! Errors say what they are about ([`HostError::is_environment`],

@@ -47,12 +47,9 @@ impl Drop for Netns {
 }
 
 fn pin_to(cpu: usize) {
-    // SAFETY: a zeroed cpu_set_t is empty; CPU_SET and sched_setaffinity
-    // get valid pointers to it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    if let Err(e) = host::cpu::pin_current_thread(cpu) {
+        eprintln!("error: {e} (the benchmark needs two CPUs)");
+        std::process::exit(3);
     }
 }
 

@@ -245,11 +245,30 @@ impl XdpIo {
 
 /// One socket per RX queue, from queue 0 up to the first the device does
 /// not have (binding there fails with EINVAL).
+/// A socket on `queue`. The kernel releases a closed AF_XDP socket's
+/// queue a moment after close(2) returns (the socket is torn down after an
+/// RCU grace period), so a port opened right after another one on the same
+/// device was dropped waits briefly for it instead of failing.
+fn open_queue(ifindex: u32, queue: u32, ring: u32, frame_size: u32) -> Result<Xsk, PktIoError> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
+    loop {
+        match Xsk::open(ifindex, queue, ring, frame_size) {
+            Err(PktIoError::Io { source, .. })
+                if source.raw_os_error() == Some(libc::EBUSY)
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            other => return other,
+        }
+    }
+}
+
 fn open_queues(ifindex: u32, dev: &str, cfg: &PortConfig) -> Result<Vec<Xsk>, PktIoError> {
     let ring = cfg.rx_frames.next_power_of_two();
     let mut socks = Vec::new();
     for queue in 0..abi::XSK_MAX_QUEUES {
-        match Xsk::open(ifindex, queue, ring, cfg.frame_size) {
+        match open_queue(ifindex, queue, ring, cfg.frame_size) {
             Ok(s) => socks.push(s),
             Err(PktIoError::Io { source, .. })
                 if queue > 0 && source.raw_os_error() == Some(libc::EINVAL) =>

@@ -315,11 +315,27 @@ struct Front {
 }
 
 impl Front {
+    /// The flow group of a frame, from its addresses and ports alone (as
+    /// a NIC's steering reads them): validating it is the pre-processor's
+    /// job, so the checksums are not computed twice.
     fn group_of_frame(&self, f: &[u8]) -> usize {
-        match segment::parse(f) {
-            Ok(Frame::Tcp(s)) => FourTuple::of(&s).flow_group(self.groups as u8) as usize,
-            _ => 0,
+        let Ok(ip) = order::wire::ip_packet(order::wire::LinkType::Ethernet, f) else {
+            return 0;
+        };
+        let ports = ip
+            .upper
+            .get(..4)
+            .filter(|_| ip.protocol == 6 && ip.first_fragment);
+        let Some(p) = ports else {
+            return 0;
+        };
+        FourTuple {
+            local: ip.dst,
+            local_port: u16::from_be_bytes([p[2], p[3]]),
+            remote: ip.src,
+            remote_port: u16::from_be_bytes([p[0], p[1]]),
         }
+        .flow_group(self.groups as u8) as usize
     }
 
     /// The group of a connection's frames: the same hash of its 4-tuple.

@@ -112,7 +112,7 @@ pub fn parse(frame: &[u8]) -> Result<Frame<'_>, SegmentError> {
     let (src, dst, ce, sum) = match &packet.net {
         Some(NetSlice::Ipv4(ip)) => {
             let h = ip.header();
-            if h.header_checksum() != h.to_header().calc_header_checksum() {
+            if !same_checksum(h.header_checksum(), h.to_header().calc_header_checksum()) {
                 return Err(SegmentError::BadIpChecksum);
             }
             if h.is_fragmenting_payload() {
@@ -138,7 +138,10 @@ pub fn parse(frame: &[u8]) -> Result<Frame<'_>, SegmentError> {
         }
         _ => return Err(SegmentError::NotOurs),
     };
-    if sum.map_err(|e| SegmentError::Malformed(e.to_string()))? != tcp.checksum() {
+    if !same_checksum(
+        sum.map_err(|e| SegmentError::Malformed(e.to_string()))?,
+        tcp.checksum(),
+    ) {
         return Err(SegmentError::BadTcpChecksum);
     }
     Ok(Frame::Tcp(Segment {
@@ -156,6 +159,15 @@ pub fn parse(frame: &[u8]) -> Result<Frame<'_>, SegmentError> {
         ce,
         payload: tcp.payload(),
     }))
+}
+
+/// Whether a checksum field holds the computed checksum. In ones'
+/// complement 0x0000 and 0xffff are both zero (RFC 1071, RFC 1624 section
+/// 3): a sender may write either (Linux sent 0xffff on a pure ACK whose
+/// checksum computes to 0), and a receiver that sums the whole header
+/// accepts both.
+fn same_checksum(field: u16, computed: u16) -> bool {
+    field == computed || (field | computed == 0xffff && (field == 0 || computed == 0))
 }
 
 fn options(tcp: &etherparse::TcpSlice<'_>) -> Result<TcpOptions, SegmentError> {
@@ -476,6 +488,32 @@ mod tests {
             assert_eq!(s.options.timestamp, Some((7, 9)));
             assert_eq!(s.payload, b"hello");
         }
+    }
+
+    #[test]
+    fn both_zeros_of_ones_complement_are_a_valid_checksum() {
+        assert!(same_checksum(0xffff, 0));
+        assert!(same_checksum(0, 0xffff));
+        assert!(same_checksum(0x1234, 0x1234));
+        assert!(!same_checksum(0xfffe, 0));
+        assert!(!same_checksum(0x1234, 0x1235));
+        // The segment Linux sent: a pure ACK whose checksum computes to 0,
+        // with 0xffff in the field.
+        let frame: [u8; 66] = [
+            0x72, 0x69, 0x4b, 0x22, 0xfb, 0x17, 0x12, 0xf8, 0x4d, 0x97, 0x23, 0xe1, 0x08, 0x00,
+            0x45, 0x00, 0x00, 0x34, 0x4d, 0x57, 0x40, 0x00, 0x40, 0x06, 0xa8, 0x6d, 0x0a, 0x4d,
+            0x98, 0x01, 0x0a, 0x4d, 0x98, 0x64, 0x96, 0x68, 0x15, 0xb3, 0xcd, 0xf0, 0x99, 0x77,
+            0xab, 0xb5, 0x37, 0x3e, 0x80, 0x10, 0x01, 0xfc, 0xff, 0xff, 0x00, 0x00, 0x01, 0x01,
+            0x08, 0x0a, 0xc2, 0x61, 0x76, 0xe0, 0x00, 0x00, 0x00, 0x08,
+        ];
+        let Frame::Tcp(s) = parse(&frame).unwrap() else {
+            panic!("not TCP")
+        };
+        assert_eq!((s.src_port, s.dst_port, s.window), (0x9668, 5555, 0x01fc));
+        // Either zero in the field: accepted.
+        let mut other = frame;
+        other[50..52].copy_from_slice(&[0, 0]);
+        assert!(parse(&other).is_ok());
     }
 
     #[test]

@@ -39,14 +39,19 @@ fn endpoint(lab: &Lab) -> Endpoint {
 }
 
 fn endpoint_on(lab: &Lab, addr: IpAddr) -> Endpoint {
+    endpoint_with(lab, addr, EndpointConfig::default())
+}
+
+/// An endpoint for `addr` on an AF_XDP port on the receiver's device.
+fn endpoint_with(lab: &Lab, addr: IpAddr, cfg: EndpointConfig) -> Endpoint {
     let rcv = lab.receiver();
-    let cfg = PortConfig {
+    let xdp = PortConfig {
         backend: Backend::Xdp,
         ..PortConfig::default()
     };
-    let port = Port::open(&rcv.dev, Some(&rcv.netns), &cfg).unwrap();
+    let port = Port::open(&rcv.dev, Some(&rcv.netns), &xdp).unwrap();
     let mac = lab::inject::mac_address(&rcv.netns, &rcv.dev).unwrap();
-    Endpoint::new(port, mac, addr, EndpointConfig::default()).unwrap()
+    Endpoint::new(port, mac, addr, cfg).unwrap()
 }
 
 /// Polls until `done` says so or the deadline passes.
@@ -229,6 +234,8 @@ fn loss_and_reordering_on_the_wire_keep_both_streams_exact() {
             );
         }
     }
+    let c = ep.counters();
+    assert_eq!((c.bad_checksum, c.malformed), (0, 0), "{c:?}");
 }
 
 /// The endpoint opens: it connects to a Linux server, sends, closes its
@@ -372,22 +379,11 @@ fn garbage(lab: &Lab, to: IpAddr) -> Vec<Vec<u8>> {
 fn floods_bad_segments_and_an_aborted_peer_leave_the_endpoint_serving() {
     testkit::require_root("network namespaces, veths, XDP, AF_XDP, AF_PACKET");
     let lab = lab("toef", false);
-    let rcv = lab.receiver();
-    let port = Port::open(
-        &rcv.dev,
-        Some(&rcv.netns),
-        &PortConfig {
-            backend: Backend::Xdp,
-            ..PortConfig::default()
-        },
-    )
-    .unwrap();
-    let mac = lab::inject::mac_address(&rcv.netns, &rcv.dev).unwrap();
     let cfg = EndpointConfig {
         max_conns: 64,
         ..EndpointConfig::default()
     };
-    let mut ep = Endpoint::new(port, mac, toe_addr(&lab), cfg).unwrap();
+    let mut ep = endpoint_with(&lab, toe_addr(&lab), cfg);
     ep.listen(PORT);
 
     // A peer that dies mid-transfer: its kernel resets the connection.
@@ -473,22 +469,11 @@ fn socket2_linger_zero(s: &TcpStream) {
 fn a_full_connection_table_refuses_and_counts_the_next_connection() {
     testkit::require_root("network namespaces, veths, XDP, AF_XDP");
     let lab = lab("toet", false);
-    let rcv = lab.receiver();
-    let port = Port::open(
-        &rcv.dev,
-        Some(&rcv.netns),
-        &PortConfig {
-            backend: Backend::Xdp,
-            ..PortConfig::default()
-        },
-    )
-    .unwrap();
-    let mac = lab::inject::mac_address(&rcv.netns, &rcv.dev).unwrap();
     let cfg = EndpointConfig {
         max_conns: 1,
         ..EndpointConfig::default()
     };
-    let mut ep = Endpoint::new(port, mac, toe_addr(&lab), cfg).unwrap();
+    let mut ep = endpoint_with(&lab, toe_addr(&lab), cfg);
     ep.listen(PORT);
     let to = SocketAddr::new(toe_addr(&lab), PORT);
     let connect = move || -> std::io::Result<TcpStream> {

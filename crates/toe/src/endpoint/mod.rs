@@ -172,6 +172,9 @@ pub struct Endpoint {
     handshakes: HashMap<FourTuple, Handshake>,
     /// Connections with something to send, served round-robin.
     active: VecDeque<ConnIdx>,
+    /// Whether a connection is in `active` (an entry whose flag is clear
+    /// is stale: the connection went away after it was queued).
+    scheduled: Vec<bool>,
     out: Vec<Vec<u8>>,
     /// Connections owed an ACK at the end of the receive batch.
     deferred_acks: Vec<ConnIdx>,
@@ -183,6 +186,7 @@ pub struct Endpoint {
     failed: HashMap<ConnIdx, open::Failure>,
     next_port: u16,
     rx_scratch: Vec<Vec<u8>>,
+    tx_payload: Vec<u8>,
     counters: Counters,
     start: Instant,
     /// When the current poll began: the time every timer and timestamp of
@@ -232,6 +236,7 @@ impl Endpoint {
             listeners: HashMap::new(),
             handshakes: HashMap::new(),
             active: VecDeque::new(),
+            scheduled: Vec::new(),
             out: Vec::new(),
             deferred_acks: Vec::new(),
             neighbors: HashMap::new(),
@@ -239,6 +244,7 @@ impl Endpoint {
             failed: HashMap::new(),
             next_port: open::EPHEMERAL.start,
             rx_scratch: Vec::new(),
+            tx_payload: Vec::new(),
             counters: Counters::default(),
             start: Instant::now(),
             now: Instant::now(),
@@ -374,6 +380,9 @@ impl Endpoint {
             Err(segment::SegmentError::BadIpChecksum | segment::SegmentError::BadTcpChecksum) => {
                 self.counters.bad_checksum += 1
             }
+            // Not TCP, ARP or neighbour discovery for us (ICMP, MLD, ...):
+            // the data path has nothing to do with it.
+            Err(segment::SegmentError::NotOurs) => {}
             Err(_) => self.counters.malformed += 1,
         }
     }
@@ -474,7 +483,9 @@ impl Endpoint {
     }
 
     fn activate(&mut self, conn: ConnIdx) {
-        if !self.active.contains(&conn) && self.proto.has_work(conn) {
+        let c = conn as usize;
+        if !self.scheduled[c] && self.proto.has_work(conn) {
+            self.scheduled[c] = true;
             self.active.push_back(conn);
         }
     }
@@ -487,6 +498,9 @@ impl Endpoint {
             let Some(conn) = self.active.pop_front() else {
                 break;
             };
+            if !std::mem::replace(&mut self.scheduled[conn as usize], false) {
+                continue;
+            }
             let mss = self.control[conn as usize].as_ref().map_or(536, |c| c.mss);
             let mut sent = 0;
             while sent < self.cfg.burst {
@@ -502,8 +516,8 @@ impl Endpoint {
             }
             // Out of burst: next round. Out of window (or of work): the
             // next ACK brings it back.
-            if sent == self.cfg.burst && self.proto.has_work(conn) {
-                self.active.push_back(conn);
+            if sent == self.cfg.burst {
+                self.activate(conn);
             }
         }
     }
@@ -514,7 +528,10 @@ impl Endpoint {
             return;
         };
         let t = ticks();
-        let mut payload = vec![0u8; g.len as usize];
+        // A buffer kept from one segment to the next: the payload is copied
+        // out of the ring (it may wrap) and into the frame.
+        let mut payload = std::mem::take(&mut self.tx_payload);
+        payload.resize(g.len as usize, 0);
         app.tx.read(g.pos, &mut payload);
         let t2 = ticks();
         self.cycles.copy += t2 - t;
@@ -525,6 +542,7 @@ impl Endpoint {
         };
         let h = self.post.header(conn, g.seq, flags, snap, self.now_ms());
         self.emit(&route, &h, &payload);
+        self.tx_payload = payload;
         self.cycles.post += ticks() - t2;
         if let Some(c) = self.control[conn as usize].as_mut() {
             if snap.tx_sent == g.len + u32::from(g.fin) {
@@ -683,6 +701,7 @@ impl Endpoint {
         (next < self.cfg.max_conns).then(|| {
             self.app.push(None);
             self.control.push(None);
+            self.scheduled.push(false);
             next
         })
     }
@@ -770,7 +789,7 @@ impl Endpoint {
                 app.reset = true;
             }
             self.pre.remove(conn);
-            self.active.retain(|&c| c != conn);
+            self.scheduled[conn as usize] = false;
         } else {
             self.send_ack(conn, &snap);
         }
@@ -825,7 +844,7 @@ impl Endpoint {
         self.pre.remove(conn);
         self.app[conn as usize] = None;
         self.control[conn as usize] = None;
-        self.active.retain(|&c| c != conn);
+        self.scheduled[conn as usize] = false;
         self.free.push(conn);
     }
 
