@@ -1,5 +1,7 @@
 //! The host's plumbing that several crates need: entering network
-//! namespaces ([`netns`]), running tools such as `ip` ([`command`]),
+//! namespaces ([`netns`]), asking the kernel about devices over netlink
+//! ([`link`], on the request loop in [`netlink`]), running tools such as
+//! `ip` ([`command`]),
 //! checking privilege ([`is_root`], [`require_root`]) and reading how busy
 //! the CPUs were ([`cpu`]).
 //!
@@ -17,7 +19,9 @@
 //! netns::enter(name)                                     // the calling thread
 //! netns::enter_in_child(&mut Command, name)              // the child joins before exec
 //! netns::set_sysctl(netns, key, value)                   // a net.* sysctl of that namespace
-//! netns::{path, open, exists, current_name}
+//! netns::{path, open, exists, names, current_name}
+//! link::{link(netns, dev), links(netns), nsid_names(netns)} // RTM_GETLINK, RTM_GETNSID
+//! netlink::NlSocket::{open, request, request_each}       // one request, its replies
 //! command::run(&mut Command) -> Result<String, HostError> // stdout; stderr in the error
 //! command::ip(args) -> Result<String, HostError>
 //! command::find_program(name) -> Option<PathBuf>         // as the shell looks it up
@@ -33,6 +37,8 @@
 pub mod command;
 pub mod cpu;
 mod error;
+pub mod link;
+pub mod netlink;
 pub mod netns;
 
 pub use error::HostError;

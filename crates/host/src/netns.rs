@@ -128,6 +128,27 @@ pub fn enter_in_child(cmd: &mut Command, name: &str) -> Result<(), HostError> {
     Ok(())
 }
 
+/// The names under /run/netns, sorted; none when the directory does not
+/// exist (no namespace was ever named on this host).
+pub fn names() -> Result<Vec<String>, HostError> {
+    let entries = match std::fs::read_dir(NETNS_DIR) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => {
+            return Err(HostError::Io {
+                what: format!("listing {NETNS_DIR}"),
+                source,
+            })
+        }
+    };
+    let mut names: Vec<String> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    names.sort();
+    Ok(names)
+}
+
 /// The name under /run/netns of the calling thread's namespace, if it has
 /// one; `None` in the initial namespace, even if that is also bound under
 /// a name.

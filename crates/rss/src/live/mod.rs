@@ -48,7 +48,8 @@ pub use placement::{place_sockets, SocketPlacement};
 pub use sockets::{tcp_sockets, SockDiag, TcpSocket};
 
 use ethtool_nl::{EthtoolMessage, RssReply};
-use netlink::{NlFailure, NlSocket};
+use host::netlink::{NlFailure, NlSocket};
+use netlink::{Genl, IntoLive};
 
 /// Everything the kernel reports about one device's receive steering.
 #[derive(Debug, Clone, Serialize)]

@@ -15,7 +15,8 @@ use netlink_sys::protocols::NETLINK_SOCK_DIAG;
 use serde::Serialize;
 
 use super::error::LiveError;
-use super::netlink::NlSocket;
+use super::netlink::IntoLive;
+use host::netlink::NlSocket;
 
 /// One TCP connection.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -1,0 +1,225 @@
+//! What the kernel says about network devices, asked over route netlink
+//! (rtnetlink(7): `RTM_GETLINK`, `RTM_GETNSID`) instead of parsing the JSON
+//! of `ip -j link show`: the answer is typed, and no program has to be
+//! installed or found.
+//!
+//! Every query runs in a namespace by name (`None`: the caller's own), on a
+//! short-lived thread inside it (see [`crate::netns::run_in`]), because a
+//! route netlink socket answers for the namespace it was opened in.
+
+use std::io;
+use std::os::fd::AsRawFd;
+
+use netlink_packet_route::link::{InfoKind, LinkAttribute, LinkInfo, LinkMessage};
+use netlink_packet_route::nsid::{NsidAttribute, NsidMessage};
+use netlink_packet_route::RouteNetlinkMessage;
+use netlink_sys::protocols::NETLINK_ROUTE;
+
+use crate::netlink::{NlFailure, NlSocket};
+use crate::HostError;
+
+/// One network device as the kernel describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Link {
+    pub ifindex: u32,
+    pub name: String,
+    /// The hardware address (`IFLA_ADDRESS`); none for devices without one.
+    pub mac: Option<[u8; 6]>,
+    pub mtu: Option<u32>,
+    /// Whether `IFLA_INFO_KIND` says `veth`.
+    pub is_veth: bool,
+    /// The other end's ifindex (`IFLA_LINK`), in the peer's namespace when
+    /// [`peer_netnsid`](Self::peer_netnsid) is set.
+    pub peer_ifindex: Option<u32>,
+    /// The namespace id of the other end (`IFLA_LINK_NETNSID`), relative to
+    /// the namespace asked: set when the peer lives in another namespace.
+    pub peer_netnsid: Option<i32>,
+    /// The device's counters (`IFLA_STATS64`), when the kernel sent them.
+    pub stats: Option<LinkStats>,
+}
+
+/// The counters of [`Link`] that the project reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkStats {
+    pub rx_packets: u64,
+    pub tx_packets: u64,
+    pub rx_dropped: u64,
+    pub tx_dropped: u64,
+}
+
+/// Every device of namespace `netns` (`None`: this one).
+pub fn links(netns: Option<&str>) -> Result<Vec<Link>, HostError> {
+    in_netns(netns, "listing network devices", |socket| {
+        let replies = socket.request(RouteNetlinkMessage::GetLink(LinkMessage::default()), true)?;
+        Ok(replies.into_iter().filter_map(link_of).collect())
+    })
+}
+
+/// Device `dev` of namespace `netns`: an error naming both when there is
+/// no such device.
+pub fn link(netns: Option<&str>, dev: &str) -> Result<Link, HostError> {
+    let what = match netns {
+        Some(ns) => format!("device {dev} in namespace {ns}"),
+        None => format!("device {dev}"),
+    };
+    let name = dev.to_string();
+    in_netns(netns, &what, move |socket| {
+        let mut request = LinkMessage::default();
+        request.attributes.push(LinkAttribute::IfName(name));
+        let replies = socket.request(RouteNetlinkMessage::GetLink(request), false)?;
+        Ok(replies.into_iter().find_map(link_of))
+    })?
+    .ok_or_else(|| HostError::Io {
+        what,
+        source: io::Error::new(io::ErrorKind::InvalidData, "no link in the kernel's reply"),
+    })
+}
+
+/// The namespaces under /run/netns that namespace `netns` has ids for, as
+/// (nsid, name): what `ip netns list-id` shows. A namespace without an id
+/// there is left out.
+pub fn nsid_names(netns: Option<&str>) -> Result<Vec<(i32, String)>, HostError> {
+    let names = crate::netns::names()?;
+    in_netns(netns, "reading namespace ids", move |socket| {
+        let mut out = Vec::new();
+        for name in names {
+            // A namespace deleted since the listing has no id to report.
+            let Ok(file) = crate::netns::open(&name) else {
+                continue;
+            };
+            let mut request = NsidMessage::default();
+            let fd = u32::try_from(file.as_raw_fd()).unwrap_or(u32::MAX);
+            request.attributes.push(NsidAttribute::Fd(fd));
+            let replies = socket.request(RouteNetlinkMessage::GetNsId(request), false)?;
+            let id = replies.iter().find_map(|m| match m {
+                RouteNetlinkMessage::NewNsId(m) => m.attributes.iter().find_map(|a| match a {
+                    NsidAttribute::Id(id) if *id >= 0 => Some(*id),
+                    _ => None,
+                }),
+                _ => None,
+            });
+            if let Some(id) = id {
+                out.push((id, name));
+            }
+        }
+        Ok(out)
+    })
+}
+
+/// Opens a route netlink socket inside `netns` and runs `query` on it.
+fn in_netns<T: Send + 'static>(
+    netns: Option<&str>,
+    what: &str,
+    query: impl FnOnce(&mut NlSocket) -> Result<T, NlFailure> + Send + 'static,
+) -> Result<T, HostError> {
+    let result = crate::netns::run_in(netns, move || {
+        let mut socket = NlSocket::open(NETLINK_ROUTE)?;
+        query(&mut socket)
+    })?;
+    result.map_err(|e| e.into_host(what))
+}
+
+/// The [`Link`] a `RTM_NEWLINK` reply describes.
+fn link_of(message: RouteNetlinkMessage) -> Option<Link> {
+    let RouteNetlinkMessage::NewLink(message) = message else {
+        return None;
+    };
+    let mut link = Link {
+        ifindex: message.header.index,
+        name: String::new(),
+        mac: None,
+        mtu: None,
+        is_veth: false,
+        peer_ifindex: None,
+        peer_netnsid: None,
+        stats: None,
+    };
+    for attribute in message.attributes {
+        match attribute {
+            LinkAttribute::IfName(name) => link.name = name,
+            LinkAttribute::Address(bytes) => link.mac = bytes.try_into().ok(),
+            LinkAttribute::Mtu(mtu) => link.mtu = Some(mtu),
+            LinkAttribute::Link(index) => link.peer_ifindex = Some(index),
+            LinkAttribute::LinkNetNsId(id) => link.peer_netnsid = Some(id),
+            LinkAttribute::LinkInfo(infos) => {
+                link.is_veth = infos
+                    .iter()
+                    .any(|i| matches!(i, LinkInfo::Kind(InfoKind::Veth)));
+            }
+            LinkAttribute::Stats64(s) => {
+                link.stats = Some(LinkStats {
+                    rx_packets: s.rx_packets,
+                    tx_packets: s.tx_packets,
+                    rx_dropped: s.rx_dropped,
+                    tx_dropped: s.tx_dropped,
+                })
+            }
+            _ => {}
+        }
+    }
+    Some(link)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_is_found_by_name_and_in_the_dump() {
+        let lo = link(None, "lo").unwrap();
+        assert_eq!(lo.name, "lo");
+        assert!(!lo.is_veth);
+        assert!(lo.stats.is_some(), "the kernel sends IFLA_STATS64");
+        let all = links(None).unwrap();
+        assert!(all
+            .iter()
+            .any(|l| l.ifindex == lo.ifindex && l.name == "lo"));
+    }
+
+    #[test]
+    fn a_missing_device_is_an_error_naming_it() {
+        let e = link(None, "steer-nodev0").unwrap_err().to_string();
+        assert!(e.contains("steer-nodev0"), "{e}");
+    }
+
+    #[test]
+    fn a_missing_namespace_is_bad_input() {
+        let e = link(Some("steer-no-such-netns"), "lo").unwrap_err();
+        assert!(e.is_bad_input(), "{e}");
+    }
+
+    /// Two namespaces joined by a veth pair, deleted on drop.
+    struct Pair(String, String);
+
+    impl Drop for Pair {
+        fn drop(&mut self) {
+            let _ = crate::command::ip(&["netns", "del", &self.0]);
+            let _ = crate::command::ip(&["netns", "del", &self.1]);
+        }
+    }
+
+    #[test]
+    #[ignore = "needs root (network namespaces)"]
+    fn a_veth_peer_in_another_namespace_is_found_by_its_nsid() {
+        testkit::require_root("network namespaces");
+        let id = std::process::id();
+        let pair = Pair(format!("hostlink-a-{id}"), format!("hostlink-b-{id}"));
+        for ns in [&pair.0, &pair.1] {
+            crate::command::ip(&["netns", "add", ns]).unwrap();
+        }
+        crate::command::ip(&[
+            "-n", &pair.0, "link", "add", "va", "type", "veth", "peer", "name", "vb", "netns",
+            &pair.1,
+        ])
+        .unwrap();
+        let va = link(Some(&pair.0), "va").unwrap();
+        let vb = link(Some(&pair.1), "vb").unwrap();
+        assert!(va.is_veth && vb.is_veth);
+        assert!(va.mac.is_some() && va.mac != vb.mac);
+        assert_eq!(va.peer_ifindex, Some(vb.ifindex));
+        let nsid = va.peer_netnsid.expect("the peer is in another namespace");
+        let names = nsid_names(Some(&pair.0)).unwrap();
+        assert!(names.contains(&(nsid, pair.1.clone())), "{names:?}");
+        assert!(links(Some(&pair.1)).unwrap().iter().any(|l| l.name == "vb"));
+    }
+}
