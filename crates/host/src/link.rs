@@ -90,7 +90,10 @@ pub fn nsid_names(netns: Option<&str>) -> Result<Vec<(i32, String)>, HostError> 
             let mut request = NsidMessage::default();
             let fd = u32::try_from(file.as_raw_fd()).unwrap_or(u32::MAX);
             request.attributes.push(NsidAttribute::Fd(fd));
-            let replies = socket.request(RouteNetlinkMessage::GetNsId(request), false)?;
+            // Nor one being deleted while we ask: skip it, keep the others.
+            let Ok(replies) = socket.request(RouteNetlinkMessage::GetNsId(request), false) else {
+                continue;
+            };
             let id = replies.iter().find_map(|m| match m {
                 RouteNetlinkMessage::NewNsId(m) => m.attributes.iter().find_map(|a| match a {
                     NsidAttribute::Id(id) if *id >= 0 => Some(*id),

@@ -13,75 +13,8 @@
 //! [`check_peer`] finds the peer of a veth (in any named namespace or the
 //! root namespace) and reports it when its tx checksum offload is on.
 
-use serde_json::Value;
-
 use crate::error::NicError;
 use crate::sys;
-
-/// One end of a veth pair, as `ip -d -j link show` reports it.
-struct LinkInfo {
-    ifindex: u64,
-    name: String,
-    is_veth: bool,
-    /// The peer's ifindex (in the peer's namespace).
-    peer_ifindex: Option<u64>,
-    /// The peer's namespace id, relative to this namespace, when the peer
-    /// is in another namespace.
-    peer_netnsid: Option<u64>,
-}
-
-fn links(dev: Option<&str>) -> Option<Vec<LinkInfo>> {
-    let mut args = vec!["-d", "-j", "link", "show"];
-    if let Some(dev) = dev {
-        args.extend(["dev", dev]);
-    }
-    let out = host::command::ip(&args).ok()?;
-    let value: Value = serde_json::from_str(&out).ok()?;
-    let list = value.as_array()?;
-    let by_name: Vec<(String, u64)> = list
-        .iter()
-        .filter_map(|l| Some((l["ifname"].as_str()?.to_string(), l["ifindex"].as_u64()?)))
-        .collect();
-    Some(
-        list.iter()
-            .filter_map(|l| {
-                let name = l["ifname"].as_str()?.to_string();
-                let ifindex = l["ifindex"].as_u64()?;
-                let is_veth = l["linkinfo"]["info_kind"].as_str() == Some("veth");
-                let peer_netnsid = l["link_netnsid"].as_u64();
-                // Same namespace: "link": "peer-name"; elsewhere: "link_index".
-                let peer_ifindex = l["link_index"].as_u64().or_else(|| {
-                    let peer = l["link"].as_str()?;
-                    by_name.iter().find(|(n, _)| n == peer).map(|(_, i)| *i)
-                });
-                Some(LinkInfo {
-                    ifindex,
-                    name,
-                    is_veth,
-                    peer_ifindex,
-                    peer_netnsid,
-                })
-            })
-            .collect(),
-    )
-}
-
-/// The names of the namespaces this namespace has ids for
-/// (`ip -j netns list-id`: nsid -> name under /run/netns).
-fn nsid_names() -> Vec<(u64, String)> {
-    let Ok(out) = host::command::ip(&["-j", "netns", "list-id"]) else {
-        return Vec::new();
-    };
-    let value: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
-    value
-        .as_array()
-        .map(|list| {
-            list.iter()
-                .filter_map(|e| Some((e["nsid"].as_u64()?, e["name"].as_str()?.to_string())))
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
 /// The peer of veth `dev` (which lives in `netns`): its namespace and name.
 /// `None` when `dev` is not a veth or the peer cannot be found.
@@ -91,28 +24,26 @@ fn nsid_names() -> Vec<(u64, String)> {
 /// /run/netns; an id without a name is taken to be the initial namespace,
 /// where the peer must be a veth pointing back at `dev`.
 pub fn veth_peer(dev: &str, netns: Option<&str>) -> Option<(Option<String>, String)> {
-    let dev_owned = dev.to_string();
-    let (me, all, ids) = host::netns::run_in(netns, move || {
-        (links(Some(&dev_owned)), links(None), nsid_names())
-    })
-    .ok()?;
-    let me = me?.into_iter().next()?;
+    let me = host::link::link(netns, dev).ok()?;
     if !me.is_veth {
         return None;
     }
     let peer_index = me.peer_ifindex?;
     let Some(nsid) = me.peer_netnsid else {
-        let peer = all?.into_iter().find(|l| l.ifindex == peer_index)?;
+        let peer = host::link::links(netns)
+            .ok()?
+            .into_iter()
+            .find(|l| l.ifindex == peer_index)?;
         return Some((netns.map(str::to_string), peer.name));
     };
+    let ids = host::link::nsid_names(netns).unwrap_or_default();
     let peer_netns = match ids.into_iter().find(|(id, _)| *id == nsid) {
         Some((_, name)) => Some(name),
         None if netns.is_some() => None, // the initial namespace
         None => return None,
     };
-    let found = host::netns::run_in(peer_netns.as_deref(), move || links(None))
-        .ok()
-        .flatten()?
+    let found = host::link::links(peer_netns.as_deref())
+        .ok()?
         .into_iter()
         .find(|l| l.is_veth && l.ifindex == peer_index && l.peer_ifindex == Some(me.ifindex))?;
     Some((peer_netns, found.name))
