@@ -381,19 +381,15 @@ fn run_in_host(lab: &Lab, host: &str, program: &str, args: &[&str]) -> Result<St
 /// The drop counters now; the cpumap's only in software RSS mode.
 fn snapshot(lab: &Lab, mode: Mode) -> Result<Snapshot, ExpError> {
     let (snd, rcv) = (lab.sender(), lab.receiver());
+    // (rx dropped, tx dropped) from IFLA_STATS64; a device the kernel
+    // sends no counters for is an error, never a zero.
     let link = |host: &lab::Host| -> Result<(u64, u64), ExpError> {
-        let json = host::command::ip(&[
-            "-n",
-            &host.netns,
-            "-s",
-            "-j",
-            "link",
-            "show",
-            "dev",
-            &host.dev,
-        ])
-        .map_err(lab::LabError::from)?;
-        counters::parse_link_drops(&json)
+        let link = host::link::link(Some(&host.netns), &host.dev).map_err(lab::LabError::from)?;
+        let stats = link.stats.ok_or_else(|| ExpError::Program {
+            program: format!("reading the counters of {} in {}", host.dev, host.netns),
+            detail: "the kernel sent no IFLA_STATS64".into(),
+        })?;
+        Ok((stats.rx_dropped, stats.tx_dropped))
     };
     let qdisc = run_in_host(
         lab,

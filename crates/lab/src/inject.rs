@@ -35,18 +35,12 @@ pub fn send_frames(netns: &str, dev: &str, frames: Vec<Vec<u8>>) -> Result<usize
     Ok(sent)
 }
 
-/// The MAC address of `dev` in `netns` (`ip -j link show`).
+/// The MAC address of `dev` in `netns` (`IFLA_ADDRESS`, over netlink).
 pub fn mac_address(netns: &str, dev: &str) -> Result<[u8; 6], LabError> {
-    let out = host::command::ip(&["-n", netns, "-j", "link", "show", "dev", dev])?;
-    let value: serde_json::Value = serde_json::from_str(&out).map_err(|e| LabError::Command {
-        command: format!("ip -n {netns} -j link show dev {dev}"),
-        stderr: e.to_string(),
-    })?;
-    value[0]["address"]
-        .as_str()
-        .and_then(crate::packet::parse_mac)
+    host::link::link(Some(netns), dev)?
+        .mac
         .ok_or_else(|| LabError::Command {
-            command: format!("ip -n {netns} -j link show dev {dev}"),
-            stderr: "no MAC address".into(),
+            command: format!("reading the MAC address of {dev} in {netns}"),
+            stderr: "the device has no Ethernet address".into(),
         })
 }

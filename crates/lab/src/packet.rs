@@ -57,16 +57,6 @@ pub fn frame(
     written.then_some(out)
 }
 
-/// Parses `aa:bb:cc:dd:ee:ff`.
-pub fn parse_mac(text: &str) -> Option<[u8; 6]> {
-    let parts: Vec<u8> = text
-        .trim()
-        .split(':')
-        .map(|p| u8::from_str_radix(p, 16).ok())
-        .collect::<Option<Vec<u8>>>()?;
-    parts.try_into().ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,6 +113,5 @@ mod tests {
         assert_eq!(&f[12..14], &ETH_P_IPV6.to_be_bytes());
         assert_eq!(f[14 + 6], 6);
         assert_eq!(&f[54 + 2..54 + 4], &443u16.to_be_bytes());
-        assert_eq!(parse_mac("02:00:00:00:00:0a"), Some([2, 0, 0, 0, 0, 10]));
     }
 }

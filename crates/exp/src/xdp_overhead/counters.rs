@@ -190,19 +190,6 @@ fn checked_sum(a: u64, b: u64, program: &str) -> Result<u64, ExpError> {
         .ok_or_else(|| unreadable(program, "counters add up past 2^64"))
 }
 
-/// (rx dropped, tx dropped) of the one device in `ip -s -j link show dev X`.
-pub fn parse_link_drops(json: &str) -> Result<(u64, u64), ExpError> {
-    let v: serde_json::Value =
-        serde_json::from_str(json).map_err(|e| unreadable("ip -s -j link", e))?;
-    let [dev] = v.as_array().map(Vec::as_slice).unwrap_or_default() else {
-        return Err(unreadable("ip -s -j link", "not one device"));
-    };
-    Ok((
-        counter(dev, &["stats64", "rx", "dropped"], "ip -s link")?,
-        counter(dev, &["stats64", "tx", "dropped"], "ip -s link")?,
-    ))
-}
-
 /// Drops and requeues of the qdiscs in `tc -s -j qdisc show dev X`, or
 /// `None` when the root is `noqueue` (no queue, so nothing to stop).
 pub fn parse_qdisc(json: &str) -> Result<Option<QdiscCounters>, ExpError> {
@@ -254,18 +241,6 @@ pub fn parse_softnet_dropped(text: &str) -> Result<u64, ExpError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn link_drops_from_ip_json() {
-        let json = r#"[{"ifindex":2,"ifname":"veth0","stats64":{"rx":{"bytes":10,"packets":1,"errors":0,"dropped":7,"over_errors":0,"multicast":0},"tx":{"bytes":5,"packets":1,"errors":0,"dropped":13,"carrier_errors":0,"collisions":0}}}]"#;
-        assert_eq!(parse_link_drops(json).unwrap(), (7, 13));
-        // A missing counter is an error naming it, never 0.
-        let no_tx = r#"[{"stats64":{"rx":{"dropped":1},"tx":{}}}]"#;
-        let err = parse_link_drops(no_tx).unwrap_err().to_string();
-        assert!(err.contains("stats64.tx.dropped"), "{err}");
-        assert!(parse_link_drops("[]").is_err());
-        assert!(parse_link_drops("not json").is_err());
-    }
 
     #[test]
     fn qdisc_counters_from_tc_json() {
