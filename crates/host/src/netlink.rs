@@ -11,7 +11,7 @@ use std::io;
 
 use netlink_packet_core::{
     NetlinkDeserializable, NetlinkHeader, NetlinkMessage, NetlinkPayload, NetlinkSerializable,
-    NlasIterator, NLA_TYPE_MASK, NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST,
+    NlasIterator, NLA_TYPE_MASK, NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REQUEST,
 };
 use netlink_sys::{Socket, SocketAddr};
 
@@ -185,9 +185,29 @@ impl NlSocket {
     where
         I: NetlinkSerializable + NetlinkDeserializable + Debug,
     {
+        self.request_with_flags(payload, if dump { NLM_F_DUMP } else { 0 })
+    }
+
+    /// Asks the kernel to create an object (`NLM_F_CREATE | NLM_F_EXCL`: an
+    /// object of that name already there is an error, `EEXIST`) and waits
+    /// for its ACK.
+    pub fn create<I>(&mut self, payload: I) -> Result<(), NlFailure>
+    where
+        I: NetlinkSerializable + NetlinkDeserializable + Debug,
+    {
+        self.request_with_flags(payload, NLM_F_CREATE | NLM_F_EXCL)
+            .map(drop)
+    }
+
+    /// [`request`](Self::request) with `flags` added to
+    /// `NLM_F_REQUEST | NLM_F_ACK`.
+    fn request_with_flags<I>(&mut self, payload: I, flags: u16) -> Result<Vec<I>, NlFailure>
+    where
+        I: NetlinkSerializable + NetlinkDeserializable + Debug,
+    {
         self.seq = self.seq.wrapping_add(1);
         let mut header = NetlinkHeader::default();
-        header.flags = NLM_F_REQUEST | NLM_F_ACK | if dump { NLM_F_DUMP } else { 0 };
+        header.flags = NLM_F_REQUEST | NLM_F_ACK | flags;
         header.sequence_number = self.seq;
         let mut message = NetlinkMessage::new(header, NetlinkPayload::InnerMessage(payload));
         message.finalize();

@@ -13,11 +13,7 @@ fn ip(args: &[&str]) -> Result<String, LabError> {
 /// A veth pair: `dev` in namespace `netns`, its peer [`HOST_DEV`] in
 /// `host_netns`. Every link of a lab is one such pair.
 fn add_veth_pair(dev: &str, netns: &str, host_netns: &str) -> Result<(), LabError> {
-    ip(&[
-        "link", "add", dev, "netns", netns, "type", "veth", "peer", "name", HOST_DEV, "netns",
-        host_netns,
-    ])?;
-    Ok(())
+    Ok(host::link::add_veth(dev, netns, HOST_DEV, host_netns)?)
 }
 
 /// Turns tx checksum offload (and with it TSO) off on `dev` in `netns`, like
@@ -69,7 +65,7 @@ impl Lab {
         ip(&["netns", "add", ns])?;
         state.created_netns.push(ns.to_string());
         state.save()?;
-        ip(&["-n", ns, "link", "set", "lo", "up"])?;
+        host::link::set_up(ns, "lo")?;
         Ok(())
     }
 
@@ -89,29 +85,12 @@ impl Lab {
             host::netns::set_sysctl(ns, &format!("net.ipv6.conf.{dev}.disable_ipv6"), "1")?;
         }
         if let Some((addr, len)) = v4 {
-            ip(&[
-                "-n",
-                ns,
-                "addr",
-                "add",
-                &format!("{addr}/{len}"),
-                "dev",
-                dev,
-            ])?;
+            host::link::add_address(ns, dev, addr.into(), len)?;
         }
         if let Some(addr) = v6 {
-            ip(&[
-                "-n",
-                ns,
-                "addr",
-                "add",
-                &format!("{addr}/64"),
-                "dev",
-                dev,
-                "nodad",
-            ])?;
+            host::link::add_address(ns, dev, addr.into(), 64)?;
         }
-        ip(&["-n", ns, "link", "set", dev, "up"])?;
+        host::link::set_up(ns, dev)?;
         Ok(())
     }
 
@@ -158,17 +137,17 @@ impl Lab {
             }
             Some(sw) => {
                 Self::add_netns(state, &sw)?;
-                ip(&["-n", &sw, "link", "add", "br0", "type", "bridge"])?;
+                host::link::add_bridge(&sw, "br0")?;
                 if !spec.ipv6 {
                     host::netns::set_sysctl(&sw, "net.ipv6.conf.br0.disable_ipv6", "1")?;
                 }
-                ip(&["-n", &sw, "link", "set", "br0", "up"])?;
+                host::link::set_up(&sw, "br0")?;
                 let mut found = None;
                 for (i, host) in state.hosts.iter().enumerate() {
                     let port = format!("port{i}");
                     add_veth_pair(&port, &sw, &host.netns)?;
                     Self::configure_link(&sw, &port, None, None, spec.ipv6)?;
-                    ip(&["-n", &sw, "link", "set", &port, "master", "br0"])?;
+                    host::link::set_controller(&sw, &port, "br0")?;
                     if host.name == receiver.name {
                         found = Some((sw.clone(), port));
                     }

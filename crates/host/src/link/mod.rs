@@ -10,13 +10,16 @@
 use std::io;
 use std::os::fd::AsRawFd;
 
-use netlink_packet_route::link::{InfoKind, LinkAttribute, LinkInfo, LinkMessage};
+use netlink_packet_route::link::{InfoKind, LinkAttribute, LinkFlags, LinkInfo, LinkMessage};
 use netlink_packet_route::nsid::{NsidAttribute, NsidMessage};
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_sys::protocols::NETLINK_ROUTE;
 
 use crate::netlink::{NlFailure, NlSocket};
 use crate::HostError;
+
+mod setup;
+pub use setup::{add_address, add_bridge, add_veth, delete, set_controller, set_up};
 
 /// One network device as the kernel describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,6 +29,10 @@ pub struct Link {
     /// The hardware address (`IFLA_ADDRESS`); none for devices without one.
     pub mac: Option<[u8; 6]>,
     pub mtu: Option<u32>,
+    /// Whether the device is administratively up (`IFF_UP`).
+    pub up: bool,
+    /// The ifindex of its controller (a bridge port's bridge: `IFLA_MASTER`).
+    pub controller: Option<u32>,
     /// Whether `IFLA_INFO_KIND` says `veth`.
     pub is_veth: bool,
     /// The other end's ifindex (`IFLA_LINK`), in the peer's namespace when
@@ -110,7 +117,7 @@ pub fn nsid_names(netns: Option<&str>) -> Result<Vec<(i32, String)>, HostError> 
 }
 
 /// Opens a route netlink socket inside `netns` and runs `query` on it.
-fn in_netns<T: Send + 'static>(
+pub(crate) fn in_netns<T: Send + 'static>(
     netns: Option<&str>,
     what: &str,
     query: impl FnOnce(&mut NlSocket) -> Result<T, NlFailure> + Send + 'static,
@@ -132,6 +139,8 @@ fn link_of(message: RouteNetlinkMessage) -> Option<Link> {
         name: String::new(),
         mac: None,
         mtu: None,
+        up: message.header.flags.contains(LinkFlags::Up),
+        controller: None,
         is_veth: false,
         peer_ifindex: None,
         peer_netnsid: None,
@@ -142,6 +151,7 @@ fn link_of(message: RouteNetlinkMessage) -> Option<Link> {
             LinkAttribute::IfName(name) => link.name = name,
             LinkAttribute::Address(bytes) => link.mac = bytes.try_into().ok(),
             LinkAttribute::Mtu(mtu) => link.mtu = Some(mtu),
+            LinkAttribute::Controller(index) => link.controller = Some(index),
             LinkAttribute::Link(index) => link.peer_ifindex = Some(index),
             LinkAttribute::LinkNetNsId(id) => link.peer_netnsid = Some(id),
             LinkAttribute::LinkInfo(infos) => {

@@ -1,0 +1,235 @@
+//! Making and changing devices and addresses over route netlink
+//! (rtnetlink(7): `RTM_NEWLINK`, `RTM_DELLINK`, `RTM_NEWADDR`): what
+//! `ip link add ... type veth`, `ip link set ... up|master` and
+//! `ip addr add` do, without a program per step.
+//!
+//! Creating a namespace stays with `ip netns add` (it is a mount, not a
+//! netlink request).
+
+use std::net::IpAddr;
+use std::os::fd::AsRawFd;
+
+use netlink_packet_route::address::{
+    AddressAttribute, AddressHeaderFlags, AddressMessage, AddressScope,
+};
+use netlink_packet_route::link::{
+    InfoData, InfoKind, InfoVeth, LinkAttribute, LinkFlags, LinkInfo, LinkMessage,
+};
+use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
+
+use super::in_netns;
+use crate::HostError;
+
+/// A veth pair: `name` in namespace `netns` and its peer `peer` in
+/// `peer_netns`, both down (`ip link add NAME netns NS type veth peer name
+/// PEER netns PEER_NS`). The request is made from the caller's namespace
+/// and names both targets by file descriptor (`IFLA_NET_NS_FD`), so the
+/// ends are born where they belong.
+pub fn add_veth(name: &str, netns: &str, peer: &str, peer_netns: &str) -> Result<(), HostError> {
+    let (own, other) = (crate::netns::open(netns)?, crate::netns::open(peer_netns)?);
+    let mut peer_message = LinkMessage::default();
+    peer_message.attributes = vec![
+        LinkAttribute::IfName(peer.to_string()),
+        LinkAttribute::NetNsFd(other.as_raw_fd()),
+    ];
+    let mut message = LinkMessage::default();
+    message.attributes = vec![
+        LinkAttribute::IfName(name.to_string()),
+        LinkAttribute::NetNsFd(own.as_raw_fd()),
+        LinkAttribute::LinkInfo(vec![
+            LinkInfo::Kind(InfoKind::Veth),
+            LinkInfo::Data(InfoData::Veth(InfoVeth::Peer(peer_message))),
+        ]),
+    ];
+    let what = format!("adding veth {name} in {netns} with peer {peer} in {peer_netns}");
+    // The files stay open until the kernel has answered.
+    let result = in_netns(None, &what, move |socket| {
+        socket.create(RouteNetlinkMessage::NewLink(message))
+    });
+    drop((own, other));
+    result
+}
+
+/// A bridge `name` in `netns`, down (`ip link add NAME type bridge`).
+pub fn add_bridge(netns: &str, name: &str) -> Result<(), HostError> {
+    let mut message = LinkMessage::default();
+    message.attributes = vec![
+        LinkAttribute::IfName(name.to_string()),
+        LinkAttribute::LinkInfo(vec![LinkInfo::Kind(InfoKind::Bridge)]),
+    ];
+    let what = format!("adding bridge {name} in {netns}");
+    in_netns(Some(netns), &what, move |socket| {
+        socket.create(RouteNetlinkMessage::NewLink(message))
+    })
+}
+
+/// Brings `dev` in `netns` up (`ip link set DEV up`).
+pub fn set_up(netns: &str, dev: &str) -> Result<(), HostError> {
+    let mut message = LinkMessage::default();
+    message.header.flags = LinkFlags::Up;
+    message.header.change_mask = LinkFlags::Up;
+    message.attributes = vec![LinkAttribute::IfName(dev.to_string())];
+    change_link(netns, &format!("setting {dev} up in {netns}"), message)
+}
+
+/// Makes `controller` (a bridge) the controller of `dev`, both in `netns`
+/// (`ip link set DEV master CONTROLLER`).
+pub fn set_controller(netns: &str, dev: &str, controller: &str) -> Result<(), HostError> {
+    let index = super::link(Some(netns), controller)?.ifindex;
+    let mut message = LinkMessage::default();
+    message.attributes = vec![
+        LinkAttribute::IfName(dev.to_string()),
+        LinkAttribute::Controller(index),
+    ];
+    let what = format!("adding {dev} to {controller} in {netns}");
+    change_link(netns, &what, message)
+}
+
+/// Deletes `dev` in `netns`, and with a veth its peer (`ip link del DEV`).
+pub fn delete(netns: &str, dev: &str) -> Result<(), HostError> {
+    let mut message = LinkMessage::default();
+    message.attributes = vec![LinkAttribute::IfName(dev.to_string())];
+    let what = format!("deleting {dev} in {netns}");
+    in_netns(Some(netns), &what, move |socket| {
+        socket
+            .request(RouteNetlinkMessage::DelLink(message), false)
+            .map(drop)
+    })
+}
+
+/// Adds `addr/prefix_len` to `dev` in `netns` (`ip addr add`). An IPv6
+/// address skips duplicate address detection (`nodad`): the callers place
+/// addresses in namespaces they made, and DAD would hold the address
+/// unusable for a second or more.
+pub fn add_address(netns: &str, dev: &str, addr: IpAddr, prefix_len: u8) -> Result<(), HostError> {
+    let index = super::link(Some(netns), dev)?.ifindex;
+    let mut message = AddressMessage::default();
+    message.header.family = match addr {
+        IpAddr::V4(_) => AddressFamily::Inet,
+        IpAddr::V6(_) => AddressFamily::Inet6,
+    };
+    message.header.prefix_len = prefix_len;
+    message.header.scope = AddressScope::Universe;
+    message.header.index = index;
+    if addr.is_ipv6() {
+        message.header.flags = AddressHeaderFlags::Nodad;
+    }
+    message.attributes = vec![
+        AddressAttribute::Local(addr),
+        AddressAttribute::Address(addr),
+    ];
+    let what = format!("adding {addr}/{prefix_len} to {dev} in {netns}");
+    in_netns(Some(netns), &what, move |socket| {
+        socket.create(RouteNetlinkMessage::NewAddress(message))
+    })
+}
+
+/// Sends a change of an existing link (`RTM_NEWLINK` without
+/// `NLM_F_CREATE`: the kernel's setlink).
+fn change_link(netns: &str, what: &str, message: LinkMessage) -> Result<(), HostError> {
+    in_netns(Some(netns), what, move |socket| {
+        socket
+            .request(RouteNetlinkMessage::NewLink(message), false)
+            .map(drop)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
+
+    use super::*;
+
+    /// Namespaces made with `ip netns add`, deleted on drop.
+    struct Namespaces(Vec<String>);
+
+    impl Namespaces {
+        fn new(tags: &[&str]) -> Namespaces {
+            let names = tags
+                .iter()
+                .map(|t| format!("hostsetup-{t}-{}", std::process::id()))
+                .collect::<Vec<_>>();
+            for name in &names {
+                crate::command::ip(&["netns", "add", name])
+                    .unwrap_or_else(|e| testkit::missing(&format!("network namespaces ({e})")));
+            }
+            Namespaces(names)
+        }
+    }
+
+    impl Drop for Namespaces {
+        fn drop(&mut self) {
+            for name in &self.0 {
+                let _ = crate::command::ip(&["netns", "del", name]);
+            }
+        }
+    }
+
+    /// One TCP exchange from `from` to `to`: proves the devices are up and
+    /// the addresses are there, as traffic sees them.
+    fn exchange(from: &str, to: &str, addr: SocketAddr) {
+        let listener = crate::netns::run_in(Some(to), move || TcpListener::bind(addr))
+            .unwrap()
+            .unwrap();
+        let client = crate::netns::spawn_in(from, move || -> std::io::Result<()> {
+            TcpStream::connect(addr)?.write_all(b"ping")
+        })
+        .unwrap();
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut got = Vec::new();
+        conn.read_to_end(&mut got).unwrap();
+        client.join().unwrap().unwrap().unwrap();
+        assert_eq!(got, b"ping");
+    }
+
+    #[test]
+    #[ignore = "needs root (network namespaces)"]
+    fn a_veth_pair_with_addresses_carries_tcp_over_ipv4_and_ipv6() {
+        testkit::require_root("network namespaces");
+        let ns = Namespaces::new(&["a", "b"]);
+        let (a, b) = (ns.0[0].as_str(), ns.0[1].as_str());
+        add_veth("va", a, "vb", b).unwrap();
+        let e = add_veth("va", a, "vb", b).unwrap_err().to_string();
+        assert!(
+            e.contains("adding veth va"),
+            "a second pair of the same names: {e}"
+        );
+        for (netns, dev, v4, v6) in [
+            (a, "va", Ipv4Addr::new(10, 9, 0, 1), "fd09::1"),
+            (b, "vb", Ipv4Addr::new(10, 9, 0, 2), "fd09::2"),
+        ] {
+            add_address(netns, dev, v4.into(), 24).unwrap();
+            add_address(netns, dev, v6.parse::<Ipv6Addr>().unwrap().into(), 64).unwrap();
+            set_up(netns, dev).unwrap();
+            set_up(netns, "lo").unwrap();
+        }
+        exchange(a, b, "10.9.0.2:7001".parse().unwrap());
+        exchange(a, b, "[fd09::2]:7002".parse().unwrap());
+        delete(a, "va").unwrap();
+        assert!(
+            super::super::link(Some(b), "vb").is_err(),
+            "the peer goes too"
+        );
+    }
+
+    #[test]
+    #[ignore = "needs root (network namespaces)"]
+    fn a_port_joins_a_bridge() {
+        testkit::require_root("network namespaces");
+        let ns = Namespaces::new(&["sw", "h"]);
+        let (sw, h) = (ns.0[0].as_str(), ns.0[1].as_str());
+        add_bridge(sw, "br0").unwrap();
+        add_veth("port0", sw, "eth0", h).unwrap();
+        set_controller(sw, "port0", "br0").unwrap();
+        set_up(sw, "br0").unwrap();
+        let bridge = super::super::link(Some(sw), "br0").unwrap();
+        let port = super::super::link(Some(sw), "port0").unwrap();
+        assert_eq!(port.controller, Some(bridge.ifindex));
+        assert!(bridge.up && !port.up);
+        let e = set_controller(sw, "port0", "br-none")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("br-none"), "{e}");
+    }
+}
