@@ -21,7 +21,7 @@
 //! netns::set_sysctl(netns, key, value)                   // a net.* sysctl of that namespace
 //! netns::{path, open, exists, names, current_name}
 //! link::{link(netns, dev), links(netns), nsid_names(netns)} // RTM_GETLINK, RTM_GETNSID
-//! link::{add_veth, add_bridge, set_up, set_controller, add_address, delete}
+//! link::{add_veth, add_bridge, set_up, set_controller, add_address, add_route, delete}
 //! netlink::NlSocket::{open, request, request_each}       // one request, its replies
 //! command::run(&mut Command) -> Result<String, HostError> // stdout; stderr in the error
 //! command::ip(args) -> Result<String, HostError>

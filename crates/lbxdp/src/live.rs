@@ -120,11 +120,6 @@ pub struct LiveLab {
     guard: Option<LabGuard>,
 }
 
-fn ip(args: &[&str]) -> Result<(), LbXdpError> {
-    host::command::ip(args)?;
-    Ok(())
-}
-
 fn tx_csum_off(netns: &str, dev: &str) -> Result<(), LbXdpError> {
     let d = dev.to_string();
     host::netns::run_in(Some(netns), move || nic::sys::set_tx_checksum(&d, false))?
@@ -201,7 +196,6 @@ impl LiveLab {
             .collect::<Result<_, _>>()?;
         live.guard = Some(guard);
 
-        let vip = format!("{}/32", live.vip);
         for (i, b) in live.backends.clone().iter().enumerate() {
             let config = backend_config(spec, i as u32)?;
             let (sw, port) = &backend_ports[i];
@@ -212,7 +206,7 @@ impl LiveLab {
                 &config,
                 &nic::AttachOptions::default(),
             )?;
-            ip(&["-n", &b.netns, "addr", "add", &vip, "dev", "lo"])?;
+            host::link::add_address(&b.netns, "lo", live.vip.into(), 32)?;
             for (k, v) in [
                 ("net.ipv4.conf.all.arp_ignore", "1"),
                 ("net.ipv4.conf.all.arp_announce", "2"),
@@ -229,9 +223,8 @@ impl LiveLab {
         tx_csum_off(&lb_port.0, &lb_port.1)?;
         live.dp
             .attach(&live.lb.dev, &live.lb.netns, Some((&lb_port.0, &lb_port.1)))?;
-        let via = live.lb.ipv4.to_string();
         for c in &live.clients {
-            ip(&["-n", &c.netns, "route", "add", &vip, "via", &via])?;
+            host::link::add_route(&c.netns, live.vip.into(), 32, live.lb.ipv4.into())?;
         }
         // Last: each agent serves its backend's attached software RSS.
         live.agents = Some(BackendAgents::start(&live.backends)?);
@@ -281,8 +274,9 @@ impl LiveLab {
         let _ = nic::detach(&b.dev, Some(&b.netns));
         // Sockets keep a deleted namespace alive; without its device it is
         // cut off all the same.
-        ip(&["-n", &b.netns, "link", "del", &b.dev])?;
-        ip(&["netns", "del", &b.netns])
+        host::link::delete(&b.netns, &b.dev)?;
+        host::command::ip(&["netns", "del", &b.netns])?;
+        Ok(())
     }
 }
 

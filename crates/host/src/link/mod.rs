@@ -19,7 +19,7 @@ use crate::netlink::{NlFailure, NlSocket};
 use crate::HostError;
 
 mod setup;
-pub use setup::{add_address, add_bridge, add_veth, delete, set_controller, set_up};
+pub use setup::{add_address, add_bridge, add_route, add_veth, delete, set_controller, set_up};
 
 /// One network device as the kernel describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! Making and changing devices and addresses over route netlink
 //! (rtnetlink(7): `RTM_NEWLINK`, `RTM_DELLINK`, `RTM_NEWADDR`): what
-//! `ip link add ... type veth`, `ip link set ... up|master` and
-//! `ip addr add` do, without a program per step.
+//! `ip link add ... type veth`, `ip link set ... up|master`,
+//! `ip addr add` and `ip route add` do, without a program per step.
 //!
 //! Creating a namespace stays with `ip netns add` (it is a mount, not a
 //! netlink request).
@@ -14,6 +14,9 @@ use netlink_packet_route::address::{
 };
 use netlink_packet_route::link::{
     InfoData, InfoKind, InfoVeth, LinkAttribute, LinkFlags, LinkInfo, LinkMessage,
+};
+use netlink_packet_route::route::{
+    RouteAddress, RouteAttribute, RouteHeader, RouteMessage, RouteProtocol, RouteScope, RouteType,
 };
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 
@@ -124,6 +127,48 @@ pub fn add_address(netns: &str, dev: &str, addr: IpAddr, prefix_len: u8) -> Resu
     })
 }
 
+/// A route to `dest/prefix_len` through gateway `via` in the main table of
+/// `netns` (`ip route add DEST/LEN via VIA`). Both addresses must be of one
+/// family.
+pub fn add_route(netns: &str, dest: IpAddr, prefix_len: u8, via: IpAddr) -> Result<(), HostError> {
+    let what = format!("adding a route to {dest}/{prefix_len} via {via} in {netns}");
+    let (family, dest, via) = match (dest, via) {
+        (IpAddr::V4(d), IpAddr::V4(v)) => (
+            AddressFamily::Inet,
+            RouteAddress::Inet(d),
+            RouteAddress::Inet(v),
+        ),
+        (IpAddr::V6(d), IpAddr::V6(v)) => (
+            AddressFamily::Inet6,
+            RouteAddress::Inet6(d),
+            RouteAddress::Inet6(v),
+        ),
+        _ => {
+            return Err(HostError::io(
+                what,
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "destination and gateway of different families",
+                ),
+            ))
+        }
+    };
+    let mut message = RouteMessage::default();
+    message.header.address_family = family;
+    message.header.destination_prefix_length = prefix_len;
+    message.header.table = RouteHeader::RT_TABLE_MAIN;
+    message.header.protocol = RouteProtocol::Boot;
+    message.header.scope = RouteScope::Universe;
+    message.header.kind = RouteType::Unicast;
+    message.attributes = vec![
+        RouteAttribute::Destination(dest),
+        RouteAttribute::Gateway(via),
+    ];
+    in_netns(Some(netns), &what, move |socket| {
+        socket.create(RouteNetlinkMessage::NewRoute(message))
+    })
+}
+
 /// Sends a change of an existing link (`RTM_NEWLINK` without
 /// `NLM_F_CREATE`: the kernel's setlink).
 fn change_link(netns: &str, what: &str, message: LinkMessage) -> Result<(), HostError> {
@@ -206,6 +251,21 @@ mod tests {
         }
         exchange(a, b, "10.9.0.2:7001".parse().unwrap());
         exchange(a, b, "[fd09::2]:7002".parse().unwrap());
+        // An address on b's loopback, reached from a through a route via b.
+        let far = Ipv4Addr::new(10, 99, 0, 1);
+        add_address(b, "lo", far.into(), 32).unwrap();
+        add_route(a, far.into(), 32, Ipv4Addr::new(10, 9, 0, 2).into()).unwrap();
+        exchange(a, b, SocketAddr::new(far.into(), 7003));
+        let mixed = add_route(
+            a,
+            far.into(),
+            32,
+            "fd09::2".parse::<Ipv6Addr>().unwrap().into(),
+        );
+        assert!(mixed
+            .unwrap_err()
+            .to_string()
+            .contains("different families"));
         delete(a, "va").unwrap();
         assert!(
             super::super::link(Some(b), "vb").is_err(),
