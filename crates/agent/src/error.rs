@@ -5,16 +5,6 @@ use std::path::PathBuf;
 
 use thiserror::Error;
 
-/// Why a device's config could not be read. The message names the part;
-/// the cause is the `source` (so the CLI finds it for its exit code).
-#[derive(Debug, Error)]
-pub enum DeviceError {
-    #[error("software RSS")]
-    Nic(#[from] nic::NicError),
-    #[error("NIC RSS")]
-    Live(#[from] rss::live::LiveError),
-}
-
 /// An error and its causes on one line, `a: b: c`.
 pub fn chain(err: &dyn std::error::Error) -> String {
     let mut line = err.to_string();
@@ -28,24 +18,6 @@ pub fn chain(err: &dyn std::error::Error) -> String {
         cause = c.source();
     }
     line
-}
-
-impl DeviceError {
-    /// Missing privilege or kernel feature (the CLI exits 3).
-    pub fn is_environment(&self) -> bool {
-        match self {
-            DeviceError::Nic(e) => e.is_environment(),
-            DeviceError::Live(e) => e.is_environment(),
-        }
-    }
-
-    /// A device that does not exist or has nothing attached (exit 2).
-    pub fn is_bad_input(&self) -> bool {
-        match self {
-            DeviceError::Nic(e) => e.is_bad_input(),
-            DeviceError::Live(e) => e.is_bad_input(),
-        }
-    }
 }
 
 #[derive(Debug, Error)]
@@ -74,7 +46,7 @@ pub enum AgentError {
     Device {
         dev: String,
         #[source]
-        source: DeviceError,
+        source: nic::NicError,
     },
 
     #[error("no network namespace named '{netns}' (see `ip netns list`)")]

@@ -57,7 +57,7 @@ pub use api::{
     ServedEntry, WhoamiReply, API_VERSION,
 };
 pub use client::{AgentClient, ClientError, PathCheck};
-pub use error::{AgentError, DeviceError};
+pub use error::AgentError;
 pub use receiver::{Receiver, ReceiverError, ReceiverSource, SourceOrigin};
 pub use served::{Devices, FileSource, Sources};
 pub use server::{stderr_log, Agent, LogFn, ServerOptions, DEFAULT_PORT};

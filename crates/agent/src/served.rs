@@ -12,7 +12,8 @@ use std::path::PathBuf;
 use rss::RssConfig;
 
 use crate::api::{ConfigOrigin, ServedEntry};
-use crate::error::{AgentError, DeviceError};
+use crate::error::AgentError;
+use nic::NicError;
 
 /// `--config FILE --for ADDR`: a config for a host whose NIC cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,29 +85,26 @@ pub fn interface_addrs() -> Result<BTreeMap<String, Vec<IpAddr>>, AgentError> {
     Ok(out)
 }
 
-/// A device's config: Steer's software RSS if it runs there, else the NIC's.
+/// A device's config and where it comes from ([`nic::device_config`]).
 pub fn device_config(
     dev: &str,
     netns: Option<&str>,
-) -> Result<(ConfigOrigin, RssConfig), DeviceError> {
-    match nic::attached_config(dev, netns) {
-        Ok(Some(config)) => return Ok((ConfigOrigin::SoftwareRss, config)),
-        Ok(None) => {}
-        // The device does not exist: no point asking ethtool.
-        Err(e @ nic::NicError::NoSuchDevice { .. }) => return Err(e.into()),
-        // Unreadable software RSS state: the NIC's own config may still be there.
-        Err(_) => {}
-    }
-    Ok((ConfigOrigin::Nic, rss::live::read_config(dev)?))
+) -> Result<(ConfigOrigin, RssConfig), NicError> {
+    let (source, config) = nic::device_config(dev, netns)?;
+    let origin = match source {
+        nic::ConfigSource::SoftwareRss => ConfigOrigin::SoftwareRss,
+        nic::ConfigSource::Nic => ConfigOrigin::Nic,
+    };
+    Ok((origin, config))
 }
 
 /// `ip netns exec` gives the command a fresh /sys without the BPF
 /// filesystem, so Steer's pinned software RSS cannot be seen from there.
-fn with_bpffs_hint(message: String, err: &DeviceError) -> String {
+fn with_bpffs_hint(message: String, err: &NicError) -> String {
     let hidden = !std::path::Path::new(nic::state::BPFFS)
         .join("steer")
         .exists();
-    if hidden && matches!(err, DeviceError::Live(rss::live::LiveError::NoRss { .. })) {
+    if hidden && matches!(err, NicError::NicRss(rss::live::LiveError::NoRss { .. })) {
         format!(
             "{message} (if Steer's software RSS runs on it: {} is not visible here; \
              run `steer agent --netns NS` instead of `ip netns exec NS steer agent`)",

@@ -46,6 +46,9 @@ pub enum NicError {
     },
     #[error("state file {path} is unreadable: {reason}")]
     State { path: String, reason: String },
+    /// Reading the NIC's own RSS (ethtool netlink) failed.
+    #[error("NIC RSS: {0}")]
+    NicRss(#[from] rss::live::LiveError),
 }
 
 fn in_netns(netns: &Option<String>) -> String {
@@ -69,6 +72,7 @@ impl NicError {
                 libbpf_rs::ErrorKind::PermissionDenied | libbpf_rs::ErrorKind::Unsupported
             ),
             NicError::Io { source, .. } => source.kind() == std::io::ErrorKind::Unsupported,
+            NicError::NicRss(e) => e.is_environment(),
             _ => false,
         }
     }
@@ -80,15 +84,18 @@ impl NicError {
     /// (a foreign XDP program, a BPF or I/O failure, a broken state file;
     /// exit 1).
     pub fn is_bad_input(&self) -> bool {
-        matches!(
-            self,
-            NicError::NoSuchDevice { .. }
-                | NicError::NoSuchNetns { .. }
-                | NicError::NotAttached { .. }
-                | NicError::UnsupportedConfig { .. }
-                | NicError::InvalidConfig(_)
-                | NicError::FlowsNotTracked { .. }
-        )
+        match self {
+            NicError::NicRss(e) => e.is_bad_input(),
+            _ => matches!(
+                self,
+                NicError::NoSuchDevice { .. }
+                    | NicError::NoSuchNetns { .. }
+                    | NicError::NotAttached { .. }
+                    | NicError::UnsupportedConfig { .. }
+                    | NicError::InvalidConfig(_)
+                    | NicError::FlowsNotTracked { .. }
+            ),
+        }
     }
 
     pub(crate) fn bpf(op: impl Into<String>, source: libbpf_rs::Error) -> Self {

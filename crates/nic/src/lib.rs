@@ -22,6 +22,7 @@
 //! pub fn update(dev, netns, config: &RssConfig) -> Result<(), NicError>
 //! pub fn detach(dev, netns) -> Result<(), NicError>
 //! pub fn attached_config(dev, netns) -> Result<Option<RssConfig>, NicError>
+//! pub fn device_config(dev, netns) -> Result<(ConfigSource, RssConfig), NicError> // software RSS, else the NIC's
 //! pub fn stats(dev, netns) -> Result<NicStats, NicError>
 //! pub fn reset_stats(dev, netns) -> Result<(), NicError>
 //! pub fn flows(dev, netns) -> Result<Vec<FlowStats>, NicError>
@@ -312,6 +313,34 @@ pub fn attached_config(dev: &str, netns: Option<&str>) -> Result<Option<rss::Rss
         }
         state::read_config(dev, netns)
     })?
+}
+
+/// Where the config that places a device's flows comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigSource {
+    /// Steer's software RSS attached to the device ([`attached_config`]).
+    SoftwareRss,
+    /// The NIC's own RSS, read over ethtool netlink (`rss::live::read_config`).
+    Nic,
+}
+
+/// The config that places `dev`'s flows on queues: Steer's software RSS
+/// when it is attached, else the NIC's own RSS.
+///
+/// One policy for every caller: attached software RSS whose state cannot
+/// be read is an error, never replaced by the NIC's config, because with
+/// the XDP program attached the NIC's indirection table is not what steers
+/// the flows (a config that could not be read is absent, not a stand-in).
+pub fn device_config(
+    dev: &str,
+    netns: Option<&str>,
+) -> Result<(ConfigSource, rss::RssConfig), NicError> {
+    if let Some(config) = attached_config(dev, netns)? {
+        return Ok((ConfigSource::SoftwareRss, config));
+    }
+    let dev = dev.to_string();
+    let config = host::netns::run_in(netns, move || rss::live::read_config(&dev))??;
+    Ok((ConfigSource::Nic, config))
 }
 
 /// Reads the counters of a running attachment.

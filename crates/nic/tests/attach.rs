@@ -240,3 +240,23 @@ fn a_foreign_xdp_program_is_not_replaced() {
     ));
     ip(&["-n", &pair.b, "link", "set", "veth0", "xdp", "off"]);
 }
+
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
+fn device_config_is_the_software_rss_and_never_the_nics_in_its_place() {
+    testkit::require_root("network namespaces, XDP");
+    let pair = Pair::new(true);
+    // Nothing attached: the NIC's own RSS is asked, and a veth has none.
+    let err = nic::device_config("veth0", pair.b()).unwrap_err();
+    assert!(matches!(err, NicError::NicRss(_)), "{err}");
+    nic::attach("veth0", pair.b(), &config(4), &AttachOptions::default()).unwrap();
+    let (source, found) = nic::device_config("veth0", pair.b()).unwrap();
+    assert_eq!((source, found), (nic::ConfigSource::SoftwareRss, config(4)));
+    // Attached but its state unreadable: an error, not the NIC's config.
+    let path = nic::state::config_path("veth0", pair.b());
+    std::fs::write(&path, "not json").unwrap();
+    let err = nic::device_config("veth0", pair.b()).unwrap_err();
+    assert!(matches!(err, NicError::State { .. }), "{err}");
+    nic::detach("veth0", pair.b()).unwrap();
+    nothing_left(&pair);
+}

@@ -94,7 +94,6 @@ fn class_of(cause: &(dyn std::error::Error + 'static)) -> Option<i32> {
         srap::alloc::AllocError,
         srap::alloc::ClientError,
         agent::AgentError,
-        agent::DeviceError,
         agent::ClientError,
         agent::ReceiverError,
         agent::TokenError,

@@ -148,23 +148,12 @@ pub fn load_config(source: &ConfigSource) -> anyhow::Result<RssConfig> {
         return Ok(RssConfig::from_file(path)?);
     }
     if let Some(dev) = &source.dev {
-        return device_config(dev, source.netns.clone());
+        return Ok(nic::device_config(dev, source.netns.as_deref())?.1);
     }
     if source.assumed.key.is_some() {
         return assumed_config(&source.assumed, "microsoft");
     }
     bail!("say where the RSS config comes from: --config FILE, --dev DEV, or --key KEY --queues N")
-}
-
-/// A live device's config: Steer's software RSS if attached, else the NIC's own.
-fn device_config(dev: &str, netns: Option<String>) -> anyhow::Result<RssConfig> {
-    if let Some(config) = nic::attached_config(dev, netns.as_deref())? {
-        return Ok(config);
-    }
-    let dev = dev.to_string();
-    Ok(host::netns::run_in(netns.as_deref(), move || {
-        rss::live::read_config(&dev)
-    })??)
 }
 
 /// A config from `--key/--queues/--table-size/--weight/--udp-ports/--transform`.
