@@ -49,7 +49,7 @@ pub use sockets::{tcp_sockets, SockDiag, TcpSocket};
 
 use ethtool_nl::{EthtoolMessage, RssReply};
 use host::netlink::{NlFailure, NlSocket};
-use netlink::{Genl, IntoLive};
+use netlink::IntoLive;
 
 /// Everything the kernel reports about one device's receive steering.
 #[derive(Debug, Clone, Serialize)]
@@ -431,15 +431,14 @@ struct EthtoolNl {
 impl EthtoolNl {
     fn open() -> Result<Self, NlFailure> {
         let mut socket = NlSocket::open(NETLINK_GENERIC)?;
-        let family = socket.resolve_family(ethtool_nl::FAMILY_NAME)?;
+        let family = netlink::resolve_family(&mut socket, ethtool_nl::FAMILY_NAME)?;
         Ok(EthtoolNl { socket, family })
     }
 
     /// One GET request; the attributes of the reply with `reply_cmd`.
     fn get(&mut self, cmd: u8, reply_cmd: u8, dev: &str) -> Result<Vec<u8>, NlFailure> {
-        let replies =
-            self.socket
-                .genl_request(self.family, EthtoolMessage::get(cmd, dev), false)?;
+        let request = EthtoolMessage::get(cmd, dev);
+        let replies = netlink::genl_request(&mut self.socket, self.family, request, false)?;
         replies
             .into_iter()
             .find(|m| m.cmd == reply_cmd)

@@ -40,62 +40,43 @@ impl IntoLive for NlFailure {
     }
 }
 
-/// Generic-netlink requests on a [`NlSocket`].
-pub trait Genl {
-    /// Resolves a generic-netlink family name to its id (`CTRL_CMD_GETFAMILY`).
-    fn resolve_family(&mut self, name: &str) -> Result<u16, NlFailure>;
-
-    /// Sends a request of a generic-netlink family whose id was resolved.
-    fn genl_request<F>(
-        &mut self,
-        family_id: u16,
-        payload: F,
-        dump: bool,
-    ) -> Result<Vec<F>, NlFailure>
-    where
-        F: GenlFamily
-            + netlink_packet_core::Emitable
-            + netlink_packet_core::ParseableParametrized<[u8], netlink_packet_generic::GenlHeader>
-            + Debug;
+/// Resolves a generic-netlink family name to its id (`CTRL_CMD_GETFAMILY`).
+pub fn resolve_family(socket: &mut NlSocket, name: &str) -> Result<u16, NlFailure> {
+    let request = GenlMessage::from_payload(GenlCtrl {
+        cmd: GenlCtrlCmd::GetFamily,
+        nlas: vec![GenlCtrlAttrs::FamilyName(name.to_string())],
+    });
+    let replies = socket.request(request, false)?;
+    replies
+        .iter()
+        .flat_map(|m| m.payload.nlas.iter())
+        .find_map(|a| match a {
+            GenlCtrlAttrs::FamilyId(id) => Some(*id),
+            _ => None,
+        })
+        .ok_or_else(|| NlFailure::Decode(format!("no family id in the reply for '{name}'")))
 }
 
-impl Genl for NlSocket {
-    fn resolve_family(&mut self, name: &str) -> Result<u16, NlFailure> {
-        let request = GenlMessage::from_payload(GenlCtrl {
-            cmd: GenlCtrlCmd::GetFamily,
-            nlas: vec![GenlCtrlAttrs::FamilyName(name.to_string())],
-        });
-        let replies = self.request(request, false)?;
-        replies
-            .iter()
-            .flat_map(|m| m.payload.nlas.iter())
-            .find_map(|a| match a {
-                GenlCtrlAttrs::FamilyId(id) => Some(*id),
-                _ => None,
-            })
-            .ok_or_else(|| NlFailure::Decode(format!("no family id in the reply for '{name}'")))
-    }
-
-    fn genl_request<F>(
-        &mut self,
-        family_id: u16,
-        payload: F,
-        dump: bool,
-    ) -> Result<Vec<F>, NlFailure>
-    where
-        F: GenlFamily
-            + netlink_packet_core::Emitable
-            + netlink_packet_core::ParseableParametrized<[u8], netlink_packet_generic::GenlHeader>
-            + Debug,
-    {
-        let mut message = GenlMessage::from_payload(payload);
-        message.set_resolved_family_id(family_id);
-        Ok(self
-            .request(message, dump)?
-            .into_iter()
-            .map(|m| m.payload)
-            .collect())
-    }
+/// Sends a request of a generic-netlink family whose id was resolved.
+pub fn genl_request<F>(
+    socket: &mut NlSocket,
+    family_id: u16,
+    payload: F,
+    dump: bool,
+) -> Result<Vec<F>, NlFailure>
+where
+    F: GenlFamily
+        + netlink_packet_core::Emitable
+        + netlink_packet_core::ParseableParametrized<[u8], netlink_packet_generic::GenlHeader>
+        + Debug,
+{
+    let mut message = GenlMessage::from_payload(payload);
+    message.set_resolved_family_id(family_id);
+    Ok(socket
+        .request(message, dump)?
+        .into_iter()
+        .map(|m| m.payload)
+        .collect())
 }
 
 #[cfg(test)]
