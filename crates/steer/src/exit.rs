@@ -41,6 +41,17 @@ impl std::fmt::Display for Usage {
 
 impl std::error::Error for Usage {}
 
+/// [`OK`] when the run did what it was asked, else [`FAILED`]: for commands
+/// whose output is complete either way (a matrix with regressions, an
+/// experiment with failed connections).
+pub fn ok_unless(failed: bool) -> i32 {
+    if failed {
+        FAILED
+    } else {
+        OK
+    }
+}
+
 /// A [`Usage`] error as an `anyhow::Error`.
 pub fn usage(message: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(Usage(message.into()))

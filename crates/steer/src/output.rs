@@ -17,6 +17,13 @@ macro_rules! note {
 }
 pub(crate) use note;
 
+/// Whether a long command writes progress notes to stderr: always with
+/// tables, and with `--json` only when a person watches stderr.
+pub fn shows_progress(json: bool) -> bool {
+    use std::io::IsTerminal;
+    !json || std::io::stderr().is_terminal()
+}
+
 /// Prints `value` as pretty JSON on stdout.
 pub fn json<T: Serialize>(value: &T) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();

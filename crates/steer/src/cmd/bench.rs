@@ -446,11 +446,7 @@ fn check(args: CheckArgs, json: bool) -> anyhow::Result<i32> {
             report.filter.as_deref().unwrap_or("(none)")
         );
     }
-    Ok(if report.regressions() > 0 {
-        exit::FAILED
-    } else {
-        exit::OK
-    })
+    Ok(exit::ok_unless(report.regressions() > 0))
 }
 
 fn report(args: ReportArgs, json: bool) -> anyhow::Result<i32> {

@@ -1,7 +1,5 @@
 //! `steer demo`.
 
-use std::io::IsTerminal;
-
 use exp::demo::{DemoParams, DemoResult, Repetition, Way};
 
 use crate::cli::DemoArgs;
@@ -27,7 +25,7 @@ pub fn run(args: DemoArgs, json: bool) -> anyhow::Result<i32> {
         lab: args.lab,
         keep_lab: args.keep_lab,
     };
-    let show_progress = !json || std::io::stderr().is_terminal();
+    let show_progress = output::shows_progress(json);
     output::note!(
         "demo: {} TCP flows ({}) to a receiver with {} software-RSS queues; {} repetitions per way",
         params.flows,

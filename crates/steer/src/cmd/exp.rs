@@ -6,7 +6,6 @@
 //! arguments into the library's parameters and prints. Then declare it as a
 //! case of the test matrix (crates/bench/cases.toml, docs/bench.md).
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
@@ -131,7 +130,7 @@ fn xdp_overhead(args: XdpOverheadArgs, json: bool) -> anyhow::Result<i32> {
     }
     // Bad parameters fail before anything is printed or built.
     params.check()?;
-    let show = !json || std::io::stderr().is_terminal();
+    let show = output::shows_progress(json);
     if show {
         output::note!(
             "xdp-overhead: {} iperf3 flows, {} queues, {} repetitions x {} s per mode \
@@ -361,7 +360,7 @@ fn crossrss(args: CrossrssArgs, json: bool) -> anyhow::Result<i32> {
     if args.common.quick {
         params = params.quick();
     }
-    let show = !json || std::io::stderr().is_terminal();
+    let show = output::shows_progress(json);
     let result = lbxdp::experiment::run(&params, |rep, p| {
         if show {
             let v = |x: Option<f64>| output::measured(x, 4);
@@ -416,11 +415,7 @@ fn crossrss(args: CrossrssArgs, json: bool) -> anyhow::Result<i32> {
             &body,
         )?;
     }
-    Ok(if result.failures == 0 {
-        exit::OK
-    } else {
-        exit::FAILED
-    })
+    Ok(exit::ok_unless(result.failures > 0))
 }
 
 #[derive(Debug, Args)]
@@ -528,7 +523,7 @@ fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
     if args.common.quick {
         params = params.quick();
     }
-    let show = !json || std::io::stderr().is_terminal();
+    let show = output::shows_progress(json);
     if show {
         output::note!(
             "srpic: {} configurations x {} repetitions x {} s",

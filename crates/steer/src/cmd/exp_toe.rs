@@ -1,8 +1,6 @@
 //! `steer exp toe`: the userspace TCP data path against Linux TCP on the
 //! same lab path (exp::toe, docs/toe.md).
 
-use std::io::IsTerminal;
-
 use clap::Args;
 use exp::toe::{Progress, Stack, ToeParams, ToeResult};
 use toe::input::Locking;
@@ -39,7 +37,7 @@ pub fn run(args: ToeArgs, json: bool) -> anyhow::Result<i32> {
     if args.common.quick {
         params = params.quick();
     }
-    let show = !json || std::io::stderr().is_terminal();
+    let show = output::shows_progress(json);
     if show {
         output::note!(
             "toe: {} repetitions of a {} MiB stream and {} {}-byte RPCs, toe data path vs Linux TCP",
@@ -60,11 +58,7 @@ pub fn run(args: ToeArgs, json: bool) -> anyhow::Result<i32> {
     } else {
         print_table(&result)?;
     }
-    Ok(if result.byte_exact {
-        exit::OK
-    } else {
-        exit::FAILED
-    })
+    Ok(exit::ok_unless(!result.byte_exact))
 }
 
 fn stack_name(s: Stack) -> &'static str {

@@ -91,11 +91,7 @@ fn live_run(args: RunArgs, json: bool) -> anyhow::Result<i32> {
             &body,
         )?;
     }
-    Ok(if result.failures == 0 {
-        exit::OK
-    } else {
-        exit::FAILED
-    })
+    Ok(exit::ok_unless(result.failures > 0))
 }
 
 #[derive(Debug, Args)]
