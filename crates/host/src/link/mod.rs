@@ -189,6 +189,33 @@ mod tests {
             .any(|l| l.ifindex == lo.ifindex && l.name == "lo"));
     }
 
+    /// The fuzz seeds are real replies: a dump of a namespace holding a
+    /// veth pair, and the error for a device that is not there.
+    #[test]
+    fn the_fuzz_seeds_decode_into_links_and_an_errno() {
+        use crate::netlink::{decode_messages, Decoded};
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds/netlink_reply");
+        let dump = std::fs::read(dir.join("getlink_dump.bin")).unwrap();
+        let links: Vec<Link> = decode_messages::<RouteNetlinkMessage>(&dump, 1)
+            .unwrap()
+            .into_iter()
+            .filter_map(|d| match d {
+                Decoded::Message(m) => link_of(m),
+                _ => None,
+            })
+            .collect();
+        let names: Vec<&str> = links.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, ["lo", "vb", "va"]);
+        assert!(links[1].is_veth && links[1].peer_ifindex == Some(links[2].ifindex));
+        let error = std::fs::read(dir.join("getlink_enodev.bin")).unwrap();
+        let decoded = decode_messages::<RouteNetlinkMessage>(&error, 2).unwrap();
+        assert!(
+            matches!(decoded[..], [Decoded::Error { errno, .. }] if errno == libc::ENODEV),
+            "{decoded:?}"
+        );
+    }
+
     #[test]
     fn a_missing_device_is_an_error_naming_it() {
         let e = link(None, "steer-nodev0").unwrap_err().to_string();
