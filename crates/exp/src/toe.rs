@@ -445,21 +445,10 @@ fn summarize(
 
 /// tx checksum (and TSO) off on the sender, GRO off on the receiver.
 fn offloads_off(lab: &Lab) -> Result<(), ExpError> {
-    let ethtool = |netns: &str, dev: &str, gro: bool| -> Result<(), ExpError> {
-        let dev = dev.to_string();
-        host::netns::run_in(Some(netns), move || {
-            if gro {
-                nic::sys::set_gro(&dev, false)
-            } else {
-                nic::sys::set_tx_checksum(&dev, false)
-            }
-        })
-        .map_err(LabError::from)?
-        .map_err(io_err("ethtool -K"))
-    };
     let (snd, rcv) = (lab.sender(), lab.receiver());
-    ethtool(&snd.netns, &snd.dev, false)?;
-    ethtool(&rcv.netns, &rcv.dev, true)
+    host::link::set_tx_checksum(Some(&snd.netns), &snd.dev, false).map_err(LabError::from)?;
+    host::link::set_gro(Some(&rcv.netns), &rcv.dev, false).map_err(LabError::from)?;
+    Ok(())
 }
 
 /// Both tests against the data path on the receiver.

@@ -22,6 +22,7 @@
 //! netns::{path, open, exists, names, current_name}
 //! link::{link(netns, dev), links(netns), nsid_names(netns)} // RTM_GETLINK, RTM_GETNSID
 //! link::{add_veth, add_bridge, set_up, set_controller, add_address, add_route, delete}
+//! link::{tx_checksum, set_tx_checksum, set_gro}             // ethtool ioctls
 //! netlink::NlSocket::{open, request, request_each}       // one request, its replies
 //! command::run(&mut Command) -> Result<String, HostError> // stdout; stderr in the error
 //! command::ip(args) -> Result<String, HostError>

@@ -51,7 +51,7 @@
 //!
 //! The veth that transmits into the receiver's XDP veth (the sender's, or the
 //! switch port in front of the receiver) gets tx checksum offload turned off
-//! with the `ETHTOOL_STXCSUM` ioctl (`nic::sys::set_tx_checksum`, same as
+//! with the `ETHTOOL_STXCSUM` ioctl (`host::link::set_tx_checksum`, same as
 //! `ethtool -K DEV tx off`): otherwise frames redirected through the cpumap
 //! reach TCP with unfilled checksums and are dropped (see `nic::offload`).
 

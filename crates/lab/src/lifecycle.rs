@@ -19,11 +19,7 @@ fn add_veth_pair(dev: &str, netns: &str, host_netns: &str) -> Result<(), LabErro
 /// Turns tx checksum offload (and with it TSO) off on `dev` in `netns`, like
 /// `ethtool -K DEV tx off`: see "The checksum pitfall" in the crate docs.
 fn tx_checksum_off(netns: &str, dev: &str) -> Result<(), LabError> {
-    let dev = dev.to_string();
-    host::netns::run_in(Some(netns), move || {
-        nic::sys::set_tx_checksum(&dev, false)
-            .map_err(|e| LabError::io(format!("ethtool -K {dev} tx off"), e))
-    })?
+    Ok(host::link::set_tx_checksum(Some(netns), dev, false)?)
 }
 
 impl Lab {

@@ -121,9 +121,7 @@ pub struct LiveLab {
 }
 
 fn tx_csum_off(netns: &str, dev: &str) -> Result<(), LbXdpError> {
-    let d = dev.to_string();
-    host::netns::run_in(Some(netns), move || nic::sys::set_tx_checksum(&d, false))?
-        .map_err(|e| LbXdpError::io(format!("ethtool -K {dev} tx off"), e))
+    Ok(host::link::set_tx_checksum(Some(netns), dev, false)?)
 }
 
 /// A backend's software RSS config: `lb::servers::server_config`, with the

@@ -27,8 +27,7 @@
 //! pub fn reset_stats(dev, netns) -> Result<(), NicError>
 //! pub fn flows(dev, netns) -> Result<Vec<FlowStats>, NicError>
 //! pub fn clear_flows(dev, netns) -> Result<(), NicError>
-//! // helpers: nic::sys::{tx_checksum, set_tx_checksum},
-//! //          nic::offload::{check_peer, veth_peer}
+//! // helpers: nic::offload::{check_peer, veth_peer}
 //! ```
 //!
 //! `netns` is a name under `/run/netns` (`ip netns add NAME`); `None` is the

@@ -55,9 +55,7 @@ impl Pair {
         ip(&["-n", &pair.a, "link", "set", "veth0", "up"]);
         ip(&["-n", &pair.b, "link", "set", "veth0", "up"]);
         if tx_checksum_off {
-            host::netns::run_in(Some(&pair.a), || nic::sys::set_tx_checksum("veth0", false))
-                .unwrap()
-                .unwrap();
+            host::link::set_tx_checksum(Some(&pair.a), "veth0", false).unwrap();
         }
         pair
     }

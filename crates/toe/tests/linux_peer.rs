@@ -79,13 +79,8 @@ fn lab_with(prefix: &str, with_wire: bool, ipv6: bool) -> lab::LabGuard {
     spec.wire = with_wire;
     let lab = Lab::up(&spec).unwrap().teardown_on_drop();
     // AF_XDP cannot see a checksum left to offload (pktio docs).
-    let snd = lab.sender().clone();
-    let dev = snd.dev.clone();
-    host::netns::run_in(Some(&snd.netns), move || {
-        nic::sys::set_tx_checksum(&dev, false)
-    })
-    .unwrap()
-    .unwrap();
+    let snd = lab.sender();
+    host::link::set_tx_checksum(Some(&snd.netns), &snd.dev, false).unwrap();
     lab
 }
 

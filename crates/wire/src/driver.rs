@@ -22,7 +22,6 @@
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::os::fd::AsRawFd;
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -268,21 +267,10 @@ impl Driver {
     }
 
     fn set_gro(&mut self, on: bool) -> Result<(), WireError> {
-        let mut ethtool = Command::new("ip");
-        ethtool.args([
-            "netns",
-            "exec",
-            &self.cfg.netns,
-            "ethtool",
-            "-K",
-            &self.cfg.tap,
-            "gro",
-        ]);
-        ethtool.arg(if on { "on" } else { "off" });
-        match host::command::run(&mut ethtool) {
-            Ok(_) => Ok(()),
+        match host::link::set_gro(Some(&self.cfg.netns), &self.cfg.tap, on) {
+            Ok(()) => Ok(()),
             // Only on is required: failing to turn GRO off leaves the TAP as it was.
-            Err(host::HostError::Failed { .. }) if !on => Ok(()),
+            Err(_) if !on => Ok(()),
             Err(e) => Err(e.into()),
         }
     }

@@ -18,7 +18,9 @@ use netlink_sys::protocols::NETLINK_ROUTE;
 use crate::netlink::{NlFailure, NlSocket};
 use crate::HostError;
 
+mod offload;
 mod setup;
+pub use offload::{set_gro, set_tx_checksum, tx_checksum};
 pub use setup::{add_address, add_bridge, add_route, add_veth, delete, set_controller, set_up};
 
 /// One network device as the kernel describes it.

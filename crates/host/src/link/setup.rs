@@ -266,6 +266,12 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("different families"));
+        // The offload settings read back as set.
+        for on in [false, true] {
+            super::super::set_tx_checksum(Some(a), "va", on).unwrap();
+            assert_eq!(super::super::tx_checksum(Some(a), "va").unwrap(), on);
+            super::super::set_gro(Some(a), "va", on).unwrap();
+        }
         delete(a, "va").unwrap();
         assert!(
             super::super::link(Some(b), "vb").is_err(),
