@@ -97,15 +97,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     host::netns::run_in(Some(&lb_ns), || {
         std::fs::write("/proc/sys/net/ipv4/ip_forward", "1")
     })??;
-    host::command::ip(&[
-        "-n",
-        &lb_ns,
-        "route",
-        "add",
-        &format!("{}/32", live.vip),
-        "via",
-        &live.backends[0].ipv4.to_string(),
-    ])?;
+    host::link::add_route(&lb_ns, live.vip.into(), 32, live.backends[0].ipv4.into())?;
     let lb_port = live.switch_port("lb").ok_or("no switch port for lb")?;
     // Senders: started once, switched on per sample.
     let on = Arc::new(AtomicBool::new(false));

@@ -27,14 +27,11 @@ struct Netns(String);
 impl Netns {
     fn new() -> Result<Netns, String> {
         let name = format!("pktio-bench{}", std::process::id());
-        let ip = |args: &[&str]| host::command::ip(args).map_err(|e| e.to_string());
-        ip(&["netns", "add", &name])?;
+        host::command::ip(&["netns", "add", &name]).map_err(|e| e.to_string())?;
         let ns = Netns(name.clone());
-        ip(&[
-            "-n", &name, "link", "add", "name", "a", "type", "veth", "peer", "name", "b",
-        ])?;
+        host::link::add_veth("a", &name, "b", &name).map_err(|e| e.to_string())?;
         for dev in ["a", "b"] {
-            ip(&["-n", &name, "link", "set", "dev", dev, "up"])?;
+            host::link::set_up(&name, dev).map_err(|e| e.to_string())?;
         }
         Ok(ns)
     }
