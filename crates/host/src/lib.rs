@@ -19,7 +19,7 @@
 //! netns::enter(name)                                     // the calling thread
 //! netns::enter_in_child(&mut Command, name)              // the child joins before exec
 //! netns::set_sysctl(netns, key, value)                   // a net.* sysctl of that namespace
-//! netns::{path, open, exists, names, current_name}
+//! netns::{add, delete, path, open, exists, names, current_name}
 //! link::{link(netns, dev), links(netns), nsid_names(netns)} // RTM_GETLINK, RTM_GETNSID
 //! link::{add_veth, add_bridge, set_up, set_controller, add_address, add_route, delete}
 //! link::{tx_checksum, set_tx_checksum, set_gro}             // ethtool ioctls

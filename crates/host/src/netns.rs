@@ -128,6 +128,20 @@ pub fn enter_in_child(cmd: &mut Command, name: &str) -> Result<(), HostError> {
     Ok(())
 }
 
+/// Creates namespace `name` (`ip netns add`: a mount of a fresh namespace
+/// under /run/netns, which is not a netlink request, so the tool does it).
+pub fn add(name: &str) -> Result<(), HostError> {
+    path(name)?;
+    crate::command::ip(&["netns", "add", name]).map(drop)
+}
+
+/// Deletes namespace `name` (`ip netns del`); its devices go with it once
+/// no process or socket holds it.
+pub fn delete(name: &str) -> Result<(), HostError> {
+    path(name)?;
+    crate::command::ip(&["netns", "del", name]).map(drop)
+}
+
 /// The names under /run/netns, sorted; none when the directory does not
 /// exist (no namespace was ever named on this host).
 pub fn names() -> Result<Vec<String>, HostError> {
@@ -171,24 +185,6 @@ pub fn current_name() -> Option<String> {
 mod tests {
     use super::*;
 
-    /// A namespace made with `ip netns add`, deleted on drop.
-    struct Scratch(String);
-
-    impl Scratch {
-        fn new(tag: &str) -> Scratch {
-            let name = format!("hostns-{tag}-{}", std::process::id());
-            crate::command::ip(&["netns", "add", &name])
-                .unwrap_or_else(|e| testkit::missing(&format!("network namespaces ({e})")));
-            Scratch(name)
-        }
-    }
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = crate::command::ip(&["netns", "del", &self.0]);
-        }
-    }
-
     fn ifindex_of(dev: &str) -> Option<u32> {
         nix::net::if_::if_nametoindex(dev).ok()
     }
@@ -229,31 +225,35 @@ mod tests {
     #[ignore = "needs root (network namespaces)"]
     fn a_thread_in_a_namespace_sees_its_own_loopback_only() {
         testkit::require_root("network namespaces");
-        let ns = Scratch::new("lo");
+        let ns = testkit::Netns::new("hostns-lo");
         let outside = devices();
-        let (inside, lo, name) = run_in(Some(&ns.0), || {
+        let (inside, lo, name) = run_in(Some(ns.name()), || {
             (devices(), ifindex_of("lo"), current_name())
         })
         .unwrap();
         // A fresh namespace holds its own loopback and nothing else.
         assert_eq!(inside, vec!["lo".to_string()], "outside: {outside:?}");
         assert_eq!(lo, Some(1));
-        assert_eq!(name.as_deref(), Some(ns.0.as_str()));
+        assert_eq!(name.as_deref(), Some(ns.name()));
         // The caller's thread did not move.
         assert_eq!(devices(), outside);
-        assert!(exists(&ns.0));
+        assert!(exists(ns.name()));
         // A spawned thread: the same view, the result through the handle.
-        let spawned = spawn_in(&ns.0, devices).unwrap().join().unwrap().unwrap();
+        let spawned = spawn_in(ns.name(), devices)
+            .unwrap()
+            .join()
+            .unwrap()
+            .unwrap();
         assert_eq!(spawned, vec!["lo".to_string()]);
         // Its sysctls are its own: a fresh namespace does not forward.
         const FORWARD: &str = "/proc/sys/net/ipv4/ip_forward";
         let read = || std::fs::read_to_string(FORWARD).unwrap().trim().to_string();
         let outside = read();
-        assert_eq!(run_in(Some(&ns.0), read).unwrap(), "0");
-        set_sysctl(&ns.0, "net.ipv4.ip_forward", "1").unwrap();
-        assert_eq!(run_in(Some(&ns.0), read).unwrap(), "1");
+        assert_eq!(run_in(Some(ns.name()), read).unwrap(), "0");
+        set_sysctl(ns.name(), "net.ipv4.ip_forward", "1").unwrap();
+        assert_eq!(run_in(Some(ns.name()), read).unwrap(), "1");
         assert_eq!(read(), outside);
-        let e = set_sysctl(&ns.0, "net.steer.no_such_key", "1").unwrap_err();
+        let e = set_sysctl(ns.name(), "net.steer.no_such_key", "1").unwrap_err();
         assert!(e.to_string().contains("net/steer/no_such_key"), "{e}");
     }
 
@@ -261,10 +261,10 @@ mod tests {
     #[ignore = "needs root (network namespaces)"]
     fn a_child_joins_the_namespace_before_it_executes() {
         testkit::require_root("network namespaces");
-        let ns = Scratch::new("child");
+        let ns = testkit::Netns::new("hostns-child");
         let mut cmd = Command::new("cat");
         cmd.arg("/proc/self/net/dev");
-        enter_in_child(&mut cmd, &ns.0).unwrap();
+        enter_in_child(&mut cmd, ns.name()).unwrap();
         let out = crate::command::run(&mut cmd).unwrap();
         let devs: Vec<&str> = out
             .lines()

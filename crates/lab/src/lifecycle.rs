@@ -6,10 +6,6 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use crate::state::{state_path, LabState};
 use crate::{softrss, Lab, LabError, LabSpec, HOST_DEV};
 
-fn ip(args: &[&str]) -> Result<String, LabError> {
-    Ok(host::command::ip(args)?)
-}
-
 /// A veth pair: `dev` in namespace `netns`, its peer [`HOST_DEV`] in
 /// `host_netns`. Every link of a lab is one such pair.
 fn add_veth_pair(dev: &str, netns: &str, host_netns: &str) -> Result<(), LabError> {
@@ -58,7 +54,7 @@ impl Lab {
                 netns: ns.to_string(),
             });
         }
-        ip(&["netns", "add", ns])?;
+        host::netns::add(ns)?;
         state.created_netns.push(ns.to_string());
         state.save()?;
         host::link::set_up(ns, "lo")?;
@@ -181,7 +177,7 @@ impl Lab {
         softrss::detach(state.receiver())?;
         for ns in state.created_netns.iter().rev() {
             if host::netns::exists(ns) {
-                ip(&["netns", "del", ns])?;
+                host::netns::delete(ns)?;
             }
         }
         match std::fs::remove_file(state_path(name)) {

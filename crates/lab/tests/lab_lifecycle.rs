@@ -42,7 +42,7 @@ fn down_removes_only_what_it_created() {
     // A namespace with the name the lab wants for its sender, made by
     // someone else: `up` must refuse, and the cleanup must leave it alone.
     let foreign = format!("{name}-snd");
-    host::command::ip(&["netns", "add", &foreign]).unwrap();
+    host::netns::add(&foreign).unwrap();
     let err = Lab::up(&LabSpec::new(&name)).unwrap_err();
     assert!(
         matches!(err, lab::LabError::NamespaceExists { .. }),
@@ -52,7 +52,7 @@ fn down_removes_only_what_it_created() {
     assert!(!netns_exists(&format!("{name}-rcv")));
     Lab::down(&name).unwrap();
     assert!(netns_exists(&foreign));
-    host::command::ip(&["netns", "del", &foreign]).unwrap();
+    host::netns::delete(&foreign).unwrap();
 }
 
 /// Sends `bytes` over TCP from `from` to the receiver; returns what arrived.

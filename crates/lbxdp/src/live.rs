@@ -273,7 +273,7 @@ impl LiveLab {
         // Sockets keep a deleted namespace alive; without its device it is
         // cut off all the same.
         host::link::delete(&b.netns, &b.dev)?;
-        host::command::ip(&["netns", "del", &b.netns])?;
+        host::netns::delete(&b.netns)?;
         Ok(())
     }
 }

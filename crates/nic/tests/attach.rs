@@ -2,71 +2,49 @@
 //! the checksum pitfall is reported, attach/update/detach work from separate
 //! calls, and a foreign XDP program is not replaced.
 //!
-//! Each test makes its own namespace pair (`nt<pid>-<n>-a`/`-b`) joined by a
-//! veth, removed by a Drop guard.
-
-use std::sync::atomic::{AtomicU32, Ordering};
+//! Each test makes its own namespace pair (`nt-a-<pid>-<n>`, `nt-b-...`)
+//! joined by a veth, removed by a Drop guard.
 
 use nic::{AttachOptions, NicError};
 use rss::{IndirectionTable, RssConfig, RssKey};
 
-fn ip(args: &[&str]) {
-    host::command::ip(args).unwrap_or_else(|e| panic!("{e}"));
-}
-
 /// Two namespaces joined by veth0 <-> veth0; `b` is where XDP goes.
 struct Pair {
-    a: String,
-    b: String,
+    a: testkit::Netns,
+    b: testkit::Netns,
 }
 
 impl Pair {
     fn new(tx_checksum_off: bool) -> Pair {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let base = format!(
-            "nt{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        );
         let pair = Pair {
-            a: format!("{base}-a"),
-            b: format!("{base}-b"),
+            a: testkit::Netns::new("nt-a"),
+            b: testkit::Netns::new("nt-b"),
         };
-        for ns in [&pair.a, &pair.b] {
-            ip(&["netns", "add", ns]);
+        for ns in [pair.a.name(), pair.b.name()] {
             // No IPv6 on the new veths: their router solicitations and MLD
             // reports would arrive at any moment and land in the flow table
             // that `attach_update_detach_across_calls` expects to be empty.
             for conf in ["all", "default"] {
-                ip(&[
-                    "netns",
-                    "exec",
-                    ns,
-                    "sysctl",
-                    "-qw",
-                    &format!("net.ipv6.conf.{conf}.disable_ipv6=1"),
-                ]);
+                let key = format!("net.ipv6.conf.{conf}.disable_ipv6");
+                host::netns::set_sysctl(ns, &key, "1").unwrap();
             }
         }
-        ip(&[
-            "link", "add", "veth0", "netns", &pair.a, "type", "veth", "peer", "name", "veth0",
-            "netns", &pair.b,
-        ]);
-        ip(&["-n", &pair.a, "link", "set", "veth0", "up"]);
-        ip(&["-n", &pair.b, "link", "set", "veth0", "up"]);
+        host::link::add_veth("veth0", pair.a.name(), "veth0", pair.b.name()).unwrap();
+        host::link::set_up(pair.a.name(), "veth0").unwrap();
+        host::link::set_up(pair.b.name(), "veth0").unwrap();
         if tx_checksum_off {
-            host::link::set_tx_checksum(Some(&pair.a), "veth0", false).unwrap();
+            host::link::set_tx_checksum(Some(pair.a.name()), "veth0", false).unwrap();
         }
         pair
     }
 
     fn b(&self) -> Option<&str> {
-        Some(&self.b)
+        Some(self.b.name())
     }
 
     /// The XDP program id on b's veth0 (0: none).
     fn xdp_prog(&self) -> u64 {
-        let out = host::command::ip(&["-n", &self.b, "-j", "link", "show", "dev", "veth0"])
+        let out = host::command::ip(&["-n", self.b.name(), "-j", "link", "show", "dev", "veth0"])
             .unwrap_or_else(|e| panic!("{e}"));
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         v[0]["xdp"]["prog"]["id"].as_u64().unwrap_or(0)
@@ -75,10 +53,7 @@ impl Pair {
 
 impl Drop for Pair {
     fn drop(&mut self) {
-        let _ = nic::detach("veth0", Some(&self.b));
-        for ns in [&self.a, &self.b] {
-            let _ = host::command::ip(&["netns", "del", ns]);
-        }
+        let _ = nic::detach("veth0", self.b());
     }
 }
 
@@ -161,7 +136,7 @@ fn peer_with_tx_checksum_offload_is_reported_with_the_fix() {
         NicError::PeerChecksumOffload {
             peer_netns, fix, ..
         } => {
-            assert_eq!(peer_netns.as_deref(), Some(pair.a.as_str()));
+            assert_eq!(peer_netns.as_deref(), Some(pair.a.name()));
             assert!(fix.contains("ethtool -K veth0 tx off"), "{fix}");
         }
         other => panic!("expected PeerChecksumOffload, got {other}"),
@@ -236,7 +211,7 @@ fn a_foreign_xdp_program_is_not_replaced() {
         nic::detach("veth0", pair.b()),
         Err(NicError::NotAttached { .. })
     ));
-    ip(&["-n", &pair.b, "link", "set", "veth0", "xdp", "off"]);
+    host::command::ip(&["-n", pair.b.name(), "link", "set", "veth0", "xdp", "off"]).unwrap();
 }
 
 #[test]

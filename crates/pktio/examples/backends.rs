@@ -27,7 +27,7 @@ struct Netns(String);
 impl Netns {
     fn new() -> Result<Netns, String> {
         let name = format!("pktio-bench{}", std::process::id());
-        host::command::ip(&["netns", "add", &name]).map_err(|e| e.to_string())?;
+        host::netns::add(&name).map_err(|e| e.to_string())?;
         let ns = Netns(name.clone());
         host::link::add_veth("a", &name, "b", &name).map_err(|e| e.to_string())?;
         for dev in ["a", "b"] {
@@ -39,7 +39,7 @@ impl Netns {
 
 impl Drop for Netns {
     fn drop(&mut self) {
-        let _ = host::command::ip(&["netns", "del", &self.0]);
+        let _ = host::netns::delete(&self.0);
     }
 }
 

@@ -3,42 +3,18 @@
 //! told to take only some frames leaves the others to the kernel.
 
 use std::net::Ipv4Addr;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use pktio::{wait_readable, Backend, Match, Port, PortConfig};
 
-static NEXT: AtomicU32 = AtomicU32::new(0);
-
 /// A namespace with a veth pair a <-> b in it, deleted on drop.
-struct Netns(String);
-
-impl Netns {
-    fn new() -> Netns {
-        let name = format!(
-            "pktio{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
-        let ip = |args: &[&str]| {
-            host::command::ip(args).unwrap_or_else(|e| panic!("{e}"));
-        };
-        ip(&["netns", "add", &name]);
-        let ns = Netns(name.clone());
-        ip(&[
-            "-n", &name, "link", "add", "name", "a", "type", "veth", "peer", "name", "b",
-        ]);
-        for dev in ["a", "b"] {
-            ip(&["-n", &name, "link", "set", "dev", dev, "up"]);
-        }
-        ns
+fn veth_pair() -> testkit::Netns {
+    let ns = testkit::Netns::new("pktio");
+    host::link::add_veth("a", ns.name(), "b", ns.name()).unwrap();
+    for dev in ["a", "b"] {
+        host::link::set_up(ns.name(), dev).unwrap();
     }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = host::command::ip(&["netns", "del", &self.0]);
-    }
+    ns
 }
 
 fn frame(i: u32, len: usize) -> Vec<u8> {
@@ -86,9 +62,9 @@ fn cross(a: &mut Port, b: &mut Port, n: u32, len: usize) -> Vec<u32> {
 }
 
 fn check_crossing(from: Backend, to: Backend) {
-    let ns = Netns::new();
-    let mut a = Port::open("a", Some(&ns.0), &config(from)).unwrap();
-    let mut b = Port::open("b", Some(&ns.0), &config(to)).unwrap();
+    let ns = veth_pair();
+    let mut a = Port::open("a", Some(ns.name()), &config(from)).unwrap();
+    let mut b = Port::open("b", Some(ns.name()), &config(to)).unwrap();
     const N: u32 = 2000;
     for len in [60, 1514] {
         let got = cross(&mut a, &mut b, N, len);
@@ -118,9 +94,9 @@ fn check_crossing(from: Backend, to: Backend) {
 #[ignore = "needs root (namespaces, veth, AF_PACKET): `make test` runs it as root"]
 fn batches_cross_a_veth_pair_in_order() {
     testkit::require_root("network namespaces, veths, AF_PACKET");
-    let ns = Netns::new();
+    let ns = veth_pair();
     assert!(matches!(
-        Port::open("nope", Some(&ns.0), &PortConfig::default()),
+        Port::open("nope", Some(ns.name()), &PortConfig::default()),
         Err(pktio::PktIoError::NoSuchDevice { .. })
     ));
     check_crossing(Backend::Packet, Backend::Packet);
@@ -172,9 +148,9 @@ fn arp_request(target: Ipv4Addr) -> Vec<u8> {
 #[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
 fn af_xdp_takes_only_the_frames_its_rules_name() {
     testkit::require_root("network namespaces, veths, XDP, AF_XDP");
-    let ns = Netns::new();
-    let mut a = Port::open("a", Some(&ns.0), &config(Backend::Packet)).unwrap();
-    let mut b = Port::open("b", Some(&ns.0), &config(Backend::Xdp)).unwrap();
+    let ns = veth_pair();
+    let mut a = Port::open("a", Some(ns.name()), &config(Backend::Packet)).unwrap();
+    let mut b = Port::open("b", Some(ns.name()), &config(Backend::Xdp)).unwrap();
     b.steer_only(&[Match {
         addr: DATA_PATH.into(),
         proto: Some(17),
@@ -212,7 +188,7 @@ fn af_xdp_takes_only_the_frames_its_rules_name() {
     assert!(c.passed - before.passed >= 76, "{c:?}");
 
     // A second AF_XDP port cannot take the device: its queue has a socket.
-    let err = Port::open("b", Some(&ns.0), &config(Backend::Xdp)).unwrap_err();
+    let err = Port::open("b", Some(ns.name()), &config(Backend::Xdp)).unwrap_err();
     assert!(matches!(err, pktio::PktIoError::Config(_)), "{err}");
     assert!(
         err.to_string().contains("b already has an AF_XDP socket"),

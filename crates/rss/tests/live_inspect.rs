@@ -6,8 +6,6 @@
 
 #![cfg(feature = "live")]
 
-use std::sync::atomic::{AtomicU32, Ordering};
-
 use rss::live::{inspect, read_config, LiveError};
 
 fn show(report: &rss::live::DeviceReport) {
@@ -83,59 +81,17 @@ fn missing_device_is_bad_input() {
     assert!(err.is_bad_input(), "{err}");
 }
 
-/// A network namespace that is deleted when dropped.
-struct Netns {
-    name: String,
-}
-
-static NEXT: AtomicU32 = AtomicU32::new(0);
-
-impl Netns {
-    fn new() -> Result<Self, host::HostError> {
-        let name = format!(
-            "steer-livetest-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
-        host::command::ip(&["netns", "add", &name])?;
-        Ok(Netns { name })
-    }
-
-    fn ip(&self, args: &[&str]) -> Result<String, host::HostError> {
-        let mut all = vec!["-n", self.name.as_str()];
-        all.extend_from_slice(args);
-        host::command::ip(&all)
-    }
-
-    /// Runs `f` on a thread that has entered the namespace.
-    fn run_inside<T: Send + 'static>(
-        &self,
-        f: impl FnOnce() -> T + Send + 'static,
-    ) -> Result<T, host::HostError> {
-        host::netns::run_in(Some(&self.name), f)
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = host::command::ip(&["netns", "del", &self.name]);
-    }
-}
-
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn veth_in_fresh_namespace_states_no_rss() {
     testkit::require_root("creates a network namespace and a veth pair");
-    let ns = Netns::new()
-        .unwrap_or_else(|e| testkit::missing(&format!("network namespaces (iproute2): {e}")));
-    ns.ip(&[
-        "link", "add", "sveth0", "type", "veth", "peer", "name", "sveth1",
-    ])
-    .expect("create veth");
-    ns.ip(&["link", "set", "sveth0", "up"]).unwrap();
-    let (report, err) = ns
-        .run_inside(|| (inspect("sveth0"), read_config("sveth1")))
-        .expect("enter namespace");
+    let ns = testkit::Netns::new("steer-livetest");
+    host::link::add_veth("sveth0", ns.name(), "sveth1", ns.name()).expect("create veth");
+    host::link::set_up(ns.name(), "sveth0").unwrap();
+    let (report, err) = host::netns::run_in(Some(ns.name()), || {
+        (inspect("sveth0"), read_config("sveth1"))
+    })
+    .expect("enter namespace");
     let report = report.expect("inspect veth");
     show(&report);
     assert_eq!(report.driver.as_deref(), Some("veth"));

@@ -94,6 +94,31 @@ pub fn unique_path(prefix: &str) -> PathBuf {
     std::env::temp_dir().join(format!("{prefix}-{}-{n}", std::process::id()))
 }
 
+/// A network namespace that no other test uses (`{tag}-{pid}-{n}`),
+/// deleted on drop. Failing to make one is a missing prerequisite.
+#[derive(Debug)]
+pub struct Netns(String);
+
+impl Netns {
+    pub fn new(tag: &str) -> Netns {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let name = format!("{tag}-{}-{n}", std::process::id());
+        host::netns::add(&name).unwrap_or_else(|e| missing(&format!("network namespaces ({e})")));
+        Netns(name)
+    }
+
+    pub fn name(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = host::netns::delete(&self.0);
+    }
+}
+
 /// A fresh directory at a [`unique_path`], removed with its contents on drop.
 #[derive(Debug)]
 pub struct TempDir(PathBuf);

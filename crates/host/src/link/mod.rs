@@ -230,30 +230,16 @@ mod tests {
         assert!(e.is_bad_input(), "{e}");
     }
 
-    /// Two namespaces joined by a veth pair, deleted on drop.
-    struct Pair(String, String);
-
-    impl Drop for Pair {
-        fn drop(&mut self) {
-            let _ = crate::command::ip(&["netns", "del", &self.0]);
-            let _ = crate::command::ip(&["netns", "del", &self.1]);
-        }
-    }
-
     #[test]
     #[ignore = "needs root (network namespaces)"]
     fn a_veth_peer_in_another_namespace_is_found_by_its_nsid() {
         testkit::require_root("network namespaces");
-        let id = std::process::id();
-        let pair = Pair(format!("hostlink-a-{id}"), format!("hostlink-b-{id}"));
-        for ns in [&pair.0, &pair.1] {
-            crate::command::ip(&["netns", "add", ns]).unwrap();
-        }
-        crate::command::ip(&[
-            "-n", &pair.0, "link", "add", "va", "type", "veth", "peer", "name", "vb", "netns",
-            &pair.1,
-        ])
-        .unwrap();
+        let (a, b) = (
+            testkit::Netns::new("hostlink-a"),
+            testkit::Netns::new("hostlink-b"),
+        );
+        let pair = (a.name().to_string(), b.name().to_string());
+        add_veth("va", &pair.0, "vb", &pair.1).unwrap();
         let va = link(Some(&pair.0), "va").unwrap();
         let vb = link(Some(&pair.1), "vb").unwrap();
         assert!(va.is_veth && vb.is_veth);

@@ -186,31 +186,6 @@ mod tests {
 
     use super::*;
 
-    /// Namespaces made with `ip netns add`, deleted on drop.
-    struct Namespaces(Vec<String>);
-
-    impl Namespaces {
-        fn new(tags: &[&str]) -> Namespaces {
-            let names = tags
-                .iter()
-                .map(|t| format!("hostsetup-{t}-{}", std::process::id()))
-                .collect::<Vec<_>>();
-            for name in &names {
-                crate::command::ip(&["netns", "add", name])
-                    .unwrap_or_else(|e| testkit::missing(&format!("network namespaces ({e})")));
-            }
-            Namespaces(names)
-        }
-    }
-
-    impl Drop for Namespaces {
-        fn drop(&mut self) {
-            for name in &self.0 {
-                let _ = crate::command::ip(&["netns", "del", name]);
-            }
-        }
-    }
-
     /// One TCP exchange from `from` to `to`: proves the devices are up and
     /// the addresses are there, as traffic sees them.
     fn exchange(from: &str, to: &str, addr: SocketAddr) {
@@ -232,8 +207,11 @@ mod tests {
     #[ignore = "needs root (network namespaces)"]
     fn a_veth_pair_with_addresses_carries_tcp_over_ipv4_and_ipv6() {
         testkit::require_root("network namespaces");
-        let ns = Namespaces::new(&["a", "b"]);
-        let (a, b) = (ns.0[0].as_str(), ns.0[1].as_str());
+        let ns = [
+            testkit::Netns::new("hostsetup-a"),
+            testkit::Netns::new("hostsetup-b"),
+        ];
+        let (a, b) = (ns[0].name(), ns[1].name());
         add_veth("va", a, "vb", b).unwrap();
         let e = add_veth("va", a, "vb", b).unwrap_err().to_string();
         assert!(
@@ -283,8 +261,11 @@ mod tests {
     #[ignore = "needs root (network namespaces)"]
     fn a_port_joins_a_bridge() {
         testkit::require_root("network namespaces");
-        let ns = Namespaces::new(&["sw", "h"]);
-        let (sw, h) = (ns.0[0].as_str(), ns.0[1].as_str());
+        let ns = [
+            testkit::Netns::new("hostsetup-sw"),
+            testkit::Netns::new("hostsetup-h"),
+        ];
+        let (sw, h) = (ns[0].name(), ns[1].name());
         add_bridge(sw, "br0").unwrap();
         add_veth("port0", sw, "eth0", h).unwrap();
         set_controller(sw, "port0", "br0").unwrap();
