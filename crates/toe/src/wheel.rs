@@ -199,7 +199,7 @@ mod tests {
             w.schedule_now(f);
         }
         w.schedule_at(10, 3_000);
-        let mut served = vec![0u32; 11];
+        let mut served = [0u32; 11];
         let mut order = Vec::new();
         for step in 0..30u64 {
             w.advance(step * 500);
