@@ -78,6 +78,11 @@ pub enum Policy {
 }
 
 impl Policy {
+    /// Whether connections under this policy negotiate ECN.
+    pub fn ecn(self) -> bool {
+        self == Policy::Dctcp
+    }
+
     /// A fresh policy instance for a flow with segments of `mss` bytes.
     /// `pacing`: also write a rate derived from the window and the RTT.
     pub fn build(self, mss: u32, pacing: bool) -> Box<dyn CongestionControl> {

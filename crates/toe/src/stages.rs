@@ -267,6 +267,18 @@ impl Post {
         s.ece |= ce;
     }
 
+    /// *Stats*: an RTT sample, microseconds, into the smoothed estimate
+    /// (RFC 6298 section 2: the first sample as is, then 7/8 old + 1/8
+    /// new).
+    pub fn rtt_sample(&mut self, conn: ConnIdx, us: u32) {
+        let s = &mut self.conns[conn as usize];
+        s.rtt_est = if s.rtt_est == 0 {
+            us
+        } else {
+            ((u64::from(s.rtt_est) * 7 + u64::from(us)) / 8) as u32
+        };
+    }
+
     /// *Ack*, *Stamp*: the header of an ACK (or of a segment carrying
     /// data, with `seq` and `flags`), echoing a CE mark once.
     pub fn header(
