@@ -412,36 +412,6 @@ pub fn build(route: &Route, h: &Header, payload: &[u8], out: &mut Vec<u8>) {
         .expect("writing to a Vec cannot fail and the payload is below 64 KiB");
 }
 
-/// Marks a built frame's IP header ECN-capable, ECT(0) (RFC 3168 section
-/// 5), fixing the IPv4 header checksum; the TCP checksum does not cover
-/// the field. A frame that is not IPv4 or IPv6 is left alone.
-pub fn set_ect0(frame: &mut [u8]) {
-    const ECT0: u8 = 0b10;
-    match frame.get(12..14) {
-        Some([0x08, 0x00]) if frame.len() >= 34 => {
-            frame[15] = (frame[15] & !0b11) | ECT0;
-            let ihl = usize::from(frame[14] & 0x0f) * 4;
-            if frame.len() < 14 + ihl {
-                return;
-            }
-            frame[24..26].copy_from_slice(&[0, 0]);
-            let sum = frame[14..14 + ihl]
-                .chunks(2)
-                .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
-                .sum::<u32>();
-            let folded = (sum & 0xffff) + (sum >> 16);
-            let folded = (folded & 0xffff) + (folded >> 16);
-            frame[24..26].copy_from_slice(&(!(folded as u16)).to_be_bytes());
-        }
-        // The traffic class straddles bytes 0 and 1 of the header; its
-        // low two bits are bits 5 and 4 of byte 1.
-        Some([0x86, 0xdd]) if frame.len() >= 54 => {
-            frame[15] = (frame[15] & !0x30) | (ECT0 << 4);
-        }
-        _ => {}
-    }
-}
-
 fn v6(a: IpAddr) -> [u8; 16] {
     match a {
         IpAddr::V6(a) => a.octets(),
@@ -544,37 +514,6 @@ mod tests {
         let mut other = frame;
         other[50..52].copy_from_slice(&[0, 0]);
         assert!(parse(&other).is_ok());
-    }
-
-    #[test]
-    fn ect0_marking_keeps_both_checksums_valid() {
-        for (src, dst) in [
-            (IpAddr::from([10, 0, 0, 1]), IpAddr::from([10, 0, 0, 2])),
-            (
-                "fd00::1".parse::<IpAddr>().unwrap(),
-                "fd00::2".parse::<IpAddr>().unwrap(),
-            ),
-        ] {
-            let r = Route {
-                src,
-                dst,
-                ..route()
-            };
-            let mut f = Vec::new();
-            build(&r, &header(), b"payload", &mut f);
-            set_ect0(&mut f);
-            let ip = etherparse::SlicedPacket::from_ethernet(&f).unwrap();
-            let ecn = match ip.net.unwrap() {
-                etherparse::NetSlice::Ipv4(h) => h.header().ecn().value(),
-                etherparse::NetSlice::Ipv6(h) => h.header().traffic_class() & 0b11,
-            };
-            assert_eq!(ecn, 0b10, "{src}");
-            // parse() checks the IPv4 header checksum and the TCP one.
-            let Ok(Frame::Tcp(s)) = parse(&f) else {
-                panic!("{src}: the marked frame does not parse");
-            };
-            assert!(!s.ce);
-        }
     }
 
     #[test]

@@ -148,6 +148,7 @@ fn impairment(delay: &str, loss: &str, rate: &str, queue: u32) -> anyhow::Result
         rate_bps: wire::impair::parse_rate_bps(rate)
             .with_context(|| format!("rate '{rate}': use 1gbit, 500mbit, 0"))?,
         queue_frames: queue,
+        ecn_mark_frames: None,
     })
 }
 

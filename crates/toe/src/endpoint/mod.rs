@@ -543,7 +543,7 @@ impl Endpoint {
         self.emit(&route, &h, &payload);
         if ect {
             if let Some(f) = self.out.last_mut() {
-                segment::set_ect0(f);
+                order::wire::ecn::set_ecn(f, order::wire::ecn::Ecn::Ect0);
             }
         }
         self.tx_payload = payload;
