@@ -228,6 +228,14 @@ impl Protocol {
         }
     }
 
+    /// SND.UNA and SND.MAX: after a go-back-N reset the bytes from `seq`
+    /// up to SND.MAX may still be in the network, and the control plane's
+    /// congestion window counts them.
+    pub fn una_and_max(&self, conn: ConnIdx) -> (u32, u32) {
+        let s = &self.conns[conn as usize];
+        (s.seq.wrapping_sub(s.tx_sent), s.tx_high)
+    }
+
     /// Whether anything waits to be sent (queued bytes, an unsent FIN).
     pub fn has_work(&self, conn: ConnIdx) -> bool {
         let s = &self.conns[conn as usize];

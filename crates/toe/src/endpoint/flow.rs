@@ -36,6 +36,11 @@ use crate::wheel::Wheel;
 /// at 10 Gbit/s) and an 8 ms horizon (one frame at 1.5 Mbit/s).
 const SLOT_NS: u64 = 2_000;
 const SLOTS: usize = 4096;
+/// How far behind its schedule a rate-limited flow may fall and still make
+/// the time up (in a burst): the endpoint is a userspace loop on a shared
+/// host, so its thread can be descheduled for a while; after a longer gap
+/// the flow restarts from now instead of bursting the whole gap out.
+const CATCH_UP_NS: u64 = 1_000_000;
 
 pub(super) fn wheel() -> Wheel {
     Wheel::new(SLOT_NS, SLOTS)
@@ -58,6 +63,9 @@ pub(super) struct Flow {
     ecn: bool,
     /// One past the highest byte sent: data below it is sent again.
     sent_high: u32,
+    /// SND.MAX at the last retransmission timeout: until it is
+    /// acknowledged, what was sent before the timeout counts as lost.
+    rto_high: Option<u32>,
     /// The post-processor's counters when the policy last ran.
     seen_acked: u64,
     seen_ecn: u64,
@@ -109,6 +117,7 @@ impl Endpoint {
             next_tx_ns: 0,
             ecn,
             sent_high: seq,
+            rto_high: None,
             seen_acked: 0,
             seen_ecn: 0,
             seen_fretx: 0,
@@ -176,14 +185,25 @@ impl Endpoint {
         (f.ps_per_byte > 0 && !self.wheel.due(f.next_tx_ns, now_ns)).then_some(f.next_tx_ns)
     }
 
-    /// Whether the congestion window has room for a segment. A flow with
-    /// nothing in flight may always send one.
+    /// Whether the congestion window has room for a segment. In flight
+    /// is everything up to SND.MAX: a go-back-N reset (fast retransmit)
+    /// does not take the bytes behind the hole out of the network, so
+    /// after it the first unacknowledged segment goes alone and the rest
+    /// as ACKs come back (RFC 6582's partial ACKs, in effect). After a
+    /// timeout what was sent before counts as lost (RFC 5681 section 3.1:
+    /// slow start from one segment). A flow with nothing unacknowledged
+    /// since the reset may always send one segment.
     fn window_open(&self, conn: ConnIdx, tx_sent: u32) -> bool {
         let Some(Some(f)) = self.flows.get(conn as usize) else {
             return true;
         };
         let mss = self.control[conn as usize].as_ref().map_or(536, |c| c.mss);
-        tx_sent == 0 || f.limits.cwnd.saturating_sub(tx_sent) >= mss
+        let (una, snd_max) = self.proto.una_and_max(conn);
+        let flight = match f.rto_high {
+            Some(h) if distance(una, h) > 0 => tx_sent,
+            _ => distance(una, snd_max).max(0) as u32,
+        };
+        tx_sent == 0 || f.limits.cwnd.saturating_sub(flight.max(tx_sent)) >= mss
     }
 
     /// The flow scheduler: releases the flows whose time came, then serves
@@ -227,9 +247,9 @@ impl Endpoint {
             if let Some(f) = self.flow(conn) {
                 if f.ps_per_byte > 0 {
                     // Time advances from the previous departure, not the
-                    // release, so a release up to a slot late loses no
-                    // rate; a longer gap is not made up in a burst.
-                    let base = f.next_tx_ns.max(now_ns.saturating_sub(SLOT_NS));
+                    // release, so a late release loses no rate, up to
+                    // CATCH_UP_NS.
+                    let base = f.next_tx_ns.max(now_ns.saturating_sub(CATCH_UP_NS));
                     f.next_tx_ns = base + frame * f.ps_per_byte / 1_000;
                 }
             }
@@ -302,9 +322,11 @@ impl Endpoint {
     /// The control plane's retransmission timeout: the policy hears of it
     /// at its next run, and the timed segment is void (Karn).
     pub(super) fn flow_timeout(&mut self, conn: ConnIdx) {
+        let (_, snd_max) = self.proto.una_and_max(conn);
         if let Some(f) = self.flow(conn) {
             f.timeouts += 1;
             f.probe = None;
+            f.rto_high = Some(snd_max);
         }
     }
 
