@@ -29,7 +29,8 @@ use super::{Endpoint, ToeError};
 use crate::cc::{CongestionControl, FlowStats, Limits};
 use crate::cycles::ticks;
 use crate::protocol::{RxOutcome, TxGrant};
-use crate::stages::{ConnIdx, Snapshot};
+use crate::segment::Segment;
+use crate::stages::{ConnIdx, FourTuple, Snapshot};
 use crate::wheel::Wheel;
 
 /// The wheel's slot time and size: 2 us slots (an MTU frame takes 1.2 us
@@ -376,6 +377,27 @@ impl Endpoint {
             f.time_wait_until = Some(until);
         }
         f.time_wait_until.is_some()
+    }
+
+    /// A SYN for a 4-tuple in TIME_WAIT (RFC 9293 section 3.10.7.4, RFC
+    /// 6191): one beyond RCV.NXT starts a new incarnation, so the old one
+    /// is freed now (Linux's rule when there are no timestamps to
+    /// compare); any other is an old duplicate, answered with an ACK and
+    /// dropped. Returns whether the SYN was dropped.
+    pub(super) fn syn_in_time_wait(&mut self, t: &FourTuple, seg: &Segment<'_>) -> bool {
+        let Some(conn) = self.pre.lookup(t) else {
+            return false;
+        };
+        if self.flow(conn).is_none_or(|f| f.time_wait_until.is_none()) {
+            return false;
+        }
+        let snap = self.proto.snapshot(conn);
+        if distance(snap.ack, seg.seq) > 0 {
+            self.release(conn);
+            return false;
+        }
+        self.send_ack(conn, &snap);
+        true
     }
 
     /// Frees the connections whose TIME_WAIT is over.

@@ -612,6 +612,9 @@ impl Endpoint {
     }
 
     fn syn_input(&mut self, t: FourTuple, seg: &Segment<'_>) {
+        if self.syn_in_time_wait(&t, seg) {
+            return;
+        }
         if let Some(h) = self.handshakes.get(&t) {
             // A retransmitted SYN: our SYN-ACK was lost.
             if h.irs == seg.seq {
