@@ -142,12 +142,33 @@ fn a_flow_given_a_rate_sends_at_that_rate() {
     // real-time policy keeps builds from descheduling its loop (as the
     // wire's forwarder does); it sleeps in poll between frames.
     pktio::set_realtime_priority(5).unwrap();
+    // Bad limits are refused, not run.
+    let rcv = lab.receiver();
+    let xdp = PortConfig {
+        backend: Backend::Xdp,
+        ..PortConfig::default()
+    };
+    let port = Port::open(&rcv.dev, Some(&rcv.netns), &xdp).unwrap();
+    let no_interval = EndpointConfig {
+        control_interval: Duration::ZERO,
+        ..EndpointConfig::default()
+    };
+    let bad = Endpoint::new(port, [2, 0, 0, 0, 0, 1], IpAddr::V4(rcv.ipv4), no_interval);
+    assert!(matches!(bad, Err(ToeError::Config(_))));
     let mut ep = endpoint(&lab, EndpointConfig::default());
+    assert!(matches!(
+        ep.set_rate(7, Some(1000)),
+        Err(ToeError::NotConnected)
+    ));
     let (server, linux) = linux_sink(&lab, || {});
     let conn = ep.connect(server).unwrap();
     poll_until(&mut ep, "the handshake", |ep| ep.is_established(conn));
     let chunk = vec![0x5a; 1 << 16];
     let snd = lab.sender().clone();
+    assert!(matches!(
+        ep.set_rate(conn, Some(0)),
+        Err(ToeError::Config(_))
+    ));
     for rate in [5_000_000u64, 20_000_000] {
         ep.set_rate(conn, Some(rate)).unwrap();
         assert_eq!(ep.flow_info(conn).unwrap().rate, Some(rate));
