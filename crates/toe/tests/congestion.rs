@@ -311,6 +311,99 @@ fn dctcp_holds_the_queue_near_k_where_new_reno_fills_it() {
     assert!(dq < rq / 2.0, "dctcp {dq:.1} vs reno {rq:.1} frames");
 }
 
+/// Linux sends `bytes` to the endpoint with its `reno` congestion control
+/// through the wire, whose Linux-to-toe direction is the congested one.
+fn linux_sends_through_congestion(lab: &Lab, tcp_ecn: &str, bytes: usize, k: u32) -> WireStats {
+    host::netns::set_sysctl(&lab.sender().netns, "net.ipv4.tcp_ecn", tcp_ecn).unwrap();
+    let mut ep = endpoint(lab, EndpointConfig::default());
+    ep.listen(SERVER_PORT);
+    let w = lab.wire().unwrap();
+    let mut wcfg = WireConfig::new(Some(&w.netns), &w.sender_dev, &w.receiver_dev);
+    wcfg.a_to_b = Impairment {
+        rate_bps: 100_000_000,
+        queue_frames: 200,
+        ecn_mark_frames: Some(k),
+        ..Impairment::default()
+    };
+    let wire = WireHandle::spawn(&wcfg).unwrap();
+    let o = lab.receiver().ipv4.octets();
+    let to = SocketAddr::new(
+        IpAddr::V4(Ipv4Addr::new(o[0], o[1], o[2], 100)),
+        SERVER_PORT,
+    );
+    let linux = host::netns::spawn_in(&lab.sender().netns, move || -> std::io::Result<()> {
+        use std::io::Write;
+        use std::os::fd::AsRawFd;
+        let mut s = std::net::TcpStream::connect_timeout(&to, Duration::from_secs(10))?;
+        let reno = b"reno";
+        // SAFETY: setsockopt with a valid buffer on our own socket.
+        let rc = unsafe {
+            libc::setsockopt(
+                s.as_raw_fd(),
+                libc::IPPROTO_TCP,
+                libc::TCP_CONGESTION,
+                reno.as_ptr().cast(),
+                reno.len() as libc::socklen_t,
+            )
+        };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        s.write_all(&vec![0x3c; bytes])?;
+        s.shutdown(std::net::Shutdown::Write)
+    })
+    .unwrap();
+    let mut conn = None;
+    poll_until(&mut ep, "accept", |ep| {
+        conn = ep.accept(SERVER_PORT);
+        conn.is_some()
+    });
+    let conn = conn.unwrap();
+    let ecn = ep.flow_info(conn).unwrap().ecn;
+    assert_eq!(ecn, tcp_ecn == "1", "ECN negotiated with tcp_ecn={tcp_ecn}");
+    let (mut got, mut buf) = (0, vec![0u8; 1 << 16]);
+    poll_until(&mut ep, "the stream", |ep| match ep.recv(conn, &mut buf) {
+        Ok(0) => true,
+        Ok(n) => {
+            got += n;
+            false
+        }
+        Err(ToeError::WouldBlock) => false,
+        Err(e) => panic!("{e}"),
+    });
+    assert_eq!(got, bytes);
+    linux.join().unwrap().unwrap().unwrap();
+    ep.close(conn).unwrap();
+    let settle = Instant::now() + Duration::from_millis(300);
+    poll_until(&mut ep, "a pause", |_| Instant::now() > settle);
+    wire.stop().unwrap()
+}
+
+/// The receive side: a CE mark on Linux's data comes back as ECN-Echo,
+/// and Linux (reno with ECN, RFC 3168) backs off before the queue fills,
+/// where without ECN it fills the queue.
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP, AF_PACKET): `make test` runs it as root"]
+fn linux_backs_off_on_the_ecn_echo_of_the_endpoint() {
+    testkit::require_root("network namespaces, veths, XDP, AF_XDP, AF_PACKET");
+    let lab = lab("toeecn", true);
+    const K: u32 = 20;
+    let plain = linux_sends_through_congestion(&lab, "0", 12 << 20, K);
+    let ecn = linux_sends_through_congestion(&lab, "1", 12 << 20, K);
+    let (p, e) = (&plain.a_to_b.counters, &ecn.a_to_b.counters);
+    let (pq, eq) = (
+        p.mean_queue_frames().unwrap(),
+        e.mean_queue_frames().unwrap(),
+    );
+    eprintln!(
+        "linux reno without ECN: mean queue {pq:.1} frames, dropped {}; with ECN: mean queue {eq:.1} frames, CE marked {}, dropped {}",
+        p.dropped_overload, e.ce_marked, e.dropped_overload
+    );
+    assert_eq!(p.ce_marked, 0, "Linux's data was ECN-capable without ECN");
+    assert!(e.ce_marked > 0, "nothing was marked");
+    assert!(eq < pq / 2.0, "with ECN {eq:.1} frames, without {pq:.1}");
+}
+
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, AF_XDP, AF_PACKET): `make test` runs it as root"]
 fn the_active_closer_waits_in_time_wait_and_acknowledges_a_late_fin() {

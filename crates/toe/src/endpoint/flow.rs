@@ -12,10 +12,11 @@
 //!   with a rate waits in the [`Wheel`] for that time, one without goes
 //!   round-robin. The rate is enforced on the bytes that leave the port
 //!   (whole frames), so what a receiver's device counts is the rate set.
-//! - ECN (RFC 3168): a policy that reacts to ECN-Echo negotiates ECN on
-//!   both opens, marks its new data ECT(0) (never a retransmission:
-//!   section 6.1.5) and sets CWR on the first segment after it cut its
-//!   window.
+//! - ECN (RFC 3168): a policy that reacts to ECN-Echo offers ECN on its
+//!   SYN, marks its new data ECT(0) (never a retransmission: section
+//!   6.1.5) and sets CWR on the first segment after it cut its window. A
+//!   peer's ECN-setup SYN is accepted under any policy: as a receiver the
+//!   endpoint echoes CE marks as ECN-Echo either way.
 //! - TIME_WAIT (RFC 9293 section 3.6): the side that sent its FIN first
 //!   keeps the connection installed for `time_wait` after both FINs were
 //!   acknowledged, so a FIN sent again is acknowledged again (and restarts
@@ -275,8 +276,9 @@ impl Endpoint {
                 f.probe = Some((end, now));
             }
         }
-        let cwr = f.ecn && g.len > 0 && f.cc.take_cwr();
-        (f.ecn && new_data, cwr)
+        let capable = f.ecn && f.cc.ecn();
+        let cwr = capable && g.len > 0 && f.cc.take_cwr();
+        (capable && new_data, cwr)
     }
 
     /// After the protocol stage: an RTT sample when the timed segment is

@@ -642,9 +642,9 @@ impl Endpoint {
             sent_at: self.now,
             tries: 0,
             // RFC 3168 section 6.1.1: an ECN-setup SYN has ECE and CWR.
-            ecn: self.cfg.congestion.ecn()
-                && seg.flags.has(Flags::ECE)
-                && seg.flags.has(Flags::CWR),
+            // Taken whatever our policy: as a receiver we echo CE marks;
+            // our own data is ECN-capable only under a policy that reacts.
+            ecn: seg.flags.has(Flags::ECE) && seg.flags.has(Flags::CWR),
         };
         self.send_syn_ack(&t, &h);
         self.handshakes.insert(t, h);
