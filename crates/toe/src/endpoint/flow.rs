@@ -166,7 +166,9 @@ impl Endpoint {
     /// that has not come, else round-robin.
     pub(super) fn activate(&mut self, conn: ConnIdx) {
         let c = conn as usize;
-        if self.scheduled[c] || !self.proto.has_work(conn) {
+        // A connection reset by the peer keeps its state until the
+        // application closes it, but sends nothing more.
+        if self.scheduled[c] || !self.proto.has_work(conn) || self.pre.route(conn).is_none() {
             return;
         }
         let tx_sent = self.proto.snapshot(conn).tx_sent;
@@ -341,6 +343,9 @@ impl Endpoint {
         }
         self.last_control = self.now;
         for conn in 0..self.flows.len() as ConnIdx {
+            if self.flows[conn as usize].is_none() {
+                continue;
+            }
             let p = *self.post.state(conn);
             let Some(f) = self.flow(conn) else {
                 continue;
