@@ -210,9 +210,10 @@ struct Run {
 /// The endpoint sends `bytes` to Linux under `policy` through the wire,
 /// whose toe-to-Linux direction is a 100 Mbit/s link with a 200-frame
 /// queue that marks ECN-capable frames beyond `k` frames.
-fn congested_transfer(lab: &Lab, policy: Policy, bytes: usize, k: u32) -> Run {
+fn congested_transfer(lab: &Lab, policy: Policy, pacing: bool, bytes: usize, k: u32) -> Run {
     let cfg = EndpointConfig {
         congestion: policy,
+        pacing,
         ..EndpointConfig::default()
     };
     let mut ep = endpoint(lab, cfg);
@@ -229,9 +230,11 @@ fn congested_transfer(lab: &Lab, policy: Policy, bytes: usize, k: u32) -> Run {
     let conn = ep.connect(server).unwrap();
     poll_until(&mut ep, "the handshake", |ep| ep.is_established(conn));
     let ecn = ep.flow_info(conn).unwrap().ecn;
+    let mut paced = false;
     let data = vec![0xa5; bytes];
     let (mut at, start) = (0, Instant::now());
     poll_until(&mut ep, "queue the stream", |ep| {
+        paced |= ep.flow_info(conn).is_some_and(|f| f.rate.is_some());
         match ep.send(conn, &data[at..]) {
             Ok(n) => at += n,
             Err(ToeError::WouldBlock) => {}
@@ -244,6 +247,7 @@ fn congested_transfer(lab: &Lab, policy: Policy, bytes: usize, k: u32) -> Run {
     let elapsed = start.elapsed().as_secs_f64();
     let got = linux.join().unwrap().unwrap();
     assert_eq!(got, bytes as u64, "{policy}: Linux got {got} bytes");
+    assert_eq!(paced, pacing, "{policy}: a rate was written: {paced}");
     // Our ACK of Linux's FIN leaves, so the next run's connection (from
     // the same first ephemeral port) meets no half-closed one.
     let settle = Instant::now() + Duration::from_millis(300);
@@ -266,8 +270,10 @@ fn dctcp_holds_the_queue_near_k_where_new_reno_fills_it() {
     host::netns::set_sysctl(&lab.sender().netns, "net.ipv4.tcp_ecn", "1").unwrap();
     const K: u32 = 20;
     const BYTES: usize = 12 << 20;
-    let reno = congested_transfer(&lab, Policy::NewReno, BYTES, K);
-    let dctcp = congested_transfer(&lab, Policy::Dctcp, BYTES, K);
+    let reno = congested_transfer(&lab, Policy::NewReno, false, BYTES, K);
+    let dctcp = congested_transfer(&lab, Policy::Dctcp, false, BYTES, K);
+    // The same with the window also turned into a rate the wheel enforces.
+    let paced = congested_transfer(&lab, Policy::Dctcp, true, BYTES, K);
     let report = |name: &str, r: &Run| {
         let c = &r.stats.b_to_a.counters;
         eprintln!(
@@ -282,6 +288,7 @@ fn dctcp_holds_the_queue_near_k_where_new_reno_fills_it() {
     };
     report("reno", &reno);
     report("dctcp", &dctcp);
+    report("dctcp paced", &paced);
     let (rc, dc) = (&reno.stats.b_to_a.counters, &dctcp.stats.b_to_a.counters);
     let (rq, dq) = (
         rc.mean_queue_frames().expect("the wire saw reno's frames"),
@@ -309,6 +316,19 @@ fn dctcp_holds_the_queue_near_k_where_new_reno_fills_it() {
     );
     assert!(dq < 2.0 * f64::from(K), "dctcp's mean queue {dq:.1} frames");
     assert!(dq < rq / 2.0, "dctcp {dq:.1} vs reno {rq:.1} frames");
+    let pc = &paced.stats.b_to_a.counters;
+    let pq = pc
+        .mean_queue_frames()
+        .expect("the wire saw the paced frames");
+    assert!(
+        paced.ecn && pc.ce_marked > 0,
+        "paced dctcp: {} marks",
+        pc.ce_marked
+    );
+    assert!(
+        pq < 2.0 * f64::from(K),
+        "paced dctcp's mean queue {pq:.1} frames"
+    );
 }
 
 /// Linux sends `bytes` to the endpoint with its `reno` congestion control
