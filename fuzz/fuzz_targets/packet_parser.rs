@@ -1,9 +1,10 @@
 //! Frames from captures or the wire: parsing never panics, and whatever it
-//! returns yields a descriptor and a suitability verdict.
+//! returns yields a descriptor and a suitability verdict; rewriting a
+//! frame's ECN field never panics either.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use order::wire::{parse, LinkType};
+use order::wire::{ecn, parse, LinkType};
 
 const LINKS: [LinkType; 8] = [
     LinkType::Ethernet,
@@ -24,4 +25,7 @@ fuzz_target!(|data: &[u8]| {
         let _ = info.descriptor();
         let _ = info.flow();
     }
+    // Rewriting the ECN field checks the headers first: never a panic.
+    let mut copy = frame.to_vec();
+    let _ = ecn::set_ecn(&mut copy, ecn::Ecn::Ce);
 });

@@ -496,6 +496,11 @@ fn flags_that_would_be_ignored_are_refused() {
             &["lab", "up", "--config", "rcv.json", "--queues", "3"][..],
             "cannot be used with",
         ),
+        // ECN marking happens in the rate limiter's queue: none without a rate.
+        (
+            &["wire", "run", "--lab", "no-such-lab", "--ecn-mark", "20"][..],
+            "ecn-mark '20'",
+        ),
     ] {
         let out = steer().args(args).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);

@@ -13,6 +13,10 @@
 //! - [`stages`]: the pre-processor, protocol and post-processor, each
 //!   holding its partition's table.
 //! - [`buffer`]: the per-connection payload rings.
+//! - [`cc`]: congestion control policies (NewReno, DCTCP), run out of
+//!   band by the control plane.
+//! - [`wheel`]: the flow scheduler, a Carousel-style time wheel for
+//!   rate-limited flows and round-robin for the rest.
 //! - [`ablation`]: thesis Table 4.4's ablation, the pipeline driven
 //!   in-process by a closed-loop RPC client and an echo application.
 //! - [`cycles`]: what each stage of the endpoint costs, per segment.
@@ -24,6 +28,7 @@
 
 pub mod ablation;
 pub mod buffer;
+pub mod cc;
 pub mod cycles;
 pub mod endpoint;
 pub mod input;
@@ -33,5 +38,6 @@ pub mod segment;
 pub mod sequencer;
 pub mod stages;
 pub mod state;
+pub mod wheel;
 
 pub use endpoint::{Counters, Endpoint, EndpointConfig, ToeError};

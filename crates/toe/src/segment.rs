@@ -404,6 +404,9 @@ pub fn build(route: &Route, h: &Header, payload: &[u8], out: &mut Vec<u8>) {
     if f.has(Flags::ECE) {
         tcp = tcp.ece();
     }
+    if f.has(Flags::CWR) {
+        tcp = tcp.cwr();
+    }
     let opts = option_elements(&h.options);
     let tcp = tcp
         .options(&opts)

@@ -228,6 +228,14 @@ impl Protocol {
         }
     }
 
+    /// SND.UNA and SND.MAX: after a go-back-N reset the bytes from `seq`
+    /// up to SND.MAX may still be in the network, and the control plane's
+    /// congestion window counts them.
+    pub fn una_and_max(&self, conn: ConnIdx) -> (u32, u32) {
+        let s = &self.conns[conn as usize];
+        (s.seq.wrapping_sub(s.tx_sent), s.tx_high)
+    }
+
     /// Whether anything waits to be sent (queued bytes, an unsent FIN).
     pub fn has_work(&self, conn: ConnIdx) -> bool {
         let s = &self.conns[conn as usize];
@@ -265,6 +273,18 @@ impl Post {
             s.cnt_fretx += 1;
         }
         s.ece |= ce;
+    }
+
+    /// *Stats*: an RTT sample, microseconds, into the smoothed estimate
+    /// (RFC 6298 section 2: the first sample as is, then 7/8 old + 1/8
+    /// new).
+    pub fn rtt_sample(&mut self, conn: ConnIdx, us: u32) {
+        let s = &mut self.conns[conn as usize];
+        s.rtt_est = if s.rtt_est == 0 {
+            us
+        } else {
+            ((u64::from(s.rtt_est) * 7 + u64::from(us)) / 8) as u32
+        };
     }
 
     /// *Ack*, *Stamp*: the header of an ACK (or of a segment carrying

@@ -150,6 +150,11 @@ pub struct Impairment {
     /// Most frames waiting for the rate limiter; more are dropped as
     /// overload (netem's and txqueuelen's default: 1000).
     pub queue_frames: u32,
+    /// DCTCP-style marking (RFC 8257 section 3.1): an ECN-capable frame
+    /// that arrives while at least this many full frames' worth of bytes
+    /// wait for the rate limiter is marked Congestion Experienced (None:
+    /// no marking; frames that are not ECN-capable are never marked).
+    pub ecn_mark_frames: Option<u32>,
 }
 
 impl Default for Impairment {
@@ -159,6 +164,7 @@ impl Default for Impairment {
             loss: Loss::None,
             rate_bps: 0,
             queue_frames: 1000,
+            ecn_mark_frames: None,
         }
     }
 }

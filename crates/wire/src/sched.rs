@@ -4,7 +4,9 @@
 //! A frame arriving at `t` is first serialized at the link rate: it starts
 //! when the link is free (`max(t, link_free)`) and ends `bytes * 8 / rate`
 //! later; if more than `queue_frames` frames' worth of bytes wait, it is
-//! dropped (overload). Its departure is that end plus a fresh draw of the
+//! dropped (overload); if `ecn_mark_frames` frames' worth wait and it is
+//! ECN-capable, it is marked CE (DCTCP's instantaneous-queue marking at
+//! threshold K). Its departure is that end plus a fresh draw of the
 //! delay distribution. Departures go into a min-heap keyed by (departure,
 //! arrival number), so frames leave in departure order, ties in arrival
 //! order: reordering is exactly what independent per-frame delays imply,
@@ -13,6 +15,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use order::wire::ecn::{ecn, set_ecn, Ecn};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use serde::Serialize;
@@ -48,6 +51,25 @@ pub struct DirectionCounters {
     /// Frames delivered after a frame that arrived later (the reordering
     /// the delays caused).
     pub reordered: u64,
+    /// ECN-capable frames marked Congestion Experienced.
+    pub ce_marked: u64,
+    /// The rate limiter's backlog seen by each arriving frame: how many
+    /// arrivals were sampled, the sum and the largest backlog in bytes.
+    pub queue_samples: u64,
+    pub queue_bytes_sum: u64,
+    pub queue_bytes_max: u64,
+}
+
+impl DirectionCounters {
+    /// The mean backlog an arriving frame found, in full frames (MTU
+    /// frame plus framing); None without a rate limit or arrivals.
+    pub fn mean_queue_frames(&self) -> Option<f64> {
+        (self.queue_samples > 0).then(|| {
+            self.queue_bytes_sum as f64
+                / self.queue_samples as f64
+                / (MTU_FRAME + FRAMING_BYTES) as f64
+        })
+    }
 }
 
 #[derive(Debug)]
@@ -133,15 +155,25 @@ impl Direction {
             return;
         }
         let mut depart = t_ns;
+        let mut congested = false;
         if let Some(rate) = std::num::NonZeroU64::new(self.imp.rate_bps) {
             let ns_per_byte = |bytes: u64| bytes * 8 * 1_000_000_000 / rate;
             let start = self.link_free_ns.max(t_ns);
             let limit_ns =
                 ns_per_byte(u64::from(self.imp.queue_frames) * (MTU_FRAME + FRAMING_BYTES));
+            let backlog =
+                (u128::from(start - t_ns) * u128::from(rate.get()) / 8_000_000_000) as u64;
+            self.counters.queue_samples += 1;
+            self.counters.queue_bytes_sum += backlog;
+            self.counters.queue_bytes_max = self.counters.queue_bytes_max.max(backlog);
             if start - t_ns > limit_ns {
                 self.counters.dropped_overload += 1;
                 return;
             }
+            congested = self
+                .imp
+                .ecn_mark_frames
+                .is_some_and(|k| backlog >= u64::from(k) * (MTU_FRAME + FRAMING_BYTES));
             self.link_free_ns = start + ns_per_byte(frame.len() as u64 + FRAMING_BYTES);
             depart = self.link_free_ns;
         }
@@ -153,6 +185,10 @@ impl Direction {
         let mut buf = self.pool.pop().unwrap_or_default();
         buf.clear();
         buf.extend_from_slice(frame);
+        if congested && ecn(&buf).is_some_and(Ecn::is_capable) {
+            set_ecn(&mut buf, Ecn::Ce);
+            self.counters.ce_marked += 1;
+        }
         self.heap.push(Reverse(Held {
             departure_ns: depart,
             arrival_no: self.arrivals,
@@ -304,6 +340,65 @@ mod tests {
         let deps: Vec<u64> = out.iter().map(|o| o.departure_ns).collect();
         // 1538 bytes at 1 Gbit/s = 12.304 us apart.
         assert_eq!(deps[1] - deps[0], 12_304);
+    }
+
+    /// An IPv4 TCP frame of 1514 bytes with the given ECN codepoint.
+    fn ip_frame(codepoint: Ecn) -> Vec<u8> {
+        let mut f = Vec::new();
+        etherparse::PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
+            .ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
+            .tcp(1, 2, 0, 100)
+            .write(&mut f, &[0u8; 1460])
+            .unwrap();
+        set_ecn(&mut f, codepoint);
+        f
+    }
+
+    #[test]
+    fn ecn_capable_frames_are_marked_past_the_threshold_and_others_never() {
+        let imp = Impairment {
+            rate_bps: 1_000_000_000,
+            queue_frames: 100,
+            ecn_mark_frames: Some(5),
+            ..Impairment::default()
+        };
+        let mut d = Direction::new(imp, 1, 1 << 20);
+        // 20 ECT(0) frames at once: the first finds an idle link, the n-th
+        // finds n - 1 frames' worth waiting (1514 + 24 bytes each).
+        for _ in 0..20 {
+            d.arrive(&ip_frame(Ecn::Ect0), 0);
+        }
+        for _ in 0..5 {
+            d.arrive(&ip_frame(Ecn::NotEct), 0);
+        }
+        let mut out = Vec::new();
+        d.take_due(u64::MAX, usize::MAX, &mut out);
+        let marks: Vec<Ecn> = out.iter().map(|o| ecn(&o.buf).unwrap()).collect();
+        let expect: Vec<Ecn> = (0..25)
+            .map(|i| match i {
+                0..=4 => Ecn::Ect0,
+                5..=19 => Ecn::Ce,
+                _ => Ecn::NotEct,
+            })
+            .collect();
+        assert_eq!(marks, expect);
+        assert_eq!(d.counters.ce_marked, 15);
+        // The backlogs seen were 0, 1, ..., 24 frames: mean 12.
+        assert_eq!(d.counters.mean_queue_frames(), Some(12.0));
+        assert_eq!(d.counters.queue_bytes_max, 24 * 1538);
+        // Without a threshold nothing is marked.
+        let mut plain = Direction::new(
+            Impairment {
+                ecn_mark_frames: None,
+                ..imp
+            },
+            1,
+            1 << 20,
+        );
+        for _ in 0..20 {
+            plain.arrive(&ip_frame(Ecn::Ect0), 0);
+        }
+        assert_eq!(plain.counters.ce_marked, 0);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! transport and returns a [`PacketInfo`] with what SRPIC needs (flow key,
 //! sequence number, payload length, flags, suitability).
 
+pub mod ecn;
 pub mod tcp;
 
 mod parse;

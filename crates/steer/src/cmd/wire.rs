@@ -78,6 +78,11 @@ pub struct RunArgs {
     /// Frames that may wait for the rate limiter (more are dropped).
     #[arg(long, default_value_t = 1000)]
     pub queue: u32,
+    /// Mark ECN-capable frames Congestion Experienced once this many full
+    /// frames wait for the rate limiter (DCTCP's threshold K, RFC 8257);
+    /// needs --rate.
+    #[arg(long, value_name = "FRAMES")]
+    pub ecn_mark: Option<u32>,
     /// Seed of the delay and loss draws.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -141,17 +146,48 @@ fn up(name: &str, json: bool) -> anyhow::Result<i32> {
     Ok(exit::OK)
 }
 
-fn impairment(delay: &str, loss: &str, rate: &str, queue: u32) -> anyhow::Result<Impairment> {
+fn impairment(
+    delay: &str,
+    loss: &str,
+    rate: &str,
+    queue: u32,
+    ecn_mark: Option<u32>,
+) -> anyhow::Result<Impairment> {
+    let rate_bps = wire::impair::parse_rate_bps(rate)
+        .with_context(|| format!("rate '{rate}': use 1gbit, 500mbit, 0"))?;
+    if let (Some(k), 0) = (ecn_mark, rate_bps) {
+        return Err(wire::impair::SpecError {
+            what: "ecn-mark",
+            text: k.to_string(),
+            expected: "a --rate above 0 (frames are marked in the rate limiter's queue)",
+        }
+        .into());
+    }
     Ok(Impairment {
         delay: delay.parse::<Delay>()?,
         loss: loss.parse::<Loss>()?,
-        rate_bps: wire::impair::parse_rate_bps(rate)
-            .with_context(|| format!("rate '{rate}': use 1gbit, 500mbit, 0"))?,
+        rate_bps,
         queue_frames: queue,
+        ecn_mark_frames: ecn_mark,
     })
 }
 
 fn forward(args: RunArgs, json: bool) -> anyhow::Result<i32> {
+    // Bad specs are refused before anything is touched.
+    let a_to_b = impairment(
+        &args.delay,
+        &args.loss,
+        &args.rate,
+        args.queue,
+        args.ecn_mark,
+    )?;
+    let b_to_a = impairment(
+        &args.rev_delay,
+        &args.rev_loss,
+        &args.rate,
+        args.queue,
+        args.ecn_mark,
+    )?;
     let lab = Lab::open(&args.lab)?;
     let w = lab.wire().with_context(|| {
         format!(
@@ -160,8 +196,8 @@ fn forward(args: RunArgs, json: bool) -> anyhow::Result<i32> {
         )
     })?;
     let mut cfg = WireConfig::new(Some(&w.netns), &w.sender_dev, &w.receiver_dev);
-    cfg.a_to_b = impairment(&args.delay, &args.loss, &args.rate, args.queue)?;
-    cfg.b_to_a = impairment(&args.rev_delay, &args.rev_loss, &args.rate, args.queue)?;
+    cfg.a_to_b = a_to_b;
+    cfg.b_to_a = b_to_a;
     cfg.seed = args.seed;
     let mut wire = wire::Wire::open(&cfg)?;
     let seconds = args.seconds;
@@ -190,6 +226,8 @@ fn forward(args: RunArgs, json: bool) -> anyhow::Result<i32> {
             c.dropped_overload.to_string(),
             c.queued.to_string(),
             c.reordered.to_string(),
+            c.ce_marked.to_string(),
+            output::measured(c.mean_queue_frames(), 1),
             d.dup_acks.to_string(),
             output::measured(d.delay_error.map(|e| e.p50_us), 0),
             output::measured(d.delay_error.map(|e| e.p99_us), 0),
@@ -204,6 +242,8 @@ fn forward(args: RunArgs, json: bool) -> anyhow::Result<i32> {
             "drop overload",
             "queued",
             "reordered",
+            "CE marked",
+            "mean queue frames",
             "dup ACKs",
             "err p50 us",
             "err p99 us",

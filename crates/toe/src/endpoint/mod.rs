@@ -11,7 +11,10 @@
 //! told and before the ACK leaves, so neither the host nor the peer can see
 //! an acknowledgement of bytes not yet in place (section 4.3.2, hazard 3).
 
+mod flow;
 mod open;
+
+pub use flow::FlowInfo;
 
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
@@ -21,11 +24,13 @@ use pktio::{Match, PktIoError, Port};
 use thiserror::Error;
 
 use crate::buffer::PayloadBuf;
+use crate::cc::Policy;
 use crate::cycles::{ticks, StageCycles};
 use crate::protocol::{Refusal, RxOutcome};
 use crate::segment::{self, Flags, Frame, Header, Route, Segment, TcpOptions};
 use crate::stages::{ConnIdx, FourTuple, Post, Pre, Protocol, Snapshot, Steer};
 use crate::state::{ConnId, PostState, ProtoState};
+use crate::wheel::Wheel;
 
 /// Our window scale: 7 (a 16 MiB window at most), as Linux uses for large
 /// buffers.
@@ -67,6 +72,15 @@ pub struct EndpointConfig {
     pub burst: u32,
     /// Most connections (the tables' size).
     pub max_conns: u32,
+    /// The congestion control policy of every connection ([`crate::cc`]).
+    pub congestion: Policy,
+    /// Also pace each flow at a rate derived from its window and RTT.
+    pub pacing: bool,
+    /// How often the control plane runs the policies.
+    pub control_interval: Duration,
+    /// How long the side that closed first keeps a finished connection
+    /// (TIME_WAIT, 2 MSL; RFC 9293 section 3.6).
+    pub time_wait: Duration,
 }
 
 impl Default for EndpointConfig {
@@ -77,6 +91,11 @@ impl Default for EndpointConfig {
             tx_buffer: 1 << 20,
             burst: 16,
             max_conns: 4096,
+            congestion: Policy::NewReno,
+            pacing: false,
+            control_interval: Duration::from_micros(500),
+            // Linux's TCP_TIMEWAIT_LEN: 60 s (RFC 9293's 2 MSL is 4 min).
+            time_wait: Duration::from_secs(60),
         }
     }
 }
@@ -101,6 +120,9 @@ pub struct Counters {
     pub table_full: u64,
     /// SYNs dropped because the table of half-open connections was full.
     pub syn_dropped: u64,
+    /// FINs sent again by a peer while we were in TIME_WAIT (each one
+    /// acknowledged again).
+    pub time_wait_acks: u64,
 }
 
 impl std::ops::AddAssign for Counters {
@@ -120,6 +142,7 @@ impl std::ops::AddAssign for Counters {
         self.resets_received += o.resets_received;
         self.table_full += o.table_full;
         self.syn_dropped += o.syn_dropped;
+        self.time_wait_acks += o.time_wait_acks;
     }
 }
 
@@ -154,6 +177,8 @@ struct Handshake {
     peer: TcpOptions,
     sent_at: Instant,
     tries: u8,
+    /// ECN was negotiated (RFC 3168 section 6.1.1).
+    ecn: bool,
 }
 
 /// A TCP endpoint on one address.
@@ -170,11 +195,14 @@ pub struct Endpoint {
     free: Vec<ConnIdx>,
     listeners: HashMap<u16, VecDeque<ConnIdx>>,
     handshakes: HashMap<FourTuple, Handshake>,
-    /// Connections with something to send, served round-robin.
-    active: VecDeque<ConnIdx>,
-    /// Whether a connection is in `active` (an entry whose flag is clear
+    /// The flow scheduler: connections with something to send.
+    wheel: Wheel,
+    /// Whether a connection is in the wheel (an entry whose flag is clear
     /// is stale: the connection went away after it was queued).
     scheduled: Vec<bool>,
+    /// The control plane's congestion state per connection.
+    flows: Vec<Option<flow::Flow>>,
+    last_control: Instant,
     out: Vec<Vec<u8>>,
     /// Connections owed an ACK at the end of the receive batch.
     deferred_acks: Vec<ConnIdx>,
@@ -205,7 +233,11 @@ impl Endpoint {
         addr: IpAddr,
         cfg: EndpointConfig,
     ) -> Result<Endpoint, ToeError> {
-        if cfg.max_conns == 0 || cfg.rx_buffer < u32::from(cfg.mss) || cfg.tx_buffer == 0 {
+        if cfg.max_conns == 0
+            || cfg.rx_buffer < u32::from(cfg.mss)
+            || cfg.tx_buffer == 0
+            || cfg.control_interval.is_zero()
+        {
             return Err(ToeError::Config(format!("{cfg:?}")));
         }
         let mut rules = vec![Match {
@@ -235,8 +267,10 @@ impl Endpoint {
             free: Vec::new(),
             listeners: HashMap::new(),
             handshakes: HashMap::new(),
-            active: VecDeque::new(),
+            wheel: flow::wheel(),
             scheduled: Vec::new(),
+            flows: Vec::new(),
+            last_control: Instant::now(),
             out: Vec::new(),
             deferred_acks: Vec::new(),
             neighbors: HashMap::new(),
@@ -312,6 +346,7 @@ impl Endpoint {
         self.send_deferred_acks();
         self.timers();
         self.open_timers();
+        self.congestion_control();
         self.schedule();
         self.flush()?;
         Ok(n)
@@ -403,6 +438,7 @@ impl Endpoint {
         if out.fast_retransmit {
             self.counters.fast_retransmits += 1;
         }
+        self.flow_feedback(conn, out, snap, seg.flags.has(Flags::FIN));
         let Some(app) = self.app[conn as usize].as_mut() else {
             return;
         };
@@ -482,46 +518,6 @@ impl Endpoint {
         self.out.push(f);
     }
 
-    fn activate(&mut self, conn: ConnIdx) {
-        let c = conn as usize;
-        if !self.scheduled[c] && self.proto.has_work(conn) {
-            self.scheduled[c] = true;
-            self.active.push_back(conn);
-        }
-    }
-
-    /// The flow scheduler: round-robin over connections with work, at most
-    /// `burst` segments each per round (thesis section 4.3.4,
-    /// work-conserving for uncongested flows).
-    fn schedule(&mut self) {
-        for _ in 0..self.active.len() {
-            let Some(conn) = self.active.pop_front() else {
-                break;
-            };
-            if !std::mem::replace(&mut self.scheduled[conn as usize], false) {
-                continue;
-            }
-            let mss = self.control[conn as usize].as_ref().map_or(536, |c| c.mss);
-            let mut sent = 0;
-            while sent < self.cfg.burst {
-                let t = ticks();
-                let grant = self.proto.tx(conn, mss);
-                self.cycles.protocol += ticks() - t;
-                let Some((g, snap)) = grant else {
-                    break;
-                };
-                self.transmit(conn, g, &snap);
-                self.cycles.tx_segments += 1;
-                sent += 1;
-            }
-            // Out of burst: next round. Out of window (or of work): the
-            // next ACK brings it back.
-            if sent == self.cfg.burst {
-                self.activate(conn);
-            }
-        }
-    }
-
     fn transmit(&mut self, conn: ConnIdx, g: crate::protocol::TxGrant, snap: &Snapshot) {
         let (Some(route), Some(app)) = (self.pre.route(conn), self.app[conn as usize].as_ref())
         else {
@@ -535,13 +531,21 @@ impl Endpoint {
         app.tx.read(g.pos, &mut payload);
         let t2 = ticks();
         self.cycles.copy += t2 - t;
-        let flags = if g.fin {
-            Flags::FIN | Flags::PSH
-        } else {
-            Flags::PSH
-        };
+        let (ect, cwr) = self.data_marks(conn, &g);
+        let mut flags = Flags::PSH;
+        if g.fin {
+            flags |= Flags::FIN;
+        }
+        if cwr {
+            flags |= Flags::CWR;
+        }
         let h = self.post.header(conn, g.seq, flags, snap, self.now_ms());
         self.emit(&route, &h, &payload);
+        if ect {
+            if let Some(f) = self.out.last_mut() {
+                order::wire::ecn::set_ecn(f, order::wire::ecn::Ecn::Ect0);
+            }
+        }
         self.tx_payload = payload;
         self.cycles.post += ticks() - t2;
         if let Some(c) = self.control[conn as usize].as_mut() {
@@ -565,6 +569,7 @@ impl Endpoint {
             c.last_progress = now;
             c.rto = (c.rto * 2).min(MAX_RTO);
             self.proto.timeout(conn);
+            self.flow_timeout(conn);
             self.counters.timeouts += 1;
             self.activate(conn);
         }
@@ -607,6 +612,9 @@ impl Endpoint {
     }
 
     fn syn_input(&mut self, t: FourTuple, seg: &Segment<'_>) {
+        if self.syn_in_time_wait(&t, seg) {
+            return;
+        }
         if let Some(h) = self.handshakes.get(&t) {
             // A retransmitted SYN: our SYN-ACK was lost.
             if h.irs == seg.seq {
@@ -633,6 +641,10 @@ impl Endpoint {
             peer: seg.options,
             sent_at: self.now,
             tries: 0,
+            // RFC 3168 section 6.1.1: an ECN-setup SYN has ECE and CWR.
+            // Taken whatever our policy: as a receiver we echo CE marks;
+            // our own data is ECN-capable only under a policy that reacts.
+            ecn: seg.flags.has(Flags::ECE) && seg.flags.has(Flags::CWR),
         };
         self.send_syn_ack(&t, &h);
         self.handshakes.insert(t, h);
@@ -650,7 +662,7 @@ impl Endpoint {
         let header = Header {
             seq: h.iss,
             ack: h.irs.wrapping_add(1),
-            flags: Flags(Flags::SYN | Flags::ACK),
+            flags: Flags(Flags::SYN | Flags::ACK | if h.ecn { Flags::ECE } else { 0 }),
             window: (self.cfg.rx_buffer.min(65535)) as u16,
             options: TcpOptions {
                 mss: Some(self.cfg.mss),
@@ -754,11 +766,13 @@ impl Endpoint {
                 ..PostState::default()
             },
         );
+        let mss = peer_mss.min(u32::from(self.cfg.mss)) - if timestamps { 12 } else { 0 };
         self.control[conn as usize] = Some(Control {
-            mss: peer_mss.min(u32::from(self.cfg.mss)) - if timestamps { 12 } else { 0 },
+            mss,
             last_progress: self.now,
             rto: MIN_RTO,
         });
+        self.install_flow(conn, mss, h.ecn, h.iss.wrapping_add(1));
         self.app[conn as usize] = Some(AppConn {
             tx_free: tx.size(),
             rx,
@@ -835,7 +849,7 @@ impl Endpoint {
         let done = self.app[conn as usize]
             .as_ref()
             .is_some_and(|a| a.closed && a.rx_ready == 0 && snap.fin_received && snap.fin_acked);
-        if done {
+        if done && !self.in_time_wait(conn) {
             self.release(conn);
         }
     }
@@ -844,6 +858,9 @@ impl Endpoint {
         self.pre.remove(conn);
         self.app[conn as usize] = None;
         self.control[conn as usize] = None;
+        if let Some(f) = self.flows.get_mut(conn as usize) {
+            *f = None;
+        }
         self.scheduled[conn as usize] = false;
         self.free.push(conn);
     }
@@ -921,6 +938,7 @@ impl Endpoint {
             self.release(conn);
             return Ok(());
         }
+        self.closing(conn);
         self.proto.close(conn);
         self.activate(conn);
         Ok(())

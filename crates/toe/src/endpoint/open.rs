@@ -144,7 +144,12 @@ impl Endpoint {
         let h = Header {
             seq: iss,
             ack: 0,
-            flags: Flags(Flags::SYN),
+            // RFC 3168 section 6.1.1: an ECN-setup SYN.
+            flags: Flags(if self.cfg.congestion.ecn() {
+                Flags::SYN | Flags::ECE | Flags::CWR
+            } else {
+                Flags::SYN
+            }),
             window: self.cfg.rx_buffer.min(65535) as u16,
             options: TcpOptions {
                 mss: Some(self.cfg.mss),
@@ -204,6 +209,10 @@ impl Endpoint {
             peer: seg.options,
             sent_at: self.now,
             tries: 0,
+            // An ECN-setup SYN-ACK has ECE without CWR.
+            ecn: self.cfg.congestion.ecn()
+                && seg.flags.has(Flags::ECE)
+                && !seg.flags.has(Flags::CWR),
         };
         self.install(conn, &t, &h, seg);
         let snap = self.proto.snapshot(conn);
