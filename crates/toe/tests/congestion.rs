@@ -25,12 +25,8 @@ fn lab(prefix: &str, with_wire: bool) -> lab::LabGuard {
     spec.wire = with_wire;
     let lab = Lab::up(&spec).unwrap().teardown_on_drop();
     // AF_XDP cannot see a checksum left to offload (pktio docs).
-    let dev = lab.sender().dev.clone();
-    host::netns::run_in(Some(&lab.sender().netns), move || {
-        nic::sys::set_tx_checksum(&dev, false)
-    })
-    .unwrap()
-    .unwrap();
+    let snd = lab.sender();
+    host::link::set_tx_checksum(Some(&snd.netns), &snd.dev, false).unwrap();
     lab
 }
 
