@@ -39,9 +39,9 @@ fuzz_target!(|data: &[u8]| {
             },
         );
         assert!(out.readable <= before);
-        if s.ooo_len > 0 {
-            let lo = s.ooo_start.wrapping_sub(s.ack);
-            assert!(lo > 0 && lo as u64 + u64::from(s.ooo_len) <= u64::from(s.rx_avail));
+        for i in s.ooo.iter() {
+            let lo = i.start.wrapping_sub(s.ack);
+            assert!(lo > 0 && lo as u64 + u64::from(i.len) <= u64::from(s.rx_avail));
         }
         // The application reads everything (host control *Win*).
         s.rx_avail += out.readable;

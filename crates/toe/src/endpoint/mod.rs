@@ -22,6 +22,7 @@ use thiserror::Error;
 
 use crate::buffer::PayloadBuf;
 use crate::cycles::{ticks, StageCycles};
+use crate::ooo::{OooBound, OooIntervals};
 use crate::protocol::{Refusal, RxOutcome};
 use crate::segment::{self, Flags, Frame, Header, Route, Segment, TcpOptions};
 use crate::stages::{ConnIdx, FourTuple, Post, Pre, Protocol, Snapshot, Steer};
@@ -67,6 +68,9 @@ pub struct EndpointConfig {
     pub burst: u32,
     /// Most connections (the tables' size).
     pub max_conns: u32,
+    /// Out-of-order intervals each connection keeps ([`crate::ooo`]; one,
+    /// as FlexTOE and Laminar, by default).
+    pub ooo_bound: OooBound,
 }
 
 impl Default for EndpointConfig {
@@ -77,6 +81,7 @@ impl Default for EndpointConfig {
             tx_buffer: 1 << 20,
             burst: 16,
             max_conns: 4096,
+            ooo_bound: OooBound::default(),
         }
     }
 }
@@ -740,6 +745,7 @@ impl Endpoint {
                         0
                     },
                 next_ts: seg.options.timestamp.map_or(0, |t| t.0),
+                ooo: OooIntervals::new(self.cfg.ooo_bound),
                 ..ProtoState::default()
             },
         );
