@@ -717,55 +717,51 @@ fn summarize(params: &OooParams, cells: Vec<Cell>) -> OooResult {
     }
 }
 
-/// Short and background p99.9 FCT per bound against the unbounded
-/// receiver, measured and Table 5.3's NewReno rows side by side.
+/// Short and background p90 FCT per bound against the unbounded
+/// receiver's, measured and Table 5.3's NewReno rows side by side (p90:
+/// the tail a few thousand flows per bound measure steadily; p99.9 is in
+/// the table and the JSON).
 pub fn svg(r: &OooResult) -> String {
     let groups: Vec<String> = r
         .bounds
         .iter()
         .map(|b| format!("{} intervals", b.bound))
         .collect();
-    let thesis = |b: OooBound, f: fn(&ThesisRow) -> f64| {
+    let thesis = |f: fn(&ThesisRow) -> f64| -> Vec<Option<plot::Value>> {
         let base = r
             .thesis_newreno
             .iter()
-            .find(|t| t.bound == OooBound::Unbounded)?;
-        let row = r.thesis_newreno.iter().find(|t| t.bound == b)?;
-        Some(plot::Value::new(f(row) / f(base)))
+            .find(|t| t.bound == OooBound::Unbounded);
+        r.bounds
+            .iter()
+            .map(|b| {
+                let row = r.thesis_newreno.iter().find(|t| t.bound == b.bound)?;
+                Some(plot::Value::new(f(row) / f(base?)))
+            })
+            .collect()
     };
-    let series = |f: fn(&BoundSummary) -> Option<f64>| {
+    let measured = |f: fn(&BoundSummary) -> Option<f64>| {
         r.bounds
             .iter()
             .map(|b| f(b).map(plot::Value::new))
             .collect::<Vec<_>>()
     };
-    plot::BarChart::new("Out-of-order fidelity: p99.9 FCT against the unbounded receiver")
-        .size(720.0, 380.0)
+    plot::BarChart::new("Out-of-order fidelity: p90 FCT against the unbounded receiver")
+        .size(760.0, 380.0)
         .x_label("receiver's out-of-order intervals")
-        .y_label("p99.9 FCT / unbounded's")
+        .y_label("p90 FCT / unbounded's")
         .groups(groups)
-        .series("short, measured", series(|b| b.short.p99_9_vs_unbounded))
-        .series(
-            "short, Table 5.3 NewReno",
-            r.bounds
-                .iter()
-                .map(|b| thesis(b.bound, |t| t.short_p99_9_ms))
-                .collect(),
-        )
+        .series("short, measured", measured(|b| b.short.p90_vs_unbounded))
+        .series("foreground, Table 5.3 NewReno", thesis(|t| t.short_p90_ms))
         .series(
             "background, measured",
-            series(|b| b.background.p99_9_vs_unbounded),
+            measured(|b| b.background.p90_vs_unbounded),
         )
         .series(
             "background, Table 5.3 NewReno",
-            r.bounds
-                .iter()
-                .map(|b| thesis(b.bound, |t| t.background_p99_9_ms))
-                .collect(),
+            thesis(|t| t.background_p90_ms),
         )
-        .note(
-            "Table 5.3: ns-3, 96-node leaf-spine with SACK; measured: one lab bottleneck, no SACK",
-        )
+        .note("Table 5.3: ns-3, 96-node leaf-spine, SACK; measured: one lab bottleneck, no SACK")
         .svg()
 }
 
