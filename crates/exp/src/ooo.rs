@@ -152,6 +152,12 @@ impl OooParams {
         if self.bounds.is_empty() {
             return bad("--bounds needs at least one bound");
         }
+        let mut sorted = self.bounds.clone();
+        sorted.sort();
+        sorted.dedup();
+        if sorted.len() != self.bounds.len() {
+            return bad("--bounds names a bound twice");
+        }
         if self.short_clients == 0 && self.background_clients == 0 {
             return bad("at least one short or background client is needed");
         }
@@ -747,7 +753,7 @@ pub fn svg(r: &OooResult) -> String {
             .collect::<Vec<_>>()
     };
     plot::BarChart::new("Out-of-order fidelity: p90 FCT against the unbounded receiver")
-        .size(760.0, 380.0)
+        .size(900.0, 380.0)
         .x_label("receiver's out-of-order intervals")
         .y_label("p90 FCT / unbounded's")
         .groups(groups)
@@ -781,6 +787,10 @@ mod tests {
             },
             OooParams {
                 bounds: vec![],
+                ..ok.clone()
+            },
+            OooParams {
+                bounds: vec![OooBound::Intervals(1), OooBound::Intervals(1)],
                 ..ok.clone()
             },
             OooParams {

@@ -20,6 +20,7 @@ fn bad_parameters_exit_2_with_one_line() {
     refused(&["--loss-percent", "70"], "--loss-percent");
     refused(&["--seconds", "0"], "--seconds");
     refused(&["--rto-min-ms", "0"], "--rto-min-ms");
+    refused(&["--bounds", "1,unbounded,1"], "twice");
 }
 
 #[test]
