@@ -20,50 +20,56 @@ use crate::{exit, output};
 #[derive(Debug, Args)]
 pub struct OooArgs {
     /// Repetitions; each runs every bound (order rotating).
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
     pub repetitions: u32,
     /// Seconds of traffic per bound and repetition.
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
     pub seconds: f64,
-    /// Receiver bounds, comma-separated: a number of intervals or
-    /// `unbounded`.
-    #[arg(long, value_delimiter = ',', default_value = "unbounded,0,1,2")]
+    /// Receiver bounds, comma-separated: interval counts or `unbounded`.
+    #[arg(
+        long,
+        value_name = "BOUNDS",
+        value_delimiter = ',',
+        default_value = "unbounded,0,1,2"
+    )]
     pub bounds: Vec<OooBound>,
     /// Closed-loop clients of short request/response flows.
-    #[arg(long, default_value_t = 6)]
+    #[arg(long, value_name = "N", default_value_t = 6)]
     pub short_clients: u32,
-    /// Smallest and largest request, bytes (uniform between).
-    #[arg(long, default_value_t = 4096)]
+    /// Smallest request of a short flow, bytes (uniform up to --short-max).
+    #[arg(long, value_name = "BYTES", default_value_t = 4096)]
     pub short_min: usize,
-    #[arg(long, default_value_t = 32768)]
+    /// Largest request of a short flow, bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 32768)]
     pub short_max: usize,
     /// Clients of background uploads, one at a time each.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, value_name = "N", default_value_t = 2)]
     pub background_clients: u32,
     /// Bytes of one background upload.
-    #[arg(long, default_value_t = 1 << 20)]
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
     pub background_bytes: usize,
     /// Bottleneck rate of the data direction, Mbit/s.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, value_name = "MBIT", default_value_t = 100)]
     pub rate_mbit: u64,
     /// Bottleneck queue (drop-tail), frames.
-    #[arg(long, default_value_t = 48)]
+    #[arg(long, value_name = "FRAMES", default_value_t = 48)]
     pub queue_frames: u32,
     /// Random loss of the data direction, percent.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, value_name = "PERCENT", default_value_t = 0.0)]
     pub loss_percent: f64,
-    /// Per-frame delay range of the data direction, microseconds: frames
-    /// closer together than the range's width may be reordered.
-    #[arg(long, default_value_t = 100)]
+    /// Shortest per-frame delay of the data direction, us (and the ACKs').
+    ///
+    /// Each frame's delay is uniform between this and --delay-max-us:
+    /// frames closer together than the range's width may be reordered.
+    #[arg(long, value_name = "US", default_value_t = 100)]
     pub delay_min_us: u64,
-    #[arg(long, default_value_t = 250)]
+    /// Longest per-frame delay of the data direction, microseconds.
+    #[arg(long, value_name = "US", default_value_t = 250)]
     pub delay_max_us: u64,
-    /// The senders' minimum retransmission timeout to the receiver, ms
-    /// (a route's rto_min; Linux's default is 200).
-    #[arg(long, default_value_t = 10)]
+    /// The senders' minimum RTO to the receiver, ms (Linux's default: 200).
+    #[arg(long, value_name = "MS", default_value_t = 10)]
     pub rto_min_ms: u32,
-    /// Write an SVG chart: p99.9 FCT per bound against the unbounded
-    /// receiver's, measured and Table 5.3's.
+    /// Write an SVG chart: p90 FCT per bound against unbounded's.
     #[arg(long)]
     pub svg: Option<PathBuf>,
     #[command(flatten)]
