@@ -1,18 +1,29 @@
 //! Segments in any order, with any flags, sequence and acknowledgement
 //! numbers, through the protocol stage: it never panics (the fuzz build
-//! checks overflow), the out-of-order interval stays inside the receive
-//! window, and what it makes readable never exceeds what it placed.
+//! checks overflow), the out-of-order intervals stay inside the receive
+//! window and within their bound, and what it makes readable never exceeds
+//! what it placed.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use toe::ooo::{OooBound, OooIntervals};
 use toe::protocol::{rx, tx, RxSummary};
 use toe::segment::Flags;
 use toe::state::ProtoState;
 
 // Each 12-byte record: seq offset (u32), ack offset (u32), length (u16),
-// flags (u8), and whether the application queues data first (u8).
+// flags (u8), and whether the application queues data first (u8, bit 0).
+// Bits 1-2 of the first record's last byte choose the receiver's bound of
+// out-of-order intervals (0 keeps the default, one).
 fuzz_target!(|data: &[u8]| {
+    let bound = match data.get(11).map_or(0, |b| (b >> 1) & 3) {
+        0 => OooBound::Intervals(1),
+        1 => OooBound::Intervals(0),
+        2 => OooBound::Intervals(2),
+        _ => OooBound::Unbounded,
+    };
     let mut s = ProtoState {
+        ooo: OooIntervals::new(bound),
         seq: 1_000,
         tx_high: 1_000,
         ack: 5_000,
@@ -39,9 +50,12 @@ fuzz_target!(|data: &[u8]| {
             },
         );
         assert!(out.readable <= before);
-        if s.ooo_len > 0 {
-            let lo = s.ooo_start.wrapping_sub(s.ack);
-            assert!(lo > 0 && lo as u64 + u64::from(s.ooo_len) <= u64::from(s.rx_avail));
+        if let OooBound::Intervals(n) = bound {
+            assert!(s.ooo.len() <= usize::from(n));
+        }
+        for i in s.ooo.iter() {
+            let lo = i.start.wrapping_sub(s.ack);
+            assert!(lo > 0 && lo as u64 + u64::from(i.len) <= u64::from(s.rx_avail));
         }
         // The application reads everything (host control *Win*).
         s.rx_avail += out.readable;

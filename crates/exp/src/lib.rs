@@ -3,6 +3,7 @@
 
 pub mod demo;
 pub mod iperf;
+pub mod ooo;
 pub mod srpic;
 pub mod toe;
 pub mod xdp_overhead;

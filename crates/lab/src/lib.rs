@@ -54,6 +54,10 @@
 //! with the `ETHTOOL_STXCSUM` ioctl (`host::link::set_tx_checksum`, same as
 //! `ethtool -K DEV tx off`): otherwise frames redirected through the cpumap
 //! reach TCP with unfilled checksums and are dropped (see `nic::offload`).
+//! The same holds for a userspace receiver on AF_XDP (`toe`), which sees
+//! frames as they were sent: in the direct and wire topologies every host
+//! that transmits towards the receiver has its checksums filled in, so
+//! callers need not turn anything off themselves.
 
 mod error;
 mod exec;

@@ -53,6 +53,7 @@ const COMMANDS: &[(&str, Json)] = &[
     ("exp crossrss", Json::Root),
     ("exp srpic", Json::Root),
     ("exp toe", Json::Root),
+    ("exp ooo", Json::Root),
     ("rmt example table-5.1", Json::Plain),
     ("rmt report", Json::Plain),
     ("bench run", Json::Plain),
@@ -664,6 +665,19 @@ fn json_as_root_in_labs() {
         &["--repetitions", "1", "--bytes", "1048576", "--rpcs", "50"],
     );
     assert_eq!(v["byte_exact"], true, "{v}");
+    let v = c.json(
+        "exp ooo",
+        &[
+            "--repetitions",
+            "1",
+            "--seconds",
+            "1",
+            "--bounds",
+            "0,unbounded",
+        ],
+    );
+    assert_eq!(v["byte_exact"], true, "{v}");
+    assert_eq!(v["bounds"][1]["bound"], "unbounded", "{v}");
 
     c.all_of(Json::Root);
 }

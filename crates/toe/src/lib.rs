@@ -10,6 +10,7 @@
 //! - [`state`]: the connection state partitioned as in Table 4.1, one type
 //!   per stage.
 //! - [`protocol`]: the protocol stage, the only per-connection atomic one.
+//! - [`ooo`]: the out-of-order intervals it keeps (0, 1, N or unbounded).
 //! - [`stages`]: the pre-processor, protocol and post-processor, each
 //!   holding its partition's table.
 //! - [`buffer`]: the per-connection payload rings.
@@ -32,6 +33,7 @@ pub mod cc;
 pub mod cycles;
 pub mod endpoint;
 pub mod input;
+pub mod ooo;
 pub mod pipeline;
 pub mod protocol;
 pub mod segment;

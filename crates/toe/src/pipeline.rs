@@ -125,7 +125,7 @@ pub enum Notice {
 }
 
 /// What enters the pipeline besides frames (host control, Fig. 4.4).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub enum Control {
     /// Install a connection's protocol state in its group's stage.
     Install { conn: ConnIdx, state: ProtoState },

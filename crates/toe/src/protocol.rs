@@ -6,10 +6,11 @@
 //! later stage to where this one placed it.
 //!
 //! - Receive: in-order payload is accepted up to the receive window and
-//!   advances `ack`; one out-of-order interval is kept, its segments placed
-//!   directly in the receive buffer, and merged when the hole before it
-//!   fills; a segment outside the window or disjoint from the interval is
-//!   dropped and answered with an ACK for the expected byte.
+//!   advances `ack`; out-of-order intervals are kept ([`crate::ooo`]: one
+//!   by default), their segments placed directly in the receive buffer,
+//!   and merged when the hole before them fills; a segment outside the
+//!   window or one the intervals cannot take is dropped and answered with
+//!   an ACK for the expected byte.
 //! - ACKs: acknowledged bytes leave `tx_sent`; three duplicate ACKs reset
 //!   transmission to the first unacknowledged byte (fast retransmit by
 //!   go-back-N, as FlexTOE and TAS do); an ACK for bytes never sent drops
@@ -51,7 +52,7 @@ pub enum Refusal {
     Duplicate,
     /// It starts beyond the receive window.
     BeyondWindow,
-    /// Out of order and disjoint from the one out-of-order interval.
+    /// Out of order and not taken by the out-of-order intervals.
     OutsideInterval,
     /// It acknowledges bytes never sent.
     AckOfUnsent,
@@ -186,7 +187,7 @@ fn payload(s: &mut ProtoState, seg: &RxSummary, fin: bool, out: &mut RxOutcome) 
         if let Some(ts) = seg.ts_val {
             s.next_ts = ts;
         }
-        if fin && stop == end && !s.fin_received && s.ooo_len == 0 {
+        if fin && stop == end && !s.fin_received && s.ooo.is_empty() {
             s.fin_received = true;
             s.ack = s.ack.wrapping_add(1);
             out.fin = true;
@@ -203,38 +204,21 @@ fn advance(s: &mut ProtoState, n: u32, out: &mut RxOutcome) {
     out.readable += n;
 }
 
-/// The hole before the interval is filled: its bytes become readable.
+/// The hole before an interval is filled: its bytes become readable.
 fn merge_interval(s: &mut ProtoState, out: &mut RxOutcome) {
-    if s.ooo_len == 0 {
-        return;
-    }
-    let end = i64::from(distance(s.ack, s.ooo_start)) + i64::from(s.ooo_len);
-    let o = distance(s.ack, s.ooo_start);
-    if o > 0 {
-        return;
-    }
-    s.ooo_len = 0;
-    if end > 0 {
-        advance(s, end as u32, out);
+    let reached = s.ooo.take_reached(s.ack);
+    if reached > 0 {
+        advance(s, reached, out);
     }
 }
 
-/// Bytes [start, start + n) past `ack`: start or extend the one interval,
-/// or drop them.
+/// Bytes [start, start + n) past `ack`: kept in an interval (new or
+/// extended, as [`crate::ooo`]'s bound allows), or dropped.
 fn out_of_order(s: &mut ProtoState, start: u32, n: u32, skip: u32, out: &mut RxOutcome) {
-    let (lo, hi) = if s.ooo_len == 0 {
-        (start, start + n)
-    } else {
-        let o_lo = distance(s.ack, s.ooo_start) as u32;
-        let o_hi = o_lo + s.ooo_len;
-        if start > o_hi || start + n < o_lo {
-            out.refused = Some(Refusal::OutsideInterval);
-            return;
-        }
-        (o_lo.min(start), o_hi.max(start + n))
-    };
-    s.ooo_start = s.ack.wrapping_add(lo);
-    s.ooo_len = hi - lo;
+    if !s.ooo.insert(s.ack, start, start + n) {
+        out.refused = Some(Refusal::OutsideInterval);
+        return;
+    }
     out.place = Some(Placement {
         pos: s.rx_pos.wrapping_add(start),
         skip,
@@ -322,7 +306,14 @@ mod tests {
         );
         // 1100..1200 is lost; 1200..1300 opens the interval.
         let o = rx(&mut s, &data(1200, 100));
-        assert_eq!((o.readable, s.ooo_start, s.ooo_len), (0, 1200, 100));
+        assert_eq!(o.readable, 0);
+        assert_eq!(
+            s.ooo.first(),
+            Some(crate::ooo::Interval {
+                start: 1200,
+                len: 100
+            })
+        );
         assert_eq!(
             o.place,
             Some(Placement {
@@ -338,7 +329,7 @@ mod tests {
         // Filling the hole makes both readable.
         let o = rx(&mut s, &data(1100, 100));
         assert_eq!(o.readable, 200);
-        assert_eq!((s.ack, s.ooo_len, s.rx_pos), (1300, 0, 300));
+        assert_eq!((s.ack, s.ooo.len(), s.rx_pos), (1300, 0, 300));
     }
 
     #[test]
@@ -467,10 +458,10 @@ mod tests {
                 *readable += o.readable;
                 prop_assert_eq!(*readable, s.ack.wrapping_sub(base));
                 prop_assert_eq!(&buf[..*readable as usize], &stream[..*readable as usize]);
-                if s.ooo_len > 0 {
-                    let lo = distance(s.ack, s.ooo_start);
+                if let Some(i) = s.ooo.first() {
+                    let lo = distance(s.ack, i.start);
                     prop_assert!(lo > 0);
-                    prop_assert!(lo as u32 + s.ooo_len <= s.rx_avail);
+                    prop_assert!(lo as u32 + i.len <= s.rx_avail);
                 }
                 Ok(())
             };

@@ -6,6 +6,8 @@
 
 use std::net::IpAddr;
 
+use crate::ooo::OooIntervals;
+
 /// Pre-processor partition: connection identification (Table 4.1, 15 B).
 /// Written by the control plane at setup, read by pre-processing to find a
 /// segment's connection and to build the headers of what it sends.
@@ -24,7 +26,7 @@ pub struct ConnId {
 /// Protocol partition: the TCP state machine of an established connection
 /// (Table 4.1, 43 B). Only the protocol stage changes it; the control
 /// plane writes it at setup and through the stage's own methods.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ProtoState {
     /// Receive buffer position of the next in-order byte (free-running;
     /// the buffer index is modulo its size).
@@ -48,10 +50,9 @@ pub struct ProtoState {
     pub tx_high: u32,
     /// Next sequence number expected from the peer (RCV.NXT).
     pub ack: u32,
-    /// The one out-of-order interval: its first sequence number and length
-    /// (0: none), its bytes already placed in the receive buffer.
-    pub ooo_start: u32,
-    pub ooo_len: u32,
+    /// The out-of-order intervals, their bytes already placed in the
+    /// receive buffer (Table 4.1 has one: the default bound).
+    pub ooo: OooIntervals,
     pub dupack_cnt: u8,
     /// The peer's timestamp to echo (TS.Recent, RFC 7323 section 4.3).
     pub next_ts: u32,

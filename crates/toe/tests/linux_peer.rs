@@ -77,11 +77,9 @@ fn lab_with(prefix: &str, with_wire: bool, ipv6: bool) -> lab::LabGuard {
     spec.software_rss = false;
     spec.ipv6 = ipv6;
     spec.wire = with_wire;
-    let lab = Lab::up(&spec).unwrap().teardown_on_drop();
-    // AF_XDP cannot see a checksum left to offload (pktio docs).
-    let snd = lab.sender();
-    host::link::set_tx_checksum(Some(&snd.netns), &snd.dev, false).unwrap();
-    lab
+    // The lab fills the sender's checksums (AF_XDP cannot see a checksum
+    // left to offload: see the lab's "checksum pitfall").
+    Lab::up(&spec).unwrap().teardown_on_drop()
 }
 
 /// Linux sends `up` bytes to the endpoint on `port` and reads what comes

@@ -33,6 +33,12 @@ pub enum ExpCommand {
     /// same lab path: one-connection stream and RPC latency, every byte
     /// checked (needs root).
     Toe(super::exp_toe::ToeArgs),
+    /// Out-of-order fidelity (thesis Table 5.3): flow completion times of
+    /// short and background flows from Linux NewReno senders to the toe
+    /// data path keeping 0, 1, 2 or unboundedly many out-of-order
+    /// intervals, through a bottleneck with loss and reordering (needs
+    /// root).
+    Ooo(super::exp_ooo::OooArgs),
 }
 
 pub fn run(cmd: ExpCommand, json: bool) -> anyhow::Result<i32> {
@@ -41,6 +47,7 @@ pub fn run(cmd: ExpCommand, json: bool) -> anyhow::Result<i32> {
         ExpCommand::Crossrss(args) => crossrss(args, json),
         ExpCommand::Srpic(args) => srpic(args, json),
         ExpCommand::Toe(args) => super::exp_toe::run(args, json),
+        ExpCommand::Ooo(args) => super::exp_ooo::run(args, json),
     }
 }
 

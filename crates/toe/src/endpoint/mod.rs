@@ -26,6 +26,7 @@ use thiserror::Error;
 use crate::buffer::PayloadBuf;
 use crate::cc::Policy;
 use crate::cycles::{ticks, StageCycles};
+use crate::ooo::{OooBound, OooIntervals};
 use crate::protocol::{Refusal, RxOutcome};
 use crate::segment::{self, Flags, Frame, Header, Route, Segment, TcpOptions};
 use crate::stages::{ConnIdx, FourTuple, Post, Pre, Protocol, Snapshot, Steer};
@@ -81,6 +82,9 @@ pub struct EndpointConfig {
     /// How long the side that closed first keeps a finished connection
     /// (TIME_WAIT, 2 MSL; RFC 9293 section 3.6).
     pub time_wait: Duration,
+    /// Out-of-order intervals each connection keeps ([`crate::ooo`]; one,
+    /// as FlexTOE and Laminar, by default).
+    pub ooo_bound: OooBound,
 }
 
 impl Default for EndpointConfig {
@@ -96,6 +100,7 @@ impl Default for EndpointConfig {
             control_interval: Duration::from_micros(500),
             // Linux's TCP_TIMEWAIT_LEN: 60 s (RFC 9293's 2 MSL is 4 min).
             time_wait: Duration::from_secs(60),
+            ooo_bound: OooBound::default(),
         }
     }
 }
@@ -752,6 +757,7 @@ impl Endpoint {
                         0
                     },
                 next_ts: seg.options.timestamp.map_or(0, |t| t.0),
+                ooo: OooIntervals::new(self.cfg.ooo_bound),
                 ..ProtoState::default()
             },
         );

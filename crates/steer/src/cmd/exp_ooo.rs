@@ -1,0 +1,246 @@
+//! `steer exp ooo`: flow completion times with 0, 1, 2 and unboundedly
+//! many out-of-order intervals at the toe receiver, beside the thesis's
+//! Table 5.3 (exp::ooo, docs/ooo.md).
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use clap::Args;
+use exp::ooo::{Cell, KindSummary, OooParams, OooResult, Tail};
+use toe::ooo::OooBound;
+
+use super::exp::{write_output, Common};
+use crate::{exit, output};
+
+/// Linux NewReno senders send short requests and background uploads to
+/// the toe data path through the lab's wire (bottleneck, loss, reordering);
+/// the receiver keeps each bound of out-of-order intervals in turn.
+///
+/// Example: sudo steer exp ooo --quick --svg ooo.svg
+#[derive(Debug, Args)]
+pub struct OooArgs {
+    /// Repetitions; each runs every bound (order rotating).
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repetitions: u32,
+    /// Seconds of traffic per bound and repetition.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    pub seconds: f64,
+    /// Receiver bounds, comma-separated: interval counts or `unbounded`.
+    #[arg(
+        long,
+        value_name = "BOUNDS",
+        value_delimiter = ',',
+        default_value = "unbounded,0,1,2"
+    )]
+    pub bounds: Vec<OooBound>,
+    /// Closed-loop clients of short request/response flows.
+    #[arg(long, value_name = "N", default_value_t = 6)]
+    pub short_clients: u32,
+    /// Smallest request of a short flow, bytes (uniform up to --short-max).
+    #[arg(long, value_name = "BYTES", default_value_t = 4096)]
+    pub short_min: usize,
+    /// Largest request of a short flow, bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 32768)]
+    pub short_max: usize,
+    /// Clients of background uploads, one at a time each.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub background_clients: u32,
+    /// Bytes of one background upload.
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
+    pub background_bytes: usize,
+    /// Bottleneck rate of the data direction, Mbit/s.
+    #[arg(long, value_name = "MBIT", default_value_t = 100)]
+    pub rate_mbit: u64,
+    /// Bottleneck queue (drop-tail), frames.
+    #[arg(long, value_name = "FRAMES", default_value_t = 48)]
+    pub queue_frames: u32,
+    /// Random loss of the data direction, percent.
+    #[arg(long, value_name = "PERCENT", default_value_t = 0.0)]
+    pub loss_percent: f64,
+    /// Shortest per-frame delay of the data direction, us (and the ACKs').
+    ///
+    /// Each frame's delay is uniform between this and --delay-max-us:
+    /// frames closer together than the range's width may be reordered.
+    #[arg(long, value_name = "US", default_value_t = 100)]
+    pub delay_min_us: u64,
+    /// Longest per-frame delay of the data direction, microseconds.
+    #[arg(long, value_name = "US", default_value_t = 250)]
+    pub delay_max_us: u64,
+    /// The senders' minimum RTO to the receiver, ms (Linux's default: 200).
+    #[arg(long, value_name = "MS", default_value_t = 10)]
+    pub rto_min_ms: u32,
+    /// Write an SVG chart: p90 FCT per bound against unbounded's.
+    #[arg(long)]
+    pub svg: Option<PathBuf>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+impl OooArgs {
+    fn params(&self) -> OooParams {
+        let p = OooParams {
+            repetitions: self.repetitions,
+            seconds: self.seconds,
+            bounds: self.bounds.clone(),
+            short_clients: self.short_clients,
+            short_min: self.short_min,
+            short_max: self.short_max,
+            background_clients: self.background_clients,
+            background_bytes: self.background_bytes,
+            rate_mbit: self.rate_mbit,
+            queue_frames: self.queue_frames,
+            loss_percent: self.loss_percent,
+            delay_min_us: self.delay_min_us,
+            delay_max_us: self.delay_max_us,
+            rto_min_ms: self.rto_min_ms,
+            ..OooParams::default()
+        };
+        if self.common.quick {
+            p.quick()
+        } else {
+            p
+        }
+    }
+}
+
+pub fn run(args: OooArgs, json: bool) -> anyhow::Result<i32> {
+    let params = args.params();
+    params.check()?;
+    let show = !json || std::io::stderr().is_terminal();
+    if show {
+        output::note!(
+            "ooo: {} repetitions x {} bounds x {} s; Linux NewReno senders (this kernel has no dctcp module), {} Mbit/s bottleneck, {}% loss, delays {}-{} us",
+            params.repetitions,
+            params.bounds.len(),
+            params.seconds,
+            params.rate_mbit,
+            params.loss_percent,
+            params.delay_min_us,
+            params.delay_max_us
+        );
+    }
+    let result = exp::ooo::run(&params, |c| {
+        if show {
+            output::note!("{}", progress_line(c));
+        }
+    })?;
+    write_output(&args.common, &result)?;
+    if let Some(path) = &args.svg {
+        std::fs::write(path, exp::ooo::svg(&result))?;
+    }
+    if json {
+        output::json(&result)?;
+    } else {
+        print_table(&result)?;
+    }
+    Ok(if result.byte_exact {
+        exit::OK
+    } else {
+        exit::FAILED
+    })
+}
+
+fn progress_line(c: &Cell) -> String {
+    let p = |v: &[f64], q| output::measured(stats::percentile(v, q), 1);
+    format!(
+        "  rep {} {:>9} intervals: {} short (p90 {} ms), {} background (p90 {} ms), {} failed; wire lost {} + {} queue, reordered {}{}",
+        c.repetition,
+        c.bound.to_string(),
+        c.short_fct_ms.len(),
+        p(&c.short_fct_ms, 90.0),
+        c.background_fct_ms.len(),
+        p(&c.background_fct_ms, 90.0),
+        c.failed,
+        c.wire.dropped_policy,
+        c.wire.dropped_overload,
+        c.wire.reordered,
+        if c.verified { "" } else { " (NOT VERIFIED)" }
+    )
+}
+
+/// "12.3 +-0.4 (x1.05)": pooled percentile, CI of the per-repetition
+/// ones, ratio to the unbounded receiver.
+fn cell(t: &Tail, ratio: Option<f64>) -> String {
+    let ci = t
+        .per_repetition
+        .as_ref()
+        .and_then(|s| s.ci95)
+        .map_or(String::new(), |c| format!(" +-{c:.1}"));
+    format!(
+        "{}{ci} (x{})",
+        output::measured(t.pooled_ms, 1),
+        output::measured(ratio, 2)
+    )
+}
+
+fn row(bound: OooBound, s: &KindSummary, b: &KindSummary) -> Vec<String> {
+    vec![
+        bound.to_string(),
+        cell(&s.p90, s.p90_vs_unbounded),
+        cell(&s.p99, s.p99_vs_unbounded),
+        cell(&s.p99_9, s.p99_9_vs_unbounded),
+        cell(&b.p90, b.p90_vs_unbounded),
+        cell(&b.p99_9, b.p99_9_vs_unbounded),
+        format!("{}/{}", s.flows, b.flows),
+    ]
+}
+
+fn print_table(r: &OooResult) -> anyhow::Result<()> {
+    let body: Vec<Vec<String>> = r
+        .bounds
+        .iter()
+        .map(|b| row(b.bound, &b.short, &b.background))
+        .collect();
+    output::table(
+        &[
+            "intervals",
+            "short p90 ms",
+            "short p99 ms",
+            "short p99.9 ms",
+            "bg p90 ms",
+            "bg p99.9 ms",
+            "flows",
+        ],
+        &body,
+    )?;
+    println!();
+    let base = r
+        .thesis_newreno
+        .iter()
+        .find(|t| t.bound == OooBound::Unbounded);
+    let x = |v: f64, b: Option<f64>| match b {
+        Some(b) if b > 0.0 => format!("{v} (x{:.2})", v / b),
+        _ => v.to_string(),
+    };
+    let thesis: Vec<Vec<String>> = r
+        .thesis_newreno
+        .iter()
+        .map(|t| {
+            vec![
+                t.bound.to_string(),
+                x(t.short_p90_ms, base.map(|b| b.short_p90_ms)),
+                x(t.short_p99_9_ms, base.map(|b| b.short_p99_9_ms)),
+                x(t.background_p90_ms, base.map(|b| b.background_p90_ms)),
+                x(t.background_p99_9_ms, base.map(|b| b.background_p99_9_ms)),
+            ]
+        })
+        .collect();
+    output::table(
+        &[
+            "Table 5.3 NewReno",
+            "fg p90 ms",
+            "fg p99.9 ms",
+            "bg p90 ms",
+            "bg p99.9 ms",
+        ],
+        &thesis,
+    )?;
+    println!(
+        "(thesis: ns-3, 96-node leaf-spine incast, SACK; here: one lab bottleneck, no SACK: compare trends)"
+    );
+    println!(
+        "byte-exact: {} (every flow's reply carried its request's length and digest)",
+        if r.byte_exact { "yes" } else { "NO" }
+    );
+    Ok(())
+}

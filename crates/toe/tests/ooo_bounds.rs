@@ -1,0 +1,110 @@
+//! As root: the endpoint's out-of-order bound (`EndpointConfig::ooo_bound`)
+//! governs what its data path keeps. Linux TCP uploads through the lab's
+//! wire, which reorders frames (independent uniform delays); an endpoint
+//! keeping no interval drops every frame that overtook another, one
+//! keeping every interval drops none, and both deliver the upload byte for
+//! byte.
+
+use std::io::Write;
+use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use lab::{unique_name, Lab, LabSpec};
+use pktio::{Backend, Port, PortConfig};
+use toe::ooo::OooBound;
+use toe::{Endpoint, EndpointConfig, ToeError};
+use wire::{Delay, Impairment, WireConfig, WireHandle};
+
+fn pattern(len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_be_bytes()[0])
+        .collect()
+}
+
+/// Linux uploads `bytes` to an endpoint with `bound` on `port`; returns
+/// the endpoint's counters once it read the upload to the FIN.
+fn upload(lab: &Lab, bound: OooBound, port: u16, bytes: usize) -> toe::Counters {
+    let rcv = lab.receiver();
+    let xdp = PortConfig {
+        backend: Backend::Xdp,
+        ..PortConfig::default()
+    };
+    let dev = Port::open(&rcv.dev, Some(&rcv.netns), &xdp).unwrap();
+    let mac = lab::inject::mac_address(&rcv.netns, &rcv.dev).unwrap();
+    let o = rcv.ipv4.octets();
+    let addr = IpAddr::V4(Ipv4Addr::new(o[0], o[1], o[2], 100));
+    let cfg = EndpointConfig {
+        ooo_bound: bound,
+        ..EndpointConfig::default()
+    };
+    let mut ep = Endpoint::new(dev, mac, addr, cfg).unwrap();
+    ep.listen(port);
+    let to = SocketAddr::new(addr, port);
+    let linux = host::netns::spawn_in(&lab.sender().netns, move || -> std::io::Result<()> {
+        let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(10))?;
+        s.write_all(&pattern(bytes))?;
+        s.shutdown(Shutdown::Write)
+    })
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let (mut conn, mut got) = (None, Vec::new());
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        assert!(
+            Instant::now() < deadline,
+            "{bound}: timed out: {:?}",
+            ep.counters()
+        );
+        ep.poll().unwrap();
+        if conn.is_none() {
+            conn = ep.accept(port);
+        }
+        if let Some(c) = conn {
+            match ep.recv(c, &mut buf) {
+                Ok(0) => break,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+                Err(ToeError::WouldBlock) => {}
+                Err(e) => panic!("{bound}: {e}"),
+            }
+        }
+    }
+    linux.join().unwrap().unwrap().unwrap();
+    assert!(got == pattern(bytes), "{bound}: the upload differs");
+    ep.counters()
+}
+
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
+fn the_bound_decides_what_reordered_frames_are_kept() {
+    testkit::require_root("network namespaces, veths, XDP, AF_XDP, AF_PACKET");
+    let mut spec = LabSpec::new(&unique_name("toeo"));
+    spec.software_rss = false;
+    spec.ipv6 = false;
+    spec.wire = true;
+    let lab = Lab::up(&spec).unwrap().teardown_on_drop();
+    let w = lab.wire().unwrap();
+    let mut cfg = WireConfig::new(Some(&w.netns), &w.sender_dev, &w.receiver_dev);
+    cfg.a_to_b = Impairment {
+        delay: Delay::Uniform {
+            lo_ns: 0,
+            hi_ns: 300_000,
+        },
+        // A rate keeps frames apart so the delays reorder some, not all.
+        rate_bps: 200_000_000,
+        ..Impairment::default()
+    };
+    let wire = WireHandle::spawn(&cfg).unwrap();
+    let none = upload(&lab, OooBound::Intervals(0), 5401, 512 << 10);
+    let all = upload(&lab, OooBound::Unbounded, 5402, 512 << 10);
+    let st = wire.stop().unwrap();
+    eprintln!(
+        "wire {:?}\n0: {none:?}\nunbounded: {all:?}",
+        st.a_to_b.counters
+    );
+    assert!(
+        st.a_to_b.counters.reordered > 0,
+        "the wire reordered nothing"
+    );
+    assert!(none.refused_outside_interval > 0, "{none:?}");
+    assert_eq!(all.refused_outside_interval, 0, "{all:?}");
+}
