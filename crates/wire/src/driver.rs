@@ -18,7 +18,8 @@
 //!
 //! Two ways into the stack, both used by sorting and by the control alike:
 //! - **TAP path** (`gro: false`): a plain TAP; each write enters the stack
-//!   on its own (`netif_rx`), GRO never sees it.
+//!   on its own, TCP included, inside the write (drivers/net/tun.c,
+//!   `tun_rx_batched` → `netif_receive_skb`); GRO never sees it.
 //! - **GRO path** (`gro: true`): an IFF_NAPI TAP with GRO on and threaded
 //!   NAPI, its poll thread and the driver loop pinned to one CPU
 //!   (napi.rs): one NAPI poll takes the whole delivered batch and

@@ -137,6 +137,7 @@ mod tests {
             mbit_per_s: 900.0,
             mbit: 9000.0,
             retrans_segs: 0,
+            timeouts: 0,
             dup_acks: 0,
             ofo_queue: 0,
             retrans_per_mbit: 0.0,

@@ -146,6 +146,10 @@ pub struct Sample {
     pub mbit_per_s: f64,
     pub mbit: f64,
     pub retrans_segs: u64,
+    /// Retransmission timeouts at the sender (nstat TcpExtTCPTimeouts):
+    /// without SACK a timeout resends the whole window after the hole, so
+    /// retransmissions then exceed the segments lost.
+    pub timeouts: u64,
     pub dup_acks: u64,
     pub ofo_queue: u64,
     pub retrans_per_mbit: f64,
@@ -382,7 +386,7 @@ fn run_cell(
     dcfg.sorter.block_size = params.block_size;
     let driver = DriverHandle::spawn(&dcfg).map_err(wire_err)?;
     let wire = WireHandle::spawn(&wcfg).map_err(wire_err)?;
-    let snd_names = ["TcpRetransSegs"];
+    let snd_names = ["TcpRetransSegs", "TcpExtTCPTimeouts"];
     let s0 = nstat(lab, &lab.sender().name, &snd_names)?;
     let r0 = nstat(lab, &rcv.name, &RCV_COUNTERS)?;
     let mbit_per_s = iperf(lab, IpAddr::V4(rcv.ipv4), cell.streams, params.seconds)?;
@@ -403,6 +407,7 @@ fn run_cell(
     }
     let mbit = mbit_per_s * f64::from(params.seconds);
     let retrans_segs = s1[0].saturating_sub(s0[0]);
+    let timeouts = s1[1].saturating_sub(s0[1]);
     let rcv_delta: Vec<u64> = r1
         .iter()
         .zip(&r0)
@@ -419,6 +424,7 @@ fn run_cell(
         mbit_per_s,
         mbit,
         retrans_segs,
+        timeouts,
         dup_acks,
         ofo_queue,
         retrans_per_mbit: retrans_segs as f64 / mbit,
@@ -690,7 +696,10 @@ mod tests {
             s.cell.spread = 0.0;
             s
         };
-        assert_eq!(ratio(&[in_order(false, 1.0), in_order(true, 5.0)], &dup), None);
+        assert_eq!(
+            ratio(&[in_order(false, 1.0), in_order(true, 5.0)], &dup),
+            None
+        );
         // A cell without samples has no summary, so no pair.
         assert!(summary(cell("reorder", false), &[]).is_none());
     }
