@@ -21,6 +21,15 @@ pub fn pin_thread(tid: i32, cpu: usize) -> Result<(), HostError> {
         .map_err(|e| HostError::io(format!("pin thread {tid} to CPU {cpu}"), e.into()))
 }
 
+/// The highest-numbered CPU the calling thread may run on (its
+/// sched_getaffinity(2) mask); `None` if the mask cannot be read.
+pub fn last_allowed_cpu() -> Option<usize> {
+    let set = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).ok()?;
+    (0..nix::sched::CpuSet::count())
+        .rev()
+        .find(|&c| set.is_set(c).unwrap_or(false))
+}
+
 /// Per-CPU jiffies at one moment: (busy, total).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CpuTimes(Vec<(u64, u64)>);
@@ -97,6 +106,17 @@ mod tests {
         std::thread::spawn(|| {
             pin_current_thread(0).unwrap();
             assert!(pin_current_thread(100_000).is_err());
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn the_last_allowed_cpu_follows_the_mask() {
+        std::thread::spawn(|| {
+            assert!(last_allowed_cpu().is_some());
+            pin_current_thread(0).unwrap();
+            assert_eq!(last_allowed_cpu(), Some(0));
         })
         .join()
         .unwrap();

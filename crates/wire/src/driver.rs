@@ -89,15 +89,11 @@ impl DriverConfig {
             coalesce_us: 50,
             sorter: SorterConfig::paper(),
             gro: false,
-            gro_cpu: last_cpu(),
+            // The last CPU this thread may use (0 if the mask is unreadable).
+            gro_cpu: host::cpu::last_allowed_cpu().unwrap_or(0),
             realtime_priority: 5,
         }
     }
-}
-
-/// The highest-numbered CPU this process may use (0 if unknown).
-fn last_cpu() -> usize {
-    std::thread::available_parallelism().map_or(0, |n| n.get() - 1)
 }
 
 /// What the driver measured.
