@@ -579,9 +579,43 @@ fn ratio(summaries: &[Summary], f: &dyn Fn(&Summary) -> f64) -> Option<f64> {
 /// A grouped bar chart: throughput without and with SRPIC per cell (mean
 /// and 95% CI); a side without samples has no bar.
 pub fn svg(result: &SrpicResult) -> String {
-    // Every cell once, as its no-SRPIC side, in the order measured.
+    chart(
+        &result.summaries,
+        "SRPIC: TCP throughput, mean and 95% CI",
+        "throughput (Mbit/s)",
+        &|s| Some(s.mbit_per_s),
+    )
+}
+
+/// The same chart of GRO's merge ratio (segments per skb reaching TCP)
+/// over the GRO-path cells; `None` when no cell ran on the GRO path.
+pub fn merge_svg(result: &SrpicResult) -> Option<String> {
+    let gro: Vec<Summary> = result
+        .summaries
+        .iter()
+        .filter(|s| s.cell.gro)
+        .cloned()
+        .collect();
+    (!gro.is_empty()).then(|| {
+        chart(
+            &gro,
+            "SRPIC on the GRO path: segments per skb reaching TCP, mean and 95% CI",
+            "GRO merge ratio (segments / skb)",
+            &|s| s.merge_ratio,
+        )
+    })
+}
+
+/// Every cell once, as its no-SRPIC side, in the order measured; bars of
+/// `value` without and with SRPIC.
+fn chart(
+    summaries: &[Summary],
+    title: &str,
+    y_label: &str,
+    value: &dyn Fn(&Summary) -> Option<Stat>,
+) -> String {
     let mut cells: Vec<Cell> = Vec::new();
-    for s in &result.summaries {
+    for s in summaries {
         let off = Cell {
             srpic: false,
             ..s.cell
@@ -591,11 +625,11 @@ pub fn svg(result: &SrpicResult) -> String {
         }
     }
     let side = |c: &Cell, srpic: bool| {
-        result
-            .summaries
+        summaries
             .iter()
             .find(|s| s.cell == Cell { srpic, ..*c })
-            .map(|s| plot::Value::with_ci(s.mbit_per_s.mean, s.mbit_per_s.ci95))
+            .and_then(value)
+            .map(|v| plot::Value::with_ci(v.mean, v.ci95))
     };
     let label = |c: &Cell| {
         let what = if c.kind == "reorder" {
@@ -605,10 +639,10 @@ pub fn svg(result: &SrpicResult) -> String {
         };
         format!("{what}\n{}", if c.gro { "GRO path" } else { "TAP path" })
     };
-    plot::BarChart::new("SRPIC: TCP throughput, mean and 95% CI")
+    plot::BarChart::new(title)
         .size((120 * cells.len() + 80).max(640) as f64, 360.0)
         .x_label("cell (sender, flows, delay spread or drop rate, receive path)")
-        .y_label("throughput (Mbit/s)")
+        .y_label(y_label)
         .groups(cells.iter().map(label))
         .series("no SRPIC", cells.iter().map(|c| side(c, false)).collect())
         .series("SRPIC", cells.iter().map(|c| side(c, true)).collect())
@@ -756,6 +790,23 @@ mod tests {
         );
         // One sample per side has no interval; the three-sample side has.
         assert_eq!((o.bars, o.whiskers, o.not_available), (4, 1, 0));
+    }
+
+    #[test]
+    fn merge_figure_has_the_gro_path_cells_only() {
+        let mut on = summary_of(cell("reorder", true), 900.0, 1.0);
+        on.cell.gro = true;
+        on.merge_ratio = stat(&[4.0, 4.2, 4.4]);
+        let mut off = summary_of(cell("reorder", false), 800.0, 4.0);
+        off.cell.gro = true;
+        off.merge_ratio = stat(&[1.2, 1.2, 1.3]);
+        let tap = summary_of(cell("drop", false), 700.0, 4.0);
+        // The TAP path alone: no merge figure.
+        assert!(merge_svg(&result_of(vec![tap.clone()])).is_none());
+        let o = plot::outline(&merge_svg(&result_of(vec![off, on, tap])).unwrap()).unwrap();
+        assert_eq!(o.y_label, "GRO merge ratio (segments / skb)");
+        assert_eq!(o.x_ticks, vec!["Static 1s 1%\nGRO path"]);
+        assert_eq!((o.bars, o.whiskers, o.not_available), (2, 2, 0));
     }
 
     #[test]

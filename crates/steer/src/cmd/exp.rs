@@ -466,9 +466,12 @@ pub struct SrpicArgs {
     /// the plain TAP path (no GRO); both = off,on.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "both")]
     pub gro: Vec<GroArg>,
-    /// Write the SVG chart here.
+    /// Write the SVG chart (throughput) here.
     #[arg(long)]
     pub svg: Option<PathBuf>,
+    /// Write the chart of GRO's merge ratio (GRO-path cells) here.
+    #[arg(long)]
+    pub merge_svg: Option<PathBuf>,
     #[command(flatten)]
     pub common: Common,
 }
@@ -557,6 +560,12 @@ fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
     write_output(&args.common, &result)?;
     if let Some(path) = &args.svg {
         std::fs::write(path, exp::srpic::svg(&result))?;
+    }
+    if let Some(path) = &args.merge_svg {
+        match exp::srpic::merge_svg(&result) {
+            Some(svg) => std::fs::write(path, svg)?,
+            None => output::note!("--merge-svg: no cell ran on the GRO path, nothing written"),
+        }
     }
     if json {
         output::json(&result)?;
