@@ -9,10 +9,25 @@ use crate::HostError;
 /// Keeps the calling thread on CPU `cpu` (sched_setaffinity(2)), as a
 /// benchmark does to put a sender and a receiver on cores of their own.
 pub fn pin_current_thread(cpu: usize) -> Result<(), HostError> {
+    pin_thread(0, cpu)
+}
+
+/// Keeps thread `tid` (0: the calling thread; any task, kernel threads
+/// included, as root) on CPU `cpu` (sched_setaffinity(2)).
+pub fn pin_thread(tid: i32, cpu: usize) -> Result<(), HostError> {
     let mut set = nix::sched::CpuSet::new();
     set.set(cpu)
-        .and_then(|()| nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set))
-        .map_err(|e| HostError::io(format!("pin this thread to CPU {cpu}"), e.into()))
+        .and_then(|()| nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(tid), &set))
+        .map_err(|e| HostError::io(format!("pin thread {tid} to CPU {cpu}"), e.into()))
+}
+
+/// The highest-numbered CPU the calling thread may run on (its
+/// sched_getaffinity(2) mask); `None` if the mask cannot be read.
+pub fn last_allowed_cpu() -> Option<usize> {
+    let set = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).ok()?;
+    (0..nix::sched::CpuSet::count())
+        .rev()
+        .find(|&c| set.is_set(c).unwrap_or(false))
 }
 
 /// Per-CPU jiffies at one moment: (busy, total).
@@ -94,6 +109,35 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    #[test]
+    fn the_last_allowed_cpu_follows_the_mask() {
+        std::thread::spawn(|| {
+            assert!(last_allowed_cpu().is_some());
+            pin_current_thread(0).unwrap();
+            assert_eq!(last_allowed_cpu(), Some(0));
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn another_thread_is_pinned_by_its_id() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let t = std::thread::spawn(move || {
+            tx.send(nix::unistd::gettid().as_raw()).unwrap();
+            done_rx.recv().unwrap();
+            nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).unwrap()
+        });
+        let tid = rx.recv().unwrap();
+        pin_thread(tid, 0).unwrap();
+        done_tx.send(()).unwrap();
+        let set = t.join().unwrap();
+        assert!(set.is_set(0).unwrap());
+        assert!((1..nix::sched::CpuSet::count()).all(|c| !set.is_set(c).unwrap()));
+        assert!(pin_thread(tid, 100_000).is_err());
     }
 
     #[test]

@@ -69,6 +69,32 @@ pub fn stat(xs: &[f64]) -> Option<Stat> {
     })
 }
 
+/// The difference of two sample means, `mean(a) - mean(b)`, with the
+/// half-width of its two-sided 95% confidence interval by Welch's t
+/// (unequal variances; degrees of freedom by Welch-Satterthwaite, as R's
+/// `t.test`). `None` without a sample on either side; `ci95` `None` with
+/// fewer than two samples on a side, and 0 when both sides have no spread
+/// at all (the difference is then exact).
+pub fn diff_ci95(a: &[f64], b: &[f64]) -> Option<Stat> {
+    let mean_diff = mean(a)? - mean(b)?;
+    let var_of_mean = |xs: &[f64]| stddev(xs).map(|sd| sd * sd / xs.len() as f64);
+    let ci95 = match (var_of_mean(a), var_of_mean(b)) {
+        (Some(va), Some(vb)) if va + vb == 0.0 => Some(0.0),
+        (Some(va), Some(vb)) => {
+            let df = (va + vb).powi(2)
+                / (va * va / (a.len() - 1) as f64 + vb * vb / (b.len() - 1) as f64);
+            StudentsT::new(0.0, 1.0, df)
+                .ok()
+                .map(|t| t.inverse_cdf(0.975) * (va + vb).sqrt())
+        }
+        _ => None,
+    };
+    Some(Stat {
+        mean: mean_diff,
+        ci95,
+    })
+}
+
 /// The `q` quantile (0 <= q <= 1) of `xs`, interpolated as R's and
 /// Hyndman & Fan's type 8 (approximately median-unbiased, the estimator
 /// `statrs` implements); `None` without a sample or for `q` outside 0..=1.
@@ -150,6 +176,43 @@ mod tests {
         assert_eq!(one.mean, 3.0);
         assert_eq!(one.ci95, None);
         assert!(serde_json::to_value(one).unwrap()["ci95"].is_null());
+    }
+
+    #[test]
+    fn welch_difference_by_hand() {
+        // a = 10, 12, 11, 13: mean 11.5, variance 5/3; b = 7, 9, 8: mean 8,
+        // variance 1. se^2 = (5/3)/4 + 1/3 = 0.75; Welch-Satterthwaite
+        // df = 0.75^2 / ((5/12)^2/3 + (1/3)^2/2) = 4.96.
+        let d = diff_ci95(&[10.0, 12.0, 11.0, 13.0], &[7.0, 9.0, 8.0]).unwrap();
+        assert!(close(d.mean, 3.5, 1e-12));
+        let df = 0.5625 / ((5.0f64 / 12.0).powi(2) / 3.0 + (1.0f64 / 3.0).powi(2) / 2.0);
+        assert!(close(df, 4.959, 1e-3));
+        let t = StudentsT::new(0.0, 1.0, df).unwrap().inverse_cdf(0.975);
+        let half = d.ci95.unwrap();
+        assert!(close(half, t * 0.75f64.sqrt(), 1e-12));
+        // df between 4 and 5: t between the tabled t(5) and t(4).
+        let se = 0.75f64.sqrt();
+        assert!(
+            half > t95(5).unwrap() * se && half < t95(4).unwrap() * se,
+            "{half}"
+        );
+        // Equal variances and sizes: df = 2(n - 1), as the pooled test.
+        let e = diff_ci95(&[1.0, 2.0, 3.0], &[2.0, 3.0, 4.0]).unwrap();
+        assert!(close(
+            e.ci95.unwrap(),
+            t95(4).unwrap() * (2.0f64 / 3.0).sqrt(),
+            1e-9
+        ));
+    }
+
+    #[test]
+    fn welch_difference_without_spread_or_samples() {
+        let exact = diff_ci95(&[2.0, 2.0], &[1.0, 1.0]).unwrap();
+        assert_eq!((exact.mean, exact.ci95), (1.0, Some(0.0)));
+        let one = diff_ci95(&[2.0], &[1.0, 3.0]).unwrap();
+        assert_eq!((one.mean, one.ci95), (0.0, None));
+        assert_eq!(diff_ci95(&[], &[1.0]), None);
+        assert_eq!(diff_ci95(&[1.0], &[]), None);
     }
 
     #[test]

@@ -580,6 +580,10 @@ fn json_as_root_in_labs() {
     assert!(v["stats"].is_object(), "{v}");
     let v = c.json("wire srpic", &["--lab", &wired, "--seconds", "1"]);
     assert!(v["stats"].is_object(), "{v}");
+    assert!(v["stats"]["gro_cpu"].is_null(), "{v}");
+    // The GRO path: threaded NAPI on the TAP, its thread and the driver on one CPU.
+    let v = c.json("wire srpic", &["--lab", &wired, "--seconds", "1", "--gro"]);
+    assert!(v["stats"]["gro_cpu"].is_u64(), "{v}");
     // `wire down NAME`: the older spelling of --lab, still accepted.
     c.json("wire down", &[&wired]);
 

@@ -16,6 +16,15 @@
 //! 4. **Deliver**: write each frame to the TAP, which hands it to the
 //!    kernel's stack. A full batch polls again at once (NAPI's repoll).
 //!
+//! Two ways into the stack, both used by sorting and by the control alike:
+//! - **TAP path** (`gro: false`): a plain TAP; each write enters the stack
+//!   on its own, TCP included, inside the write (drivers/net/tun.c,
+//!   `tun_rx_batched` → `netif_receive_skb`); GRO never sees it.
+//! - **GRO path** (`gro: true`): an IFF_NAPI TAP with GRO on and threaded
+//!   NAPI, its poll thread and the driver loop pinned to one CPU
+//!   (napi.rs): one NAPI poll takes the whole delivered batch and
+//!   GRO merges across it, as behind a NIC driver.
+//!
 //! Frames the kernel sends out of the TAP (ACKs, ARP) are read and sent out
 //! of the device in batches.
 
@@ -56,8 +65,11 @@ pub struct DriverConfig {
     /// Interrupt coalescing: wait this long after waking before polling.
     pub coalesce_us: u64,
     pub sorter: SorterConfig,
-    /// GRO on the TAP (IFF_NAPI device, `ethtool -K TAP gro on|off`).
+    /// The GRO path (IFF_NAPI TAP, GRO on, threaded NAPI) instead of the
+    /// plain TAP path.
     pub gro: bool,
+    /// GRO path: the CPU the driver loop and the TAP's NAPI thread share.
+    pub gro_cpu: usize,
     /// Run the loop as SCHED_FIFO at this priority (0: normal scheduling),
     /// as the kernel's receive softirq outranks user processes.
     pub realtime_priority: i32,
@@ -76,6 +88,8 @@ impl DriverConfig {
             coalesce_us: 50,
             sorter: SorterConfig::paper(),
             gro: false,
+            // The last CPU this thread may use (0 if the mask is unreadable).
+            gro_cpu: host::cpu::last_allowed_cpu().unwrap_or(0),
             realtime_priority: 5,
         }
     }
@@ -85,6 +99,8 @@ impl DriverConfig {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct DriverStats {
     pub sort: bool,
+    /// The GRO path's shared CPU; `None` (JSON null) on the TAP path.
+    pub gro_cpu: Option<usize>,
     /// Frames read from the device.
     pub packets_in: u64,
     /// Frames written to the TAP.
@@ -263,6 +279,11 @@ impl Driver {
             ],
         )?;
         driver.set_gro(cfg.gro)?;
+        if cfg.gro {
+            let poller = crate::napi::enable_threaded(&cfg.netns, &cfg.tap)?;
+            host::cpu::pin_thread(poller, cfg.gro_cpu)?;
+            driver.stats.gro_cpu = Some(cfg.gro_cpu);
+        }
         Ok(driver)
     }
 
@@ -419,6 +440,10 @@ impl Driver {
         snapshot: Option<&Mutex<DriverStats>>,
     ) -> Result<DriverStats, WireError> {
         prepare_thread(self.cfg.realtime_priority)?;
+        if self.cfg.gro {
+            // Beside the NAPI thread, which then waits for each whole batch.
+            host::cpu::pin_current_thread(self.cfg.gro_cpu)?;
+        }
         let coalesce = Duration::from_micros(self.cfg.coalesce_us);
         let mut scratch = Vec::new();
         let mut snapshots = Snapshots::new(snapshot, pktio::now_ns());

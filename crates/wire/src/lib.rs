@@ -25,6 +25,7 @@
 pub mod driver;
 pub mod forward;
 pub mod impair;
+mod napi;
 mod runner;
 pub mod sched;
 pub mod stats;

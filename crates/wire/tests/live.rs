@@ -145,3 +145,70 @@ fn srpic_driver_delivers_every_frame_under_reordering() {
     assert!(w.a_to_b.counters.reordered > 0);
     assert!(d.added_delay.is_some() && d.poll_cycle.is_some(), "{d:?}");
 }
+
+/// The receiver's IP segments (ECN class counters, which count a GRO'd
+/// skb as its gso_segs: net/ipv4/ip_input.c `ip_rcv_core`) and the skbs
+/// TCP received (TcpInSegs, one per skb: `tcp_v4_rcv`).
+fn segments_and_skbs(netns: &str) -> (u64, u64) {
+    let out = std::process::Command::new("ip")
+        .args(["netns", "exec", netns, "nstat", "-a", "-s", "-z", "-j"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let k = |n: &str| v["kernel"][n].as_u64().unwrap_or_else(|| panic!("{n}"));
+    let segs = [
+        "IpExtInNoECTPkts",
+        "IpExtInECT0Pkts",
+        "IpExtInECT1Pkts",
+        "IpExtInCEPkts",
+    ]
+    .iter()
+    .map(|n| k(n))
+    .sum();
+    (segs, k("TcpInSegs"))
+}
+
+/// Segments per skb reaching TCP for one in-order transfer through the driver.
+fn merge_ratio_through_driver(gro: bool, prefix: &str, port: u16) -> f64 {
+    let lab = wire_lab(prefix);
+    let mut cfg = wire_config(&lab);
+    cfg.a_to_b.rate_bps = 1_000_000_000;
+    let wire = WireHandle::spawn(&cfg).unwrap();
+    let rcv = lab.receiver().clone();
+    let mut dcfg = DriverConfig::new(&rcv.netns, "veth0", rcv.ipv4, 24);
+    dcfg.gro = gro;
+    let driver = DriverHandle::spawn(&dcfg).unwrap();
+    let (s0, k0) = segments_and_skbs(&rcv.netns);
+    let bytes = 20 << 20;
+    assert_eq!(transfer(&lab, port, bytes), bytes);
+    let (s1, k1) = segments_and_skbs(&rcv.netns);
+    let d = driver.stop().unwrap();
+    wire.stop().unwrap();
+    assert!(d.balanced() && d.inject_errors == 0, "{d:?}");
+    assert_eq!(d.gro_cpu.is_some(), gro);
+    // Every frame the driver wrote reached IP (the ARP exchange aside).
+    let segs = s1 - s0;
+    assert!(
+        segs + 10 >= d.packets_out && segs <= d.packets_out,
+        "{segs} {d:?}"
+    );
+    let ratio = segs as f64 / (k1 - k0) as f64;
+    eprintln!(
+        "gro {gro}: {segs} segments, {} skbs to TCP, ratio {ratio:.2}, mean batch {:?}",
+        k1 - k0,
+        d.mean_batch
+    );
+    ratio
+}
+
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
+fn gro_path_merges_and_tap_path_does_not() {
+    testkit::require_root("network namespaces, veths, AF_PACKET, TAP, threaded NAPI");
+    testkit::require_program("nstat", "apt install iproute2");
+    // The TAP path: every frame is its own skb all the way up.
+    assert_eq!(merge_ratio_through_driver(false, "wg", 5303), 1.0);
+    // The GRO path: in-order bulk data merges across each batch.
+    let merged = merge_ratio_through_driver(true, "wh", 5304);
+    assert!(merged > 2.0, "{merged}");
+}

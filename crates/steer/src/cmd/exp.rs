@@ -448,7 +448,12 @@ pub struct SrpicArgs {
     pub spreads: Vec<f64>,
     /// Forward loss rates of the drop runs (Table 5); `--drops` with no
     /// value: no drop runs.
-    #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "0.001,0.0001,0.00001")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        num_args = 0..,
+        default_value = "0.001,0.0001,0.00001,0.000001"
+    )]
     pub drops: Vec<f64>,
     /// Sender kinds, comma-separated.
     #[arg(
@@ -458,12 +463,17 @@ pub struct SrpicArgs {
         default_value = "static,adaptive"
     )]
     pub senders: Vec<SenderArg>,
-    /// GRO on the receiver's TAP, comma-separated (both = off,on).
+    /// Receive path, comma-separated: on = the GRO path (GRO merges each
+    /// delivered batch; merge ratio = segments per skb reaching TCP), off =
+    /// the plain TAP path (no GRO); both = off,on.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "both")]
     pub gro: Vec<GroArg>,
-    /// Write the SVG chart here.
+    /// Write the SVG chart (throughput) here.
     #[arg(long)]
     pub svg: Option<PathBuf>,
+    /// Write the chart of GRO's merge ratio (GRO-path cells) here.
+    #[arg(long)]
+    pub merge_svg: Option<PathBuf>,
     #[command(flatten)]
     pub common: Common,
 }
@@ -477,7 +487,7 @@ pub enum SenderArg {
     Adaptive,
 }
 
-/// GRO on the receiver's TAP.
+/// The SRPIC driver's receive path (GRO path or plain TAP path).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum GroArg {
     Off,
@@ -542,15 +552,22 @@ fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
     let result = exp::srpic::run(&params, |s| {
         if show {
             output::note!(
-                "  rep {} {} {:?} {} streams spread {} drop {} gro {} srpic {}: {:.0} Mbit/s, {:.2} retrans/Mbit, {:.1} dup ACKs/Mbit, block {:.1}",
+                "  rep {} {} {:?} {} streams spread {} drop {} gro {} srpic {}: {:.0} Mbit/s, {:.2} retrans/Mbit, {:.1} dup ACKs/Mbit, block {:.1}, merge {}",
                 s.repetition, s.cell.kind, s.cell.sender, s.cell.streams, s.cell.spread, s.cell.drop,
-                s.cell.gro, s.cell.srpic, s.mbit_per_s, s.retrans_per_mbit, s.dup_acks_per_mbit, s.mean_block
+                s.cell.gro, s.cell.srpic, s.mbit_per_s, s.retrans_per_mbit, s.dup_acks_per_mbit, s.mean_block,
+                output::or_na(s.merge_ratio, |m| format!("{m:.2}"))
             );
         }
     })?;
     write_output(&args.common, &result)?;
     if let Some(path) = &args.svg {
         std::fs::write(path, exp::srpic::svg(&result))?;
+    }
+    if let Some(path) = &args.merge_svg {
+        match exp::srpic::merge_svg(&result) {
+            Some(svg) => std::fs::write(path, svg)?,
+            None => output::note!("--merge-svg: no cell ran on the GRO path, nothing written"),
+        }
     }
     if json {
         output::json(&result)?;
@@ -575,6 +592,7 @@ fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
                 pm(s.dup_acks_per_mbit, 1),
                 pm(s.ofo_per_mbit, 1),
                 format!("{:.1}", s.mean_block.mean),
+                output::or_na(s.merge_ratio, |m| pm(m, 2)),
             ]
         })
         .collect();
@@ -592,6 +610,7 @@ fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
             "dupACK/Mbit",
             "OFO/Mbit",
             "block",
+            "segs/skb",
         ],
         &body,
     )?;
@@ -601,6 +620,27 @@ fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
         x(result.dup_ack_ratio),
         x(result.throughput_ratio)
     );
+    println!(
+        "GRO path / TAP path throughput: {}",
+        x(result.gro_path_throughput_ratio)
+    );
+    let effect = |name: &str, e: &Option<exp::srpic::Effect>| {
+        let change = |c: exp::srpic::Change| match (c.low, c.high) {
+            (Some(l), Some(h)) => format!("{:+.2} [{l:+.2}, {h:+.2}]", c.mean),
+            _ => format!("{:+.2} [n/a]", c.mean),
+        };
+        match e {
+            Some(e) => println!(
+                "GRO path, {name} (spread {}%): SRPIC changes segs/skb by {}, dup ACKs/Mbit by {} (95% CI)",
+                e.spread * 100.0,
+                change(e.merge_ratio_change),
+                change(e.dup_acks_per_mbit_change)
+            ),
+            None => println!("GRO path, {name}: n/a"),
+        }
+    };
+    effect("most reordered", &result.gro_effect.reordered);
+    effect("in order", &result.gro_effect.in_order);
     Ok(exit::OK)
 }
 

@@ -108,7 +108,9 @@ pub struct SrpicArgs {
     /// SRPIC BlockSize.
     #[arg(long, default_value_t = 32)]
     pub block: u32,
-    /// Turn GRO on on the TAP (default: off).
+    /// The GRO path: an IFF_NAPI TAP with GRO on and threaded NAPI, its
+    /// poll thread and the driver on one CPU, so GRO merges each delivered
+    /// batch (default: the plain TAP path, no GRO).
     #[arg(long)]
     pub gro: bool,
     /// Seconds to run.

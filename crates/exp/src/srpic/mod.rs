@@ -15,7 +15,12 @@
 //! TcpRetransSegs); duplicate ACKs the sender received (counted by the wire
 //! on the reverse path: pure ACKs repeating the flow's last ACK number);
 //! the receiver's TcpExtTCPOFOQueue; the driver's per-flow block sizes.
-//! All per Mbit transferred.
+//! All per Mbit transferred. And GRO's merge ratio: segments per skb
+//! reaching TCP, from the receiver's counters (see [`merge_ratio`]).
+//!
+//! `gro` selects the driver's receive path (wire::driver): the GRO path,
+//! where one NAPI poll takes each delivered batch and GRO merges across it,
+//! or the plain TAP path, where every frame is its own skb.
 
 use std::net::IpAddr;
 
@@ -26,6 +31,9 @@ use wire::stats::{LatencySummary, SignedSummary};
 use wire::{Delay, DriverConfig, DriverHandle, Impairment, Loss, WireConfig, WireHandle};
 
 use crate::ExpError;
+
+mod effect;
+pub use effect::{Change, Effect, GroEffect};
 
 const PORT: u16 = 5211;
 const MEAN_DELAY_NS: u64 = 2_500_000;
@@ -47,7 +55,7 @@ pub struct SrpicParams {
     pub spreads: Vec<f64>,
     /// Forward loss rates of the drop experiment (empty: none).
     pub drop_rates: Vec<f64>,
-    /// GRO settings of the receiver's TAP to run.
+    /// Receive paths to run: GRO path (true) or plain TAP path (false).
     pub gro: Vec<bool>,
     pub repetitions: u32,
     pub seconds: u32,
@@ -64,7 +72,7 @@ impl Default for SrpicParams {
             senders: vec![SenderKind::Static, SenderKind::Adaptive],
             streams: vec![1, 5, 10],
             spreads: vec![0.10, 0.02, 0.01, 0.002],
-            drop_rates: vec![0.001, 0.0001, 0.00001],
+            drop_rates: vec![0.001, 0.0001, 0.00001, 0.000001],
             gro: vec![false, true],
             repetitions: 3,
             seconds: 10,
@@ -78,16 +86,17 @@ impl Default for SrpicParams {
 }
 
 impl SrpicParams {
-    /// Under 2 minutes: the S-sender, 1 stream, spread 1%, GRO off, a drop
-    /// point at 0.01%, 2 repetitions of 5 s, with and without SRPIC.
+    /// Under 2 minutes: the GRO path, the S-sender, 1 stream, spread 10%
+    /// and no reordering (spread 0), 4 repetitions of 4 s, with and without
+    /// SRPIC: enough for the two checks of [`GroEffect`].
     pub fn quick(mut self) -> Self {
         self.senders = vec![SenderKind::Static];
         self.streams = vec![1];
-        self.spreads = vec![0.01];
-        self.drop_rates = vec![0.0001];
-        self.gro = vec![false];
-        self.repetitions = 2;
-        self.seconds = 5;
+        self.spreads = vec![0.10, 0.0];
+        self.drop_rates = Vec::new();
+        self.gro = vec![true];
+        self.repetitions = 4;
+        self.seconds = 4;
         self.quick = true;
         self
     }
@@ -137,6 +146,10 @@ pub struct Sample {
     pub mbit_per_s: f64,
     pub mbit: f64,
     pub retrans_segs: u64,
+    /// Retransmission timeouts at the sender (nstat TcpExtTCPTimeouts):
+    /// without SACK a timeout resends the whole window after the hole, so
+    /// retransmissions then exceed the segments lost.
+    pub timeouts: u64,
     pub dup_acks: u64,
     pub ofo_queue: u64,
     pub retrans_per_mbit: f64,
@@ -144,6 +157,20 @@ pub struct Sample {
     pub ofo_per_mbit: f64,
     pub mean_block: f64,
     pub reordered_by_wire: u64,
+    /// Forward frames lost to congestion, not to the loss process: the
+    /// wire's full queue or ring (`dropped_overload` + `ring_drops`).
+    pub wire_congestion_drops: u64,
+    /// Frames the kernel dropped before the driver read them (ring full).
+    pub driver_ring_drops: u64,
+    /// Frames the driver wrote to the TAP.
+    pub frames_delivered: u64,
+    /// IP segments the receiver took in, a GRO'd skb counting as its
+    /// segments (nstat IpExtIn{NoECT,ECT0,ECT1,CE}Pkts).
+    pub segments_in: u64,
+    /// Skbs handed to TCP (nstat TcpInSegs, one per skb).
+    pub skbs_to_tcp: u64,
+    /// `segments_in / skbs_to_tcp`; `None` (JSON null) when TCP got no skb.
+    pub merge_ratio: Option<f64>,
     pub driver_added_delay_p99_us: f64,
     /// Device receive to TAP write, per packet (`wire::DriverStats::added_delay`).
     pub driver_added_delay: LatencySummary,
@@ -166,6 +193,8 @@ pub struct Summary {
     pub dup_acks_per_mbit: Stat,
     pub ofo_per_mbit: Stat,
     pub mean_block: Stat,
+    /// `None` (JSON null) when no run of the cell measured it.
+    pub merge_ratio: Option<Stat>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -181,6 +210,11 @@ pub struct SrpicResult {
     /// Mean over the reordering cells of SRPIC / no-SRPIC throughput;
     /// `None` as above.
     pub throughput_ratio: Option<f64>,
+    /// Mean over the cells run on both paths of GRO path / TAP path
+    /// throughput; `None` when no cell ran on both.
+    pub gro_path_throughput_ratio: Option<f64>,
+    /// What sorting does to GRO's merging and to duplicate ACKs.
+    pub gro_effect: GroEffect,
     pub meta: Meta,
 }
 
@@ -278,6 +312,24 @@ fn configure_sender(lab: &Lab, kind: SenderKind, sack: bool) -> Result<(), ExpEr
     Ok(())
 }
 
+/// The receiver's counters behind the merge ratio: IP segments (the ECN
+/// class counters add `gso_segs` per skb, net/ipv4/ip_input.c
+/// `ip_rcv_core`) and TCP's skbs (TcpInSegs: one per skb, net/ipv4/tcp_ipv4.c
+/// `tcp_v4_rcv`).
+const RCV_COUNTERS: [&str; 6] = [
+    "TcpExtTCPOFOQueue",
+    "TcpInSegs",
+    "IpExtInNoECTPkts",
+    "IpExtInECT0Pkts",
+    "IpExtInECT1Pkts",
+    "IpExtInCEPkts",
+];
+
+/// GRO's merge ratio: segments per skb reaching TCP; `None` without an skb.
+pub fn merge_ratio(segments_in: u64, skbs_to_tcp: u64) -> Option<f64> {
+    (skbs_to_tcp > 0).then(|| segments_in as f64 / skbs_to_tcp as f64)
+}
+
 /// One iperf3 run (CUBIC, as in the paper): receiver goodput, Mbit/s.
 fn iperf(lab: &Lab, server: IpAddr, streams: u32, seconds: u32) -> Result<f64, ExpError> {
     let rcv = lab.receiver().name.clone();
@@ -334,13 +386,12 @@ fn run_cell(
     dcfg.sorter.block_size = params.block_size;
     let driver = DriverHandle::spawn(&dcfg).map_err(wire_err)?;
     let wire = WireHandle::spawn(&wcfg).map_err(wire_err)?;
-    let snd_names = ["TcpRetransSegs"];
-    let rcv_names = ["TcpExtTCPOFOQueue"];
+    let snd_names = ["TcpRetransSegs", "TcpExtTCPTimeouts"];
     let s0 = nstat(lab, &lab.sender().name, &snd_names)?;
-    let r0 = nstat(lab, &rcv.name, &rcv_names)?;
+    let r0 = nstat(lab, &rcv.name, &RCV_COUNTERS)?;
     let mbit_per_s = iperf(lab, IpAddr::V4(rcv.ipv4), cell.streams, params.seconds)?;
     let s1 = nstat(lab, &lab.sender().name, &snd_names)?;
-    let r1 = nstat(lab, &rcv.name, &rcv_names)?;
+    let r1 = nstat(lab, &rcv.name, &RCV_COUNTERS)?;
     let ws = wire.stop().map_err(wire_err)?;
     let ds = driver.stop().map_err(wire_err)?;
     // Every count below is per Mbit: a run that moved nothing (or a NaN
@@ -356,7 +407,15 @@ fn run_cell(
     }
     let mbit = mbit_per_s * f64::from(params.seconds);
     let retrans_segs = s1[0].saturating_sub(s0[0]);
-    let ofo_queue = r1[0].saturating_sub(r0[0]);
+    let timeouts = s1[1].saturating_sub(s0[1]);
+    let rcv_delta: Vec<u64> = r1
+        .iter()
+        .zip(&r0)
+        .map(|(a, b)| a.saturating_sub(*b))
+        .collect();
+    let ofo_queue = rcv_delta[0];
+    let skbs_to_tcp = rcv_delta[1];
+    let segments_in: u64 = rcv_delta[2..].iter().sum();
     let dup_acks = ws.b_to_a.dup_acks;
     let driver_added_delay = driver_measured("added delay", ds.added_delay)?;
     Ok(Sample {
@@ -365,6 +424,7 @@ fn run_cell(
         mbit_per_s,
         mbit,
         retrans_segs,
+        timeouts,
         dup_acks,
         ofo_queue,
         retrans_per_mbit: retrans_segs as f64 / mbit,
@@ -372,6 +432,12 @@ fn run_cell(
         ofo_per_mbit: ofo_queue as f64 / mbit,
         mean_block: driver_measured("per-flow block size", ds.mean_block)?,
         reordered_by_wire: ws.a_to_b.counters.reordered,
+        wire_congestion_drops: ws.a_to_b.counters.dropped_overload + ws.a_to_b.counters.ring_drops,
+        driver_ring_drops: ds.ring_drops,
+        frames_delivered: ds.packets_out,
+        segments_in,
+        skbs_to_tcp,
+        merge_ratio: merge_ratio(segments_in, skbs_to_tcp),
         driver_added_delay_p99_us: driver_added_delay.p99_us,
         driver_added_delay,
         poll_cycle: driver_measured("poll cycle", ds.poll_cycle)?,
@@ -445,6 +511,8 @@ pub fn run(
         params: params.clone(),
         dup_ack_ratio: ratio(&summaries, &|s| s.dup_acks_per_mbit.mean),
         throughput_ratio: ratio(&summaries, &|s| s.mbit_per_s.mean),
+        gro_path_throughput_ratio: gro_path_ratio(&summaries),
+        gro_effect: effect::gro_effect(&samples),
         summaries,
         samples,
         meta: Meta::collect(),
@@ -463,16 +531,37 @@ fn summary(cell: Cell, samples: &[Sample]) -> Option<Summary> {
         dup_acks_per_mbit: st(&|s| s.dup_acks_per_mbit)?,
         ofo_per_mbit: st(&|s| s.ofo_per_mbit)?,
         mean_block: st(&|s| s.mean_block)?,
+        merge_ratio: stat(&of.iter().filter_map(|s| s.merge_ratio).collect::<Vec<_>>()),
     })
 }
 
-/// Mean over the reordering cells of `f(SRPIC) / f(no SRPIC)`, over the
-/// cells that have both sides and a non-zero control; `None` when there is
-/// no such cell.
+/// Mean over the cells run on both receive paths of GRO path / TAP path
+/// throughput; `None` when no cell ran on both.
+fn gro_path_ratio(summaries: &[Summary]) -> Option<f64> {
+    let pairs: Vec<f64> = summaries
+        .iter()
+        .filter(|s| s.cell.gro)
+        .filter_map(|on| {
+            let tap = summaries.iter().find(|o| {
+                o.cell
+                    == Cell {
+                        gro: false,
+                        ..on.cell
+                    }
+            })?;
+            (tap.mbit_per_s.mean > 0.0).then(|| on.mbit_per_s.mean / tap.mbit_per_s.mean)
+        })
+        .collect();
+    stats::mean(&pairs)
+}
+
+/// Mean over the reordering cells (spread above 0) of `f(SRPIC) / f(no
+/// SRPIC)`, over the cells that have both sides and a non-zero control;
+/// `None` when there is no such cell.
 fn ratio(summaries: &[Summary], f: &dyn Fn(&Summary) -> f64) -> Option<f64> {
     let pairs: Vec<f64> = summaries
         .iter()
-        .filter(|s| s.cell.srpic && s.cell.kind == "reorder")
+        .filter(|s| s.cell.srpic && s.cell.kind == "reorder" && s.cell.spread > 0.0)
         .filter_map(|on| {
             let off = summaries.iter().find(|o| {
                 o.cell
@@ -490,9 +579,43 @@ fn ratio(summaries: &[Summary], f: &dyn Fn(&Summary) -> f64) -> Option<f64> {
 /// A grouped bar chart: throughput without and with SRPIC per cell (mean
 /// and 95% CI); a side without samples has no bar.
 pub fn svg(result: &SrpicResult) -> String {
-    // Every cell once, as its no-SRPIC side, in the order measured.
+    chart(
+        &result.summaries,
+        "SRPIC: TCP throughput, mean and 95% CI",
+        "throughput (Mbit/s)",
+        &|s| Some(s.mbit_per_s),
+    )
+}
+
+/// The same chart of GRO's merge ratio (segments per skb reaching TCP)
+/// over the GRO-path cells; `None` when no cell ran on the GRO path.
+pub fn merge_svg(result: &SrpicResult) -> Option<String> {
+    let gro: Vec<Summary> = result
+        .summaries
+        .iter()
+        .filter(|s| s.cell.gro)
+        .cloned()
+        .collect();
+    (!gro.is_empty()).then(|| {
+        chart(
+            &gro,
+            "SRPIC on the GRO path: segments per skb reaching TCP, mean and 95% CI",
+            "GRO merge ratio (segments / skb)",
+            &|s| s.merge_ratio,
+        )
+    })
+}
+
+/// Every cell once, as its no-SRPIC side, in the order measured; bars of
+/// `value` without and with SRPIC.
+fn chart(
+    summaries: &[Summary],
+    title: &str,
+    y_label: &str,
+    value: &dyn Fn(&Summary) -> Option<Stat>,
+) -> String {
     let mut cells: Vec<Cell> = Vec::new();
-    for s in &result.summaries {
+    for s in summaries {
         let off = Cell {
             srpic: false,
             ..s.cell
@@ -502,11 +625,11 @@ pub fn svg(result: &SrpicResult) -> String {
         }
     }
     let side = |c: &Cell, srpic: bool| {
-        result
-            .summaries
+        summaries
             .iter()
             .find(|s| s.cell == Cell { srpic, ..*c })
-            .map(|s| plot::Value::with_ci(s.mbit_per_s.mean, s.mbit_per_s.ci95))
+            .and_then(value)
+            .map(|v| plot::Value::with_ci(v.mean, v.ci95))
     };
     let label = |c: &Cell| {
         let what = if c.kind == "reorder" {
@@ -514,12 +637,12 @@ pub fn svg(result: &SrpicResult) -> String {
         } else {
             format!("{:?} drop {}%", c.sender, c.drop * 100.0)
         };
-        format!("{what}\nGRO {}", if c.gro { "on" } else { "off" })
+        format!("{what}\n{}", if c.gro { "GRO path" } else { "TAP path" })
     };
-    plot::BarChart::new("SRPIC: TCP throughput, mean and 95% CI")
+    plot::BarChart::new(title)
         .size((120 * cells.len() + 80).max(640) as f64, 360.0)
-        .x_label("cell (sender, flows, delay spread or drop rate, GRO)")
-        .y_label("throughput (Mbit/s)")
+        .x_label("cell (sender, flows, delay spread or drop rate, receive path)")
+        .y_label(y_label)
         .groups(cells.iter().map(label))
         .series("no SRPIC", cells.iter().map(|c| side(c, false)).collect())
         .series("SRPIC", cells.iter().map(|c| side(c, true)).collect())
@@ -535,10 +658,11 @@ mod tests {
     fn quick_is_small_and_valid() {
         let p = SrpicParams::default().quick();
         assert!(p.check().is_ok());
-        // reorder: 1 sender x 1 stream x 1 spread x 2, drop: 1 x 2
+        // reorder: 1 sender x 1 stream x 2 spreads x 2, no drop runs
         assert_eq!(cells(&p).len(), 4);
+        assert!(cells(&p).iter().all(|c| c.gro && c.kind == "reorder"));
         let full = SrpicParams::default();
-        assert_eq!(cells(&full).len(), 2 * 2 * (3 * 4 * 2 + 3 * 2));
+        assert_eq!(cells(&full).len(), 2 * 2 * (3 * 4 * 2 + 4 * 2));
     }
 
     #[test]
@@ -572,6 +696,7 @@ mod tests {
             dup_acks_per_mbit: st(dup),
             ofo_per_mbit: st(0.0),
             mean_block: st(1.0),
+            merge_ratio: None,
         }
     }
 
@@ -599,6 +724,16 @@ mod tests {
             summary_of(cell("reorder", true), 900.0, 1.0),
         ];
         assert_eq!(ratio(&pair, &dup), Some(0.25));
+        // An in-order cell (spread 0) has nothing to reorder: not counted.
+        let in_order = |srpic, d| {
+            let mut s = summary_of(cell("reorder", srpic), 900.0, d);
+            s.cell.spread = 0.0;
+            s
+        };
+        assert_eq!(
+            ratio(&[in_order(false, 1.0), in_order(true, 5.0)], &dup),
+            None
+        );
         // A cell without samples has no summary, so no pair.
         assert!(summary(cell("reorder", false), &[]).is_none());
     }
@@ -612,6 +747,8 @@ mod tests {
             summaries: Vec::new(),
             dup_ack_ratio: None,
             throughput_ratio: None,
+            gro_path_throughput_ratio: None,
+            gro_effect: GroEffect::default(),
             meta: Meta::collect(),
         };
         let v = serde_json::to_value(&r).unwrap();
@@ -626,6 +763,8 @@ mod tests {
             summaries,
             dup_ack_ratio: None,
             throughput_ratio: None,
+            gro_path_throughput_ratio: None,
+            gro_effect: GroEffect::default(),
             meta: Meta::collect(),
         }
     }
@@ -647,10 +786,27 @@ mod tests {
         assert_eq!(o.legend, vec!["no SRPIC", "SRPIC"]);
         assert_eq!(
             o.x_ticks,
-            vec!["Static 1s 1%\nGRO off", "Static drop 0.01%\nGRO off"]
+            vec!["Static 1s 1%\nTAP path", "Static drop 0.01%\nTAP path"]
         );
         // One sample per side has no interval; the three-sample side has.
         assert_eq!((o.bars, o.whiskers, o.not_available), (4, 1, 0));
+    }
+
+    #[test]
+    fn merge_figure_has_the_gro_path_cells_only() {
+        let mut on = summary_of(cell("reorder", true), 900.0, 1.0);
+        on.cell.gro = true;
+        on.merge_ratio = stat(&[4.0, 4.2, 4.4]);
+        let mut off = summary_of(cell("reorder", false), 800.0, 4.0);
+        off.cell.gro = true;
+        off.merge_ratio = stat(&[1.2, 1.2, 1.3]);
+        let tap = summary_of(cell("drop", false), 700.0, 4.0);
+        // The TAP path alone: no merge figure.
+        assert!(merge_svg(&result_of(vec![tap.clone()])).is_none());
+        let o = plot::outline(&merge_svg(&result_of(vec![off, on, tap])).unwrap()).unwrap();
+        assert_eq!(o.y_label, "GRO merge ratio (segments / skb)");
+        assert_eq!(o.x_ticks, vec!["Static 1s 1%\nGRO path"]);
+        assert_eq!((o.bars, o.whiskers, o.not_available), (2, 2, 0));
     }
 
     #[test]
