@@ -19,6 +19,7 @@
 //! flows' packets went to; /proc/stat says how busy each CPU was. The RSS
 //! model's prediction is recorded beside the measurement as a cross-check only.
 
+use crate::refuse_if;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -82,22 +83,17 @@ pub struct DemoParams {
 
 impl DemoParams {
     pub fn check(&self) -> Result<(), ExpError> {
-        let bad = |m: &str| Err(ExpError::Parameter(m.into()));
-        if self.flows == 0 || self.flows > 128 {
-            return bad("--flows must be 1..=128");
-        }
-        if self.queues == 0 || self.queues > 256 {
-            return bad("--queues must be 1..=256");
-        }
-        if self.repetitions == 0 {
-            return bad("--repetitions must be at least 1");
-        }
-        if self.seconds == 0 {
-            return bad("--seconds must be at least 1");
-        }
-        if self.ways.is_empty() {
-            return bad("--ways names no way");
-        }
+        refuse_if(
+            self.flows == 0 || self.flows > 128,
+            "--flows must be 1..=128",
+        )?;
+        refuse_if(
+            self.queues == 0 || self.queues > 256,
+            "--queues must be 1..=256",
+        )?;
+        refuse_if(self.repetitions == 0, "--repetitions must be at least 1")?;
+        refuse_if(self.seconds == 0, "--seconds must be at least 1")?;
+        refuse_if(self.ways.is_empty(), "--ways names no way")?;
         Ok(())
     }
 

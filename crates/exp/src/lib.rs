@@ -38,6 +38,16 @@ pub enum ExpError {
     Parameter(String),
 }
 
+/// A parameter error saying `message` when `bad` holds: the one shape of
+/// every experiment's parameter check.
+pub(crate) fn refuse_if(bad: bool, message: &str) -> Result<(), ExpError> {
+    if bad {
+        Err(ExpError::Parameter(message.into()))
+    } else {
+        Ok(())
+    }
+}
+
 impl ExpError {
     /// True for missing privilege or a missing kernel feature or program.
     pub fn is_environment(&self) -> bool {

@@ -34,6 +34,7 @@
 //! no `dctcp` module, and the data path's own DCTCP-style sender is built
 //! separately; [`SenderCc`] is where it joins.
 
+use crate::refuse_if;
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -142,43 +143,47 @@ impl OooParams {
     }
 
     pub fn check(&self) -> Result<(), ExpError> {
-        let bad = |m: &str| Err(ExpError::Parameter(m.into()));
-        if self.repetitions == 0 {
-            return bad("--repetitions must be at least 1");
-        }
-        if !(self.seconds > 0.0 && self.seconds <= 3600.0) {
-            return bad("--seconds must be more than 0 and at most 3600");
-        }
-        if self.bounds.is_empty() {
-            return bad("--bounds needs at least one bound");
-        }
+        refuse_if(self.repetitions == 0, "--repetitions must be at least 1")?;
+        refuse_if(
+            !(self.seconds > 0.0 && self.seconds <= 3600.0),
+            "--seconds must be more than 0 and at most 3600",
+        )?;
+        refuse_if(self.bounds.is_empty(), "--bounds needs at least one bound")?;
         let mut sorted = self.bounds.clone();
         sorted.sort();
         sorted.dedup();
-        if sorted.len() != self.bounds.len() {
-            return bad("--bounds names a bound twice");
-        }
-        if self.short_clients == 0 && self.background_clients == 0 {
-            return bad("at least one short or background client is needed");
-        }
-        if self.short_min == 0 || self.short_min > self.short_max || self.short_max > 64 << 20 {
-            return bad("request sizes must satisfy 1 <= --short-min <= --short-max <= 64 MiB");
-        }
-        if self.background_bytes == 0 || self.background_bytes > 1 << 30 {
-            return bad("--background-bytes must be 1..=1 GiB");
-        }
-        if self.rate_mbit == 0 || self.queue_frames == 0 {
-            return bad("--rate-mbit and --queue-frames must be at least 1");
-        }
-        if !(0.0..50.0).contains(&self.loss_percent) {
-            return bad("--loss-percent must be at least 0 and below 50");
-        }
-        if self.rto_min_ms == 0 || self.rto_min_ms > 1000 {
-            return bad("--rto-min-ms must be 1..=1000");
-        }
-        if self.delay_min_us > self.delay_max_us || self.delay_max_us > 1_000_000 {
-            return bad("delays must satisfy --delay-min-us <= --delay-max-us <= 1 s");
-        }
+        refuse_if(
+            sorted.len() != self.bounds.len(),
+            "--bounds names a bound twice",
+        )?;
+        refuse_if(
+            self.short_clients == 0 && self.background_clients == 0,
+            "at least one short or background client is needed",
+        )?;
+        refuse_if(
+            self.short_min == 0 || self.short_min > self.short_max || self.short_max > 64 << 20,
+            "request sizes must satisfy 1 <= --short-min <= --short-max <= 64 MiB",
+        )?;
+        refuse_if(
+            self.background_bytes == 0 || self.background_bytes > 1 << 30,
+            "--background-bytes must be 1..=1 GiB",
+        )?;
+        refuse_if(
+            self.rate_mbit == 0 || self.queue_frames == 0,
+            "--rate-mbit and --queue-frames must be at least 1",
+        )?;
+        refuse_if(
+            !(0.0..50.0).contains(&self.loss_percent),
+            "--loss-percent must be at least 0 and below 50",
+        )?;
+        refuse_if(
+            self.rto_min_ms == 0 || self.rto_min_ms > 1000,
+            "--rto-min-ms must be 1..=1000",
+        )?;
+        refuse_if(
+            self.delay_min_us > self.delay_max_us || self.delay_max_us > 1_000_000,
+            "delays must satisfy --delay-min-us <= --delay-max-us <= 1 s",
+        )?;
         Ok(())
     }
 

@@ -26,6 +26,7 @@
 //! ([`toe::input`], OpenBSD's slides): one softnet thread per core, one and
 //! ten streams, the modes rotated every repetition; segments per second.
 
+use crate::refuse_if;
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
@@ -79,19 +80,13 @@ impl ToeParams {
     }
 
     pub fn check(&self) -> Result<(), ExpError> {
-        let bad = |m: &str| Err(ExpError::Parameter(m.into()));
-        if self.repetitions == 0 {
-            return bad("--repetitions must be at least 1");
-        }
-        if self.bytes == 0 {
-            return bad("--bytes must be at least 1");
-        }
-        if self.rpcs == 0 {
-            return bad("--rpcs must be at least 1");
-        }
-        if self.rpc_size == 0 || self.rpc_size > 65536 {
-            return bad("--rpc-size must be 1..=65536");
-        }
+        refuse_if(self.repetitions == 0, "--repetitions must be at least 1")?;
+        refuse_if(self.bytes == 0, "--bytes must be at least 1")?;
+        refuse_if(self.rpcs == 0, "--rpcs must be at least 1")?;
+        refuse_if(
+            self.rpc_size == 0 || self.rpc_size > 65536,
+            "--rpc-size must be 1..=65536",
+        )?;
         Ok(())
     }
 }

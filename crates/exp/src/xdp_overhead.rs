@@ -27,6 +27,7 @@
 
 pub mod counters;
 
+use crate::refuse_if;
 use std::time::Duration;
 
 use lab::{Lab, LabSpec};
@@ -90,25 +91,24 @@ impl XdpOverheadParams {
     }
 
     pub fn check(&self) -> Result<(), ExpError> {
-        let bad = |m: &str| Err(ExpError::Parameter(m.into()));
-        if self.repetitions == 0 {
-            return bad("--repetitions must be at least 1");
-        }
-        if self.seconds == 0 {
-            return bad("--seconds must be at least 1");
-        }
-        if self.streams == 0 || self.streams > 128 {
-            return bad("--flows must be 1..=128");
-        }
-        if self.queues == 0 || self.queues > 256 {
-            return bad("--queues must be 1..=256");
-        }
-        if self.queue_size == 0 || self.queue_size > nic::MAX_CPUMAP_QSIZE {
-            return bad("--qsize must be 1..=16384");
-        }
-        if self.sender_pfifo > 100_000 {
-            return bad("--sender-pfifo must be 0..=100000 packets");
-        }
+        refuse_if(self.repetitions == 0, "--repetitions must be at least 1")?;
+        refuse_if(self.seconds == 0, "--seconds must be at least 1")?;
+        refuse_if(
+            self.streams == 0 || self.streams > 128,
+            "--flows must be 1..=128",
+        )?;
+        refuse_if(
+            self.queues == 0 || self.queues > 256,
+            "--queues must be 1..=256",
+        )?;
+        refuse_if(
+            self.queue_size == 0 || self.queue_size > nic::MAX_CPUMAP_QSIZE,
+            "--qsize must be 1..=16384",
+        )?;
+        refuse_if(
+            self.sender_pfifo > 100_000,
+            "--sender-pfifo must be 0..=100000 packets",
+        )?;
         Ok(())
     }
 }

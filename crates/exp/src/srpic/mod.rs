@@ -22,6 +22,7 @@
 //! where one NAPI poll takes each delivered batch and GRO merges across it,
 //! or the plain TAP path, where every frame is its own skb.
 
+use crate::refuse_if;
 use std::net::IpAddr;
 
 use lab::{Lab, LabSpec};
@@ -102,22 +103,26 @@ impl SrpicParams {
     }
 
     pub fn check(&self) -> Result<(), ExpError> {
-        let bad = |m: &str| Err(ExpError::Parameter(m.into()));
-        if self.repetitions == 0 || self.seconds == 0 {
-            return bad("repetitions and seconds must be at least 1");
-        }
-        if self.senders.is_empty() || self.streams.is_empty() || self.gro.is_empty() {
-            return bad("at least one sender kind, stream count and GRO setting");
-        }
-        if self.streams.iter().any(|&s| s == 0 || s > 128) {
-            return bad("streams must be 1..=128");
-        }
-        if self.spreads.iter().any(|s| !(0.0..=1.0).contains(s)) {
-            return bad("spreads are fractions of the mean delay, 0..=1");
-        }
-        if self.drop_rates.iter().any(|s| !(0.0..=1.0).contains(s)) {
-            return bad("drop rates are 0..=1");
-        }
+        refuse_if(
+            self.repetitions == 0 || self.seconds == 0,
+            "repetitions and seconds must be at least 1",
+        )?;
+        refuse_if(
+            self.senders.is_empty() || self.streams.is_empty() || self.gro.is_empty(),
+            "at least one sender kind, stream count and GRO setting",
+        )?;
+        refuse_if(
+            self.streams.iter().any(|&s| s == 0 || s > 128),
+            "streams must be 1..=128",
+        )?;
+        refuse_if(
+            self.spreads.iter().any(|s| !(0.0..=1.0).contains(s)),
+            "spreads are fractions of the mean delay, 0..=1",
+        )?;
+        refuse_if(
+            self.drop_rates.iter().any(|s| !(0.0..=1.0).contains(s)),
+            "drop rates are 0..=1",
+        )?;
         Ok(())
     }
 }
