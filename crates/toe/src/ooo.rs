@@ -374,14 +374,7 @@ mod tests {
             use crate::segment::Flags;
             use crate::state::ProtoState;
             let stream: Vec<u8> = (0..len).map(|i| (i * 13 + 5) as u8).collect();
-            let mut segs = Vec::new();
-            let mut at = 0u32;
-            for c in cuts.iter().cycle() {
-                if at as usize >= len { break; }
-                let n = (*c).min(len as u32 - at);
-                segs.push((at, n));
-                at += n;
-            }
+            let segs = crate::protocol::tests::cut_into_segments(len, &cuts);
             let base = u32::MAX - 1000;
             let mut s = ProtoState {
                 ack: base,

@@ -265,9 +265,25 @@ pub fn tx(s: &mut ProtoState, mss: u32) -> Option<TxGrant> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// (offset, length) of the segments `cuts` (lengths, repeated as
+    /// needed) make of a `len`-byte stream, in order.
+    pub(crate) fn cut_into_segments(len: usize, cuts: &[u32]) -> Vec<(u32, u32)> {
+        let mut segs = Vec::new();
+        let mut at = 0u32;
+        for c in cuts.iter().cycle() {
+            if at as usize >= len {
+                break;
+            }
+            let n = (*c).min(len as u32 - at);
+            segs.push((at, n));
+            at += n;
+        }
+        segs
+    }
 
     fn state(rx_avail: u32) -> ProtoState {
         ProtoState {
@@ -437,14 +453,7 @@ mod tests {
             order in proptest::collection::vec(any::<prop::sample::Index>(), 0..80),
         ) {
             let stream: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
-            let mut segs = Vec::new();
-            let mut at = 0u32;
-            for c in cuts.iter().cycle() {
-                if at as usize >= len { break; }
-                let n = (*c).min(len as u32 - at);
-                segs.push((at, n));
-                at += n;
-            }
+            let segs = cut_into_segments(len, &cuts);
             let base = 7000u32;
             let mut s = ProtoState { ack: base, rx_avail: len as u32, remote_win: 0, ..ProtoState::default() };
             let mut buf = vec![0u8; len];
