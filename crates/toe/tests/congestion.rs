@@ -10,50 +10,26 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use lab::{unique_name, Lab, LabSpec};
+use lab::Lab;
 use pktio::{Backend, Port, PortConfig};
 use toe::cc::Policy;
 use toe::{Endpoint, EndpointConfig, ToeError};
 use wire::{Impairment, Loss, WireConfig, WireHandle, WireStats};
 
+mod common;
+
 const SERVER_PORT: u16 = 6100;
 
 fn lab(prefix: &str, with_wire: bool) -> lab::LabGuard {
-    let mut spec = LabSpec::new(&unique_name(prefix));
-    spec.software_rss = false;
-    spec.ipv6 = false;
-    spec.wire = with_wire;
-    // The lab fills the sender's checksums (AF_XDP cannot see a checksum
-    // left to offload: see the lab's "checksum pitfall").
-    Lab::up(&spec).unwrap().teardown_on_drop()
+    common::lab(prefix, with_wire, false)
 }
 
-/// An endpoint on an AF_XDP port on the receiver's device, at .100 of the
-/// lab's subnet.
 fn endpoint(lab: &Lab, cfg: EndpointConfig) -> Endpoint {
-    let rcv = lab.receiver();
-    let o = rcv.ipv4.octets();
-    let addr = IpAddr::V4(Ipv4Addr::new(o[0], o[1], o[2], 100));
-    let xdp = PortConfig {
-        backend: Backend::Xdp,
-        ..PortConfig::default()
-    };
-    let port = Port::open(&rcv.dev, Some(&rcv.netns), &xdp).unwrap();
-    let mac = lab::inject::mac_address(&rcv.netns, &rcv.dev).unwrap();
-    Endpoint::new(port, mac, addr, cfg).unwrap()
+    common::endpoint(lab, common::toe_addr(lab), cfg)
 }
 
-fn poll_until(ep: &mut Endpoint, what: &str, mut done: impl FnMut(&mut Endpoint) -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(90);
-    while !done(ep) {
-        assert!(
-            Instant::now() < deadline,
-            "timed out: {what}; {:?}",
-            ep.counters()
-        );
-        ep.poll().unwrap();
-        ep.wait(Duration::from_micros(100)).unwrap();
-    }
+fn poll_until(ep: &mut Endpoint, what: &str, done: impl FnMut(&mut Endpoint) -> bool) {
+    common::poll_until(ep, what, Duration::from_secs(90), done)
 }
 
 /// A Linux server in the sender's namespace that reads to the end and

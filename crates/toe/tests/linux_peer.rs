@@ -5,81 +5,29 @@
 //! veth, and through the lab's wire with loss and reordering.
 
 use std::io::{Read, Write};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use lab::{unique_name, Lab, LabSpec};
-use pktio::{Backend, Port, PortConfig};
+use common::{pattern, poll_until, toe_addr, toe_addr6};
+use lab::Lab;
+use pktio::{Port, PortConfig};
 use toe::{Endpoint, EndpointConfig, ToeError};
 use wire::{Delay, Impairment, Loss, WireConfig, WireHandle};
 
+mod common;
+
 const PORT: u16 = 5555;
-
-fn pattern(len: usize, seed: u8) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_be_bytes()[0] ^ seed)
-        .collect()
-}
-
-/// The endpoint's address: on the lab's subnet, not on any interface.
-fn toe_addr(lab: &Lab) -> IpAddr {
-    let o = lab.receiver().ipv4.octets();
-    IpAddr::V4(Ipv4Addr::new(o[0], o[1], o[2], 100))
-}
-
-/// The endpoint's IPv6 address (its low 24 bits differ from the
-/// receiver's, so their solicited-node groups differ too).
-fn toe_addr6(lab: &Lab) -> IpAddr {
-    let s = lab.receiver().ipv6.expect("a lab with IPv6").segments();
-    IpAddr::V6(Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0x100))
-}
 
 fn endpoint(lab: &Lab) -> Endpoint {
     endpoint_on(lab, toe_addr(lab))
 }
 
 fn endpoint_on(lab: &Lab, addr: IpAddr) -> Endpoint {
-    endpoint_with(lab, addr, EndpointConfig::default())
+    common::endpoint(lab, addr, EndpointConfig::default())
 }
 
-/// An endpoint for `addr` on an AF_XDP port on the receiver's device.
-fn endpoint_with(lab: &Lab, addr: IpAddr, cfg: EndpointConfig) -> Endpoint {
-    let rcv = lab.receiver();
-    let xdp = PortConfig {
-        backend: Backend::Xdp,
-        ..PortConfig::default()
-    };
-    let port = Port::open(&rcv.dev, Some(&rcv.netns), &xdp).unwrap();
-    let mac = lab::inject::mac_address(&rcv.netns, &rcv.dev).unwrap();
-    Endpoint::new(port, mac, addr, cfg).unwrap()
-}
-
-/// Polls until `done` says so or the deadline passes.
-fn run_until(ep: &mut Endpoint, what: &str, mut done: impl FnMut(&mut Endpoint) -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !done(ep) {
-        assert!(
-            Instant::now() < deadline,
-            "timed out: {what}; {:?}",
-            ep.counters()
-        );
-        ep.poll().unwrap();
-        ep.wait(Duration::from_micros(200)).unwrap();
-    }
-}
-
-fn lab(prefix: &str, with_wire: bool) -> lab::LabGuard {
-    lab_with(prefix, with_wire, false)
-}
-
-fn lab_with(prefix: &str, with_wire: bool, ipv6: bool) -> lab::LabGuard {
-    let mut spec = LabSpec::new(&unique_name(prefix));
-    spec.software_rss = false;
-    spec.ipv6 = ipv6;
-    spec.wire = with_wire;
-    // The lab fills the sender's checksums (AF_XDP cannot see a checksum
-    // left to offload: see the lab's "checksum pitfall").
-    Lab::up(&spec).unwrap().teardown_on_drop()
+fn run_until(ep: &mut Endpoint, what: &str, done: impl FnMut(&mut Endpoint) -> bool) {
+    poll_until(ep, what, Duration::from_secs(60), done)
 }
 
 /// Linux sends `up` bytes to the endpoint on `port` and reads what comes
@@ -144,7 +92,7 @@ fn exchange_at(lab: &Lab, ep: &mut Endpoint, addr: IpAddr, port: u16, up: usize,
 #[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
 fn bulk_both_ways_with_linux_is_byte_exact() {
     testkit::require_root("network namespaces, veths, XDP, AF_XDP");
-    let lab = lab("toe", false);
+    let lab = common::lab("toe", false, false);
     let mut ep = endpoint(&lab);
     exchange(&lab, &mut ep, PORT, 3 << 20, 2 << 20);
     let c = ep.counters();
@@ -157,7 +105,7 @@ fn bulk_both_ways_with_linux_is_byte_exact() {
 #[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
 fn loss_and_reordering_on_the_wire_keep_both_streams_exact() {
     testkit::require_root("network namespaces, veths, XDP, AF_XDP, AF_PACKET");
-    let lab = lab("toew", true);
+    let lab = common::lab("toew", true, false);
     let mut ep = endpoint(&lab);
     let w = lab.wire().unwrap();
     // Independent uniform delays of up to 100 us reorder about a third of
@@ -286,7 +234,7 @@ fn open_to_linux(lab: &Lab, ep: &mut Endpoint, server: SocketAddr, up: usize, do
 #[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
 fn both_opens_over_ipv4_and_ipv6_and_a_refusal() {
     testkit::require_root("network namespaces, veths, XDP, AF_XDP");
-    let lab = lab_with("toe6", false, true);
+    let lab = common::lab("toe6", false, true);
     let snd = lab.sender().clone();
     for (addr, server) in [
         (toe_addr(&lab), IpAddr::V4(snd.ipv4)),
@@ -371,12 +319,12 @@ fn garbage(lab: &Lab, to: IpAddr) -> Vec<Vec<u8>> {
 #[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
 fn floods_bad_segments_and_an_aborted_peer_leave_the_endpoint_serving() {
     testkit::require_root("network namespaces, veths, XDP, AF_XDP, AF_PACKET");
-    let lab = lab("toef", false);
+    let lab = common::lab("toef", false, false);
     let cfg = EndpointConfig {
         max_conns: 64,
         ..EndpointConfig::default()
     };
-    let mut ep = endpoint_with(&lab, toe_addr(&lab), cfg);
+    let mut ep = common::endpoint(&lab, toe_addr(&lab), cfg);
     ep.listen(PORT);
 
     // A peer that dies mid-transfer: its kernel resets the connection.
@@ -461,12 +409,12 @@ fn socket2_linger_zero(s: &TcpStream) {
 #[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
 fn a_full_connection_table_refuses_and_counts_the_next_connection() {
     testkit::require_root("network namespaces, veths, XDP, AF_XDP");
-    let lab = lab("toet", false);
+    let lab = common::lab("toet", false, false);
     let cfg = EndpointConfig {
         max_conns: 1,
         ..EndpointConfig::default()
     };
-    let mut ep = endpoint_with(&lab, toe_addr(&lab), cfg);
+    let mut ep = common::endpoint(&lab, toe_addr(&lab), cfg);
     ep.listen(PORT);
     let to = SocketAddr::new(toe_addr(&lab), PORT);
     let connect = move || -> std::io::Result<TcpStream> {

@@ -6,43 +6,30 @@
 //! byte.
 
 use std::io::Write;
-use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use lab::{unique_name, Lab, LabSpec};
-use pktio::{Backend, Port, PortConfig};
 use toe::ooo::OooBound;
-use toe::{Endpoint, EndpointConfig, ToeError};
+use toe::{EndpointConfig, ToeError};
 use wire::{Delay, Impairment, WireConfig, WireHandle};
 
-fn pattern(len: usize) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_be_bytes()[0])
-        .collect()
-}
+mod common;
 
 /// Linux uploads `bytes` to an endpoint with `bound` on `port`; returns
 /// the endpoint's counters once it read the upload to the FIN.
 fn upload(lab: &Lab, bound: OooBound, port: u16, bytes: usize) -> toe::Counters {
-    let rcv = lab.receiver();
-    let xdp = PortConfig {
-        backend: Backend::Xdp,
-        ..PortConfig::default()
-    };
-    let dev = Port::open(&rcv.dev, Some(&rcv.netns), &xdp).unwrap();
-    let mac = lab::inject::mac_address(&rcv.netns, &rcv.dev).unwrap();
-    let o = rcv.ipv4.octets();
-    let addr = IpAddr::V4(Ipv4Addr::new(o[0], o[1], o[2], 100));
+    let addr = common::toe_addr(lab);
     let cfg = EndpointConfig {
         ooo_bound: bound,
         ..EndpointConfig::default()
     };
-    let mut ep = Endpoint::new(dev, mac, addr, cfg).unwrap();
+    let mut ep = common::endpoint(lab, addr, cfg);
     ep.listen(port);
     let to = SocketAddr::new(addr, port);
     let linux = host::netns::spawn_in(&lab.sender().netns, move || -> std::io::Result<()> {
         let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(10))?;
-        s.write_all(&pattern(bytes))?;
+        s.write_all(&common::pattern(bytes, 0))?;
         s.shutdown(Shutdown::Write)
     })
     .unwrap();
@@ -69,7 +56,10 @@ fn upload(lab: &Lab, bound: OooBound, port: u16, bytes: usize) -> toe::Counters 
         }
     }
     linux.join().unwrap().unwrap().unwrap();
-    assert!(got == pattern(bytes), "{bound}: the upload differs");
+    assert!(
+        got == common::pattern(bytes, 0),
+        "{bound}: the upload differs"
+    );
     ep.counters()
 }
 

@@ -1,0 +1,78 @@
+//! What the root tests of the data path share: a lab with Linux TCP on the
+//! sender and the receiver's device free for an AF_XDP port, an endpoint on
+//! that port, polling with a deadline, and a test stream.
+//!
+//! Each test file uses only part of it.
+#![allow(dead_code)]
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::time::{Duration, Instant};
+
+use lab::{unique_name, Lab, LabSpec};
+use pktio::{Backend, Port, PortConfig};
+use toe::{Endpoint, EndpointConfig};
+
+/// A lab of two hosts, without software RSS (the data path takes the
+/// receiver's device), through the wire or not, with or without IPv6.
+/// The lab fills the sender's checksums (AF_XDP cannot see a checksum left
+/// to offload: see the lab's "checksum pitfall").
+pub fn lab(prefix: &str, with_wire: bool, ipv6: bool) -> lab::LabGuard {
+    let mut spec = LabSpec::new(&unique_name(prefix));
+    spec.software_rss = false;
+    spec.ipv6 = ipv6;
+    spec.wire = with_wire;
+    Lab::up(&spec).unwrap().teardown_on_drop()
+}
+
+/// The endpoint's address: on the lab's subnet, not on any interface.
+pub fn toe_addr(lab: &Lab) -> IpAddr {
+    let o = lab.receiver().ipv4.octets();
+    IpAddr::V4(Ipv4Addr::new(o[0], o[1], o[2], 100))
+}
+
+/// The endpoint's IPv6 address (its low 24 bits differ from the
+/// receiver's, so their solicited-node groups differ too).
+pub fn toe_addr6(lab: &Lab) -> IpAddr {
+    let s = lab.receiver().ipv6.expect("a lab with IPv6").segments();
+    IpAddr::V6(Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0x100))
+}
+
+/// An endpoint for `addr` on an AF_XDP port on the receiver's device.
+pub fn endpoint(lab: &Lab, addr: IpAddr, cfg: EndpointConfig) -> Endpoint {
+    let rcv = lab.receiver();
+    let xdp = PortConfig {
+        backend: Backend::Xdp,
+        ..PortConfig::default()
+    };
+    let port = Port::open(&rcv.dev, Some(&rcv.netns), &xdp).unwrap();
+    let mac = lab::inject::mac_address(&rcv.netns, &rcv.dev).unwrap();
+    Endpoint::new(port, mac, addr, cfg).unwrap()
+}
+
+/// Polls until `done` says so; past `limit` the test fails, naming `what`
+/// and the endpoint's counters.
+pub fn poll_until(
+    ep: &mut Endpoint,
+    what: &str,
+    limit: Duration,
+    mut done: impl FnMut(&mut Endpoint) -> bool,
+) {
+    let deadline = Instant::now() + limit;
+    while !done(ep) {
+        assert!(
+            Instant::now() < deadline,
+            "timed out: {what}; {:?}",
+            ep.counters()
+        );
+        ep.poll().unwrap();
+        ep.wait(Duration::from_micros(100)).unwrap();
+    }
+}
+
+/// `len` bytes of a stream no two nearby offsets of which look alike,
+/// varied by `seed`.
+pub fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_be_bytes()[0] ^ seed)
+        .collect()
+}
