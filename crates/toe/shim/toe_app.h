@@ -99,7 +99,8 @@ struct toe_slot {
     uint16_t pad;
     uint8_t local_addr[16];
     uint8_t remote_addr[16];
-    uint8_t reserved[40];
+    uint32_t refs; /* application: descriptors open on it, across forks */
+    uint8_t reserved[36];
 };
 
 #define TOE_OFF_RX_HEAD 0
@@ -119,6 +120,7 @@ struct toe_slot {
 #define TOE_OFF_REMOTE_PORT 52
 #define TOE_OFF_LOCAL_ADDR 56
 #define TOE_OFF_REMOTE_ADDR 72
+#define TOE_OFF_REFS 88
 
 /* Control requests (struct toe_req.op) and their replies. */
 #define TOE_OP_HELLO 1   /* -> memfd + doorbell eventfd; reply's local_addr is the data path's address */

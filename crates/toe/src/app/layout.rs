@@ -52,7 +52,10 @@ pub struct Slot {
     pub pad: u16,
     pub local_addr: [u8; 16],
     pub remote_addr: [u8; 16],
-    reserved: [u8; 40],
+    /// Descriptors the application holds on it (the shim counts across
+    /// fork, and closes the connection when the last one is closed).
+    pub refs: AtomicU32,
+    reserved: [u8; 36],
 }
 
 /// `struct toe_req`.
@@ -208,4 +211,5 @@ const _: () = {
     assert!(offset_of!(Slot, remote_port) == c::TOE_OFF_REMOTE_PORT as usize);
     assert!(offset_of!(Slot, local_addr) == c::TOE_OFF_LOCAL_ADDR as usize);
     assert!(offset_of!(Slot, remote_addr) == c::TOE_OFF_REMOTE_ADDR as usize);
+    assert!(offset_of!(Slot, refs) == c::TOE_OFF_REFS as usize);
 };

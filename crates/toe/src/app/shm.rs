@@ -219,6 +219,7 @@ impl Shm {
             &s.rcv_nxt,
             &s.rcv_wnd,
             &s.snd_mss,
+            &s.refs,
         ] {
             a.store(0, Ordering::Relaxed);
         }
