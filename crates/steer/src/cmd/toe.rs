@@ -69,8 +69,10 @@ fn run_program(args: RunArgs, json: bool) -> anyhow::Result<i32> {
     // are completed: the other hosts compute them in software.
     for other in lab.hosts().iter().filter(|h| h.name != host.name) {
         let dev = other.dev.clone();
-        host::netns::run_in(Some(&other.netns), move || nic::sys::set_tx_checksum(&dev, false))?
-            .with_context(|| format!("turning off tx checksum offload on {}", other.name))?;
+        host::netns::run_in(Some(&other.netns), move || {
+            nic::sys::set_tx_checksum(&dev, false)
+        })?
+        .with_context(|| format!("turning off tx checksum offload on {}", other.name))?;
     }
     let xdp = PortConfig {
         backend: Backend::Xdp,
