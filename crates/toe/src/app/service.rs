@@ -330,6 +330,7 @@ impl Service {
         }
         let addrs = self.ep.addresses(conn);
         cx.shm.reset(i);
+        copy_info(&self.ep, cx.shm.slot(i), conn);
         cx.shm.publish(i, addrs, SlotState::Established as u32);
         let raw = efd.as_raw_fd();
         cx.slots[i] = Some(Served {
@@ -515,6 +516,7 @@ fn serve_slot(ep: &mut Endpoint, shm: &Shm, i: usize, s: &mut Served, scratch: &
         SlotState::Connecting => {
             if ep.is_established(s.conn) {
                 s.addrs = ep.addresses(s.conn);
+                copy_info(ep, slot, s.conn);
                 shm.publish(i, s.addrs, SlotState::Established as u32);
                 ctl::signal(&s.efd);
             } else if let Err(e @ (ToeError::Refused | ToeError::TimedOut)) =
@@ -534,9 +536,13 @@ fn serve_slot(ep: &mut Endpoint, shm: &Shm, i: usize, s: &mut Served, scratch: &
         SlotState::Established => {}
         _ => return step,
     }
-    // Once our FIN is out the endpoint may free the connection by itself.
-    if s.fin_sent && !same(ep, s.conn, s.addrs) {
+    // Once our FIN is out the endpoint frees the connection by itself when
+    // the peer's FIN came and every byte was read: that is the EOF.
+    if s.fin_sent && !s.rx_done && !same(ep, s.conn, s.addrs) {
         s.rx_done = true;
+        slot.events.fetch_or(event::EOF, Ordering::Release);
+        ctl::signal(&s.efd);
+        step.moved = true;
     }
     let (rx, tx) = shm.rings(i);
     if !s.rx_done {
@@ -604,16 +610,21 @@ fn serve_slot(ep: &mut Endpoint, shm: &Shm, i: usize, s: &mut Served, scratch: &
         s.fin_sent = true;
     }
     if !s.rx_done || !s.fin_sent {
-        if let Some(info) = ep.tcp_info(s.conn) {
-            slot.snd_una.store(info.snd_una, Ordering::Relaxed);
-            slot.snd_nxt.store(info.snd_nxt, Ordering::Relaxed);
-            slot.rcv_nxt.store(info.rcv_nxt, Ordering::Relaxed);
-            slot.rcv_wnd.store(info.rcv_wnd, Ordering::Relaxed);
-            slot.snd_mss.store(info.snd_mss, Ordering::Relaxed);
-        }
+        copy_info(ep, slot, s.conn);
     }
     step.finished = s.app_closed && (s.fin_sent || reset);
     step
+}
+
+/// The protocol stage's state, for TCP_INFO.
+fn copy_info(ep: &Endpoint, slot: &super::layout::Slot, conn: ConnIdx) {
+    if let Some(info) = ep.tcp_info(conn) {
+        slot.snd_una.store(info.snd_una, Ordering::Relaxed);
+        slot.snd_nxt.store(info.snd_nxt, Ordering::Relaxed);
+        slot.rcv_nxt.store(info.rcv_nxt, Ordering::Relaxed);
+        slot.rcv_wnd.store(info.rcv_wnd, Ordering::Relaxed);
+        slot.snd_mss.store(info.snd_mss, Ordering::Relaxed);
+    }
 }
 
 fn family(ip: IpAddr) -> u16 {
