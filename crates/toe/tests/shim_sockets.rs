@@ -9,12 +9,13 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use lab::{unique_name, Lab, LabSpec};
 use pktio::{Backend, Port, PortConfig};
-use toe::app::{shim, Service};
+use toe::app::{shim, Context, Service, ServiceHandle};
 use toe::{Endpoint, EndpointConfig};
 
 const SCRIPT: &str = include_str!("programs/socket_semantics.py");
@@ -55,12 +56,11 @@ fn echo_server(
     handle
 }
 
-#[test]
-#[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
-fn a_python_program_sees_kernel_socket_semantics_on_the_data_path() {
+/// A lab without software RSS and a service on the receiver's device, on
+/// its own thread; the socket path.
+fn lab_and_service(prefix: &str) -> (lab::LabGuard, ServiceHandle, PathBuf) {
     testkit::require_root("AF_XDP and network namespaces");
-    let python = testkit::require_program("python3", "apt-get install python3");
-    let mut spec = LabSpec::new(&unique_name("tshim"));
+    let mut spec = LabSpec::new(&unique_name(prefix));
     spec.software_rss = false;
     spec.ipv6 = false;
     let lab = Lab::up(&spec).unwrap().teardown_on_drop();
@@ -70,7 +70,6 @@ fn a_python_program_sees_kernel_socket_semantics_on_the_data_path() {
     })
     .unwrap()
     .unwrap();
-
     let rcv = lab.receiver();
     let xdp = PortConfig {
         backend: Backend::Xdp,
@@ -81,16 +80,30 @@ fn a_python_program_sees_kernel_socket_semantics_on_the_data_path() {
     let ep = Endpoint::new(port, mac, toe_addr(&lab), EndpointConfig::default()).unwrap();
     let socket = std::env::temp_dir().join(format!("{}.toe.sock", lab.name()));
     let svc = Service::new(ep, &socket).unwrap().spawn();
+    (lab, svc, socket)
+}
 
-    let echo = echo_server(&lab);
+/// `python3 -c SCRIPT ARGS` in the receiver's namespace on the data path.
+fn python_on_toe(lab: &Lab, socket: &Path, script: &str, args: &[String]) -> Command {
+    let python = testkit::require_program("python3", "apt-get install python3");
     let mut cmd = Command::new(python);
-    cmd.args(["-c", SCRIPT])
-        .arg(lab.sender().ipv4.to_string())
-        .arg(ECHO_PORT.to_string())
-        .arg(LISTEN_PORT.to_string())
-        .stdout(Stdio::piped());
-    host::netns::enter_in_child(&mut cmd, &rcv.netns).unwrap();
-    shim::configure(&mut cmd, &shim::install().unwrap(), &socket);
+    cmd.args(["-c", script]).args(args).stdout(Stdio::piped());
+    host::netns::enter_in_child(&mut cmd, &lab.receiver().netns).unwrap();
+    shim::configure(&mut cmd, &shim::install().unwrap(), socket);
+    cmd
+}
+
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
+fn a_python_program_sees_kernel_socket_semantics_on_the_data_path() {
+    let (lab, svc, socket) = lab_and_service("tshim");
+    let echo = echo_server(&lab);
+    let args = [
+        lab.sender().ipv4.to_string(),
+        ECHO_PORT.to_string(),
+        LISTEN_PORT.to_string(),
+    ];
+    let mut cmd = python_on_toe(&lab, &socket, SCRIPT, &args);
     let mut child = cmd.spawn().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
 
@@ -125,4 +138,88 @@ fn a_python_program_sees_kernel_socket_semantics_on_the_data_path() {
     assert_eq!(echoed, 15 + (1 << 20) + 16);
     let c = svc.stop().unwrap();
     assert_eq!((c.malformed, c.bad_checksum), (0, 0), "{c:?}");
+}
+
+/// Sends to a Linux sink as fast as it can, forever.
+const SENDER: &str = r#"
+import socket, sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])))
+print("connected", flush=True)
+chunk = b"x" * 65536
+while True:
+    s.sendall(chunk)
+"#;
+
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
+fn a_program_killed_mid_transfer_leaves_the_data_path_serving_the_others() {
+    let (lab, svc, socket) = lab_and_service("tkill");
+    // A Linux sink that counts until the stream ends (FIN or reset).
+    let at = SocketAddr::new(IpAddr::V4(lab.sender().ipv4), ECHO_PORT);
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let (got_tx, got_rx) = std::sync::mpsc::channel();
+    let sink = host::netns::spawn_in(&lab.sender().netns, move || -> std::io::Result<u64> {
+        let l = TcpListener::bind(at)?;
+        ready_tx.send(()).ok();
+        let (mut s, _) = l.accept()?;
+        s.set_read_timeout(Some(Duration::from_secs(30)))?;
+        let mut buf = vec![0u8; 65536];
+        let mut total = 0u64;
+        let mut told = false;
+        loop {
+            match s.read(&mut buf) {
+                Ok(0) | Err(_) => return Ok(total),
+                Ok(n) => total += n as u64,
+            }
+            if total > 4 << 20 && !told {
+                got_tx.send(()).ok();
+                told = true;
+            }
+        }
+    })
+    .unwrap();
+    ready_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    let args = [lab.sender().ipv4.to_string(), ECHO_PORT.to_string()];
+    let mut child = python_on_toe(&lab, &socket, SENDER, &args).spawn().unwrap();
+    got_rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the sender moves 4 MiB");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The service closes the dead program's connection: the sink's read ends.
+    let total = sink.join().unwrap().unwrap().unwrap();
+    assert!(total > 4 << 20, "{total}");
+
+    // And serves a new context, byte for byte.
+    let cx = Context::connect(&socket).unwrap();
+    let listener = cx.listen(LISTEN_PORT).unwrap();
+    let to = SocketAddr::new(toe_addr(&lab), LISTEN_PORT);
+    let data: Vec<u8> = (0..1u32 << 20).map(|i| (i * 7 + i / 3) as u8).collect();
+    let sent = data.clone();
+    let linux = host::netns::spawn_in(&lab.sender().netns, move || -> std::io::Result<()> {
+        let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(10))?;
+        s.write_all(&sent)?;
+        s.shutdown(std::net::Shutdown::Write)
+    })
+    .unwrap();
+    let conn = listener.accept().unwrap();
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    loop {
+        let n = conn.recv(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        got.extend_from_slice(&buf[..n]);
+    }
+    linux.join().unwrap().unwrap().unwrap();
+    assert!(
+        got == data,
+        "the new context's stream differs ({} bytes)",
+        got.len()
+    );
+    drop(conn);
+    drop(listener);
+    drop(cx);
+    svc.stop().unwrap();
 }
