@@ -17,6 +17,7 @@ use lab::{unique_name, Lab, LabSpec};
 use pktio::{Backend, Port, PortConfig};
 use toe::app::{shim, Context, Service, ServiceHandle};
 use toe::{Endpoint, EndpointConfig};
+use wire::{Delay, Impairment, Loss, WireConfig, WireHandle};
 
 const SCRIPT: &str = include_str!("programs/socket_semantics.py");
 const ECHO_PORT: u16 = 7007;
@@ -58,11 +59,12 @@ fn echo_server(
 
 /// A lab without software RSS and a service on the receiver's device, on
 /// its own thread; the socket path.
-fn lab_and_service(prefix: &str) -> (lab::LabGuard, ServiceHandle, PathBuf) {
+fn lab_and_service(prefix: &str, wire: bool) -> (lab::LabGuard, ServiceHandle, PathBuf) {
     testkit::require_root("AF_XDP and network namespaces");
     let mut spec = LabSpec::new(&unique_name(prefix));
     spec.software_rss = false;
     spec.ipv6 = false;
+    spec.wire = wire;
     let lab = Lab::up(&spec).unwrap().teardown_on_drop();
     let snd = lab.sender().clone();
     host::netns::run_in(Some(&snd.netns), move || {
@@ -85,9 +87,16 @@ fn lab_and_service(prefix: &str) -> (lab::LabGuard, ServiceHandle, PathBuf) {
 
 /// `python3 -c SCRIPT ARGS` in the receiver's namespace on the data path.
 fn python_on_toe(lab: &Lab, socket: &Path, script: &str, args: &[String]) -> Command {
+    let mut cmd = python_args_on_toe(lab, socket, &["-c", script]);
+    cmd.args(args);
+    cmd
+}
+
+/// `python3 ARGS` in the receiver's namespace on the data path.
+fn python_args_on_toe(lab: &Lab, socket: &Path, args: &[&str]) -> Command {
     let python = testkit::require_program("python3", "apt-get install python3");
     let mut cmd = Command::new(python);
-    cmd.args(["-c", script]).args(args).stdout(Stdio::piped());
+    cmd.args(args).stdout(Stdio::piped());
     host::netns::enter_in_child(&mut cmd, &lab.receiver().netns).unwrap();
     shim::configure(&mut cmd, &shim::install().unwrap(), socket);
     cmd
@@ -96,7 +105,7 @@ fn python_on_toe(lab: &Lab, socket: &Path, script: &str, args: &[String]) -> Com
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
 fn a_python_program_sees_kernel_socket_semantics_on_the_data_path() {
-    let (lab, svc, socket) = lab_and_service("tshim");
+    let (lab, svc, socket) = lab_and_service("tshim", false);
     let echo = echo_server(&lab);
     let args = [
         lab.sender().ipv4.to_string(),
@@ -153,7 +162,7 @@ while True:
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
 fn a_program_killed_mid_transfer_leaves_the_data_path_serving_the_others() {
-    let (lab, svc, socket) = lab_and_service("tkill");
+    let (lab, svc, socket) = lab_and_service("tkill", false);
     // A Linux sink that counts until the stream ends (FIN or reset).
     let at = SocketAddr::new(IpAddr::V4(lab.sender().ipv4), ECHO_PORT);
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
@@ -222,4 +231,92 @@ fn a_program_killed_mid_transfer_leaves_the_data_path_serving_the_others() {
     drop(listener);
     drop(cx);
     svc.stop().unwrap();
+}
+
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP, AF_PACKET): `make test` runs it as root"]
+fn http_server_on_the_data_path_serves_curl_byte_exactly_under_loss_and_reordering() {
+    let curl = testkit::require_program("curl", "apt-get install curl");
+    let (lab, svc, socket) = lab_and_service("twww", true);
+    let dir = std::env::temp_dir().join(format!("{}-www", lab.name()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let blob: Vec<u8> = (0..1u32 << 20).map(|i| (i ^ (i >> 9)) as u8).collect();
+    std::fs::write(dir.join("blob.bin"), &blob).unwrap();
+    let dir_arg = dir.display().to_string();
+    let mut server = python_args_on_toe(
+        &lab,
+        &socket,
+        &[
+            "-m",
+            "http.server",
+            "8080",
+            "--bind",
+            "0.0.0.0",
+            "--directory",
+            &dir_arg,
+        ],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    let w = lab.wire().unwrap().clone();
+    let cases = [
+        ("1% loss", Delay::default(), Loss::Uniform { p: 0.01 }),
+        (
+            "reordering",
+            Delay::Uniform {
+                lo_ns: 0,
+                hi_ns: 100_000,
+            },
+            Loss::None,
+        ),
+    ];
+    for (i, (what, delay, loss)) in cases.into_iter().enumerate() {
+        let mut cfg = WireConfig::new(Some(&w.netns), &w.sender_dev, &w.receiver_dev);
+        let impairment = Impairment {
+            delay,
+            loss,
+            ..Impairment::default()
+        };
+        cfg.a_to_b = impairment;
+        cfg.b_to_a = impairment;
+        cfg.seed = i as u64 + 7;
+        let wire = WireHandle::spawn(&cfg).unwrap();
+        let out = dir.join(format!("fetched-{i}.bin"));
+        let url = format!("http://{}:8080/blob.bin", toe_addr(&lab));
+        let mut cmd = Command::new(&curl);
+        // Retries cover the server not listening yet (refused at once).
+        cmd.args([
+            "-sS",
+            "--fail",
+            "--retry",
+            "20",
+            "--retry-connrefused",
+            "--retry-delay",
+            "1",
+        ])
+        .args(["--max-time", "60", "-o"])
+        .arg(&out)
+        .arg(&url);
+        host::netns::enter_in_child(&mut cmd, &lab.sender().netns).unwrap();
+        let status = cmd.status().unwrap();
+        let st = wire.stop().unwrap();
+        assert!(status.success(), "{what}: curl {status}");
+        let got = std::fs::read(&out).unwrap();
+        assert!(
+            got == blob,
+            "{what}: the file differs ({} bytes)",
+            got.len()
+        );
+        if loss != Loss::None {
+            let lost = st.a_to_b.counters.dropped_policy + st.b_to_a.counters.dropped_policy;
+            assert!(lost > 0, "{what}: the wire lost nothing");
+        }
+    }
+    server.kill().unwrap();
+    server.wait().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let c = svc.stop().unwrap();
+    assert_eq!((c.bad_checksum, c.malformed), (0, 0), "{c:?}");
 }
