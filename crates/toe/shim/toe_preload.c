@@ -118,6 +118,8 @@ static int (*real_getsockname)(int, struct sockaddr *, socklen_t *);
 static int (*real_getpeername)(int, struct sockaddr *, socklen_t *);
 static int (*real_fcntl)(int, int, ...);
 static int (*real_ioctl)(int, unsigned long, ...);
+static int (*real_dup)(int);
+static int (*real_dup3)(int, int, int);
 
 static void *next(const char *name) {
     void *f = dlsym(RTLD_NEXT, name);
@@ -167,6 +169,10 @@ struct tsock {
 };
 
 static struct tsock socks[MAX_FD];
+/* Descriptors of this process on each listener (dup). A listener stops
+ * when the last one in the process that made it closes. */
+#define MAX_LISTENERS 1024
+static uint32_t listener_refs[MAX_LISTENERS];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct tsock *ours(int fd) {
@@ -594,7 +600,7 @@ static ssize_t dp_send(int fd, struct tsock *s, const void *buf, size_t len, int
 /* Puts `efd` in place of the kernel socket `fd` (keeping its close-on-exec). */
 static int replace(int fd, int efd) {
     int fdflags = real_fcntl(fd, F_GETFD);
-    int r = dup3(efd, fd, (fdflags >= 0 && (fdflags & FD_CLOEXEC)) ? O_CLOEXEC : 0);
+    int r = real_dup3(efd, fd, (fdflags >= 0 && (fdflags & FD_CLOEXEC)) ? O_CLOEXEC : 0);
     real_close(efd);
     return r < 0 ? -1 : 0;
 }
@@ -639,6 +645,8 @@ __attribute__((constructor)) static void init(void) {
     real_getpeername = next("getpeername");
     real_fcntl = next("fcntl");
     real_ioctl = next("ioctl");
+    real_dup = next("dup");
+    real_dup3 = next("dup3");
     const char *d = getenv(TOE_DEBUG_ENV);
     debug = d && *d == '1';
 }
@@ -705,6 +713,9 @@ EXPORT int listen(int fd, int backlog) {
     s->kind = K_LISTENER;
     s->id = resp.id;
     s->owner = getpid();
+    if (resp.id < MAX_LISTENERS) {
+        listener_refs[resp.id] = 1;
+    }
     LOG("fd %d listens on the data path, port %u (listener %u)", fd, port, resp.id);
     pthread_mutex_unlock(&lock);
     return 0;
@@ -1017,22 +1028,17 @@ EXPORT int shutdown(int fd, int how) {
     return 0;
 }
 
-EXPORT int close(int fd) {
-    struct tsock *s = ours(fd);
-    if (!s) {
-        if (fd >= 0 && fd < MAX_FD) {
-            socks[fd].kind = K_KERNEL;
-        }
-        return real_close(fd);
-    }
-    pthread_mutex_lock(&lock);
+/* Drops this descriptor's reference: the last one closes the connection
+ * (or stops the listener). Under `lock`. */
+static void release(int fd, struct tsock *s) {
     struct toe_req req = {.id = s->id};
     if (s->kind == K_CONN) {
         /* The last descriptor on the connection, in any process, closes it. */
         if (__atomic_sub_fetch(&slots[s->id].refs, 1, __ATOMIC_ACQ_REL) == 0) {
             req.op = TOE_OP_CLOSE;
         }
-    } else if (s->owner == getpid()) {
+    } else if (s->owner == getpid() &&
+               (s->id >= MAX_LISTENERS || --listener_refs[s->id] == 0)) {
         req.op = TOE_OP_UNLISTEN;
     }
     if (req.op) {
@@ -1042,8 +1048,79 @@ EXPORT int close(int fd) {
         LOG("fd %d closed (%s %u)", fd, s->kind == K_CONN ? "connection" : "listener", s->id);
     }
     s->kind = K_KERNEL;
+}
+
+EXPORT int close(int fd) {
+    struct tsock *s = ours(fd);
+    if (!s) {
+        if (fd >= 0 && fd < MAX_FD) {
+            socks[fd].kind = K_KERNEL;
+        }
+        return real_close(fd);
+    }
+    pthread_mutex_lock(&lock);
+    release(fd, s);
     pthread_mutex_unlock(&lock);
     return real_close(fd);
+}
+
+/* A second descriptor on a data-path socket: the same table entry, one
+ * more reference. Under `lock`. */
+static int duplicated(int oldfd, int newfd) {
+    if (newfd < 0) {
+        return newfd;
+    }
+    if (newfd >= MAX_FD) {
+        real_close(newfd);
+        errno = EMFILE;
+        return -1;
+    }
+    struct tsock *s = &socks[oldfd];
+    socks[newfd] = *s;
+    if (s->kind == K_CONN) {
+        __atomic_add_fetch(&slots[s->id].refs, 1, __ATOMIC_ACQ_REL);
+    } else if (s->id < MAX_LISTENERS) {
+        listener_refs[s->id]++;
+    }
+    return newfd;
+}
+
+EXPORT int dup(int oldfd) {
+    if (!ours(oldfd)) {
+        return real_dup(oldfd);
+    }
+    pthread_mutex_lock(&lock);
+    int r = duplicated(oldfd, real_dup(oldfd));
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+EXPORT int dup3(int oldfd, int newfd, int flags) {
+    if (oldfd == newfd) {
+        return real_dup3(oldfd, newfd, flags);
+    }
+    pthread_mutex_lock(&lock);
+    /* dup3 closes what newfd was: a data-path socket there is released. */
+    struct tsock *target = ours(newfd);
+    if (target) {
+        release(newfd, target);
+    } else if (newfd >= 0 && newfd < MAX_FD) {
+        socks[newfd].kind = K_KERNEL;
+    }
+    int r = real_dup3(oldfd, newfd, flags);
+    if (r >= 0 && ours(oldfd)) {
+        r = duplicated(oldfd, r);
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+EXPORT int dup2(int oldfd, int newfd) {
+    if (oldfd == newfd) {
+        /* dup2 of a descriptor onto itself checks that it is open. */
+        return real_fcntl(oldfd, F_GETFD) < 0 ? -1 : newfd;
+    }
+    return dup3(oldfd, newfd, 0);
 }
 
 /* ---- options ---- */
@@ -1275,11 +1352,12 @@ static int dp_fcntl(int fd, struct tsock *s, int cmd, long arg) {
         s->nonblock = (arg & O_NONBLOCK) != 0;
         return 0;
     case F_DUPFD:
-    case F_DUPFD_CLOEXEC:
-        /* A second descriptor would need its own table entry: refused. */
-        LOG("fd %d: dup of a data path socket is not supported", fd);
-        errno = EINVAL;
-        return -1;
+    case F_DUPFD_CLOEXEC: {
+        pthread_mutex_lock(&lock);
+        int r = duplicated(fd, real_fcntl(fd, cmd, arg));
+        pthread_mutex_unlock(&lock);
+        return r;
+    }
     default:
         return real_fcntl(fd, cmd, arg);
     }

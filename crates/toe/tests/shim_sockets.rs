@@ -3,8 +3,8 @@
 //! against Linux TCP: options as the kernel answers them (and ENOPROTOOPT
 //! for those the data path cannot honour), TCP_INFO from the data path,
 //! non-blocking calls, select, poll and epoll over a socket and a pipe,
-//! a 1 MiB echo byte for byte, a forked child using the connection,
-//! FIONREAD, shutdown, a non-blocking listener, and UDP, UNIX and loopback
+//! a 1 MiB echo byte for byte, a forked child using the connection, a
+//! duplicated descriptor, FIONREAD, shutdown, a non-blocking listener, and UDP, UNIX and loopback
 //! sockets left to the kernel.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -142,9 +142,9 @@ fn a_python_program_sees_kernel_socket_semantics_on_the_data_path() {
     let status = child.wait().unwrap();
     assert!(status.success(), "the script failed: {status}");
     assert_eq!(last.as_deref(), Some("OK"));
-    // Everything the script sent came back: 5+5+5 small, 1 MiB, 5+6+5.
+    // Everything the script sent came back: 5+5+5 small, 1 MiB, 5+6+3+5.
     let echoed = echo.join().unwrap().unwrap().unwrap();
-    assert_eq!(echoed, 15 + (1 << 20) + 16);
+    assert_eq!(echoed, 15 + (1 << 20) + 19);
     let c = svc.stop().unwrap();
     assert_eq!((c.malformed, c.bad_checksum), (0, 0), "{c:?}");
 }

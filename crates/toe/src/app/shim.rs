@@ -41,7 +41,10 @@ pub fn install_in(dir: &Path) -> std::io::Result<PathBuf> {
     if std::fs::read(&path).is_ok_and(|b| b == SHIM) {
         return Ok(path);
     }
-    let tmp = dir.join(format!(".{SHIM_NAME}.{}", std::process::id()));
+    // A name of its own per call: threads of one process may install at once.
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".{SHIM_NAME}.{}.{n}", std::process::id()));
     let mut f = std::fs::File::create(&tmp)?;
     f.write_all(SHIM)?;
     f.set_permissions(std::fs::Permissions::from_mode(0o755))?;

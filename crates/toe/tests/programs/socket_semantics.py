@@ -132,6 +132,13 @@ assert os.waitstatus_to_exitcode(status) == 0, "the child failed"
 s.sendall(b"parent")
 assert recv_exactly(s, 6) == b"parent"
 
+# A duplicate descriptor is the same socket; closing one leaves the other.
+d = s.dup()
+d.sendall(b"dup")
+assert recv_exactly(s, 3) == b"dup"
+s.close()
+s = d
+
 # FIONREAD and shutdown: bytes queued to read, then the peer's EOF.
 import fcntl
 import termios
