@@ -28,8 +28,10 @@
  *
  * Fork: the child gets its own control connection to the same context
  * (TOE_OP_JOIN, in a pthread_atfork handler), and every connection's
- * reference count (toe_slot.refs) counts the child's descriptors too: the
- * connection is closed when the last descriptor on it is, in any process.
+ * reference count (toe_slot.refs) counts the child's descriptors too (taken
+ * before the fork): the connection is closed when the last descriptor on it
+ * is, in any process. (If fork fails, those references stay: the
+ * connections then close when the process exits.)
  *
  * Socket options on a moved socket behave as the kernel's where the data
  * path does what they ask (TCP_NODELAY on: it never delays; SO_RCVBUF and
@@ -1414,8 +1416,26 @@ EXPORT int ioctl(int fd, unsigned long req, ...) {
 
 /* ---- fork ---- */
 
-/* The child joins its parent's context on a control connection of its own,
- * and its descriptors count as references on their connections. */
+/* Before fork: the table stays still, and every connection this process
+ * holds gets the child's reference now (in the child, after fork, the
+ * parent could close its copy first and close the connection under it). */
+static void before_fork(void) {
+    pthread_mutex_lock(&lock);
+    if (ctx_state <= 0) {
+        return;
+    }
+    for (int fd = 0; fd < MAX_FD; fd++) {
+        if (socks[fd].kind == K_CONN) {
+            __atomic_add_fetch(&slots[socks[fd].id].refs, 1, __ATOMIC_ACQ_REL);
+        }
+    }
+}
+
+static void after_fork_parent(void) {
+    pthread_mutex_unlock(&lock);
+}
+
+/* The child joins its parent's context on a control connection of its own. */
 static void after_fork_child(void) {
     pthread_mutex_init(&lock, NULL);
     if (ctx_state <= 0) {
@@ -1433,15 +1453,9 @@ static void after_fork_child(void) {
         real_close(ctl);
         ctl = -1;
         ctx_state = -1;
-        return;
-    }
-    for (int fd = 0; fd < MAX_FD; fd++) {
-        if (socks[fd].kind == K_CONN) {
-            __atomic_add_fetch(&slots[socks[fd].id].refs, 1, __ATOMIC_ACQ_REL);
-        }
     }
 }
 
 __attribute__((constructor)) static void fork_hooks(void) {
-    pthread_atfork(NULL, NULL, after_fork_child);
+    pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 }

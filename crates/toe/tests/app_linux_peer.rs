@@ -3,7 +3,8 @@
 //! namespace; the Rust client API, in this process but over the service's
 //! UNIX socket and shared memory as any other program would, accepts from
 //! and connects to Linux TCP in the sender namespace, and both streams of
-//! each connection are compared byte for byte.
+//! each connection are compared byte for byte; garbage on the control
+//! socket ends only the connection it came on.
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -12,7 +13,10 @@ use std::time::Duration;
 
 use lab::{unique_name, Lab, LabSpec};
 use pktio::{Backend, Port, PortConfig};
-use toe::app::{Context, Service, ServiceHandle};
+use std::os::fd::AsRawFd;
+
+use toe::app::layout::Request;
+use toe::app::{ctl, Context, Service, ServiceHandle};
 use toe::{Endpoint, EndpointConfig};
 
 fn pattern(len: usize, seed: u8) -> Vec<u8> {
@@ -161,6 +165,24 @@ fn the_rust_api_accepts_from_and_connects_to_linux_byte_exactly() {
         got.len()
     );
     drop(conn);
+
+    // Garbage on the control socket: an unknown first request is answered
+    // EPROTO and that connection dropped; a message of the wrong size ends
+    // its connection too; the service serves the others on.
+    let raw = ctl::connect(&path).unwrap();
+    let bogus = Request {
+        op: 99,
+        ..Request::default()
+    };
+    ctl::send_request(&raw, &bogus).unwrap();
+    let (resp, _) = ctl::recv_response(&raw).unwrap();
+    assert_eq!(resp.err, libc::EPROTO);
+    let raw = ctl::connect(&path).unwrap();
+    // SAFETY: a 3-byte send on a connected socket.
+    let sent = unsafe { libc::send(raw.as_raw_fd(), b"abc".as_ptr().cast(), 3, 0) };
+    assert_eq!(sent, 3);
+    let e = ctl::recv_response(&raw).expect_err("the service hangs up");
+    assert_eq!(e.kind(), std::io::ErrorKind::UnexpectedEof);
 
     // A closed port: refused, as the kernel says it.
     let closed = SocketAddr::new(IpAddr::V4(lab.sender().ipv4), 5558);

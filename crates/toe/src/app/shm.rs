@@ -287,3 +287,59 @@ pub fn ip_of(family: u16, b: [u8; 16]) -> std::net::IpAddr {
         std::net::IpAddr::from(b)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Fig. 5.7: bytes written across a ring's end through one mapping are
+    /// one contiguous run in another mapping of the same memfd (as the
+    /// service and the application see it).
+    #[test]
+    fn a_run_across_the_ring_end_is_contiguous_in_both_mappings() {
+        let service = Shm::create().unwrap();
+        let app = Shm::open(service.fd().try_clone().unwrap()).unwrap();
+        let data: Vec<u8> = (0..1000u32).map(|i| (i * 13) as u8).collect();
+        let pos = RING_SIZE - 300;
+        // SAFETY: nothing else uses these rings.
+        unsafe { service.rings(5).1.slice_mut(pos, data.len()) }.copy_from_slice(&data);
+        // SAFETY: as above.
+        let seen = unsafe { app.rings(5).1.slice(pos, data.len()) };
+        assert_eq!(seen, &data[..]);
+        // The wrapped part is at the ring's start, and nowhere else.
+        // SAFETY: as above.
+        let start = unsafe { app.rings(5).1.slice(0, 700) };
+        assert_eq!(start, &data[300..]);
+        // SAFETY: as above.
+        assert!(unsafe { app.rings(4).1.slice(0, 700) }
+            .iter()
+            .all(|&b| b == 0));
+        assert!(unsafe { app.rings(5).0.slice(0, 700) }
+            .iter()
+            .all(|&b| b == 0));
+    }
+
+    #[test]
+    fn addresses_and_state_cross_the_mapping() {
+        let service = Shm::create().unwrap();
+        let app = Shm::open(service.fd().try_clone().unwrap()).unwrap();
+        let local: std::net::SocketAddr = "10.1.2.3:80".parse().unwrap();
+        let remote: std::net::SocketAddr = "[2001:db8::1]:49152".parse().unwrap();
+        service.publish(7, Some((local, "10.9.9.9:5".parse().unwrap())), 2);
+        assert_eq!(app.slot(7).state.load(Ordering::Acquire), 2);
+        assert_eq!(app.addresses(7).0, local);
+        service.publish(8, Some((remote, remote)), 2);
+        assert_eq!(app.addresses(8), (remote, remote));
+    }
+
+    #[test]
+    fn a_memfd_of_another_layout_is_refused() {
+        let service = Shm::create().unwrap();
+        // SAFETY: the header is written through the service's mapping only.
+        unsafe { (*service.header_ptr()).ring_size = 4096 };
+        let e = Shm::open(service.fd().try_clone().unwrap())
+            .err()
+            .expect("refused");
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+    }
+}
