@@ -168,9 +168,20 @@ c, addr = srv.accept()
 c.setblocking(True)
 assert c.getpeername() == addr
 assert c.getsockname()[1] == listen_port
-assert recv_exactly(c, 4) == b"ping"
-c.sendall(b"pong")
+# A forking server: the parent closes its copy at once, the child serves.
+pid = os.fork()
+if pid == 0:
+    try:
+        ok = recv_exactly(c, 4) == b"ping"
+        c.sendall(b"pong")
+        c.close()
+    except Exception as e:  # noqa: BLE001 - report anything to the parent
+        print(f"child: {e}", file=sys.stderr)
+        ok = False
+    os._exit(0 if ok else 1)
 c.close()
+_, status = os.waitpid(pid, 0)
+assert os.waitstatus_to_exitcode(status) == 0, "the serving child failed"
 srv.close()
 
 # Sockets the data path does not own stay the kernel's: UDP, UNIX, loopback.
