@@ -1,11 +1,18 @@
-//! As root: the sockets shim under a real program (Python's socket,
-//! select and os modules, `programs/socket_semantics.py`) on the data path
-//! against Linux TCP: options as the kernel answers them (and ENOPROTOOPT
-//! for those the data path cannot honour), TCP_INFO from the data path,
-//! non-blocking calls, select, poll and epoll over a socket and a pipe,
-//! a 1 MiB echo byte for byte, a forked child using the connection, a
-//! duplicated descriptor, FIONREAD, shutdown, a non-blocking listener, and UDP, UNIX and loopback
-//! sockets left to the kernel.
+//! As root: the sockets shim under real programs on the data path against
+//! Linux TCP.
+//!
+//! - Python's socket, select and os modules
+//!   (`programs/socket_semantics.py`): options as the kernel answers them
+//!   (and ENOPROTOOPT for those the data path cannot honour), TCP_INFO from
+//!   the data path, non-blocking calls, select, poll and epoll over a
+//!   socket and a pipe, a 1 MiB echo byte for byte, a forked child using
+//!   the connection, a duplicated descriptor, FIONREAD, shutdown, a
+//!   non-blocking listener whose connection a forked child serves after
+//!   the parent closed its copy, and UDP, UNIX and loopback sockets left
+//!   to the kernel.
+//! - A program killed mid-transfer: the data path serves the others.
+//! - Python's http.server serving curl through the wire with loss and
+//!   reordering, byte for byte.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
