@@ -512,7 +512,16 @@ fn serve_slot(ep: &mut Endpoint, shm: &Shm, i: usize, s: &mut Served, scratch: &
         moved: false,
         finished: false,
     };
-    match SlotState::of(slot.state.load(Ordering::Relaxed)) {
+    let state = SlotState::of(slot.state.load(Ordering::Relaxed));
+    // The application went away (its process ended) before the open
+    // completed: abandon it.
+    if s.app_closed && state != SlotState::Established {
+        let _ = ep.close(s.conn);
+        s.rx_done = true;
+        step.finished = true;
+        return step;
+    }
+    match state {
         SlotState::Connecting => {
             if ep.is_established(s.conn) {
                 s.addrs = ep.addresses(s.conn);
