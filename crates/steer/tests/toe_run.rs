@@ -4,7 +4,8 @@
 //! - Python's http.server on the data path (bound to `::`, dual-stack, so
 //!   IPv4 arrives v4-mapped) serves a file that curl on the Linux side
 //!   (`steer lab exec`) fetches, byte for byte; then curl on the data path
-//!   fetches the file from Linux's http.server, byte for byte.
+//!   fetches the file from Linux's http.server, byte for byte; then the
+//!   same server on an IPv6 data path (`--addr`) serves curl over IPv6.
 //! - iperf3 client and server on the data path against Linux's iperf3.
 //! - Bad input: one line and exit 2.
 
@@ -125,7 +126,15 @@ fn http_server_and_curl_run_unmodified_on_the_data_path_byte_exactly() {
     // The data path serves; Linux fetches.
     let server = toe_run(
         &lab,
-        &["python3", "-m", "http.server", "8000", "--directory"],
+        &[
+            "python3",
+            "-m",
+            "http.server",
+            "8000",
+            "--bind",
+            "::",
+            "--directory",
+        ],
     )
     .arg(dir.path())
     .stdout(Stdio::null())
@@ -185,6 +194,50 @@ fn http_server_and_curl_run_unmodified_on_the_data_path_byte_exactly() {
     assert!(
         got == sent,
         "the file fetched by the data path differs ({} bytes)",
+        got.len()
+    );
+    drop(server);
+
+    // An IPv6 data path serves curl over IPv6.
+    let rcv6 = IpAddr::V6(lab.receiver().ipv6.expect("a lab with IPv6"));
+    let mut cmd = Command::new(steer_bin());
+    cmd.args(["toe", "run", "rcv", "--lab", lab.name(), "--addr"])
+        .arg(rcv6.to_string())
+        .args([
+            "--",
+            "python3",
+            "-m",
+            "http.server",
+            "8002",
+            "--bind",
+            "::",
+            "--directory",
+        ])
+        .arg(dir.path());
+    let server = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut server = Server(Some(server));
+    let to = SocketAddr::new(rcv6, 8002);
+    wait_listening(
+        &lab.sender().netns,
+        to,
+        "http.server on the IPv6 data path",
+        server.child(),
+    );
+    let out = dir.join("fetched-over-ipv6.bin");
+    let status = lab_exec(&lab, "snd", &["curl", "-sS", "--fail", "-g", "-o"])
+        .arg(&out)
+        .arg(format!("http://{to}/blob.bin"))
+        .status()
+        .unwrap();
+    assert!(status.success(), "curl over IPv6: {status}");
+    let got = std::fs::read(&out).unwrap();
+    assert!(
+        got == sent,
+        "the file served over IPv6 differs ({} bytes)",
         got.len()
     );
     drop(server);
