@@ -100,7 +100,9 @@ fn run_program(args: RunArgs, json: bool) -> anyhow::Result<i32> {
     if args.debug {
         cmd.env(toe::app::DEBUG_ENV, "1");
     }
-    let status = cmd.status();
+    // ^C goes to the program; steer stays to stop the service and remove
+    // its socket.
+    let status = binder::run::wait_like_system(&mut cmd);
     let counters = service.stop()?;
     let status = status.with_context(|| format!("cannot run {program}"))?;
     if args.debug {
