@@ -78,6 +78,10 @@ pub enum Command {
     /// The match-action (RMT) pipeline emulator and Laminar's TCP on it.
     #[command(subcommand)]
     Rmt(crate::cmd::rmt::RmtCommand),
+    /// Unmodified programs on the userspace TCP data path (an LD_PRELOAD
+    /// sockets shim over the data path's shared-memory interface).
+    #[command(subcommand)]
+    Toe(crate::cmd::toe::ToeCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -322,6 +326,10 @@ pub struct LabUpArgs {
     /// IPv4 only (default: IPv4 and IPv6 addresses).
     #[arg(long)]
     pub no_ipv6: bool,
+    /// No software RSS on the receiver, so its device is free for another
+    /// XDP program (the data path of `steer toe run`).
+    #[arg(long, conflicts_with_all = ["config", "track_flows"])]
+    pub no_software_rss: bool,
 }
 
 #[derive(Debug, Args)]

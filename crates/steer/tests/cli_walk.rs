@@ -66,6 +66,7 @@ const COMMANDS: &[(&str, Json)] = &[
     ("lb sim", Json::Plain),
     ("lb run", Json::Root),
     ("exec", Json::Refused),
+    ("toe run", Json::Refused),
     ("attach", Json::Root),
     ("agent", Json::Plain),
     ("ports odds", Json::Plain),
@@ -437,10 +438,15 @@ fn json_is_refused_where_the_output_is_a_programs() {
     for args in [
         &["lab", "exec", "rcv", "--json", "--", "true"][..],
         &["exec", "--json", "--", "true"][..],
+        &["toe", "run", "rcv", "--json", "--", "true"][..],
     ] {
         let out = steer().args(args).output().unwrap();
         common::fails_with_one_line(&out, 2, "--json");
-        let command = if args[0] == "lab" { "lab exec" } else { "exec" };
+        let command = match args[0] {
+            "lab" => "lab exec",
+            "toe" => "toe run",
+            _ => "exec",
+        };
         refused.insert(command.to_string());
     }
     assert_eq!(refused, commands_of(Json::Refused));

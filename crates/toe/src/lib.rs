@@ -26,8 +26,11 @@
 //! - [`endpoint`]: the stages run to completion on a pktio AF_XDP port,
 //!   with the control plane (passive open, RST, teardown, retransmission
 //!   timeouts) and the application interface (accept, recv, send, close).
+//! - [`app`]: the same interface for other processes: a service over
+//!   shared memory, a Rust client API and an LD_PRELOAD sockets shim.
 
 pub mod ablation;
+pub mod app;
 pub mod buffer;
 pub mod cc;
 pub mod cycles;
@@ -42,4 +45,4 @@ pub mod stages;
 pub mod state;
 pub mod wheel;
 
-pub use endpoint::{Counters, Endpoint, EndpointConfig, ToeError};
+pub use endpoint::{Counters, Endpoint, EndpointConfig, TcpInfo, ToeError};

@@ -57,6 +57,7 @@ fn up(args: LabUpArgs, json: bool) -> anyhow::Result<i32> {
     spec.queues = args.queues;
     spec.track_flows = args.track_flows;
     spec.ipv6 = !args.no_ipv6;
+    spec.software_rss = !args.no_software_rss;
     if let Some(path) = &args.config {
         spec = spec.with_config(rss::RssConfig::from_file(path)?);
     }

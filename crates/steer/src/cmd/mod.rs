@@ -14,6 +14,7 @@ pub mod ports;
 pub mod reorder;
 pub mod rmt;
 mod rss;
+pub mod toe;
 pub mod wire;
 
 use crate::cli::{Cli, Command};
@@ -36,5 +37,6 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Reorder(cmd) => reorder::run(cmd, json),
         Command::Wire(cmd) => wire::run(cmd, json),
         Command::Rmt(cmd) => rmt::run(cmd, json),
+        Command::Toe(cmd) => toe::run(cmd, json),
     }
 }

@@ -17,7 +17,7 @@ mod open;
 pub use flow::FlowInfo;
 
 use std::collections::{HashMap, VecDeque};
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use pktio::{Match, PktIoError, Port};
@@ -149,6 +149,16 @@ impl std::ops::AddAssign for Counters {
         self.syn_dropped += o.syn_dropped;
         self.time_wait_acks += o.time_wait_acks;
     }
+}
+
+/// A connection's sequence and window state, read from the protocol stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpInfo {
+    pub snd_una: u32,
+    pub snd_nxt: u32,
+    pub rcv_nxt: u32,
+    pub rcv_wnd: u32,
+    pub snd_mss: u32,
 }
 
 /// The application's side of a connection (what libTOE holds).
@@ -304,6 +314,11 @@ impl Endpoint {
         &self.port
     }
 
+    /// The address this endpoint serves.
+    pub fn local_addr(&self) -> IpAddr {
+        self.addr
+    }
+
     /// Accepts connections to `port` from now on.
     pub fn listen(&mut self, port: u16) {
         self.listeners.entry(port).or_default();
@@ -312,6 +327,39 @@ impl Endpoint {
     /// A connection established on `port`, if one is waiting.
     pub fn accept(&mut self, port: u16) -> Option<ConnIdx> {
         self.listeners.get_mut(&port)?.pop_front()
+    }
+
+    /// Stops accepting connections to `port`; returns the established ones
+    /// nobody accepted (the caller closes them).
+    pub fn unlisten(&mut self, port: u16) -> Vec<ConnIdx> {
+        self.listeners
+            .remove(&port)
+            .map(Vec::from)
+            .unwrap_or_default()
+    }
+
+    /// The local and remote address of an established connection.
+    pub fn addresses(&self, conn: ConnIdx) -> Option<(SocketAddr, SocketAddr)> {
+        self.app.get(conn as usize)?.as_ref()?;
+        let r = self.pre.route(conn)?;
+        Some((
+            SocketAddr::new(r.src, r.src_port),
+            SocketAddr::new(r.dst, r.dst_port),
+        ))
+    }
+
+    /// The protocol stage's sequence and window state of an established
+    /// connection, and its segment size (what TCP_INFO reports).
+    pub fn tcp_info(&self, conn: ConnIdx) -> Option<TcpInfo> {
+        let c = self.control.get(conn as usize)?.as_ref()?;
+        let s = self.proto.snapshot(conn);
+        Some(TcpInfo {
+            snd_una: s.seq.wrapping_sub(s.tx_sent),
+            snd_nxt: s.seq,
+            rcv_nxt: s.ack,
+            rcv_wnd: s.rx_avail,
+            snd_mss: c.mss,
+        })
     }
 
     /// Our timestamp clock (RFC 7323 TSval), in milliseconds: read from

@@ -1,0 +1,117 @@
+//! `steer toe run`: an unmodified program on the userspace TCP data path
+//! (crate `toe`, docs/toe.md "Application interface"). Arguments here; the
+//! service and the shim are `toe::app`.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::process::Command;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use lab::Lab;
+use pktio::{Backend, Port, PortConfig};
+use toe::app::{shim, Service};
+use toe::{Endpoint, EndpointConfig};
+
+use crate::cli::LabName;
+use crate::{exit, output};
+
+#[derive(Debug, Subcommand)]
+pub enum ToeCommand {
+    /// Run a program with its TCP sockets on the data path: the data path
+    /// serves HOST's lab device (AF_XDP) at HOST's address, and the program
+    /// runs in HOST's namespace with an LD_PRELOAD shim that moves its TCP
+    /// sockets there (UNIX, UDP and loopback sockets stay the kernel's).
+    /// The exit status is the program's; its output is its own, so --json
+    /// is refused.
+    ///
+    /// Example: steer toe run rcv --lab tour -- python3 -m http.server 8000
+    /// Example: steer lab exec snd --lab tour -- curl http://10.77.1.2:8000/
+    Run(RunArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The lab host whose device the data path takes (e.g. rcv).
+    pub host: String,
+    #[command(flatten)]
+    pub lab: LabName,
+    /// The data path's address (default: the host's IPv4 address, which
+    /// the host's kernel then no longer sees traffic for).
+    #[arg(long)]
+    pub addr: Option<IpAddr>,
+    /// Log the shim's decisions to stderr (STEER_TOE_DEBUG=1) and print
+    /// the data path's counters when the program ends.
+    #[arg(long)]
+    pub debug: bool,
+    /// The program and its arguments, after `--`.
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
+}
+
+pub fn run(cmd: ToeCommand, json: bool) -> anyhow::Result<i32> {
+    match cmd {
+        ToeCommand::Run(args) => run_program(args, json),
+    }
+}
+
+fn run_program(args: RunArgs, json: bool) -> anyhow::Result<i32> {
+    if json {
+        return Err(exit::usage(
+            "steer toe run prints the program's own output, which steer cannot turn into JSON; \
+             drop --json (the exit status is the program's)",
+        ));
+    }
+    let lab = Lab::open(&args.lab.name)?;
+    let host = lab.host(&args.host)?.clone();
+    let addr = args.addr.unwrap_or(IpAddr::V4(host.ipv4));
+    // AF_XDP on a veth sees the other hosts' frames before their checksums
+    // are completed: the other hosts compute them in software.
+    for other in lab.hosts().iter().filter(|h| h.name != host.name) {
+        host::link::set_tx_checksum(Some(&other.netns), &other.dev, false)
+            .with_context(|| format!("turning off tx checksum offload on {}", other.name))?;
+    }
+    let xdp = PortConfig {
+        backend: Backend::Xdp,
+        ..PortConfig::default()
+    };
+    let port = Port::open(&host.dev, Some(&host.netns), &xdp).with_context(|| {
+        format!(
+            "the data path needs {}'s device for itself (a lab made with \
+             `steer lab up --no-software-rss` leaves it free)",
+            host.name
+        )
+    })?;
+    let mac = lab::inject::mac_address(&host.netns, &host.dev)?;
+    let ep = Endpoint::new(port, mac, addr, EndpointConfig::default())?;
+    let socket = socket_path(&args.lab.name, &host.name);
+    let service = Service::new(ep, &socket)
+        .with_context(|| format!("cannot listen at {}", socket.display()))?
+        .spawn();
+    let shim = shim::install().context("cannot install the toe shim")?;
+    let (program, rest) = args.command.split_first().context("no program given")?;
+    let mut cmd = Command::new(program);
+    cmd.args(rest);
+    host::netns::enter_in_child(&mut cmd, &host.netns)?;
+    shim::configure(&mut cmd, &shim, &socket);
+    if args.debug {
+        cmd.env(toe::app::DEBUG_ENV, "1");
+    }
+    // ^C goes to the program; steer stays to stop the service and remove
+    // its socket.
+    let status = binder::run::wait_like_system(&mut cmd);
+    let counters = service.stop()?;
+    let status = status.with_context(|| format!("cannot run {program}"))?;
+    if args.debug {
+        output::note!("steer: toe data path counters: {counters:?}");
+    }
+    Ok(binder::run::exit_code(status))
+}
+
+/// The service's socket: one per lab host and run.
+fn socket_path(lab: &str, host: &str) -> PathBuf {
+    std::env::temp_dir().join(format!(
+        "steer-toe-{lab}-{host}-{}.sock",
+        std::process::id()
+    ))
+}

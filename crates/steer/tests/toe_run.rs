@@ -1,0 +1,330 @@
+//! `steer toe run` through the real binary: unmodified programs on the
+//! userspace TCP data path against Linux TCP, as root in a lab.
+//!
+//! - Python's http.server on the data path (bound to `::`, dual-stack, so
+//!   IPv4 arrives v4-mapped) serves a file that curl on the Linux side
+//!   (`steer lab exec`) fetches, byte for byte; then curl on the data path
+//!   fetches the file from Linux's http.server, byte for byte; then the
+//!   same server on an IPv6 data path (`--addr`) serves curl over IPv6.
+//! - iperf3 client and server on the data path against Linux's iperf3.
+//! - Bad input: one line and exit 2.
+
+mod common;
+
+use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{fails_with_one_line, steer};
+use lab::{unique_name, Lab, LabSpec};
+use testkit::TempDir;
+
+fn steer_bin() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("steer")
+}
+
+/// A lab with IPv6 and without software RSS (the receiver's device is the
+/// data path's).
+fn lab() -> lab::LabGuard {
+    testkit::require_root("AF_XDP and network namespaces");
+    let mut spec = LabSpec::new(&unique_name("ttoe"));
+    spec.software_rss = false;
+    Lab::up(&spec).unwrap().teardown_on_drop()
+}
+
+fn blob(dir: &Path, len: usize) -> Vec<u8> {
+    let bytes: Vec<u8> = (0..len)
+        .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_be_bytes()[1])
+        .collect();
+    std::fs::write(dir.join("blob.bin"), &bytes).unwrap();
+    bytes
+}
+
+/// Waits until `to` accepts connections from `netns`.
+fn wait_listening(netns: &str, to: SocketAddr, what: &str, server: &mut Child) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let ok = host::netns::run_in(Some(netns), move || {
+            TcpStream::connect_timeout(&to, Duration::from_millis(500)).is_ok()
+        })
+        .unwrap();
+        if ok {
+            return;
+        }
+        if let Some(status) = server.try_wait().unwrap() {
+            panic!("{what} exited before it listened: {status}");
+        }
+        assert!(Instant::now() < deadline, "{what} never listened on {to}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A server started through `steer toe run` or `steer lab exec`, stopped
+/// on drop (also when the test fails).
+struct Server(Option<Child>);
+
+impl Server {
+    fn child(&mut self) -> &mut Child {
+        self.0.as_mut().expect("running")
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(child) = self.0.take() {
+            stop(child);
+        }
+    }
+}
+
+/// Stops a server: SIGTERM to the program (steer's child), then steer
+/// ends with it.
+fn stop(mut steer: Child) {
+    let pid = steer.id();
+    let children =
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+    for child in children.split_whitespace() {
+        let child: i32 = child.parse().unwrap();
+        // SAFETY: a signal to a child process of ours.
+        unsafe { libc::kill(child, libc::SIGTERM) };
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while steer.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = steer.kill();
+            let _ = steer.wait();
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn toe_run(lab: &Lab, program: &[&str]) -> Command {
+    let mut cmd = Command::new(steer_bin());
+    cmd.args(["toe", "run", "rcv", "--lab", lab.name(), "--"])
+        .args(program);
+    cmd
+}
+
+fn lab_exec(lab: &Lab, host: &str, program: &[&str]) -> Command {
+    let mut cmd = Command::new(steer_bin());
+    cmd.args(["lab", "exec", host, "--lab", lab.name(), "--"])
+        .args(program);
+    cmd
+}
+
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
+fn http_server_and_curl_run_unmodified_on_the_data_path_byte_exactly() {
+    let lab = lab();
+    let dir = TempDir::new("steer-toe-www");
+    let sent = blob(dir.path(), 3 << 20);
+    let rcv = IpAddr::V4(lab.receiver().ipv4);
+    let snd = IpAddr::V4(lab.sender().ipv4);
+
+    // The data path serves; Linux fetches.
+    let server = toe_run(
+        &lab,
+        &[
+            "python3",
+            "-m",
+            "http.server",
+            "8000",
+            "--bind",
+            "::",
+            "--directory",
+        ],
+    )
+    .arg(dir.path())
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    let mut server = Server(Some(server));
+    let to = SocketAddr::new(rcv, 8000);
+    wait_listening(
+        &lab.sender().netns,
+        to,
+        "http.server on the data path",
+        server.child(),
+    );
+    let out = dir.join("fetched-from-toe.bin");
+    let status = lab_exec(&lab, "snd", &["curl", "-sS", "--fail", "-o"])
+        .arg(&out)
+        .arg(format!("http://{to}/blob.bin"))
+        .status()
+        .unwrap();
+    assert!(status.success(), "curl from Linux: {status}");
+    let got = std::fs::read(&out).unwrap();
+    assert!(
+        got == sent,
+        "the file served by the data path differs ({} bytes)",
+        got.len()
+    );
+    drop(server);
+
+    // Linux serves; the data path fetches.
+    let server = lab_exec(
+        &lab,
+        "snd",
+        &["python3", "-m", "http.server", "8001", "--directory"],
+    )
+    .arg(dir.path())
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    let mut server = Server(Some(server));
+    let from = SocketAddr::new(snd, 8001);
+    wait_listening(
+        &lab.receiver().netns,
+        from,
+        "http.server on Linux",
+        server.child(),
+    );
+    let out = dir.join("fetched-by-toe.bin");
+    let status = toe_run(&lab, &["curl", "-sS", "--fail", "-o"])
+        .arg(&out)
+        .arg(format!("http://{from}/blob.bin"))
+        .status()
+        .unwrap();
+    assert!(status.success(), "curl on the data path: {status}");
+    let got = std::fs::read(&out).unwrap();
+    assert!(
+        got == sent,
+        "the file fetched by the data path differs ({} bytes)",
+        got.len()
+    );
+    drop(server);
+
+    // An IPv6 data path serves curl over IPv6.
+    let rcv6 = IpAddr::V6(lab.receiver().ipv6.expect("a lab with IPv6"));
+    let mut cmd = Command::new(steer_bin());
+    cmd.args(["toe", "run", "rcv", "--lab", lab.name(), "--addr"])
+        .arg(rcv6.to_string())
+        .args([
+            "--",
+            "python3",
+            "-m",
+            "http.server",
+            "8002",
+            "--bind",
+            "::",
+            "--directory",
+        ])
+        .arg(dir.path());
+    let server = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut server = Server(Some(server));
+    let to = SocketAddr::new(rcv6, 8002);
+    wait_listening(
+        &lab.sender().netns,
+        to,
+        "http.server on the IPv6 data path",
+        server.child(),
+    );
+    let out = dir.join("fetched-over-ipv6.bin");
+    let status = lab_exec(&lab, "snd", &["curl", "-sS", "--fail", "-g", "-o"])
+        .arg(&out)
+        .arg(format!("http://{to}/blob.bin"))
+        .status()
+        .unwrap();
+    assert!(status.success(), "curl over IPv6: {status}");
+    let got = std::fs::read(&out).unwrap();
+    assert!(
+        got == sent,
+        "the file served over IPv6 differs ({} bytes)",
+        got.len()
+    );
+    drop(server);
+}
+
+/// iperf3's JSON: the bytes the receiving end counted.
+fn received_bytes(json: &[u8]) -> Option<u64> {
+    let v: serde_json::Value = serde_json::from_slice(json).ok()?;
+    v["end"]["sum_received"]["bytes"].as_u64()
+}
+
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
+fn iperf3_client_and_server_run_unmodified_on_the_data_path() {
+    testkit::require_program("iperf3", "apt-get install iperf3");
+    let lab = lab();
+    let rcv = lab.receiver().ipv4.to_string();
+    let snd = lab.sender().ipv4.to_string();
+    for (server_on_toe, port) in [(false, "5301"), (true, "5302")] {
+        let server_args = ["iperf3", "-s", "-1", "-p", port];
+        let server = if server_on_toe {
+            toe_run(&lab, &server_args)
+        } else {
+            lab_exec(&lab, "snd", &server_args)
+        }
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+        let mut server = Server(Some(server));
+        let at = if server_on_toe { &rcv } else { &snd };
+        let to = SocketAddr::new(at.parse().unwrap(), port.parse().unwrap());
+        // iperf3 -s -1 serves one test, so a probe would use it up: the
+        // client itself retries until the server is up.
+        let client_args = ["iperf3", "-c", at, "-p", port, "-t", "2", "--json"];
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let out = loop {
+            let out = if server_on_toe {
+                lab_exec(&lab, "snd", &client_args)
+            } else {
+                toe_run(&lab, &client_args)
+            }
+            .output()
+            .unwrap();
+            // iperf3 3.12 exits 0 with --json when it cannot connect: the
+            // JSON says whether the test ran.
+            let ran = out.status.success() && received_bytes(&out.stdout).is_some();
+            if ran || Instant::now() > deadline {
+                break out;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        assert!(
+            out.status.success(),
+            "iperf3 client to {to}: {}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let bytes = received_bytes(&out.stdout).unwrap_or_else(|| {
+            panic!(
+                "no end.sum_received.bytes in iperf3's JSON (server on the data path: \
+                 {server_on_toe}):\n{}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        });
+        assert!(bytes > 10 << 20, "iperf3 moved only {bytes} bytes to {to}");
+        let status = server.child().wait().unwrap();
+        server.0 = None;
+        assert!(
+            status.success(),
+            "iperf3 server (on the data path: {server_on_toe}): {status}"
+        );
+    }
+}
+
+#[test]
+fn toe_run_without_a_lab_is_bad_input() {
+    let out = steer()
+        .args([
+            "toe",
+            "run",
+            "rcv",
+            "--lab",
+            "no-such-lab-toe-run",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    fails_with_one_line(&out, 2, "no lab named 'no-such-lab-toe-run'");
+}

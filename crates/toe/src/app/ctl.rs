@@ -1,0 +1,245 @@
+//! The control channel: fixed-size requests and replies
+//! (`struct toe_req`, `struct toe_resp`) over a SOCK_SEQPACKET UNIX socket,
+//! with descriptors (the memfd, eventfds) passed as SCM_RIGHTS.
+
+use std::io;
+use std::mem::size_of;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::path::Path;
+
+use super::layout::{Request, Response};
+
+/// Most descriptors in one message.
+const MAX_FDS: usize = 2;
+
+fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+fn seqpacket() -> io::Result<OwnedFd> {
+    // SAFETY: plain socket creation.
+    let fd = check(unsafe {
+        libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0)
+    })?;
+    // SAFETY: just created, owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn sockaddr(path: &Path) -> io::Result<(libc::sockaddr_un, libc::socklen_t)> {
+    // SAFETY: all-zero is a valid sockaddr_un.
+    let mut a: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    a.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    let bytes = path.as_os_str().as_encoded_bytes();
+    if bytes.len() >= a.sun_path.len() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "{}: a UNIX socket path is at most 107 bytes",
+                path.display()
+            ),
+        ));
+    }
+    for (d, s) in a.sun_path.iter_mut().zip(bytes) {
+        *d = *s as libc::c_char;
+    }
+    Ok((a, size_of::<libc::sockaddr_un>() as libc::socklen_t))
+}
+
+/// A listening SOCK_SEQPACKET socket at `path` (non-blocking).
+pub fn listen(path: &Path) -> io::Result<OwnedFd> {
+    let fd = seqpacket()?;
+    let (a, len) = sockaddr(path)?;
+    // SAFETY: a valid address of `len` bytes.
+    check(unsafe { libc::bind(fd.as_raw_fd(), (&a as *const libc::sockaddr_un).cast(), len) })?;
+    // SAFETY: a bound socket.
+    check(unsafe { libc::listen(fd.as_raw_fd(), 64) })?;
+    set_nonblocking(&fd)?;
+    Ok(fd)
+}
+
+/// A connection to the service at `path`.
+pub fn connect(path: &Path) -> io::Result<OwnedFd> {
+    let fd = seqpacket()?;
+    let (a, len) = sockaddr(path)?;
+    // SAFETY: a valid address of `len` bytes.
+    check(unsafe { libc::connect(fd.as_raw_fd(), (&a as *const libc::sockaddr_un).cast(), len) })
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+    Ok(fd)
+}
+
+/// A pending connection of `listener`, if any.
+pub fn accept(listener: &OwnedFd) -> io::Result<Option<OwnedFd>> {
+    // SAFETY: a listening socket; no address wanted.
+    let fd = unsafe {
+        libc::accept4(
+            listener.as_raw_fd(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+        )
+    };
+    if fd < 0 {
+        let e = io::Error::last_os_error();
+        return match e.kind() {
+            io::ErrorKind::WouldBlock => Ok(None),
+            _ => Err(e),
+        };
+    }
+    // SAFETY: just accepted.
+    Ok(Some(unsafe { OwnedFd::from_raw_fd(fd) }))
+}
+
+pub fn set_nonblocking(fd: &OwnedFd) -> io::Result<()> {
+    // SAFETY: valid descriptor.
+    let flags = check(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) })?;
+    // SAFETY: valid descriptor.
+    check(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) })?;
+    Ok(())
+}
+
+/// Sends `msg` (a plain repr(C) value) with `fds`.
+fn send<T: Copy>(sock: &OwnedFd, msg: &T, fds: &[RawFd]) -> io::Result<()> {
+    assert!(fds.len() <= MAX_FDS);
+    let mut iov = libc::iovec {
+        iov_base: (msg as *const T).cast_mut().cast(),
+        iov_len: size_of::<T>(),
+    };
+    let mut cbuf = [0u64; 8];
+    // SAFETY: an all-zero msghdr is valid; fields set below.
+    let mut mh: libc::msghdr = unsafe { std::mem::zeroed() };
+    mh.msg_iov = &mut iov;
+    mh.msg_iovlen = 1;
+    if !fds.is_empty() {
+        let bytes = std::mem::size_of_val(fds);
+        // SAFETY: the control buffer holds CMSG_SPACE(bytes) (64 bytes are
+        // enough for MAX_FDS descriptors); the header is written in place.
+        unsafe {
+            mh.msg_control = cbuf.as_mut_ptr().cast();
+            mh.msg_controllen = libc::CMSG_SPACE(bytes as u32) as usize;
+            let cm = libc::CMSG_FIRSTHDR(&mh);
+            (*cm).cmsg_level = libc::SOL_SOCKET;
+            (*cm).cmsg_type = libc::SCM_RIGHTS;
+            (*cm).cmsg_len = libc::CMSG_LEN(bytes as u32) as usize;
+            std::ptr::copy_nonoverlapping(fds.as_ptr(), libc::CMSG_DATA(cm).cast(), fds.len());
+        }
+    }
+    // SAFETY: a valid message.
+    let n = unsafe { libc::sendmsg(sock.as_raw_fd(), &mh, libc::MSG_NOSIGNAL) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Receives one message into a `T`; Ok(None) at end of stream or on a
+/// message of the wrong size.
+fn recv<T: Copy + Default>(sock: &OwnedFd) -> io::Result<Option<(T, Vec<OwnedFd>)>> {
+    let mut msg = T::default();
+    let mut iov = libc::iovec {
+        iov_base: (&mut msg as *mut T).cast(),
+        iov_len: size_of::<T>(),
+    };
+    let mut cbuf = [0u64; 8];
+    // SAFETY: an all-zero msghdr is valid; fields set below.
+    let mut mh: libc::msghdr = unsafe { std::mem::zeroed() };
+    mh.msg_iov = &mut iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = cbuf.as_mut_ptr().cast();
+    mh.msg_controllen = std::mem::size_of_val(&cbuf);
+    // SAFETY: a valid message with buffers of the sizes given.
+    let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut mh, libc::MSG_CMSG_CLOEXEC) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut fds = Vec::new();
+    // SAFETY: walking the control messages the kernel wrote.
+    unsafe {
+        let mut cm = libc::CMSG_FIRSTHDR(&mh);
+        while !cm.is_null() {
+            if (*cm).cmsg_level == libc::SOL_SOCKET && (*cm).cmsg_type == libc::SCM_RIGHTS {
+                let count = ((*cm).cmsg_len - libc::CMSG_LEN(0) as usize) / size_of::<RawFd>();
+                let data = libc::CMSG_DATA(cm).cast::<RawFd>();
+                for k in 0..count {
+                    fds.push(OwnedFd::from_raw_fd(data.add(k).read_unaligned()));
+                }
+            }
+            cm = libc::CMSG_NXTHDR(&mh, cm);
+        }
+    }
+    if n as usize != size_of::<T>() {
+        return Ok(None);
+    }
+    Ok(Some((msg, fds)))
+}
+
+pub fn send_request(sock: &OwnedFd, req: &Request) -> io::Result<()> {
+    send(sock, req, &[])
+}
+
+pub fn recv_request(sock: &OwnedFd) -> io::Result<Option<Request>> {
+    Ok(recv::<Request>(sock)?.map(|(r, _)| r))
+}
+
+pub fn send_response(sock: &OwnedFd, resp: &Response, fds: &[RawFd]) -> io::Result<()> {
+    send(sock, resp, fds)
+}
+
+pub fn recv_response(sock: &OwnedFd) -> io::Result<(Response, Vec<OwnedFd>)> {
+    recv::<Response>(sock)?.ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the toe service closed the control connection",
+        )
+    })
+}
+
+/// A new eventfd (non-blocking: the service only ever adds to it; the
+/// application waits with poll and drains without blocking).
+pub fn eventfd() -> io::Result<OwnedFd> {
+    // SAFETY: plain eventfd creation.
+    let fd = check(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })?;
+    // SAFETY: just created.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Adds one to an eventfd (wakes whoever polls it).
+pub fn signal(fd: &OwnedFd) {
+    let one: u64 = 1;
+    // SAFETY: writes 8 bytes from a u64. It fails only when the counter
+    // would overflow, and then the descriptor is readable anyway.
+    unsafe { libc::write(fd.as_raw_fd(), (&one as *const u64).cast(), 8) };
+}
+
+/// Resets an eventfd to zero (never blocks).
+pub fn drain(fd: &OwnedFd) {
+    let mut v: u64 = 0;
+    // SAFETY: reads 8 bytes into a u64; EAGAIN when already zero.
+    unsafe { libc::read(fd.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
+}
+
+/// Waits until one of `fds` is readable or `timeout_ms` passes (-1: no
+/// limit); returns which are.
+pub fn wait(fds: &[RawFd], timeout_ms: i32) -> io::Result<Vec<bool>> {
+    let mut p: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    // SAFETY: a valid array of pollfds.
+    let n = unsafe { libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, timeout_ms) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok(vec![false; fds.len()]);
+        }
+        return Err(e);
+    }
+    Ok(p.iter().map(|p| p.revents != 0).collect())
+}

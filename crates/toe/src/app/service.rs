@@ -1,0 +1,711 @@
+//! The data path's service: runs the endpoint and serves application
+//! contexts over a UNIX socket (control) and shared memory (payload rings),
+//! moving bytes between each endpoint connection and its rings (the
+//! context queue and payload copy of thesis chapter 3, with the
+//! application in another process).
+
+use std::collections::VecDeque;
+use std::net::{IpAddr, SocketAddr};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::ctl;
+use super::layout::{app_flag, c, event, Op, Request, Response, SlotState, RING_SIZE, SLOTS};
+use super::shm::{addr_bytes, ip_of, Shm};
+use crate::endpoint::{Endpoint, ToeError};
+use crate::stages::ConnIdx;
+
+/// How long the service sleeps when nothing moved (the endpoint's timers
+/// are hundreds of milliseconds; the port, doorbells and control sockets
+/// wake it sooner).
+const IDLE_WAIT_MS: i32 = 5;
+
+/// A connection behind a slot.
+struct Served {
+    conn: ConnIdx,
+    efd: OwnedFd,
+    /// The addresses, once established (to tell a reused index apart).
+    addrs: Option<(SocketAddr, SocketAddr)>,
+    /// EOF or reset seen: the endpoint is not asked for bytes again.
+    rx_done: bool,
+    fin_sent: bool,
+    app_closed: bool,
+}
+
+struct Listener {
+    port: u16,
+    efd: OwnedFd,
+    pending: VecDeque<ConnIdx>,
+}
+
+/// One application context: its shared memory and the connections and
+/// listeners it holds.
+struct Context {
+    ctl: Vec<OwnedFd>,
+    doorbell: OwnedFd,
+    shm: Shm,
+    slots: Vec<Option<Served>>,
+    listeners: Vec<Option<Listener>>,
+}
+
+/// A connection whose application is gone and whose FIN is sent: read to
+/// the peer's FIN so the endpoint can free it.
+struct Orphan {
+    conn: ConnIdx,
+    addrs: Option<(SocketAddr, SocketAddr)>,
+}
+
+/// The service.
+pub struct Service {
+    ep: Endpoint,
+    path: PathBuf,
+    listener: OwnedFd,
+    /// Control connections that have not said HELLO or JOIN yet.
+    fresh: Vec<OwnedFd>,
+    contexts: Vec<Option<Context>>,
+    orphans: Vec<Orphan>,
+    scratch: Vec<u8>,
+}
+
+impl Service {
+    /// Serves `ep` to applications connecting at `path` (removed first if a
+    /// stale socket is there; removed again on drop).
+    pub fn new(ep: Endpoint, path: &Path) -> std::io::Result<Service> {
+        if std::fs::symlink_metadata(path).is_ok() {
+            std::fs::remove_file(path)?;
+        }
+        let listener = ctl::listen(path)?;
+        Ok(Service {
+            ep,
+            path: path.to_path_buf(),
+            listener,
+            fresh: Vec::new(),
+            contexts: Vec::new(),
+            orphans: Vec::new(),
+            scratch: vec![0; 65536],
+        })
+    }
+
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.ep
+    }
+
+    /// Runs until `stop` is set.
+    pub fn run(&mut self, stop: &AtomicBool) -> Result<(), ToeError> {
+        while !stop.load(Ordering::Relaxed) {
+            let before = self.ep.counters();
+            self.ep.poll()?;
+            self.control()?;
+            let moved = self.serve();
+            let after = self.ep.counters();
+            let busy =
+                moved || after.rx_frames != before.rx_frames || after.tx_frames != before.tx_frames;
+            self.wait(if busy { 0 } else { IDLE_WAIT_MS })?;
+        }
+        Ok(())
+    }
+
+    fn wait(&self, timeout_ms: i32) -> Result<(), ToeError> {
+        let mut fds: Vec<RawFd> = vec![self.ep.port().as_raw_fd(), self.listener.as_raw_fd()];
+        fds.extend(self.fresh.iter().map(AsRawFd::as_raw_fd));
+        for cx in self.contexts.iter().flatten() {
+            fds.push(cx.doorbell.as_raw_fd());
+            fds.extend(cx.ctl.iter().map(AsRawFd::as_raw_fd));
+        }
+        ctl::wait(&fds, timeout_ms).map_err(|e| ToeError::Config(format!("poll: {e}")))?;
+        Ok(())
+    }
+
+    /// New control connections and the requests on all of them.
+    fn control(&mut self) -> Result<(), ToeError> {
+        let io = |e: std::io::Error| ToeError::Config(format!("control socket: {e}"));
+        while let Some(fd) = ctl::accept(&self.listener).map_err(io)? {
+            self.fresh.push(fd);
+        }
+        for fd in std::mem::take(&mut self.fresh) {
+            match ctl::recv_request(&fd) {
+                Ok(Some(req)) => self.first_request(fd, &req),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => self.fresh.push(fd),
+                // Gone, or not speaking the protocol.
+                _ => {}
+            }
+        }
+        for id in 0..self.contexts.len() {
+            self.context_requests(id);
+        }
+        Ok(())
+    }
+
+    fn first_request(&mut self, fd: OwnedFd, req: &Request) {
+        match Op::of(req.op) {
+            Some(Op::Hello) => match self.hello() {
+                Ok((id, memfd, doorbell)) => {
+                    let resp = Response {
+                        id: id as u32,
+                        family: family(self.ep.local_addr()),
+                        local_addr: addr_bytes(self.ep.local_addr()),
+                        ..Response::default()
+                    };
+                    if ctl::send_response(&fd, &resp, &[memfd, doorbell]).is_ok() {
+                        if let Some(cx) = self.contexts[id].as_mut() {
+                            cx.ctl.push(fd);
+                        }
+                    }
+                }
+                Err(e) => reply_err(&fd, e.raw_os_error().unwrap_or(libc::ENOMEM)),
+            },
+            Some(Op::Join) => match self
+                .contexts
+                .get_mut(req.id as usize)
+                .and_then(Option::as_mut)
+            {
+                Some(cx) if !cx.ctl.is_empty() => {
+                    if ctl::send_response(&fd, &Response::default(), &[]).is_ok() {
+                        cx.ctl.push(fd);
+                    }
+                }
+                _ => reply_err(&fd, libc::ENOENT),
+            },
+            _ => reply_err(&fd, libc::EPROTO),
+        }
+    }
+
+    fn hello(&mut self) -> std::io::Result<(usize, RawFd, RawFd)> {
+        let shm = Shm::create()?;
+        let doorbell = ctl::eventfd()?;
+        let cx = Context {
+            ctl: Vec::new(),
+            doorbell,
+            shm,
+            slots: (0..SLOTS).map(|_| None).collect(),
+            listeners: Vec::new(),
+        };
+        let id = match self.contexts.iter().position(Option::is_none) {
+            Some(i) => i,
+            None => {
+                self.contexts.push(None);
+                self.contexts.len() - 1
+            }
+        };
+        let fds = (cx.shm.fd().as_raw_fd(), cx.doorbell.as_raw_fd());
+        self.contexts[id] = Some(cx);
+        Ok((id, fds.0, fds.1))
+    }
+
+    fn context_requests(&mut self, id: usize) {
+        let Some(cx) = self.contexts[id].as_mut() else {
+            return;
+        };
+        let mut requests = Vec::new();
+        // A control connection that ended (the process, or a forked child,
+        // is gone) or sent garbage is dropped.
+        cx.ctl.retain(|fd| loop {
+            match ctl::recv_request(fd) {
+                Ok(Some(req)) => requests.push((fd.as_raw_fd(), req)),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return true,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                _ => return false,
+            }
+        });
+        for (fd, req) in requests {
+            self.request(id, fd, &req);
+        }
+        if self.contexts[id].as_ref().is_some_and(|c| c.ctl.is_empty()) {
+            self.abandon(id);
+        }
+    }
+
+    /// Every control connection of context `id` closed: its listeners stop
+    /// and its connections are closed as if the application had closed them.
+    fn abandon(&mut self, id: usize) {
+        let Some(cx) = self.contexts[id].as_mut() else {
+            return;
+        };
+        let listeners: Vec<Listener> = cx.listeners.drain(..).flatten().collect();
+        for s in cx.slots.iter_mut().flatten() {
+            s.app_closed = true;
+        }
+        for l in listeners {
+            self.stop_listening(l);
+        }
+    }
+
+    fn stop_listening(&mut self, l: Listener) {
+        let conns = l.pending.into_iter().chain(self.ep.unlisten(l.port));
+        for conn in conns.collect::<Vec<_>>() {
+            let addrs = self.ep.addresses(conn);
+            let _ = self.ep.close(conn);
+            self.orphans.push(Orphan { conn, addrs });
+        }
+    }
+
+    /// One request of context `id` on control connection `fd`.
+    fn request(&mut self, id: usize, fd: RawFd, req: &Request) {
+        let result = match Op::of(req.op) {
+            Some(Op::Listen) => self.listen(id, req.port),
+            Some(Op::Accept) => self.accept(id, req.id as usize),
+            Some(Op::Connect) => self.connect(id, req),
+            Some(Op::Close) => self.close(id, req.id as usize),
+            Some(Op::Unlisten) => self.unlisten(id, req.id as usize),
+            _ => Err(libc::EPROTO),
+        };
+        let Some(cx) = self.contexts[id].as_ref() else {
+            return;
+        };
+        let Some(sock) = cx.ctl.iter().find(|s| s.as_raw_fd() == fd) else {
+            return;
+        };
+        match result {
+            Ok((resp, efd)) => {
+                let fds: Vec<RawFd> = efd.into_iter().collect();
+                let _ = ctl::send_response(sock, &resp, &fds);
+            }
+            Err(errno) => reply_err(sock, errno),
+        }
+    }
+
+    fn listen(&mut self, id: usize, port: u16) -> Result<(Response, Option<RawFd>), i32> {
+        if port == 0 {
+            return Err(libc::EINVAL);
+        }
+        let taken = self
+            .contexts
+            .iter()
+            .flatten()
+            .flat_map(|c| c.listeners.iter().flatten())
+            .any(|l| l.port == port);
+        if taken {
+            return Err(libc::EADDRINUSE);
+        }
+        let efd = ctl::eventfd().map_err(errno)?;
+        self.ep.listen(port);
+        let cx = self.contexts[id].as_mut().ok_or(libc::EBADF)?;
+        let l = Listener {
+            port,
+            efd,
+            pending: VecDeque::new(),
+        };
+        let raw = l.efd.as_raw_fd();
+        let lid = match cx.listeners.iter().position(Option::is_none) {
+            Some(i) => i,
+            None => {
+                cx.listeners.push(None);
+                cx.listeners.len() - 1
+            }
+        };
+        cx.listeners[lid] = Some(l);
+        let resp = Response {
+            id: lid as u32,
+            family: family(self.ep.local_addr()),
+            local_port: port,
+            local_addr: addr_bytes(self.ep.local_addr()),
+            ..Response::default()
+        };
+        Ok((resp, Some(raw)))
+    }
+
+    fn accept(&mut self, id: usize, lid: usize) -> Result<(Response, Option<RawFd>), i32> {
+        let cx = self.contexts[id].as_mut().ok_or(libc::EBADF)?;
+        let l = cx
+            .listeners
+            .get_mut(lid)
+            .and_then(Option::as_mut)
+            .ok_or(libc::EBADF)?;
+        let Some(&conn) = l.pending.front() else {
+            return Err(libc::EAGAIN);
+        };
+        let i = cx
+            .slots
+            .iter()
+            .position(Option::is_none)
+            .ok_or(libc::EMFILE)?;
+        let efd = ctl::eventfd().map_err(errno)?;
+        l.pending.pop_front();
+        // Keep the listener's descriptor readable while more wait.
+        if l.pending.is_empty() {
+            ctl::drain(&l.efd);
+        } else {
+            ctl::signal(&l.efd);
+        }
+        let addrs = self.ep.addresses(conn);
+        cx.shm.reset(i);
+        copy_info(&self.ep, cx.shm.slot(i), conn);
+        cx.shm.publish(i, addrs, SlotState::Established as u32);
+        let raw = efd.as_raw_fd();
+        cx.slots[i] = Some(Served {
+            conn,
+            efd,
+            addrs,
+            rx_done: false,
+            fin_sent: false,
+            app_closed: false,
+        });
+        // Bytes may have arrived with the handshake.
+        if let Some(s) = cx.slots[i].as_ref() {
+            ctl::signal(&s.efd);
+        }
+        Ok((response(i, addrs), Some(raw)))
+    }
+
+    fn connect(&mut self, id: usize, req: &Request) -> Result<(Response, Option<RawFd>), i32> {
+        let ip = match req.family {
+            4 | 6 => ip_of(req.family, req.addr),
+            _ => return Err(libc::EAFNOSUPPORT),
+        };
+        let cx = self.contexts[id].as_mut().ok_or(libc::EBADF)?;
+        let i = cx
+            .slots
+            .iter()
+            .position(Option::is_none)
+            .ok_or(libc::EMFILE)?;
+        let efd = ctl::eventfd().map_err(errno)?;
+        let conn = self
+            .ep
+            .connect(SocketAddr::new(ip, req.port))
+            .map_err(|e| match e {
+                ToeError::Config(m) if m.contains("family") => libc::EAFNOSUPPORT,
+                ToeError::Config(m) if m.contains("port") => libc::EADDRNOTAVAIL,
+                _ => libc::ENOBUFS,
+            })?;
+        let cx = self.contexts[id].as_mut().ok_or(libc::EBADF)?;
+        cx.shm.reset(i);
+        cx.shm.publish(i, None, SlotState::Connecting as u32);
+        let raw = efd.as_raw_fd();
+        cx.slots[i] = Some(Served {
+            conn,
+            efd,
+            addrs: None,
+            rx_done: false,
+            fin_sent: false,
+            app_closed: false,
+        });
+        Ok((response(i, None), Some(raw)))
+    }
+
+    fn close(&mut self, id: usize, i: usize) -> Result<(Response, Option<RawFd>), i32> {
+        let cx = self.contexts[id].as_mut().ok_or(libc::EBADF)?;
+        let s = cx
+            .slots
+            .get_mut(i)
+            .and_then(Option::as_mut)
+            .ok_or(libc::EBADF)?;
+        s.app_closed = true;
+        let state = SlotState::of(cx.shm.slot(i).state.load(Ordering::Relaxed));
+        let reset = cx.shm.slot(i).events.load(Ordering::Relaxed) & event::RESET != 0;
+        // An open in progress or failed, or a reset connection: nothing to
+        // send, free it now.
+        if state != SlotState::Established || reset {
+            let _ = self.ep.close(s.conn);
+            cx.shm.publish(i, None, SlotState::Free as u32);
+            cx.slots[i] = None;
+        }
+        Ok((Response::default(), None))
+    }
+
+    fn unlisten(&mut self, id: usize, lid: usize) -> Result<(Response, Option<RawFd>), i32> {
+        let cx = self.contexts[id].as_mut().ok_or(libc::EBADF)?;
+        let l = cx
+            .listeners
+            .get_mut(lid)
+            .and_then(Option::take)
+            .ok_or(libc::EBADF)?;
+        self.stop_listening(l);
+        Ok((Response::default(), None))
+    }
+
+    /// Moves bytes for every connection; returns whether any moved.
+    fn serve(&mut self) -> bool {
+        let mut moved = false;
+        for cx in self.contexts.iter_mut().flatten() {
+            ctl::drain(&cx.doorbell);
+            for l in cx.listeners.iter_mut().flatten() {
+                let mut any = false;
+                while let Some(conn) = self.ep.accept(l.port) {
+                    l.pending.push_back(conn);
+                    any = true;
+                }
+                if any {
+                    ctl::signal(&l.efd);
+                }
+            }
+            for i in 0..SLOTS {
+                let Some(s) = cx.slots[i].as_mut() else {
+                    continue;
+                };
+                let step = serve_slot(&mut self.ep, &cx.shm, i, s, &mut self.scratch);
+                moved |= step.moved;
+                if step.finished {
+                    if let Some(s) = cx.slots[i].take() {
+                        if !s.rx_done {
+                            self.orphans.push(Orphan {
+                                conn: s.conn,
+                                addrs: s.addrs,
+                            });
+                        }
+                    }
+                    cx.shm.publish(i, None, SlotState::Free as u32);
+                }
+            }
+        }
+        for c in self.contexts.iter_mut() {
+            if c.as_ref()
+                .is_some_and(|cx| cx.ctl.is_empty() && cx.slots.iter().all(Option::is_none))
+            {
+                *c = None;
+            }
+        }
+        let ep = &mut self.ep;
+        let scratch = &mut self.scratch;
+        self.orphans
+            .retain(|o| !drain_orphan(ep, o.conn, o.addrs, scratch));
+        moved
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+struct Step {
+    moved: bool,
+    /// The application closed it and all of its bytes and its FIN are
+    /// handed to the endpoint: the slot can be freed.
+    finished: bool,
+}
+
+/// Whether `conn` is still the connection `addrs` named (the endpoint
+/// frees a connection once both FINs are acknowledged, and may give its
+/// index to a new one).
+fn same(ep: &Endpoint, conn: ConnIdx, addrs: Option<(SocketAddr, SocketAddr)>) -> bool {
+    addrs.is_some() && ep.addresses(conn) == addrs
+}
+
+/// Reads an orphan to its end; true once it is done.
+fn drain_orphan(
+    ep: &mut Endpoint,
+    conn: ConnIdx,
+    addrs: Option<(SocketAddr, SocketAddr)>,
+    scratch: &mut [u8],
+) -> bool {
+    if !same(ep, conn, addrs) {
+        return true;
+    }
+    loop {
+        match ep.recv(conn, scratch) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(ToeError::WouldBlock) => return false,
+            Err(_) => {
+                let _ = ep.close(conn);
+                return true;
+            }
+        }
+    }
+}
+
+fn serve_slot(ep: &mut Endpoint, shm: &Shm, i: usize, s: &mut Served, scratch: &mut [u8]) -> Step {
+    let slot = shm.slot(i);
+    let mut step = Step {
+        moved: false,
+        finished: false,
+    };
+    let state = SlotState::of(slot.state.load(Ordering::Relaxed));
+    // The application went away (its process ended) before the open
+    // completed: abandon it.
+    if s.app_closed && state != SlotState::Established {
+        let _ = ep.close(s.conn);
+        s.rx_done = true;
+        step.finished = true;
+        return step;
+    }
+    match state {
+        SlotState::Connecting => {
+            if ep.is_established(s.conn) {
+                s.addrs = ep.addresses(s.conn);
+                copy_info(ep, slot, s.conn);
+                shm.publish(i, s.addrs, SlotState::Established as u32);
+                ctl::signal(&s.efd);
+            } else if let Err(e @ (ToeError::Refused | ToeError::TimedOut)) =
+                ep.recv(s.conn, &mut [])
+            {
+                let ev = if matches!(e, ToeError::Refused) {
+                    event::REFUSED
+                } else {
+                    event::TIMED_OUT
+                };
+                slot.events.fetch_or(ev, Ordering::Release);
+                shm.publish(i, None, SlotState::Failed as u32);
+                ctl::signal(&s.efd);
+            }
+            return step;
+        }
+        SlotState::Established => {}
+        _ => return step,
+    }
+    // Once our FIN is out the endpoint frees the connection by itself when
+    // the peer's FIN came and every byte was read: that is the EOF.
+    if s.fin_sent && !s.rx_done && !same(ep, s.conn, s.addrs) {
+        s.rx_done = true;
+        slot.events.fetch_or(event::EOF, Ordering::Release);
+        ctl::signal(&s.efd);
+        step.moved = true;
+    }
+    let (rx, tx) = shm.rings(i);
+    if !s.rx_done {
+        let mut got = false;
+        loop {
+            let head = slot.rx_head.load(Ordering::Relaxed);
+            let room = RING_SIZE - head.wrapping_sub(slot.rx_tail.load(Ordering::Acquire));
+            // An application that closed reads nothing more: discard.
+            let r = if s.app_closed {
+                ep.recv(s.conn, scratch)
+            } else if room == 0 {
+                break;
+            } else {
+                // SAFETY: `room` bytes from the head are the producer's
+                // (the application has consumed them).
+                ep.recv(s.conn, unsafe { rx.slice_mut(head, room as usize) })
+            };
+            match r {
+                Ok(0) => {
+                    s.rx_done = true;
+                    slot.events.fetch_or(event::EOF, Ordering::Release);
+                    got = true;
+                    break;
+                }
+                Ok(n) => {
+                    if !s.app_closed {
+                        slot.rx_head
+                            .store(head.wrapping_add(n as u32), Ordering::Release);
+                    }
+                    got = true;
+                }
+                Err(ToeError::WouldBlock) => break,
+                Err(_) => {
+                    s.rx_done = true;
+                    slot.events.fetch_or(event::RESET, Ordering::Release);
+                    got = true;
+                    break;
+                }
+            }
+        }
+        if got {
+            step.moved = true;
+            ctl::signal(&s.efd);
+        }
+    }
+    let reset = slot.events.load(Ordering::Relaxed) & event::RESET != 0;
+    let tail = slot.tx_tail.load(Ordering::Relaxed);
+    let queued = slot.tx_head.load(Ordering::Acquire).wrapping_sub(tail);
+    if queued > 0 && !reset && !s.fin_sent {
+        // SAFETY: `queued` bytes from the tail are the application's
+        // published bytes, not written again until the tail passes them.
+        if let Ok(n) = ep.send(s.conn, unsafe { tx.slice(tail, queued as usize) }) {
+            slot.tx_tail
+                .store(tail.wrapping_add(n as u32), Ordering::Release);
+            step.moved = true;
+            if slot.app_flags.load(Ordering::Acquire) & app_flag::WANT_TX != 0 {
+                ctl::signal(&s.efd);
+            }
+        }
+    }
+    let drained = slot.tx_tail.load(Ordering::Relaxed) == slot.tx_head.load(Ordering::Acquire);
+    let shut = s.app_closed || slot.app_flags.load(Ordering::Acquire) & app_flag::SHUT_WR != 0;
+    if shut && drained && !s.fin_sent && !reset {
+        let _ = ep.close(s.conn);
+        s.fin_sent = true;
+    }
+    if !s.rx_done || !s.fin_sent {
+        copy_info(ep, slot, s.conn);
+    }
+    step.finished = s.app_closed && (s.fin_sent || reset);
+    step
+}
+
+/// The protocol stage's state, for TCP_INFO.
+fn copy_info(ep: &Endpoint, slot: &super::layout::Slot, conn: ConnIdx) {
+    if let Some(info) = ep.tcp_info(conn) {
+        slot.snd_una.store(info.snd_una, Ordering::Relaxed);
+        slot.snd_nxt.store(info.snd_nxt, Ordering::Relaxed);
+        slot.rcv_nxt.store(info.rcv_nxt, Ordering::Relaxed);
+        slot.rcv_wnd.store(info.rcv_wnd, Ordering::Relaxed);
+        slot.snd_mss.store(info.snd_mss, Ordering::Relaxed);
+    }
+}
+
+fn family(ip: IpAddr) -> u16 {
+    if ip.is_ipv4() {
+        4
+    } else {
+        6
+    }
+}
+
+fn response(i: usize, addrs: Option<(SocketAddr, SocketAddr)>) -> Response {
+    let mut r = Response {
+        id: i as u32,
+        ..Response::default()
+    };
+    if let Some((l, p)) = addrs {
+        r.family = family(l.ip());
+        r.local_port = l.port();
+        r.remote_port = p.port();
+        r.local_addr = addr_bytes(l.ip());
+        r.remote_addr = addr_bytes(p.ip());
+    }
+    r
+}
+
+fn reply_err(fd: &OwnedFd, errno: i32) {
+    let resp = Response {
+        err: errno,
+        ..Response::default()
+    };
+    let _ = ctl::send_response(fd, &resp, &[]);
+}
+
+fn errno(e: std::io::Error) -> i32 {
+    e.raw_os_error().unwrap_or(libc::EIO)
+}
+
+const _: () = assert!(c::TOE_SLOTS as usize == SLOTS);
+
+/// A service running on its own thread.
+pub struct ServiceHandle {
+    stop: std::sync::Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<Result<crate::Counters, ToeError>>,
+}
+
+impl Service {
+    /// Runs the service on a new thread until [`ServiceHandle::stop`].
+    pub fn spawn(mut self) -> ServiceHandle {
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("toe-service".into())
+            .spawn(move || {
+                self.run(&flag)?;
+                Ok(self.ep.counters())
+            })
+            .expect("spawning a thread");
+        ServiceHandle { stop, thread }
+    }
+}
+
+impl ServiceHandle {
+    /// Whether the service stopped by itself (an error of the port).
+    pub fn is_finished(&self) -> bool {
+        self.thread.is_finished()
+    }
+
+    /// Stops the service; returns the endpoint's counters.
+    pub fn stop(self) -> Result<crate::Counters, ToeError> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread
+            .join()
+            .map_err(|_| ToeError::Config("the toe service thread panicked".into()))?
+    }
+}

@@ -1,0 +1,310 @@
+//! As root: the sockets shim under real programs on the data path against
+//! Linux TCP.
+//!
+//! - Python's socket, select and os modules
+//!   (`programs/socket_semantics.py`): options as the kernel answers them
+//!   (and ENOPROTOOPT for those the data path cannot honour), TCP_INFO from
+//!   the data path, non-blocking calls, select, poll and epoll over a
+//!   socket and a pipe, a 1 MiB echo byte for byte, a forked child using
+//!   the connection, a duplicated descriptor, FIONREAD, shutdown, a
+//!   non-blocking listener whose connection a forked child serves after
+//!   the parent closed its copy, and UDP, UNIX and loopback sockets left
+//!   to the kernel.
+//! - A program killed mid-transfer: the data path serves the others.
+//! - Python's http.server serving curl through the wire with loss and
+//!   reordering, byte for byte.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use lab::Lab;
+use toe::app::{shim, Context, Service, ServiceHandle};
+use toe::EndpointConfig;
+use wire::{Delay, Impairment, Loss, WireConfig, WireHandle};
+
+const SCRIPT: &str = include_str!("programs/socket_semantics.py");
+const ECHO_PORT: u16 = 7007;
+const LISTEN_PORT: u16 = 7008;
+
+mod common;
+
+use common::toe_addr;
+
+/// A Linux echo server for one connection: echoes to the FIN, then closes.
+fn echo_server(
+    lab: &Lab,
+) -> std::thread::JoinHandle<Result<std::io::Result<u64>, host::HostError>> {
+    let at = SocketAddr::new(IpAddr::V4(lab.sender().ipv4), ECHO_PORT);
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let handle = host::netns::spawn_in(&lab.sender().netns, move || -> std::io::Result<u64> {
+        let l = TcpListener::bind(at)?;
+        ready_tx.send(()).ok();
+        let (mut s, _) = l.accept()?;
+        s.set_read_timeout(Some(Duration::from_secs(60)))?;
+        let mut buf = vec![0u8; 65536];
+        let mut echoed = 0;
+        loop {
+            let n = s.read(&mut buf)?;
+            if n == 0 {
+                return Ok(echoed);
+            }
+            s.write_all(&buf[..n])?;
+            echoed += n as u64;
+        }
+    })
+    .unwrap();
+    ready_rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the echo server listens");
+    handle
+}
+
+/// A lab without software RSS and a service on the receiver's device, on
+/// its own thread; the socket path.
+fn lab_and_service(prefix: &str, wire: bool) -> (lab::LabGuard, ServiceHandle, PathBuf) {
+    testkit::require_root("AF_XDP and network namespaces");
+    let lab = common::lab(prefix, wire, false);
+    let ep = common::endpoint(&lab, toe_addr(&lab), EndpointConfig::default());
+    let socket = std::env::temp_dir().join(format!("{}.toe.sock", lab.name()));
+    let svc = Service::new(ep, &socket).unwrap().spawn();
+    (lab, svc, socket)
+}
+
+/// `python3 -c SCRIPT ARGS` in the receiver's namespace on the data path.
+fn python_on_toe(lab: &Lab, socket: &Path, script: &str, args: &[String]) -> Command {
+    let mut cmd = python_args_on_toe(lab, socket, &["-c", script]);
+    cmd.args(args);
+    cmd
+}
+
+/// `python3 ARGS` in the receiver's namespace on the data path.
+fn python_args_on_toe(lab: &Lab, socket: &Path, args: &[&str]) -> Command {
+    let python = testkit::require_program("python3", "apt-get install python3");
+    let mut cmd = Command::new(python);
+    cmd.args(args).stdout(Stdio::piped());
+    host::netns::enter_in_child(&mut cmd, &lab.receiver().netns).unwrap();
+    shim::configure(&mut cmd, &shim::install().unwrap(), socket);
+    cmd
+}
+
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
+fn a_python_program_sees_kernel_socket_semantics_on_the_data_path() {
+    let (lab, svc, socket) = lab_and_service("tshim", false);
+    let echo = echo_server(&lab);
+    let args = [
+        lab.sender().ipv4.to_string(),
+        ECHO_PORT.to_string(),
+        LISTEN_PORT.to_string(),
+    ];
+    let mut cmd = python_on_toe(&lab, &socket, SCRIPT, &args);
+    let mut child = cmd.spawn().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+
+    // The script listens on the data path: Linux connects once it says so.
+    let first = lines.next().map(|l| l.unwrap());
+    assert_eq!(
+        first.as_deref(),
+        Some("listening"),
+        "the script stopped early"
+    );
+    let to = SocketAddr::new(toe_addr(&lab), LISTEN_PORT);
+    let pong = host::netns::run_in(
+        Some(&lab.sender().netns),
+        move || -> std::io::Result<Vec<u8>> {
+            let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(10))?;
+            s.set_read_timeout(Some(Duration::from_secs(20)))?;
+            s.write_all(b"ping")?;
+            let mut back = Vec::new();
+            s.read_to_end(&mut back)?;
+            Ok(back)
+        },
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(pong, b"pong");
+    let last = lines.next().map(|l| l.unwrap());
+    let status = child.wait().unwrap();
+    assert!(status.success(), "the script failed: {status}");
+    assert_eq!(last.as_deref(), Some("OK"));
+    // Everything the script sent came back: 5+5+5 small, 1 MiB, 5+6+3+5.
+    let echoed = echo.join().unwrap().unwrap().unwrap();
+    assert_eq!(echoed, 15 + (1 << 20) + 19);
+    let c = svc.stop().unwrap();
+    assert_eq!((c.malformed, c.bad_checksum), (0, 0), "{c:?}");
+}
+
+/// Sends to a Linux sink as fast as it can, forever.
+const SENDER: &str = r#"
+import socket, sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])))
+print("connected", flush=True)
+chunk = b"x" * 65536
+while True:
+    s.sendall(chunk)
+"#;
+
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
+fn a_program_killed_mid_transfer_leaves_the_data_path_serving_the_others() {
+    let (lab, svc, socket) = lab_and_service("tkill", false);
+    // A Linux sink that counts until the stream ends (FIN or reset).
+    let at = SocketAddr::new(IpAddr::V4(lab.sender().ipv4), ECHO_PORT);
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let (got_tx, got_rx) = std::sync::mpsc::channel();
+    let sink = host::netns::spawn_in(&lab.sender().netns, move || -> std::io::Result<u64> {
+        let l = TcpListener::bind(at)?;
+        ready_tx.send(()).ok();
+        let (mut s, _) = l.accept()?;
+        s.set_read_timeout(Some(Duration::from_secs(30)))?;
+        let mut buf = vec![0u8; 65536];
+        let mut total = 0u64;
+        let mut told = false;
+        loop {
+            match s.read(&mut buf) {
+                Ok(0) | Err(_) => return Ok(total),
+                Ok(n) => total += n as u64,
+            }
+            if total > 4 << 20 && !told {
+                got_tx.send(()).ok();
+                told = true;
+            }
+        }
+    })
+    .unwrap();
+    ready_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    let args = [lab.sender().ipv4.to_string(), ECHO_PORT.to_string()];
+    let mut child = python_on_toe(&lab, &socket, SENDER, &args).spawn().unwrap();
+    got_rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the sender moves 4 MiB");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The service closes the dead program's connection: the sink's read ends.
+    let total = sink.join().unwrap().unwrap().unwrap();
+    assert!(total > 4 << 20, "{total}");
+
+    // And serves a new context, byte for byte.
+    let cx = Context::connect(&socket).unwrap();
+    let listener = cx.listen(LISTEN_PORT).unwrap();
+    let to = SocketAddr::new(toe_addr(&lab), LISTEN_PORT);
+    let data: Vec<u8> = (0..1u32 << 20).map(|i| (i * 7 + i / 3) as u8).collect();
+    let sent = data.clone();
+    let linux = host::netns::spawn_in(&lab.sender().netns, move || -> std::io::Result<()> {
+        let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(10))?;
+        s.write_all(&sent)?;
+        s.shutdown(std::net::Shutdown::Write)
+    })
+    .unwrap();
+    let conn = listener.accept().unwrap();
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    loop {
+        let n = conn.recv(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        got.extend_from_slice(&buf[..n]);
+    }
+    linux.join().unwrap().unwrap().unwrap();
+    assert!(
+        got == data,
+        "the new context's stream differs ({} bytes)",
+        got.len()
+    );
+    drop(conn);
+    drop(listener);
+    drop(cx);
+    svc.stop().unwrap();
+}
+
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP, AF_PACKET): `make test` runs it as root"]
+fn http_server_on_the_data_path_serves_curl_byte_exactly_under_loss_and_reordering() {
+    let curl = testkit::require_program("curl", "apt-get install curl");
+    let (lab, svc, socket) = lab_and_service("twww", true);
+    let dir = std::env::temp_dir().join(format!("{}-www", lab.name()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let blob: Vec<u8> = (0..1u32 << 20).map(|i| (i ^ (i >> 9)) as u8).collect();
+    std::fs::write(dir.join("blob.bin"), &blob).unwrap();
+    let dir_arg = dir.display().to_string();
+    let mut server = python_args_on_toe(
+        &lab,
+        &socket,
+        &[
+            "-m",
+            "http.server",
+            "8080",
+            "--bind",
+            "0.0.0.0",
+            "--directory",
+            &dir_arg,
+        ],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    let w = lab.wire().unwrap().clone();
+    let cases = [
+        ("1% loss", Delay::default(), Loss::Uniform { p: 0.01 }),
+        (
+            "reordering",
+            Delay::Uniform {
+                lo_ns: 0,
+                hi_ns: 100_000,
+            },
+            Loss::None,
+        ),
+    ];
+    for (i, (what, delay, loss)) in cases.into_iter().enumerate() {
+        let mut cfg = WireConfig::new(Some(&w.netns), &w.sender_dev, &w.receiver_dev);
+        let impairment = Impairment {
+            delay,
+            loss,
+            ..Impairment::default()
+        };
+        cfg.a_to_b = impairment;
+        cfg.b_to_a = impairment;
+        cfg.seed = i as u64 + 7;
+        let wire = WireHandle::spawn(&cfg).unwrap();
+        let out = dir.join(format!("fetched-{i}.bin"));
+        let url = format!("http://{}:8080/blob.bin", toe_addr(&lab));
+        let mut cmd = Command::new(&curl);
+        // Retries cover the server not listening yet (refused at once).
+        cmd.args([
+            "-sS",
+            "--fail",
+            "--retry",
+            "20",
+            "--retry-connrefused",
+            "--retry-delay",
+            "1",
+        ])
+        .args(["--max-time", "60", "-o"])
+        .arg(&out)
+        .arg(&url);
+        host::netns::enter_in_child(&mut cmd, &lab.sender().netns).unwrap();
+        let status = cmd.status().unwrap();
+        let st = wire.stop().unwrap();
+        assert!(status.success(), "{what}: curl {status}");
+        let got = std::fs::read(&out).unwrap();
+        assert!(
+            got == blob,
+            "{what}: the file differs ({} bytes)",
+            got.len()
+        );
+        if loss != Loss::None {
+            let lost = st.a_to_b.counters.dropped_policy + st.b_to_a.counters.dropped_policy;
+            assert!(lost > 0, "{what}: the wire lost nothing");
+        }
+    }
+    server.kill().unwrap();
+    server.wait().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let c = svc.stop().unwrap();
+    assert_eq!((c.bad_checksum, c.malformed), (0, 0), "{c:?}");
+}
