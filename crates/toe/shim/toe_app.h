@@ -100,7 +100,10 @@ struct toe_slot {
     uint8_t local_addr[16];
     uint8_t remote_addr[16];
     uint32_t refs; /* application: descriptors open on it, across forks */
-    uint8_t reserved[36];
+    uint32_t snd_cwnd;   /* service: congestion window (bytes) */
+    uint32_t srtt_us;    /* service: smoothed RTT (microseconds), 0 before a sample */
+    uint32_t congestion; /* service: TOE_CC_* */
+    uint8_t reserved[24];
 };
 
 #define TOE_OFF_RX_HEAD 0
@@ -121,6 +124,15 @@ struct toe_slot {
 #define TOE_OFF_LOCAL_ADDR 56
 #define TOE_OFF_REMOTE_ADDR 72
 #define TOE_OFF_REFS 88
+#define TOE_OFF_SND_CWND 92
+#define TOE_OFF_SRTT_US 96
+#define TOE_OFF_CONGESTION 100
+
+/* struct toe_slot.congestion: the policy behind the window (toe::cc),
+ * named as TCP_CONGESTION names it. */
+#define TOE_CC_NONE 0
+#define TOE_CC_RENO 1
+#define TOE_CC_DCTCP 2
 
 /* Control requests (struct toe_req.op) and their replies. */
 #define TOE_OP_HELLO 1   /* -> memfd + doorbell eventfd; reply's local_addr is the data path's address */

@@ -37,9 +37,10 @@
  * path does what they ask (TCP_NODELAY on: it never delays; SO_RCVBUF and
  * SO_SNDBUF: the rings' size, as the kernel reports a clamped value;
  * SO_ERROR, SO_TYPE, SO_DOMAIN, SO_PROTOCOL, SO_ACCEPTCONN; SO_RCVTIMEO and
- * SO_SNDTIMEO; TCP_MAXSEG and TCP_INFO from the protocol stage's state), and
- * fail with ENOPROTOOPT where it cannot (keepalive, Nagle, lingering, a
- * congestion control algorithm), never silently.
+ * SO_SNDTIMEO; TCP_MAXSEG and TCP_INFO from the protocol stage's state;
+ * TCP_CONGESTION names the data path's policy), and fail with the kernel's
+ * error where it cannot (ENOPROTOOPT for keepalive, Nagle and lingering,
+ * ENOENT for another congestion control algorithm), never silently.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -88,6 +89,9 @@ _Static_assert(offsetof(struct toe_slot, remote_port) == TOE_OFF_REMOTE_PORT, "r
 _Static_assert(offsetof(struct toe_slot, local_addr) == TOE_OFF_LOCAL_ADDR, "local_addr");
 _Static_assert(offsetof(struct toe_slot, remote_addr) == TOE_OFF_REMOTE_ADDR, "remote_addr");
 _Static_assert(offsetof(struct toe_slot, refs) == TOE_OFF_REFS, "refs");
+_Static_assert(offsetof(struct toe_slot, snd_cwnd) == TOE_OFF_SND_CWND, "snd_cwnd");
+_Static_assert(offsetof(struct toe_slot, srtt_us) == TOE_OFF_SRTT_US, "srtt_us");
+_Static_assert(offsetof(struct toe_slot, congestion) == TOE_OFF_CONGESTION, "congestion");
 
 #define EXPORT __attribute__((visibility("default")))
 #define RING_MASK (TOE_RING_SIZE - 1u)
@@ -1161,6 +1165,41 @@ static int put_timeout(void *val, socklen_t *len, int ms) {
     return 0;
 }
 
+/* The name TCP_CONGESTION gives a connection's policy; NULL before the
+ * service has set one (a listener, an open in progress). */
+static const char *congestion_name(const struct tsock *s) {
+    if (s->kind != K_CONN) {
+        return NULL;
+    }
+    switch (LOAD(&slots[s->id].congestion)) {
+    case TOE_CC_RENO:
+        return "reno";
+    case TOE_CC_DCTCP:
+        return "dctcp";
+    }
+    return NULL;
+}
+
+/* TCP_CONGESTION as the kernel answers it: the name, NUL-padded, cut to
+ * the caller's length. */
+static int put_congestion(const struct tsock *s, void *val, socklen_t *len) {
+    const char *cc = congestion_name(s);
+    if (!cc) {
+        errno = ENOPROTOOPT;
+        return -1;
+    }
+    if (!val || !len) {
+        errno = EFAULT;
+        return -1;
+    }
+    char name[16] = {0}; /* TCP_CA_NAME_MAX */
+    strncpy(name, cc, sizeof(name) - 1);
+    socklen_t n = *len < sizeof(name) ? *len : (socklen_t)sizeof(name);
+    memcpy(val, name, n);
+    *len = n;
+    return 0;
+}
+
 /* TCP_INFO from the protocol stage's state, as the service last copied it. */
 static int tcp_info(const struct tsock *s, void *val, socklen_t *len) {
     struct tcp_info ti;
@@ -1183,6 +1222,8 @@ static int tcp_info(const struct tsock *s, void *val, socklen_t *len) {
         ti.tcpi_rcv_mss = mss;
         ti.tcpi_unacked = mss ? (nxt - una + mss - 1) / mss : 0;
         ti.tcpi_rcv_space = LOAD(&sl->rcv_wnd);
+        ti.tcpi_snd_cwnd = mss ? LOAD(&sl->snd_cwnd) / mss : 0; /* segments, as Linux counts */
+        ti.tcpi_rtt = LOAD(&sl->srtt_us);
     }
     socklen_t n = *len < sizeof(ti) ? *len : (socklen_t)sizeof(ti);
     memcpy(val, &ti, n);
@@ -1236,6 +1277,8 @@ EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len) {
                 return -1;
             }
             return tcp_info(s, val, len);
+        case TCP_CONGESTION:
+            return put_congestion(s, val, len);
         }
     } else if (level == IPPROTO_IPV6 && name == IPV6_V6ONLY && s->family == AF_INET6) {
         return put_int(val, len, s->v6only);
@@ -1301,6 +1344,23 @@ EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t le
         case SO_SNDTIMEO:
             return timeout_ms(val, len, &s->sndtimeo_ms);
         }
+    } else if (level == IPPROTO_TCP && name == TCP_CONGESTION) {
+        /* The policy is the data path's, per endpoint: asking for the one
+         * in force succeeds; any other is one this host does not offer
+         * (the kernel's ENOENT for an unknown algorithm). */
+        const char *cc = congestion_name(s);
+        char want[16] = {0};
+        if (!val) {
+            errno = EFAULT;
+            return -1;
+        }
+        memcpy(want, val, len < sizeof(want) - 1 ? len : sizeof(want) - 1);
+        if (cc && strcmp(want, cc) == 0) {
+            return 0;
+        }
+        LOG("fd %d: TCP_CONGESTION %s: the data path runs %s", fd, want, cc ? cc : "none yet");
+        errno = ENOENT;
+        return -1;
     } else if (level == IPPROTO_TCP && name == TCP_NODELAY) {
         if (get_int(val, len, &v) < 0) {
             return -1;

@@ -55,7 +55,13 @@ pub struct Slot {
     /// Descriptors the application holds on it (the shim counts across
     /// fork, and closes the connection when the last one is closed).
     pub refs: AtomicU32,
-    reserved: [u8; 36],
+    /// Congestion window in bytes, smoothed RTT in microseconds (0 before
+    /// a sample) and the policy (`TOE_CC_*`), for TCP_INFO and
+    /// TCP_CONGESTION.
+    pub snd_cwnd: AtomicU32,
+    pub srtt_us: AtomicU32,
+    pub congestion: AtomicU32,
+    reserved: [u8; 24],
 }
 
 /// `struct toe_req`.
@@ -212,4 +218,7 @@ const _: () = {
     assert!(offset_of!(Slot, local_addr) == c::TOE_OFF_LOCAL_ADDR as usize);
     assert!(offset_of!(Slot, remote_addr) == c::TOE_OFF_REMOTE_ADDR as usize);
     assert!(offset_of!(Slot, refs) == c::TOE_OFF_REFS as usize);
+    assert!(offset_of!(Slot, snd_cwnd) == c::TOE_OFF_SND_CWND as usize);
+    assert!(offset_of!(Slot, srtt_us) == c::TOE_OFF_SRTT_US as usize);
+    assert!(offset_of!(Slot, congestion) == c::TOE_OFF_CONGESTION as usize);
 };

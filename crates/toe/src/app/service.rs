@@ -634,6 +634,16 @@ fn copy_info(ep: &Endpoint, slot: &super::layout::Slot, conn: ConnIdx) {
         slot.rcv_wnd.store(info.rcv_wnd, Ordering::Relaxed);
         slot.snd_mss.store(info.snd_mss, Ordering::Relaxed);
     }
+    if let Some(flow) = ep.flow_info(conn) {
+        let policy = match flow.congestion {
+            "reno" => c::TOE_CC_RENO,
+            "dctcp" => c::TOE_CC_DCTCP,
+            _ => c::TOE_CC_NONE,
+        };
+        slot.snd_cwnd.store(flow.cwnd, Ordering::Relaxed);
+        slot.srtt_us.store(flow.srtt_us.unwrap_or(0), Ordering::Relaxed);
+        slot.congestion.store(policy, Ordering::Relaxed);
+    }
 }
 
 fn family(ip: IpAddr) -> u16 {

@@ -220,6 +220,9 @@ impl Shm {
             &s.rcv_wnd,
             &s.snd_mss,
             &s.refs,
+            &s.snd_cwnd,
+            &s.srtt_us,
+            &s.congestion,
         ] {
             a.store(0, Ordering::Relaxed);
         }

@@ -50,7 +50,11 @@ s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
 assert s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) > 0
 expect_errno(errno.ENOPROTOOPT, s.setsockopt, socket.IPPROTO_TCP, socket.TCP_NODELAY, 0)
 expect_errno(errno.ENOPROTOOPT, s.setsockopt, socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-expect_errno(errno.ENOPROTOOPT, s.setsockopt, socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"cubic")
+# The data path's congestion control is its own: named as the kernel names
+# it, asking for it succeeds, asking for another is "no such algorithm".
+assert s.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).rstrip(b"\0") == b"reno"
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"reno")
+expect_errno(errno.ENOENT, s.setsockopt, socket.IPPROTO_TCP, socket.TCP_CONGESTION, b"cubic")
 
 # TCP_INFO: the data path's state.
 info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
@@ -114,6 +118,12 @@ while len(back) < len(payload):
         except BlockingIOError:
             pass
 assert bytes(back) == payload, "the echo differs"
+# After a megabyte each way the window and the RTT are the data path's own.
+info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
+rtt_us, = struct.unpack_from("I", info, 68)
+snd_cwnd, = struct.unpack_from("I", info, 80)
+assert 0 < rtt_us < 1_000_000, f"tcpi_rtt {rtt_us}"
+assert snd_cwnd >= 2, f"tcpi_snd_cwnd {snd_cwnd}"
 s.setblocking(True)
 
 # Fork: the child uses the connection and exits; the parent's copy stays.
