@@ -2,8 +2,6 @@
 //! by build.rs and embedded here), installing them as a file, and the
 //! environment a command needs to run with it.
 
-use std::io::Write;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -94,78 +92,24 @@ const fn str_eq(a: &str, b: &str) -> bool {
 }
 /// The shim's file name.
 pub const SHIM_NAME: &str = "libsteer_preload.so";
-/// Preferred install directory.
-pub const INSTALL_DIR: &str = "/run/steer";
-
 /// Writes the shim to `/run/steer/libsteer_preload.so` (or, when that is
 /// not writable, to a private per-user directory under the temp dir) unless
-/// an identical file is there, and returns its path.
+/// an identical file is there, and returns its path (`host::preload`).
 pub fn install_shim() -> Result<PathBuf, BinderError> {
-    match install_shim_in(Path::new(INSTALL_DIR)) {
-        Ok(path) => Ok(path),
-        Err(_) => {
-            // SAFETY: getuid cannot fail.
-            let uid = unsafe { libc::getuid() };
-            let dir = std::env::temp_dir().join(format!("steer-{uid}"));
-            match std::fs::create_dir(&dir) {
-                Ok(()) => std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
-                    .map_err(|e| BinderError::io(format!("chmod {}", dir.display()), e))?,
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let meta = std::fs::metadata(&dir)
-                        .map_err(|e| BinderError::io(format!("stat {}", dir.display()), e))?;
-                    if meta.uid() != uid || meta.mode() & 0o022 != 0 {
-                        return Err(BinderError::io(
-                            format!("{} is not a private directory of uid {uid}", dir.display()),
-                            std::io::Error::from(std::io::ErrorKind::PermissionDenied),
-                        ));
-                    }
-                }
-                Err(e) => return Err(BinderError::io(format!("create {}", dir.display()), e)),
-            }
-            install_shim_in(&dir)
-        }
-    }
+    host::preload::install(SHIM, SHIM_NAME)
+        .map_err(|e| BinderError::io(format!("install {SHIM_NAME}"), e))
 }
 
-/// Writes the shim into `dir` (atomically: a temp file renamed over the old
-/// one, so running programs keep the file they mapped).
+/// Writes the shim into `dir` (see `host::preload::install_in`).
 pub fn install_shim_in(dir: &Path) -> Result<PathBuf, BinderError> {
-    let path = dir.join(SHIM_NAME);
-    if std::fs::read(&path).is_ok_and(|b| b == SHIM) {
-        return Ok(path);
-    }
-    std::fs::create_dir_all(dir)
-        .map_err(|e| BinderError::io(format!("create {}", dir.display()), e))?;
-    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = dir.join(format!(".{SHIM_NAME}.{}.{n}", std::process::id()));
-    let write = || -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(SHIM)?;
-        f.set_permissions(std::fs::Permissions::from_mode(0o755))?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, &path)
-    };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        BinderError::io(format!("install {}", path.display()), e)
-    })?;
-    Ok(path)
-}
-
-/// The value of LD_PRELOAD with `shim` first and `existing` kept after it.
-pub fn ld_preload_value(shim: &Path, existing: Option<&str>) -> String {
-    match existing.map(str::trim).filter(|s| !s.is_empty()) {
-        Some(rest) => format!("{} {rest}", shim.display()),
-        None => shim.display().to_string(),
-    }
+    host::preload::install_in(dir, SHIM, SHIM_NAME)
+        .map_err(|e| BinderError::io(format!("install {SHIM_NAME} in {}", dir.display()), e))
 }
 
 /// Sets LD_PRELOAD (keeping what the environment preloads already) and,
 /// when given, the allocator socket.
 pub fn configure(cmd: &mut Command, shim: &Path, socket: Option<&Path>) {
-    let existing = std::env::var("LD_PRELOAD").ok();
-    cmd.env("LD_PRELOAD", ld_preload_value(shim, existing.as_deref()));
+    host::preload::preload(cmd, shim);
     if let Some(socket) = socket {
         cmd.env(SOCKET_ENV, socket);
     }
@@ -180,22 +124,5 @@ mod tests {
         assert_eq!(&SHIM[..4], b"\x7fELF");
         // e_type ET_DYN
         assert_eq!(u16::from_le_bytes([SHIM[16], SHIM[17]]), 3);
-    }
-
-    #[test]
-    fn preload_keeps_existing_libraries() {
-        let shim = Path::new("/run/steer/libsteer_preload.so");
-        assert_eq!(
-            ld_preload_value(shim, None),
-            "/run/steer/libsteer_preload.so"
-        );
-        assert_eq!(
-            ld_preload_value(shim, Some("  ")),
-            "/run/steer/libsteer_preload.so"
-        );
-        assert_eq!(
-            ld_preload_value(shim, Some("libfoo.so")),
-            "/run/steer/libsteer_preload.so libfoo.so"
-        );
     }
 }

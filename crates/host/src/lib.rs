@@ -27,6 +27,7 @@
 //! command::run(&mut Command) -> Result<String, HostError> // stdout; stderr in the error
 //! command::ip(args) -> Result<String, HostError>
 //! command::find_program(name) -> Option<PathBuf>         // as the shell looks it up
+//! preload::{install(bytes, name), install_in, preload(&mut Command, shim)} // LD_PRELOAD shims
 //! is_root(), require_root(what)
 //! cpu::CpuTimes::{read(), busy_since(&before)}          // /proc/stat
 //! cpu::pin_current_thread(cpu)                          // sched_setaffinity
@@ -44,6 +45,7 @@ mod error;
 pub mod link;
 pub mod netlink;
 pub mod netns;
+pub mod preload;
 
 pub use error::HostError;
 

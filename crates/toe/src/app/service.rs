@@ -641,7 +641,8 @@ fn copy_info(ep: &Endpoint, slot: &super::layout::Slot, conn: ConnIdx) {
             _ => c::TOE_CC_NONE,
         };
         slot.snd_cwnd.store(flow.cwnd, Ordering::Relaxed);
-        slot.srtt_us.store(flow.srtt_us.unwrap_or(0), Ordering::Relaxed);
+        slot.srtt_us
+            .store(flow.srtt_us.unwrap_or(0), Ordering::Relaxed);
         slot.congestion.store(policy, Ordering::Relaxed);
     }
 }
