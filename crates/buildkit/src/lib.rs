@@ -6,6 +6,9 @@
 //!   libbpf-rs skeleton into `OUT_DIR` (never committed: libbpf-bootstrap's
 //!   and libbpf-rs's `runqslower` habit), so the Rust side uses the
 //!   skeleton's generated map and struct types, never a hand copy;
+//! - [`PreloadShim::build`] compiles an LD_PRELOAD shim (C) into a shared
+//!   object in `OUT_DIR`, which its crate embeds with `include_bytes!` and
+//!   installs with `host::preload`;
 //! - [`header_constants`] turns the `#define NAME VALUE` lines of the header
 //!   shared by C and Rust into `pub const NAME` items in `OUT_DIR`, so the
 //!   limits, flags and slot numbers have one home: the header (the habit
@@ -20,6 +23,51 @@ use libbpf_cargo::SkeletonBuilder;
 
 fn out_dir() -> PathBuf {
     PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"))
+}
+
+/// An LD_PRELOAD shim to compile: its source, include directories, and
+/// whether only the functions it marks are exported (`-fvisibility=hidden`
+/// with `__attribute__((visibility("default")))` on the wrappers).
+pub struct PreloadShim<'a> {
+    pub source: &'a str,
+    pub include_dirs: &'a [&'a str],
+    pub exports_marked: bool,
+}
+
+impl PreloadShim<'_> {
+    /// Compiles the shim (`-O2 -Wall -Wextra -Werror`, linked with libdl
+    /// and libpthread) into `OUT_DIR/{output}` with the compiler the `cc`
+    /// crate picks. Paths are relative to the calling crate.
+    pub fn build(&self, output: &str) -> PathBuf {
+        let so = out_dir().join(output);
+        let compiler = cc::Build::new().opt_level(2).pic(true).get_compiler();
+        let mut cmd = compiler.to_command();
+        let visibility = if self.exports_marked {
+            "-fvisibility=hidden"
+        } else {
+            "-fvisibility=default"
+        };
+        cmd.args([
+            "-shared", "-fPIC", visibility, "-Wall", "-Wextra", "-Werror",
+        ]);
+        for dir in self.include_dirs {
+            cmd.args(["-I", dir]);
+        }
+        cmd.arg("-o")
+            .arg(&so)
+            .arg(self.source)
+            .args(["-ldl", "-lpthread"]);
+        let status = cmd
+            .status()
+            .unwrap_or_else(|e| panic!("running the C compiler for {}: {e}", self.source));
+        assert!(
+            status.success(),
+            "compiling {} failed: {cmd:?}",
+            self.source
+        );
+        println!("cargo:rerun-if-changed={}", self.source);
+        so
+    }
 }
 
 /// A BPF program to compile: its source, the headers it includes (watched
