@@ -131,7 +131,7 @@ fn missing_fd() -> io::Error {
 
 /// Waits until `efd` is signalled, then resets it.
 fn wait_on(efd: &OwnedFd) -> io::Result<()> {
-    ctl::wait(&[efd.as_raw_fd()], -1)?;
+    pktio::wait_fds(&[efd.as_raw_fd()], None).map_err(io::Error::other)?;
     ctl::drain(efd);
     Ok(())
 }

@@ -220,26 +220,3 @@ pub fn drain(fd: &OwnedFd) {
     // SAFETY: reads 8 bytes into a u64; EAGAIN when already zero.
     unsafe { libc::read(fd.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
 }
-
-/// Waits until one of `fds` is readable or `timeout_ms` passes (-1: no
-/// limit); returns which are.
-pub fn wait(fds: &[RawFd], timeout_ms: i32) -> io::Result<Vec<bool>> {
-    let mut p: Vec<libc::pollfd> = fds
-        .iter()
-        .map(|&fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
-    // SAFETY: a valid array of pollfds.
-    let n = unsafe { libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, timeout_ms) };
-    if n < 0 {
-        let e = io::Error::last_os_error();
-        if e.kind() == io::ErrorKind::Interrupted {
-            return Ok(vec![false; fds.len()]);
-        }
-        return Err(e);
-    }
-    Ok(p.iter().map(|p| p.revents != 0).collect())
-}

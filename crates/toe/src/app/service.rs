@@ -9,6 +9,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use super::ctl;
 use super::layout::{app_flag, c, event, Op, Request, Response, SlotState, RING_SIZE, SLOTS};
@@ -19,7 +20,7 @@ use crate::stages::ConnIdx;
 /// How long the service sleeps when nothing moved (the endpoint's timers
 /// are hundreds of milliseconds; the port, doorbells and control sockets
 /// wake it sooner).
-const IDLE_WAIT_MS: i32 = 5;
+const IDLE_WAIT: Duration = Duration::from_millis(5);
 
 /// A connection behind a slot.
 struct Served {
@@ -101,19 +102,19 @@ impl Service {
             let after = self.ep.counters();
             let busy =
                 moved || after.rx_frames != before.rx_frames || after.tx_frames != before.tx_frames;
-            self.wait(if busy { 0 } else { IDLE_WAIT_MS })?;
+            self.wait(if busy { Duration::ZERO } else { IDLE_WAIT })?;
         }
         Ok(())
     }
 
-    fn wait(&self, timeout_ms: i32) -> Result<(), ToeError> {
+    fn wait(&self, timeout: Duration) -> Result<(), ToeError> {
         let mut fds: Vec<RawFd> = vec![self.ep.port().as_raw_fd(), self.listener.as_raw_fd()];
         fds.extend(self.fresh.iter().map(AsRawFd::as_raw_fd));
         for cx in self.contexts.iter().flatten() {
             fds.push(cx.doorbell.as_raw_fd());
             fds.extend(cx.ctl.iter().map(AsRawFd::as_raw_fd));
         }
-        ctl::wait(&fds, timeout_ms).map_err(|e| ToeError::Config(format!("poll: {e}")))?;
+        pktio::wait_fds(&fds, Some(timeout)).map_err(|e| ToeError::Config(format!("poll: {e}")))?;
         Ok(())
     }
 
