@@ -38,7 +38,6 @@ pub mod cgroup;
 pub mod error;
 pub mod plans;
 pub mod preload;
-pub mod run;
 
 pub use cgroup::{BinderStats, CgroupBinder, TempCgroup};
 pub use error::BinderError;

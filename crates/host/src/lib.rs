@@ -27,6 +27,7 @@
 //! command::run(&mut Command) -> Result<String, HostError> // stdout; stderr in the error
 //! command::ip(args) -> Result<String, HostError>
 //! command::find_program(name) -> Option<PathBuf>         // as the shell looks it up
+//! command::{wait_like_system(&mut Command), exit_code(status)} // a user program, as system(3)
 //! preload::{install(bytes, name), install_in, preload(&mut Command, shim)} // LD_PRELOAD shims
 //! is_root(), require_root(what)
 //! cpu::CpuTimes::{read(), busy_since(&before)}          // /proc/stat

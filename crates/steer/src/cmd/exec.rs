@@ -190,7 +190,7 @@ pub fn run_exec(args: ExecArgs, json: bool) -> anyhow::Result<i32> {
     let binder = CgroupBinder::attach(cgroup.path())?;
     binder::plans::install(&binder, &plans)?;
     cgroup.enter_in_child(&mut cmd)?;
-    let status = binder::run::wait_like_system(&mut cmd)
+    let status = host::command::wait_like_system(&mut cmd)
         .with_context(|| format!("cannot run {}", args.command[0]))?;
     if args.debug {
         let s = binder.stats()?;
@@ -201,7 +201,7 @@ pub fn run_exec(args: ExecArgs, json: bool) -> anyhow::Result<i32> {
     }
     drop(binder);
     drop(cgroup);
-    Ok(binder::run::exit_code(status))
+    Ok(host::command::exit_code(status))
 }
 
 pub fn run_attach(args: AttachArgs, json: bool) -> anyhow::Result<i32> {

@@ -33,7 +33,7 @@ pub fn run(cmd: LabCommand, json: bool) -> anyhow::Result<i32> {
                 .args(rest)
                 .status()
                 .with_context(|| format!("cannot run {program}"))?;
-            Ok(binder::run::exit_code(status))
+            Ok(host::command::exit_code(status))
         }
     }
 }

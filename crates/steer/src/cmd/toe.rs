@@ -99,13 +99,13 @@ fn run_program(args: RunArgs, json: bool) -> anyhow::Result<i32> {
     }
     // ^C goes to the program; steer stays to stop the service and remove
     // its socket.
-    let status = binder::run::wait_like_system(&mut cmd);
+    let status = host::command::wait_like_system(&mut cmd);
     let counters = service.stop()?;
     let status = status.with_context(|| format!("cannot run {program}"))?;
     if args.debug {
         output::note!("steer: toe data path counters: {counters:?}");
     }
-    Ok(binder::run::exit_code(status))
+    Ok(host::command::exit_code(status))
 }
 
 /// The service's socket: one per lab host and run.
