@@ -4,13 +4,12 @@
 
 use std::net::IpAddr;
 use std::path::PathBuf;
-use std::process::Command;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use lab::Lab;
 use pktio::{Backend, Port, PortConfig};
-use toe::app::{shim, Service};
+use toe::app::Program;
 use toe::{Endpoint, EndpointConfig};
 
 use crate::cli::LabName;
@@ -85,23 +84,13 @@ fn run_program(args: RunArgs, json: bool) -> anyhow::Result<i32> {
     let mac = lab::inject::mac_address(&host.netns, &host.dev)?;
     let ep = Endpoint::new(port, mac, addr, EndpointConfig::default())?;
     let socket = socket_path(&args.lab.name, &host.name);
-    let service = Service::new(ep, &socket)
-        .with_context(|| format!("cannot listen at {}", socket.display()))?
-        .spawn();
-    let shim = shim::install().context("cannot install the toe shim")?;
-    let (program, rest) = args.command.split_first().context("no program given")?;
-    let mut cmd = Command::new(program);
-    cmd.args(rest);
-    host::netns::enter_in_child(&mut cmd, &host.netns)?;
-    shim::configure(&mut cmd, &shim, &socket);
-    if args.debug {
-        cmd.env(toe::app::DEBUG_ENV, "1");
-    }
-    // ^C goes to the program; steer stays to stop the service and remove
-    // its socket.
-    let status = host::command::wait_like_system(&mut cmd);
-    let counters = service.stop()?;
-    let status = status.with_context(|| format!("cannot run {program}"))?;
+    let program = Program {
+        netns: &host.netns,
+        socket: &socket,
+        command: &args.command,
+        debug: args.debug,
+    };
+    let (status, counters) = toe::app::run(ep, &program)?;
     if args.debug {
         output::note!("steer: toe data path counters: {counters:?}");
     }

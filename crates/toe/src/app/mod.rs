@@ -17,10 +17,12 @@
 pub mod client;
 pub mod ctl;
 pub mod layout;
+pub mod run;
 pub mod service;
 pub mod shim;
 pub mod shm;
 
 pub use client::{Connection, Context, Listener};
 pub use layout::{DEBUG_ENV, SOCKET_ENV};
+pub use run::{run, Program, RunError};
 pub use service::{Service, ServiceHandle};
