@@ -7,7 +7,7 @@
 //! socket ends only the connection it came on.
 
 use std::io::{Read, Write};
-use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -51,16 +51,7 @@ fn the_rust_api_accepts_from_and_connects_to_linux_byte_exactly() {
     let (up, down) = (3 << 20, 2 << 20);
     let listener = cx.listen(5556).unwrap();
     let to = SocketAddr::new(toe_addr(&lab), 5556);
-    let linux = host::netns::spawn_in(&lab.sender().netns, move || -> std::io::Result<Vec<u8>> {
-        let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(10))?;
-        s.set_read_timeout(Some(Duration::from_secs(60)))?;
-        s.write_all(&pattern(up, 1))?;
-        s.shutdown(Shutdown::Write)?;
-        let mut back = Vec::new();
-        s.read_to_end(&mut back)?;
-        Ok(back)
-    })
-    .unwrap();
+    let linux = common::linux_upload(&lab, to, up);
     let conn = listener.accept().unwrap();
     assert_eq!(conn.addresses().0, to);
     assert_eq!(conn.addresses().1.ip(), IpAddr::V4(lab.sender().ipv4));

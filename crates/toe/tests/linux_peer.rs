@@ -5,14 +5,14 @@
 //! veth, and through the lab's wire with loss and reordering.
 
 use std::io::{Read, Write};
-use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 use common::{pattern, poll_until, toe_addr, toe_addr6};
 use lab::Lab;
 use pktio::{Port, PortConfig};
 use toe::{Endpoint, EndpointConfig, ToeError};
-use wire::{Delay, Impairment, Loss, WireConfig, WireHandle};
+use wire::{Delay, Loss};
 
 mod common;
 
@@ -40,16 +40,7 @@ fn exchange(lab: &Lab, ep: &mut Endpoint, port: u16, up: usize, down: usize) {
 fn exchange_at(lab: &Lab, ep: &mut Endpoint, addr: IpAddr, port: u16, up: usize, down: usize) {
     ep.listen(port);
     let to = SocketAddr::new(addr, port);
-    let linux = host::netns::spawn_in(&lab.sender().netns, move || -> std::io::Result<Vec<u8>> {
-        let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(10))?;
-        s.set_read_timeout(Some(Duration::from_secs(60)))?;
-        s.write_all(&pattern(up, 1))?;
-        s.shutdown(Shutdown::Write)?;
-        let mut back = Vec::new();
-        s.read_to_end(&mut back)?;
-        Ok(back)
-    })
-    .unwrap();
+    let linux = common::linux_upload(lab, to, up);
 
     let mut conn = None;
     run_until(ep, "accept", |ep| {
@@ -107,7 +98,6 @@ fn loss_and_reordering_on_the_wire_keep_both_streams_exact() {
     testkit::require_root("network namespaces, veths, XDP, AF_XDP, AF_PACKET");
     let lab = common::lab("toew", true, false);
     let mut ep = endpoint(&lab);
-    let w = lab.wire().unwrap();
     // Independent uniform delays of up to 100 us reorder about a third of
     // the frames at these rates; with one out-of-order interval (thesis
     // section 4.3.1) and no SACK, a segment beyond it is dropped and sent
@@ -144,16 +134,7 @@ fn loss_and_reordering_on_the_wire_keep_both_streams_exact() {
         ),
     ];
     for (i, (what, delay, loss, bytes)) in cases.into_iter().enumerate() {
-        let mut cfg = WireConfig::new(Some(&w.netns), &w.sender_dev, &w.receiver_dev);
-        let impairment = Impairment {
-            delay,
-            loss,
-            ..Impairment::default()
-        };
-        cfg.a_to_b = impairment;
-        cfg.b_to_a = impairment;
-        cfg.seed = i as u64 + 1;
-        let wire = WireHandle::spawn(&cfg).unwrap();
+        let wire = common::impaired_wire(&lab, delay, loss, i as u64 + 1);
         let before = ep.counters();
         exchange(&lab, &mut ep, PORT + 1 + i as u16, bytes, bytes);
         let st = wire.stop().unwrap();

@@ -23,7 +23,7 @@ use std::time::Duration;
 use lab::Lab;
 use toe::app::{shim, Context, Service, ServiceHandle};
 use toe::EndpointConfig;
-use wire::{Delay, Impairment, Loss, WireConfig, WireHandle};
+use wire::{Delay, Loss};
 
 const SCRIPT: &str = include_str!("programs/socket_semantics.py");
 const ECHO_PORT: u16 = 7007;
@@ -248,7 +248,6 @@ fn http_server_on_the_data_path_serves_curl_byte_exactly_under_loss_and_reorderi
     .stderr(Stdio::null())
     .spawn()
     .unwrap();
-    let w = lab.wire().unwrap().clone();
     let cases = [
         ("1% loss", Delay::default(), Loss::Uniform { p: 0.01 }),
         (
@@ -261,16 +260,7 @@ fn http_server_on_the_data_path_serves_curl_byte_exactly_under_loss_and_reorderi
         ),
     ];
     for (i, (what, delay, loss)) in cases.into_iter().enumerate() {
-        let mut cfg = WireConfig::new(Some(&w.netns), &w.sender_dev, &w.receiver_dev);
-        let impairment = Impairment {
-            delay,
-            loss,
-            ..Impairment::default()
-        };
-        cfg.a_to_b = impairment;
-        cfg.b_to_a = impairment;
-        cfg.seed = i as u64 + 7;
-        let wire = WireHandle::spawn(&cfg).unwrap();
+        let wire = common::impaired_wire(&lab, delay, loss, i as u64 + 7);
         let out = dir.join(format!("fetched-{i}.bin"));
         let url = format!("http://{}:8080/blob.bin", toe_addr(&lab));
         let mut cmd = Command::new(&curl);

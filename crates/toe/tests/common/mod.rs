@@ -76,3 +76,44 @@ pub fn pattern(len: usize, seed: u8) -> Vec<u8> {
         .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_be_bytes()[0] ^ seed)
         .collect()
 }
+
+/// Linux TCP in the sender's namespace connects to `to`, sends
+/// `pattern(up, 1)`, shuts its side down and reads what comes back to the
+/// FIN; the thread's result is that reply.
+pub fn linux_upload(
+    lab: &Lab,
+    to: std::net::SocketAddr,
+    up: usize,
+) -> std::thread::JoinHandle<Result<std::io::Result<Vec<u8>>, host::HostError>> {
+    use std::io::{Read, Write};
+    host::netns::spawn_in(&lab.sender().netns, move || -> std::io::Result<Vec<u8>> {
+        let mut s = std::net::TcpStream::connect_timeout(&to, Duration::from_secs(10))?;
+        s.set_read_timeout(Some(Duration::from_secs(60)))?;
+        s.write_all(&pattern(up, 1))?;
+        s.shutdown(std::net::Shutdown::Write)?;
+        let mut back = Vec::new();
+        s.read_to_end(&mut back)?;
+        Ok(back)
+    })
+    .unwrap()
+}
+
+/// The lab's wire running `delay` and `loss` both ways, seeded with `seed`.
+pub fn impaired_wire(
+    lab: &Lab,
+    delay: wire::Delay,
+    loss: wire::Loss,
+    seed: u64,
+) -> wire::WireHandle {
+    let w = lab.wire().expect("a lab with a wire");
+    let mut cfg = wire::WireConfig::new(Some(&w.netns), &w.sender_dev, &w.receiver_dev);
+    let impairment = wire::Impairment {
+        delay,
+        loss,
+        ..wire::Impairment::default()
+    };
+    cfg.a_to_b = impairment;
+    cfg.b_to_a = impairment;
+    cfg.seed = seed;
+    wire::WireHandle::spawn(&cfg).unwrap()
+}
