@@ -114,6 +114,34 @@ fn lab_exec(lab: &Lab, host: &str, program: &[&str]) -> Command {
     cmd
 }
 
+/// Starts `server`, an http.server serving `dir`, and waits until `at`
+/// accepts connections from `netns`.
+fn start_server(
+    mut server: Command,
+    dir: &Path,
+    netns: &str,
+    at: SocketAddr,
+    what: &str,
+) -> Server {
+    let child = server
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut server = Server(Some(child));
+    wait_listening(netns, at, what, server.child());
+    server
+}
+
+/// Runs `curl` (its arguments ending in `-o`) to fetch `url` into `out`;
+/// returns what arrived.
+fn fetch(mut curl: Command, out: &Path, url: String, what: &str) -> Vec<u8> {
+    let status = curl.arg(out).arg(url).status().unwrap();
+    assert!(status.success(), "{what}: {status}");
+    std::fs::read(out).unwrap()
+}
+
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
 fn http_server_and_curl_run_unmodified_on_the_data_path_byte_exactly() {
@@ -124,39 +152,31 @@ fn http_server_and_curl_run_unmodified_on_the_data_path_byte_exactly() {
     let snd = IpAddr::V4(lab.sender().ipv4);
 
     // The data path serves; Linux fetches.
-    let server = toe_run(
-        &lab,
-        &[
-            "python3",
-            "-m",
-            "http.server",
-            "8000",
-            "--bind",
-            "::",
-            "--directory",
-        ],
-    )
-    .arg(dir.path())
-    .stdout(Stdio::null())
-    .stderr(Stdio::null())
-    .spawn()
-    .unwrap();
-    let mut server = Server(Some(server));
     let to = SocketAddr::new(rcv, 8000);
-    wait_listening(
+    let server = start_server(
+        toe_run(
+            &lab,
+            &[
+                "python3",
+                "-m",
+                "http.server",
+                "8000",
+                "--bind",
+                "::",
+                "--directory",
+            ],
+        ),
+        dir.path(),
         &lab.sender().netns,
         to,
         "http.server on the data path",
-        server.child(),
     );
-    let out = dir.join("fetched-from-toe.bin");
-    let status = lab_exec(&lab, "snd", &["curl", "-sS", "--fail", "-o"])
-        .arg(&out)
-        .arg(format!("http://{to}/blob.bin"))
-        .status()
-        .unwrap();
-    assert!(status.success(), "curl from Linux: {status}");
-    let got = std::fs::read(&out).unwrap();
+    let got = fetch(
+        lab_exec(&lab, "snd", &["curl", "-sS", "--fail", "-o"]),
+        &dir.join("fetched-from-toe.bin"),
+        format!("http://{to}/blob.bin"),
+        "curl from Linux",
+    );
     assert!(
         got == sent,
         "the file served by the data path differs ({} bytes)",
@@ -165,32 +185,24 @@ fn http_server_and_curl_run_unmodified_on_the_data_path_byte_exactly() {
     drop(server);
 
     // Linux serves; the data path fetches.
-    let server = lab_exec(
-        &lab,
-        "snd",
-        &["python3", "-m", "http.server", "8001", "--directory"],
-    )
-    .arg(dir.path())
-    .stdout(Stdio::null())
-    .stderr(Stdio::null())
-    .spawn()
-    .unwrap();
-    let mut server = Server(Some(server));
     let from = SocketAddr::new(snd, 8001);
-    wait_listening(
+    let server = start_server(
+        lab_exec(
+            &lab,
+            "snd",
+            &["python3", "-m", "http.server", "8001", "--directory"],
+        ),
+        dir.path(),
         &lab.receiver().netns,
         from,
         "http.server on Linux",
-        server.child(),
     );
-    let out = dir.join("fetched-by-toe.bin");
-    let status = toe_run(&lab, &["curl", "-sS", "--fail", "-o"])
-        .arg(&out)
-        .arg(format!("http://{from}/blob.bin"))
-        .status()
-        .unwrap();
-    assert!(status.success(), "curl on the data path: {status}");
-    let got = std::fs::read(&out).unwrap();
+    let got = fetch(
+        toe_run(&lab, &["curl", "-sS", "--fail", "-o"]),
+        &dir.join("fetched-by-toe.bin"),
+        format!("http://{from}/blob.bin"),
+        "curl on the data path",
+    );
     assert!(
         got == sent,
         "the file fetched by the data path differs ({} bytes)",
@@ -200,8 +212,9 @@ fn http_server_and_curl_run_unmodified_on_the_data_path_byte_exactly() {
 
     // An IPv6 data path serves curl over IPv6.
     let rcv6 = IpAddr::V6(lab.receiver().ipv6.expect("a lab with IPv6"));
-    let mut cmd = Command::new(steer_bin());
-    cmd.args(["toe", "run", "rcv", "--lab", lab.name(), "--addr"])
+    let mut on_ipv6 = Command::new(steer_bin());
+    on_ipv6
+        .args(["toe", "run", "rcv", "--lab", lab.name(), "--addr"])
         .arg(rcv6.to_string())
         .args([
             "--",
@@ -212,29 +225,21 @@ fn http_server_and_curl_run_unmodified_on_the_data_path_byte_exactly() {
             "--bind",
             "::",
             "--directory",
-        ])
-        .arg(dir.path());
-    let server = cmd
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut server = Server(Some(server));
+        ]);
     let to = SocketAddr::new(rcv6, 8002);
-    wait_listening(
+    let server = start_server(
+        on_ipv6,
+        dir.path(),
         &lab.sender().netns,
         to,
         "http.server on the IPv6 data path",
-        server.child(),
     );
-    let out = dir.join("fetched-over-ipv6.bin");
-    let status = lab_exec(&lab, "snd", &["curl", "-sS", "--fail", "-g", "-o"])
-        .arg(&out)
-        .arg(format!("http://{to}/blob.bin"))
-        .status()
-        .unwrap();
-    assert!(status.success(), "curl over IPv6: {status}");
-    let got = std::fs::read(&out).unwrap();
+    let got = fetch(
+        lab_exec(&lab, "snd", &["curl", "-sS", "--fail", "-g", "-o"]),
+        &dir.join("fetched-over-ipv6.bin"),
+        format!("http://{to}/blob.bin"),
+        "curl over IPv6",
+    );
     assert!(
         got == sent,
         "the file served over IPv6 differs ({} bytes)",
