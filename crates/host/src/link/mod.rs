@@ -1,9 +1,11 @@
-//! What the kernel says about network devices, asked over route netlink
-//! (rtnetlink(7): `RTM_GETLINK`, `RTM_GETNSID`) instead of parsing the JSON
-//! of `ip -j link show`: the answer is typed, and no program has to be
-//! installed or found.
+//! Network devices through the kernel's own interfaces instead of `ip` and
+//! `ethtool`: what route netlink says about them (rtnetlink(7):
+//! `RTM_GETLINK`, `RTM_GETNSID`; here), making and changing them (`setup`:
+//! veths, bridges, addresses, routes) and their offloads (`offload`: the
+//! ethtool ioctls). Answers are typed, and no program has to be installed,
+//! found or parsed.
 //!
-//! Every query runs in a namespace by name (`None`: the caller's own), on a
+//! Every call runs in a namespace by name (`None`: the caller's own), on a
 //! short-lived thread inside it (see [`crate::netns::run_in`]), because a
 //! route netlink socket answers for the namespace it was opened in.
 
