@@ -33,6 +33,7 @@ pub mod cc;
 pub mod cycles;
 pub mod endpoint;
 pub mod input;
+pub mod laminar;
 pub mod ooo;
 pub mod pipeline;
 pub mod protocol;
@@ -42,4 +43,4 @@ pub mod stages;
 pub mod state;
 pub mod wheel;
 
-pub use endpoint::{Counters, Endpoint, EndpointConfig, ToeError};
+pub use endpoint::{Counters, Endpoint, EndpointConfig, Engine, ToeError};

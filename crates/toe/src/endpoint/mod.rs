@@ -12,9 +12,11 @@
 //! an acknowledgement of bytes not yet in place (section 4.3.2, hazard 3).
 
 mod flow;
+mod laminar;
 mod open;
 
 pub use flow::FlowInfo;
+pub use laminar::Engine;
 
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
@@ -59,6 +61,8 @@ pub enum ToeError {
     Config(String),
     #[error(transparent)]
     Io(#[from] PktIoError),
+    #[error(transparent)]
+    Laminar(#[from] crate::laminar::LaminarError),
 }
 
 /// Sizes and limits.
@@ -85,6 +89,8 @@ pub struct EndpointConfig {
     /// Out-of-order intervals each connection keeps ([`crate::ooo`]; one,
     /// as FlexTOE and Laminar, by default).
     pub ooo_bound: OooBound,
+    /// The data path of established connections.
+    pub engine: Engine,
 }
 
 impl Default for EndpointConfig {
@@ -101,6 +107,7 @@ impl Default for EndpointConfig {
             // Linux's TCP_TIMEWAIT_LEN: 60 s (RFC 9293's 2 MSL is 4 min).
             time_wait: Duration::from_secs(60),
             ooo_bound: OooBound::default(),
+            engine: Engine::Toe,
         }
     }
 }
@@ -226,6 +233,8 @@ pub struct Endpoint {
     /// the poll uses.
     now: Instant,
     cycles: StageCycles,
+    /// The Laminar engine, when it is the data path.
+    laminar: Option<laminar::LaminarPath>,
 }
 
 impl Endpoint {
@@ -258,6 +267,15 @@ impl Endpoint {
                 port: None,
             });
         }
+        if cfg.engine == Engine::Laminar && !addr.is_ipv4() {
+            return Err(ToeError::Config(format!(
+                "{addr}: the Laminar engine's program parses IPv4 only"
+            )));
+        }
+        let laminar = match cfg.engine {
+            Engine::Toe => None,
+            Engine::Laminar => Some(laminar::LaminarPath::new(cfg.max_conns)?),
+        };
         port.steer_only(&rules)?;
         Ok(Endpoint {
             port,
@@ -288,6 +306,7 @@ impl Endpoint {
             start: Instant::now(),
             now: Instant::now(),
             cycles: StageCycles::default(),
+            laminar,
         })
     }
 
@@ -348,6 +367,7 @@ impl Endpoint {
             self.input(f);
         }
         self.rx_scratch = frames;
+        self.laminar_run()?;
         self.send_deferred_acks();
         self.timers();
         self.open_timers();
@@ -383,6 +403,8 @@ impl Endpoint {
                 let steer = self.pre.steer(seg);
                 self.cycles.pre += ticks() - t;
                 return match steer {
+                    Steer::DataPath { conn, summary }
+                        if self.laminar_input(conn, seg, &summary) => {}
                     Steer::DataPath { conn, summary } => {
                         let t = ticks();
                         let (out, snap) = self.proto.rx(conn, &summary);
@@ -704,6 +726,9 @@ impl Endpoint {
         // The ACK may carry data or a FIN already.
         if !seg.payload.is_empty() || seg.flags.has(Flags::FIN) {
             if let Steer::DataPath { conn, summary } = self.pre.steer(seg) {
+                if self.laminar_input(conn, seg, &summary) {
+                    return;
+                }
                 let (out, snap) = self.proto.rx(conn, &summary);
                 self.after_protocol(conn, seg, &out, &snap);
             }
@@ -790,6 +815,7 @@ impl Endpoint {
             reset: false,
             closed: false,
         });
+        self.install_laminar(conn, t, h);
     }
 
     /// RFC 5961 section 3.2: a RST is taken only at exactly the next
@@ -861,6 +887,7 @@ impl Endpoint {
     }
 
     fn release(&mut self, conn: ConnIdx) {
+        self.release_laminar(conn);
         self.pre.remove(conn);
         self.app[conn as usize] = None;
         self.control[conn as usize] = None;
@@ -903,6 +930,9 @@ impl Endpoint {
         app.rx.read(app.rx_read, &mut buf[..n]);
         app.rx_read = app.rx_read.wrapping_add(n as u32);
         app.rx_ready -= n as u32;
+        if self.laminar_consumed(conn, n as u32) {
+            return Ok(n);
+        }
         // Host control *Win*: tell the peer when the window reopens from
         // below one segment (not after the peer's FIN: it sends nothing
         // more, and may have gone, so the update would draw a reset).

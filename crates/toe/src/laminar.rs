@@ -1,0 +1,332 @@
+//! The Laminar engine: Laminar's TCP program (thesis chapter 5, crate
+//! `rmt`) running in the match-action emulator as the receive data path of
+//! an endpoint's established connections.
+//!
+//! The endpoint keeps what Laminar gives its control plane (§5.2, §5.4):
+//! the handshake, teardown, ARP and neighbour discovery. Once a connection
+//! is established the control plane installs it here
+//! ([`rmt::laminar::install`]); from then on its data segments are
+//! translated into the program's segment format and injected at the
+//! emulated MAC port. The program's egress stages reassemble them (stages
+//! 1-4, §5.3.1), its deparser writes the payload to the host by address
+//! ("DMA", §5.3.3) with a notification of how far data is ready
+//! (§5.3.1.6), and its mirrored pseudo segments leave as ACKs (§5.3.1.4).
+//! The application's reads go back into the program as host SYNCs that
+//! grow the window (§5.3.1.7), and out-of-window segments are rolled back
+//! by Laminar's control plane ([`ControlPlane`], §5.3.1.2).
+//!
+//! Emulated time is the endpoint's clock in nanoseconds; the pipeline is
+//! run until idle after every receive batch, so what a batch caused (the
+//! ACKs of its pseudo segments included) leaves in the same poll.
+
+use rmt::laminar::program::{register, FROZEN};
+use rmt::laminar::segment::{flags, HostCommand, HostEvent, TcpSegment};
+use rmt::laminar::{install, program, ConnectionSpec, ControlPlane, LaminarConfig};
+use rmt::pipeline::{ControlError, InjectError};
+use rmt::program::{ParseError, Port};
+use rmt::{Pipeline, PipelineConfig, ProgramError};
+
+/// The DMA channel (libTOE context) every connection of an endpoint uses:
+/// the endpoint is one application thread.
+const CONTEXT: u8 = 0;
+
+/// Why the Laminar engine failed.
+#[derive(Debug, thiserror::Error)]
+pub enum LaminarError {
+    #[error("loading Laminar's program: {0}")]
+    Load(#[from] ProgramError),
+    #[error("Laminar's control plane: {0}")]
+    Control(#[from] ControlError),
+    #[error("the pipeline refused a packet: {0}")]
+    Inject(#[from] InjectError),
+    #[error("the pipeline emitted bytes that do not parse: {0}")]
+    Output(#[from] ParseError),
+}
+
+/// What the pipeline produced for the endpoint, after a run to idle.
+#[derive(Debug, Default)]
+pub struct Outputs {
+    /// Payload written to a connection's receive buffer.
+    pub rx_data: Vec<RxWrite>,
+    /// Segments for the network (the ACKs the pseudo segments became).
+    pub segments: Vec<TcpSegment>,
+}
+
+/// One DMA write into connection `conn`'s receive buffer.
+#[derive(Debug)]
+pub struct RxWrite {
+    pub conn: u16,
+    /// Offset in the double-mapped buffer (base address 0).
+    pub addr: u64,
+    /// Data is ready up to this sequence number (§5.3.1.6).
+    pub notify: Option<u32>,
+    pub payload: Vec<u8>,
+}
+
+/// What the engine counted, from the pipeline and its control plane.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct LaminarCounters {
+    /// Segments from the network injected at the MAC port.
+    pub segments: u64,
+    /// Host SYNCs injected on the DMA channel.
+    pub host_syncs: u64,
+    /// Packets that ran the egress stages (segments, SYNCs and pseudo
+    /// segments).
+    pub egress_passes: u64,
+    /// Pseudo segments mirrored, and those that came back to egress.
+    pub pseudo_mirrored: u64,
+    pub pseudo_delivered: u64,
+    /// Out-of-window segments rolled back by the control plane.
+    pub rollbacks: u64,
+    /// Packets dropped by ingress, by the traffic manager's queues, or by
+    /// egress (duplicates, segments outside the interval or the window).
+    pub ingress_drops: u64,
+    pub tm_drops: u64,
+    pub egress_drops: u64,
+    /// Packets the program's parser rejected.
+    pub rejected: u64,
+}
+
+/// The pipeline running Laminar's program, and its control plane.
+pub struct LaminarEngine {
+    pipeline: Pipeline,
+    control: ControlPlane,
+    segments: u64,
+    host_syncs: u64,
+}
+
+impl LaminarEngine {
+    /// The program sized for `connections`, on a Tofino2-like pipeline.
+    pub fn new(connections: u32) -> Result<Self, LaminarError> {
+        let config = LaminarConfig {
+            connections,
+            sack: false,
+        };
+        Ok(LaminarEngine {
+            pipeline: Pipeline::load(program(config), PipelineConfig::default())?,
+            control: ControlPlane::default(),
+            segments: 0,
+            host_syncs: 0,
+        })
+    }
+
+    /// Installs an established connection (the control plane's step after
+    /// the handshake).
+    pub fn install(&mut self, conn: u16, spec: &ConnectionSpec) -> Result<(), LaminarError> {
+        install(
+            &mut self.pipeline,
+            conn,
+            &ConnectionSpec {
+                ctx: CONTEXT,
+                ..*spec
+            },
+        )?;
+        Ok(())
+    }
+
+    /// A segment from the network arrives at `at_ns` (or at the pipeline's
+    /// current time, if that is later: a run to idle may have taken
+    /// emulated time past the clock).
+    pub fn receive(&mut self, at_ns: u64, segment: &TcpSegment) -> Result<(), LaminarError> {
+        let at = at_ns.max(self.pipeline.now());
+        self.segments += 1;
+        self.pipeline.inject(at, Port::Mac(0), &segment.emit())?;
+        Ok(())
+    }
+
+    /// The application consumed `grant` bytes of `conn`'s receive buffer:
+    /// a host SYNC hands the space back to the window (§5.3.1.7).
+    pub fn sync(&mut self, at_ns: u64, conn: u16, grant: u32) -> Result<(), LaminarError> {
+        let at = at_ns.max(self.pipeline.now());
+        let cmd = HostCommand::Sync {
+            conn,
+            rx_grant: grant,
+        };
+        self.host_syncs += 1;
+        self.pipeline.inject(at, Port::Dma(CONTEXT), &cmd.emit())?;
+        Ok(())
+    }
+
+    /// Runs the pipeline until nothing is queued or on the mirror path,
+    /// lets the control plane handle its digests (rollbacks), and returns
+    /// what left the pipeline.
+    pub fn run_to_idle(&mut self) -> Result<Outputs, LaminarError> {
+        let mut outputs = Outputs::default();
+        loop {
+            self.pipeline.run_until_idle(u64::MAX);
+            self.control.handle(&mut self.pipeline)?;
+            let emitted = self.pipeline.take_emitted();
+            if emitted.is_empty() && self.pipeline.busy_until().is_none() {
+                return Ok(outputs);
+            }
+            for e in emitted {
+                match e.port {
+                    Port::Dma(_) => {
+                        if let HostEvent::RxData {
+                            conn,
+                            addr,
+                            notify,
+                            payload,
+                        } = HostEvent::parse(&e.bytes)?
+                        {
+                            outputs.rx_data.push(RxWrite {
+                                conn,
+                                addr,
+                                notify,
+                                payload,
+                            });
+                        }
+                    }
+                    _ => outputs.segments.push(TcpSegment::parse(&e.bytes)?),
+                }
+            }
+        }
+    }
+
+    /// The next sequence number connection `conn` expects (its
+    /// `rx-next-seq` register, read by the control plane).
+    pub fn rx_next_seq(&self, conn: u16) -> Result<u32, LaminarError> {
+        Ok(self
+            .pipeline
+            .register_read(register::RX_NEXT_SEQ, usize::from(conn))? as u32)
+    }
+
+    /// The receive window connection `conn` has left (its `rx-avail`
+    /// register; 0 while a rollback is pending).
+    pub fn rx_window(&self, conn: u16) -> Result<u32, LaminarError> {
+        let avail = self
+            .pipeline
+            .register_read(register::RX_AVAIL, usize::from(conn))?;
+        Ok(if avail & FROZEN != 0 { 0 } else { avail as u32 })
+    }
+
+    pub fn counters(&self) -> LaminarCounters {
+        let c = self.pipeline.counters();
+        LaminarCounters {
+            segments: self.segments,
+            host_syncs: self.host_syncs,
+            egress_passes: c.egress_processed,
+            pseudo_mirrored: c.mirror.offered,
+            pseudo_delivered: c.mirror.delivered,
+            rollbacks: self.control.rollbacks,
+            ingress_drops: c.ingress_dropped,
+            tm_drops: c.tm.dropped,
+            egress_drops: c.egress_dropped,
+            rejected: c.rejected,
+        }
+    }
+}
+
+/// The program's view of a data segment while transmission stays on the
+/// run-to-completion path: the payload at `seq`, without the ACK bit (the
+/// acknowledgement goes to the path that sent the data) and without FIN
+/// (teardown is the control plane's; the program would drop the whole
+/// segment as an exception).
+pub fn data_segment(
+    src_ip: u32,
+    dst_ip: u32,
+    src_port: u16,
+    dst_port: u16,
+    seq: u32,
+    payload: &[u8],
+) -> TcpSegment {
+    TcpSegment {
+        src_ip,
+        dst_ip,
+        src_port,
+        dst_port,
+        seq,
+        ack: 0,
+        flags: flags::PSH,
+        window: 0,
+        sack: None,
+        payload: payload.to_vec(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> ConnectionSpec {
+        ConnectionSpec {
+            local_ip: 0x0a00_0002,
+            local_port: 5555,
+            remote_ip: 0x0a00_0001,
+            remote_port: 40000,
+            ctx: CONTEXT,
+            rx_next_seq: 1000,
+            rx_buffer_addr: 0,
+            rx_buffer_size: 4096,
+            rx_avail: 4096,
+            tx_base_seq: 77,
+            tx_next_ack: 77,
+            tx_credits: 0,
+            credit_grant: 0,
+            tx_remote_avail: 0,
+            wscale: 0,
+        }
+    }
+
+    fn seg(seq: u32, len: usize) -> TcpSegment {
+        let s = spec();
+        data_segment(
+            s.remote_ip,
+            s.local_ip,
+            s.remote_port,
+            s.local_port,
+            seq,
+            &vec![7; len],
+        )
+    }
+
+    #[test]
+    fn in_order_data_is_written_notified_and_acknowledged() {
+        let mut e = LaminarEngine::new(4).unwrap();
+        e.install(1, &spec()).unwrap();
+        e.receive(0, &seg(1000, 100)).unwrap();
+        let out = e.run_to_idle().unwrap();
+        assert_eq!(out.rx_data.len(), 1);
+        assert_eq!(out.rx_data[0].addr, 0);
+        assert_eq!(out.rx_data[0].notify, Some(1100));
+        assert_eq!(out.segments.len(), 1);
+        assert_eq!(out.segments[0].ack, 1100);
+        assert_eq!(out.segments[0].window, 4096 - 100);
+        assert_eq!(e.rx_next_seq(1).unwrap(), 1100);
+        let c = e.counters();
+        assert_eq!((c.segments, c.pseudo_delivered), (1, 1));
+    }
+
+    #[test]
+    fn a_gap_closed_merges_the_interval_and_a_sync_reopens_the_window() {
+        let mut e = LaminarEngine::new(4).unwrap();
+        e.install(0, &spec()).unwrap();
+        e.receive(0, &seg(1100, 100)).unwrap();
+        e.receive(0, &seg(1000, 100)).unwrap();
+        let out = e.run_to_idle().unwrap();
+        let ready = out.rx_data.iter().filter_map(|w| w.notify).max();
+        assert_eq!(ready, Some(1200));
+        assert_eq!(e.rx_next_seq(0).unwrap(), 1200);
+        e.sync(0, 0, 200).unwrap();
+        e.receive(0, &seg(1200, 10)).unwrap();
+        let out = e.run_to_idle().unwrap();
+        assert_eq!(out.segments.last().map(|s| s.window), Some(4096 - 10));
+    }
+
+    #[test]
+    fn a_segment_beyond_the_window_is_rolled_back() {
+        let mut e = LaminarEngine::new(4).unwrap();
+        e.install(
+            0,
+            &ConnectionSpec {
+                rx_avail: 100,
+                ..spec()
+            },
+        )
+        .unwrap();
+        e.receive(0, &seg(1000, 200)).unwrap();
+        e.run_to_idle().unwrap();
+        assert_eq!(e.counters().rollbacks, 1);
+        assert_eq!(e.rx_next_seq(0).unwrap(), 1000);
+    }
+}
