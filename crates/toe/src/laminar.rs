@@ -48,8 +48,24 @@ pub enum LaminarError {
 pub struct Outputs {
     /// Payload written to a connection's receive buffer.
     pub rx_data: Vec<RxWrite>,
-    /// Segments for the network (the ACKs the pseudo segments became).
+    /// Segments for the network: transmitted data, and the ACKs the
+    /// pseudo segments became.
     pub segments: Vec<TcpSegment>,
+    /// Credit grants of the generator's SYNCs (§5.3.2.1).
+    pub syncs: Vec<TxSync>,
+    /// Fast retransmits at the third duplicate ACK (§5.3.2.3).
+    pub retransmits: Vec<TxSync>,
+}
+
+/// What a SYNC (or a fast retransmit) tells the host of a connection's
+/// transmit side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxSync {
+    pub conn: u16,
+    /// The peer acknowledged everything before this.
+    pub tx_next_ack: u32,
+    /// Credits left (bytes the pipeline lets through), for a SYNC.
+    pub credits: u32,
 }
 
 /// One DMA write into connection `conn`'s receive buffer.
@@ -68,8 +84,15 @@ pub struct RxWrite {
 pub struct LaminarCounters {
     /// Segments from the network injected at the MAC port.
     pub segments: u64,
-    /// Host SYNCs injected on the DMA channel.
+    /// Host SYNCs (window grants) and TX commands injected on the DMA
+    /// channel, and the generator's credit SYNCs.
     pub host_syncs: u64,
+    pub host_tx: u64,
+    pub credit_syncs: u64,
+    /// Fast retransmits the program signalled, and ACKs of data never
+    /// sent that it handed to the control plane.
+    pub fast_retransmits: u64,
+    pub ack_out_of_window: u64,
     /// Packets that ran the egress stages (segments, SYNCs and pseudo
     /// segments).
     pub egress_passes: u64,
@@ -93,6 +116,9 @@ pub struct LaminarEngine {
     control: ControlPlane,
     segments: u64,
     host_syncs: u64,
+    host_tx: u64,
+    credit_syncs: u64,
+    fast_retransmits: u64,
 }
 
 impl LaminarEngine {
@@ -107,6 +133,9 @@ impl LaminarEngine {
             control: ControlPlane::default(),
             segments: 0,
             host_syncs: 0,
+            host_tx: 0,
+            credit_syncs: 0,
+            fast_retransmits: 0,
         })
     }
 
@@ -147,6 +176,48 @@ impl LaminarEngine {
         Ok(())
     }
 
+    /// The packet generator's SYNC for connection `conn` (batch `batch`):
+    /// it grants the connection's credits and reports them with
+    /// `tx-next-ack` to the host (§5.3.2.1). The generator's batch covers
+    /// the installed connections only (see [`crate::laminar`]).
+    pub fn credit_sync(&mut self, at_ns: u64, conn: u16, batch: u16) -> Result<(), LaminarError> {
+        let at = at_ns.max(self.pipeline.now());
+        let [b0, b1] = batch.to_be_bytes();
+        let [c0, c1] = conn.to_be_bytes();
+        self.credit_syncs += 1;
+        self.pipeline
+            .inject(at, Port::Generator(0), &[0, 0, b0, b1, c0, c1])?;
+        Ok(())
+    }
+
+    /// The host pushes `payload`, at `offset` of `conn`'s transmit buffer
+    /// (a TX command, §5.3.2.2).
+    pub fn transmit(
+        &mut self,
+        at_ns: u64,
+        conn: u16,
+        offset: u32,
+        payload: &[u8],
+    ) -> Result<(), LaminarError> {
+        let at = at_ns.max(self.pipeline.now());
+        let cmd = HostCommand::Tx {
+            conn,
+            offset,
+            payload: payload.to_vec(),
+        };
+        self.host_tx += 1;
+        self.pipeline.inject(at, Port::Dma(CONTEXT), &cmd.emit())?;
+        Ok(())
+    }
+
+    /// The peer's window as the program last took it (`tx-remote-avail`,
+    /// bytes).
+    pub fn tx_remote_avail(&self, conn: u16) -> Result<u32, LaminarError> {
+        Ok(self
+            .pipeline
+            .register_read(register::TX_REMOTE_AVAIL, usize::from(conn))? as u32)
+    }
+
     /// Runs the pipeline until nothing is queued or on the mirror path,
     /// lets the control plane handle its digests (rollbacks), and returns
     /// what left the pipeline.
@@ -161,22 +232,36 @@ impl LaminarEngine {
             }
             for e in emitted {
                 match e.port {
-                    Port::Dma(_) => {
-                        if let HostEvent::RxData {
+                    Port::Dma(_) => match HostEvent::parse(&e.bytes)? {
+                        HostEvent::RxData {
                             conn,
                             addr,
                             notify,
                             payload,
-                        } = HostEvent::parse(&e.bytes)?
-                        {
-                            outputs.rx_data.push(RxWrite {
+                        } => outputs.rx_data.push(RxWrite {
+                            conn,
+                            addr,
+                            notify,
+                            payload,
+                        }),
+                        HostEvent::Sync {
+                            conn,
+                            tx_next_ack,
+                            credits,
+                        } => outputs.syncs.push(TxSync {
+                            conn,
+                            tx_next_ack,
+                            credits,
+                        }),
+                        HostEvent::Retransmit { conn, tx_next_ack } => {
+                            self.fast_retransmits += 1;
+                            outputs.retransmits.push(TxSync {
                                 conn,
-                                addr,
-                                notify,
-                                payload,
-                            });
+                                tx_next_ack,
+                                credits: 0,
+                            })
                         }
-                    }
+                    },
                     _ => outputs.segments.push(TcpSegment::parse(&e.bytes)?),
                 }
             }
@@ -189,6 +274,18 @@ impl LaminarEngine {
         Ok(self
             .pipeline
             .register_read(register::RX_NEXT_SEQ, usize::from(conn))? as u32)
+    }
+
+    /// The peer's FIN took sequence number `fin_seq`: the control plane
+    /// moves `rx-next-seq` past it, so the program's ACKs acknowledge it
+    /// and the peer's later ACKs are in order.
+    pub fn fin_received(&mut self, conn: u16, fin_seq: u32) -> Result<(), LaminarError> {
+        self.pipeline.register_write(
+            register::RX_NEXT_SEQ,
+            usize::from(conn),
+            u64::from(fin_seq.wrapping_add(1)),
+        )?;
+        Ok(())
     }
 
     /// The receive window connection `conn` has left (its `rx-avail`
@@ -205,6 +302,10 @@ impl LaminarEngine {
         LaminarCounters {
             segments: self.segments,
             host_syncs: self.host_syncs,
+            host_tx: self.host_tx,
+            credit_syncs: self.credit_syncs,
+            fast_retransmits: self.fast_retransmits,
+            ack_out_of_window: self.control.ack_resets,
             egress_passes: c.egress_processed,
             pseudo_mirrored: c.mirror.offered,
             pseudo_delivered: c.mirror.delivered,
@@ -217,28 +318,32 @@ impl LaminarEngine {
     }
 }
 
-/// The program's view of a data segment while transmission stays on the
-/// run-to-completion path: the payload at `seq`, without the ACK bit (the
-/// acknowledgement goes to the path that sent the data) and without FIN
-/// (teardown is the control plane's; the program would drop the whole
-/// segment as an exception).
-pub fn data_segment(
-    src_ip: u32,
-    dst_ip: u32,
-    src_port: u16,
-    dst_port: u16,
+/// A segment from the network in the program's format: the IPv4 and TCP
+/// header fields it reads, and the payload. `ack: None` hands the program
+/// the data only (the ACK bit cleared), for a connection whose
+/// acknowledgements go to another transmit path. FIN is never given: the
+/// program would drop the whole segment as an exception, and teardown is
+/// the control plane's.
+pub fn network_segment(
+    (src_ip, dst_ip): (u32, u32),
+    (src_port, dst_port): (u16, u16),
     seq: u32,
+    ack: Option<(u32, u16)>,
     payload: &[u8],
 ) -> TcpSegment {
+    let (ack_flag, ack, window) = match ack {
+        Some((ack, window)) => (flags::ACK, ack, window),
+        None => (0, 0, 0),
+    };
     TcpSegment {
         src_ip,
         dst_ip,
         src_port,
         dst_port,
         seq,
-        ack: 0,
-        flags: flags::PSH,
-        window: 0,
+        ack,
+        flags: flags::PSH | ack_flag,
+        window,
         sack: None,
         payload: payload.to_vec(),
     }
@@ -270,12 +375,11 @@ mod tests {
 
     fn seg(seq: u32, len: usize) -> TcpSegment {
         let s = spec();
-        data_segment(
-            s.remote_ip,
-            s.local_ip,
-            s.remote_port,
-            s.local_port,
+        network_segment(
+            (s.remote_ip, s.local_ip),
+            (s.remote_port, s.local_port),
             seq,
+            None,
             &vec![7; len],
         )
     }

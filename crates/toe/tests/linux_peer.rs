@@ -518,35 +518,37 @@ fn laminar_endpoint(lab: &Lab) -> Endpoint {
     endpoint_with(lab, toe_addr(lab), cfg)
 }
 
-/// The Laminar engine carried at least `bytes` of upload: every data
-/// segment went through the pipeline and came back as a pseudo segment
-/// (the ACK), counted by the emulator.
-fn assert_through_laminar(ep: &Endpoint, bytes: usize) {
+/// The Laminar engine carried at least `up` bytes in and `down` bytes out:
+/// every data segment went through the pipeline and came back as a pseudo
+/// segment (the ACK), every byte sent went as a TX command, as the
+/// emulator counted.
+fn assert_through_laminar(ep: &Endpoint, up: usize, down: usize) {
     let l = ep.laminar_counters().expect("the Laminar engine");
     eprintln!("laminar {l:?}");
-    let min_segments = (bytes / 1460) as u64;
-    assert!(l.segments >= min_segments, "{l:?}");
-    assert!(l.pseudo_delivered >= min_segments, "{l:?}");
-    assert!(l.host_syncs >= 1, "{l:?}");
+    let (min_in, min_out) = ((up / 1460) as u64, (down / 1460) as u64);
+    assert!(l.segments >= min_in, "{l:?}");
+    assert!(l.pseudo_delivered >= min_in, "{l:?}");
+    assert!(l.host_tx >= min_out, "{l:?}");
+    assert!(l.host_syncs >= 1 && l.credit_syncs >= 1, "{l:?}");
     assert_eq!(l.rejected, 0, "{l:?}");
 }
 
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
-fn laminar_engine_receives_a_linux_upload_byte_exact() {
+fn laminar_engine_bulk_both_ways_with_linux_is_byte_exact() {
     testkit::require_root("network namespaces, veths, XDP, AF_XDP");
     let lab = lab("lam", false);
     let mut ep = laminar_endpoint(&lab);
-    exchange(&lab, &mut ep, PORT, 4 << 20, 256 << 10);
+    exchange(&lab, &mut ep, PORT, 4 << 20, 4 << 20);
     let c = ep.counters();
     eprintln!("{c:?}");
     assert_eq!((c.bad_checksum, c.malformed), (0, 0), "{c:?}");
-    assert_through_laminar(&ep, 4 << 20);
+    assert_through_laminar(&ep, 4 << 20, 4 << 20);
 }
 
 #[test]
 #[ignore = "needs root (namespaces, veths, XDP, AF_XDP): `make test` runs it as root"]
-fn laminar_engine_upload_through_loss_and_reordering_is_byte_exact() {
+fn laminar_engine_through_loss_and_reordering_is_byte_exact_both_ways() {
     testkit::require_root("network namespaces, veths, XDP, AF_XDP, AF_PACKET");
     let lab = lab("lamw", true);
     let mut ep = laminar_endpoint(&lab);
@@ -583,7 +585,8 @@ fn laminar_engine_upload_through_loss_and_reordering_is_byte_exact() {
         cfg.seed = i as u64 + 1;
         let wire = WireHandle::spawn(&cfg).unwrap();
         let before = ep.laminar_counters().expect("the Laminar engine");
-        exchange(&lab, &mut ep, PORT + 1 + i as u16, bytes, 64 << 10);
+        let before_ep = ep.counters();
+        exchange(&lab, &mut ep, PORT + 1 + i as u16, bytes, bytes);
         let st = wire.stop().unwrap();
         let after = ep.laminar_counters().expect("the Laminar engine");
         eprintln!(
@@ -601,9 +604,18 @@ fn laminar_engine_upload_through_loss_and_reordering_is_byte_exact() {
             after.egress_drops > before.egress_drops,
             "{what}: the program dropped nothing: {after:?}"
         );
+        // What the wire took from the endpoint's stream, it sent again:
+        // on the program's fast retransmit or the control plane's timeout.
+        if st.b_to_a.counters.dropped_policy > 0 {
+            let c = ep.counters();
+            assert!(
+                c.timeouts + c.fast_retransmits > before_ep.timeouts + before_ep.fast_retransmits,
+                "{what}: the endpoint never retransmitted"
+            );
+        }
         total += bytes;
     }
     let c = ep.counters();
     assert_eq!((c.bad_checksum, c.malformed), (0, 0), "{c:?}");
-    assert_through_laminar(&ep, total);
+    assert_through_laminar(&ep, total, total);
 }

@@ -768,6 +768,12 @@ impl Endpoint {
         self.pre.install(conn, id, if scaled { peer_ws } else { 0 });
         let rx = PayloadBuf::new(self.cfg.rx_buffer);
         let tx = PayloadBuf::new(self.cfg.tx_buffer);
+        let remote_win = u32::from(seg.window)
+            << if scaled && !seg.flags.has(Flags::SYN) {
+                peer_ws
+            } else {
+                0
+            };
         self.proto.install(
             conn,
             ProtoState {
@@ -775,12 +781,7 @@ impl Endpoint {
                 tx_high: h.iss.wrapping_add(1),
                 ack: h.irs.wrapping_add(1),
                 rx_avail: rx.size(),
-                remote_win: u32::from(seg.window)
-                    << if scaled && !seg.flags.has(Flags::SYN) {
-                        peer_ws
-                    } else {
-                        0
-                    },
+                remote_win,
                 next_ts: seg.options.timestamp.map_or(0, |t| t.0),
                 ooo: OooIntervals::new(self.cfg.ooo_bound),
                 ..ProtoState::default()
@@ -815,7 +816,7 @@ impl Endpoint {
             reset: false,
             closed: false,
         });
-        self.install_laminar(conn, t, h);
+        self.install_laminar(conn, t, h, remote_win);
     }
 
     /// RFC 5961 section 3.2: a RST is taken only at exactly the next
@@ -957,6 +958,9 @@ impl Endpoint {
         app.tx.write(app.tx_write, &data[..n]);
         app.tx_write = app.tx_write.wrapping_add(n as u32);
         app.tx_free -= n as u32;
+        if self.laminar_queued(conn, n as u32) {
+            return Ok(n);
+        }
         self.proto.queued(conn, n as u32);
         self.activate(conn);
         Ok(n)
@@ -972,6 +976,9 @@ impl Endpoint {
         app.closed = true;
         if app.reset {
             self.release(conn);
+            return Ok(());
+        }
+        if self.laminar_close(conn) {
             return Ok(());
         }
         self.closing(conn);
