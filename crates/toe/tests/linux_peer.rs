@@ -619,3 +619,106 @@ fn laminar_engine_through_loss_and_reordering_is_byte_exact_both_ways() {
     assert_eq!((c.bad_checksum, c.malformed), (0, 0), "{c:?}");
     assert_through_laminar(&ep, total, total);
 }
+
+/// Linux sends `requests` requests of varied sizes, each answered before
+/// the next; the endpoint echoes every byte it reads and closes after the
+/// FIN. Every answer must equal its request.
+fn rpc_echo(lab: &Lab, ep: &mut Endpoint, port: u16, requests: usize) {
+    ep.listen(port);
+    let to = SocketAddr::new(toe_addr(lab), port);
+    let linux = host::netns::spawn_in(&lab.sender().netns, move || -> std::io::Result<usize> {
+        let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(10))?;
+        s.set_read_timeout(Some(Duration::from_secs(30)))?;
+        s.set_nodelay(true)?;
+        let mut exact = 0;
+        for i in 0..requests {
+            let request = pattern(1 + (i * 997) % 6000, i as u8);
+            s.write_all(&request)?;
+            let mut answer = vec![0; request.len()];
+            s.read_exact(&mut answer)?;
+            exact += usize::from(answer == request);
+        }
+        s.shutdown(Shutdown::Write)?;
+        let mut rest = Vec::new();
+        s.read_to_end(&mut rest)?;
+        Ok(exact)
+    })
+    .unwrap();
+    let mut conn = None;
+    run_until(ep, "accept", |ep| {
+        conn = ep.accept(port);
+        conn.is_some()
+    });
+    let conn = conn.unwrap();
+    let mut pending = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    let mut eof = false;
+    run_until(ep, "echo every request", |ep| {
+        if !eof {
+            match ep.recv(conn, &mut buf) {
+                Ok(0) => eof = true,
+                Ok(n) => pending.extend_from_slice(&buf[..n]),
+                Err(ToeError::WouldBlock) => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
+        if !pending.is_empty() {
+            match ep.send(conn, &pending) {
+                Ok(n) => {
+                    pending.drain(..n);
+                }
+                Err(ToeError::WouldBlock) => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
+        eof && pending.is_empty()
+    });
+    ep.close(conn).unwrap();
+    run_until(ep, "Linux reads the last answer", |_| linux.is_finished());
+    let exact = linux.join().unwrap().unwrap().unwrap();
+    assert_eq!(exact, requests, "answers that differ from their request");
+}
+
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
+fn laminar_engine_echoes_linux_rpcs_byte_exact_with_loss_and_reordering() {
+    testkit::require_root("network namespaces, veths, XDP, AF_XDP, AF_PACKET");
+    let lab = lab("lamr", true);
+    let mut ep = laminar_endpoint(&lab);
+    let w = lab.wire().unwrap();
+    let cases = [
+        ("clean", Delay::default(), Loss::None),
+        (
+            "reordering and 1% loss",
+            Delay::Uniform {
+                lo_ns: 0,
+                hi_ns: 100_000,
+            },
+            Loss::Uniform { p: 0.01 },
+        ),
+    ];
+    for (i, (what, delay, loss)) in cases.into_iter().enumerate() {
+        let mut cfg = WireConfig::new(Some(&w.netns), &w.sender_dev, &w.receiver_dev);
+        let impairment = Impairment {
+            delay,
+            loss,
+            ..Impairment::default()
+        };
+        cfg.a_to_b = impairment;
+        cfg.b_to_a = impairment;
+        cfg.seed = i as u64 + 7;
+        let wire = WireHandle::spawn(&cfg).unwrap();
+        rpc_echo(&lab, &mut ep, PORT + 10 + i as u16, 300);
+        let st = wire.stop().unwrap();
+        eprintln!(
+            "{what}: lost {} + {}, reordered {} + {}; {:?}",
+            st.a_to_b.counters.dropped_policy,
+            st.b_to_a.counters.dropped_policy,
+            st.a_to_b.counters.reordered,
+            st.b_to_a.counters.reordered,
+            ep.counters()
+        );
+    }
+    let bytes: usize = (0..300).map(|i| 1 + (i * 997) % 6000).sum::<usize>() * 2;
+    assert_through_laminar(&ep, bytes, bytes);
+}
