@@ -722,3 +722,33 @@ fn laminar_engine_echoes_linux_rpcs_byte_exact_with_loss_and_reordering() {
     let bytes: usize = (0..300).map(|i| 1 + (i * 997) % 6000).sum::<usize>() * 2;
     assert_through_laminar(&ep, bytes, bytes);
 }
+
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
+fn laminar_engine_opens_to_linux_and_refuses_an_ipv6_address() {
+    testkit::require_root("network namespaces, veths, XDP, AF_XDP");
+    let lab = lab_with("lamo", false, true);
+    let server = SocketAddr::new(IpAddr::V4(lab.sender().ipv4), 6001);
+    let mut ep = laminar_endpoint(&lab);
+    // The endpoint closes first: its FIN goes out while Laminar still
+    // receives the answer.
+    open_to_linux(&lab, &mut ep, server, 1 << 20, 512 << 10);
+    assert_through_laminar(&ep, 512 << 10, 1 << 20);
+    drop(ep);
+    let cfg = EndpointConfig {
+        engine: Engine::Laminar,
+        ..EndpointConfig::default()
+    };
+    let rcv = lab.receiver();
+    let xdp = PortConfig {
+        backend: Backend::Xdp,
+        ..PortConfig::default()
+    };
+    let port = Port::open(&rcv.dev, Some(&rcv.netns), &xdp).unwrap();
+    let mac = lab::inject::mac_address(&rcv.netns, &rcv.dev).unwrap();
+    match Endpoint::new(port, mac, toe_addr6(&lab), cfg) {
+        Err(ToeError::Config(m)) => assert!(m.contains("IPv4 only"), "{m}"),
+        Err(e) => panic!("not a configuration error: {e}"),
+        Ok(_) => panic!("a Laminar endpoint took an IPv6 address"),
+    }
+}
