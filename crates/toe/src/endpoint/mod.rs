@@ -403,9 +403,11 @@ impl Endpoint {
                 let steer = self.pre.steer(seg);
                 self.cycles.pre += ticks() - t;
                 return match steer {
-                    Steer::DataPath { conn, summary }
-                        if self.laminar_input(conn, seg, &summary) => {}
                     Steer::DataPath { conn, summary } => {
+                        // The Laminar engine takes its connections' segments.
+                        if self.laminar_input(conn, seg, &summary) {
+                            return;
+                        }
                         let t = ticks();
                         let (out, snap) = self.proto.rx(conn, &summary);
                         self.cycles.protocol += ticks() - t;
