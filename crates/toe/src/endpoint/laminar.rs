@@ -609,7 +609,7 @@ impl Endpoint {
     /// are credits and the peer's window (as the program last took it:
     /// stage 9 would drop what goes beyond) has room.
     fn laminar_push(&mut self, conn: ConnIdx) {
-        let now_ns = self.laminar_now_ns();
+        let (now, now_ns) = (self.now, self.laminar_now_ns());
         let mss = self.control[conn as usize].as_ref().map_or(536, |c| c.mss);
         let Some(remote) = self.laminar_try(|e| e.tx_remote_avail(conn as u16)) else {
             return;
@@ -636,6 +636,11 @@ impl Endpoint {
             let Some(app) = self.app.get(conn as usize).and_then(Option::as_ref) else {
                 break;
             };
+            // Nothing was in flight: the retransmission timer starts now,
+            // not at the last acknowledgement.
+            if tx.pushed == tx.acked {
+                tx.last_progress = now;
+            }
             payload.resize(len as usize, 0);
             app.tx.read(tx.pushed, &mut payload);
             let offset = tx.pushed;
