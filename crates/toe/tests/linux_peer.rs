@@ -752,3 +752,37 @@ fn laminar_engine_opens_to_linux_and_refuses_an_ipv6_address() {
         Ok(_) => panic!("a Laminar endpoint took an IPv6 address"),
     }
 }
+
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
+fn laminar_engine_takes_an_aborted_peers_reset_and_serves_the_next() {
+    testkit::require_root("network namespaces, veths, XDP, AF_XDP");
+    let lab = lab("lama", false);
+    let mut ep = laminar_endpoint(&lab);
+    ep.listen(PORT);
+    // A peer that dies mid-transfer: its kernel resets the connection at
+    // the sequence number only Laminar's registers know.
+    let to = SocketAddr::new(toe_addr(&lab), PORT);
+    let aborted = host::netns::spawn_in(&lab.sender().netns, move || -> std::io::Result<()> {
+        let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(10))?;
+        s.write_all(&pattern(256 << 10, 9))?;
+        std::thread::sleep(Duration::from_millis(100));
+        socket2_linger_zero(&s);
+        Ok(())
+    })
+    .unwrap();
+    let mut conn = None;
+    run_until(&mut ep, "accepting the doomed connection", |ep| {
+        conn = ep.accept(PORT);
+        conn.is_some()
+    });
+    let conn = conn.unwrap();
+    let mut buf = vec![0u8; 65536];
+    run_until(&mut ep, "the reset", |ep| {
+        matches!(ep.recv(conn, &mut buf), Err(ToeError::Reset))
+    });
+    aborted.join().unwrap().unwrap().unwrap();
+    ep.close(conn).unwrap();
+    assert_eq!(ep.counters().resets_received, 1);
+    exchange(&lab, &mut ep, PORT + 50, 1 << 20, 1 << 20);
+}

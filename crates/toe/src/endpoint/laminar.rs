@@ -485,8 +485,8 @@ impl Endpoint {
     }
 
     /// An ACK built by the control plane from the registers: after the
-    /// peer's FIN, and when the window reopened from below one segment
-    /// (the program sends ACKs only for segments).
+    /// peer's FIN, as a challenge ACK, and when the window reopened from
+    /// below one segment (the program sends ACKs only for segments).
     fn laminar_window_update(&mut self, conn: ConnIdx) {
         let c = conn as u16;
         let Some((next, window)) = self.laminar_try(|e| Ok((e.rx_next_seq(c)?, e.rx_window(c)?)))
@@ -510,6 +510,27 @@ impl Endpoint {
             options: TcpOptions::default(),
         };
         self.laminar_frame(conn, h, &[]);
+    }
+
+    /// The next sequence number expected on `conn` while Laminar receives
+    /// for it (its `rx-next-seq`; the run-to-completion path's lags).
+    pub(super) fn laminar_rcv_nxt(&mut self, conn: ConnIdx) -> Option<u32> {
+        let receives = self.laminar_conn(conn).is_some_and(|lc| !lc.fin_received);
+        if !receives {
+            return None;
+        }
+        self.laminar_apply();
+        self.laminar_try(|e| e.rx_next_seq(conn as u16))
+    }
+
+    /// A challenge ACK (RFC 5961 section 3.2) from the registers, for a
+    /// connection Laminar receives for. Returns whether it was sent.
+    pub(super) fn laminar_challenge_ack(&mut self, conn: ConnIdx) -> bool {
+        let receives = self.laminar_conn(conn).is_some_and(|lc| !lc.fin_received);
+        if receives {
+            self.laminar_window_update(conn);
+        }
+        receives
     }
 
     /// The application queued `n` bytes: Laminar's host side pushes them.

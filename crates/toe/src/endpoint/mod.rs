@@ -832,14 +832,16 @@ impl Endpoint {
             return;
         };
         let snap = self.proto.snapshot(conn);
-        if seg.seq == snap.ack {
+        let rcv_nxt = self.laminar_rcv_nxt(conn).unwrap_or(snap.ack);
+        if seg.seq == rcv_nxt {
             self.counters.resets_received += 1;
             if let Some(app) = self.app[conn as usize].as_mut() {
                 app.reset = true;
             }
+            self.release_laminar(conn);
             self.pre.remove(conn);
             self.scheduled[conn as usize] = false;
-        } else {
+        } else if !self.laminar_challenge_ack(conn) {
             self.send_ack(conn, &snap);
         }
     }
