@@ -418,6 +418,20 @@ mod tests {
         assert_eq!((c.segments, c.pseudo_delivered), (1, 1));
     }
 
+    #[test]
+    fn a_segment_without_its_ack_carries_no_ack_bit() {
+        let s = spec();
+        let ends = ((s.remote_ip, s.local_ip), (s.remote_port, s.local_port));
+        let data_only = network_segment(ends.0, ends.1, 5, None, b"x");
+        assert_eq!(data_only.flags & flags::ACK, 0);
+        let with_ack = network_segment(ends.0, ends.1, 5, Some((9, 3)), b"");
+        assert_eq!(
+            (with_ack.flags & flags::ACK, with_ack.ack, with_ack.window),
+            (flags::ACK, 9, 3)
+        );
+        assert_eq!(with_ack.flags & flags::FIN, 0);
+    }
+
     /// Full-sized segments take longer on the link than a mirror takes:
     /// each is acknowledged before the next arrives.
     #[test]
