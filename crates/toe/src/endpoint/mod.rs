@@ -10,6 +10,10 @@
 //! payload is copied into the receive buffer before the application is
 //! told and before the ACK leaves, so neither the host nor the peer can see
 //! an acknowledgement of bytes not yet in place (section 4.3.2, hazard 3).
+//!
+//! With [`Engine::Laminar`] established connections run through Laminar's
+//! program in the match-action emulator instead (`laminar`, thesis
+//! chapter 5); the control plane stays the same.
 
 mod flow;
 mod laminar;
@@ -270,6 +274,12 @@ impl Endpoint {
         if cfg.engine == Engine::Laminar && !addr.is_ipv4() {
             return Err(ToeError::Config(format!(
                 "{addr}: the Laminar engine's program parses IPv4 only"
+            )));
+        }
+        if cfg.engine == Engine::Laminar && cfg.max_conns > 1 << 16 {
+            return Err(ToeError::Config(format!(
+                "{} connections: the Laminar program names a connection in 16 bits",
+                cfg.max_conns
             )));
         }
         let laminar = match cfg.engine {
