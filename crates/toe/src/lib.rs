@@ -36,6 +36,7 @@ pub mod cc;
 pub mod cycles;
 pub mod endpoint;
 pub mod input;
+pub mod laminar;
 pub mod ooo;
 pub mod pipeline;
 pub mod protocol;
@@ -45,4 +46,4 @@ pub mod stages;
 pub mod state;
 pub mod wheel;
 
-pub use endpoint::{Counters, Endpoint, EndpointConfig, TcpInfo, ToeError};
+pub use endpoint::{Counters, Endpoint, EndpointConfig, Engine, TcpInfo, ToeError};

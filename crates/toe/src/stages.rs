@@ -204,6 +204,25 @@ impl Protocol {
         before
     }
 
+    /// Another engine (Laminar's, [`crate::laminar`]) received the bytes
+    /// up to `ack` and placed them: the receive state catches up, so this
+    /// stage can take the peer's FIN from there.
+    pub fn received_elsewhere(&mut self, conn: ConnIdx, ack: u32) {
+        let s = self.at(conn);
+        let n = ack.wrapping_sub(s.ack);
+        s.ack = ack;
+        s.rx_pos = s.rx_pos.wrapping_add(n);
+    }
+
+    /// Another engine sent (and had acknowledged) `n` bytes: the transmit
+    /// state moves past them, so this stage can send the FIN after them.
+    pub fn sent_elsewhere(&mut self, conn: ConnIdx, n: u32) {
+        let s = self.at(conn);
+        s.seq = s.seq.wrapping_add(n);
+        s.tx_pos = s.tx_pos.wrapping_add(n);
+        s.tx_high = s.seq;
+    }
+
     /// Host control *Fin*: send a FIN after the queued bytes.
     pub fn close(&mut self, conn: ConnIdx) {
         self.at(conn).fin_queued = true;

@@ -5,13 +5,13 @@
 //! veth, and through the lab's wire with loss and reordering.
 
 use std::io::{Read, Write};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 use common::{pattern, poll_until, toe_addr, toe_addr6};
 use lab::Lab;
 use pktio::{Port, PortConfig};
-use toe::{Endpoint, EndpointConfig, ToeError};
+use toe::{Endpoint, EndpointConfig, Engine, ToeError};
 use wire::{Delay, Loss};
 
 mod common;
@@ -435,4 +435,263 @@ fn a_full_connection_table_refuses_and_counts_the_next_connection() {
         got == b"still here"
     });
     assert_eq!(ep.counters().table_full, 1);
+}
+
+/// An endpoint whose established connections receive through Laminar's
+/// program in the match-action emulator.
+fn laminar_endpoint(lab: &Lab) -> Endpoint {
+    let cfg = EndpointConfig {
+        engine: Engine::Laminar,
+        ..EndpointConfig::default()
+    };
+    common::endpoint(lab, toe_addr(lab), cfg)
+}
+
+/// The Laminar engine carried at least `up` bytes in and `down` bytes out:
+/// every data segment went through the pipeline and came back as a pseudo
+/// segment (the ACK), every byte sent went as a TX command, as the
+/// emulator counted.
+fn assert_through_laminar(ep: &Endpoint, up: usize, down: usize) {
+    let l = ep.laminar_counters().expect("the Laminar engine");
+    eprintln!("laminar {l:?}");
+    let (min_in, min_out) = ((up / 1460) as u64, (down / 1460) as u64);
+    assert!(l.segments >= min_in, "{l:?}");
+    assert!(l.pseudo_delivered >= min_in, "{l:?}");
+    assert!(l.host_tx >= min_out, "{l:?}");
+    assert!(l.host_syncs >= 1 && l.credit_syncs >= 1, "{l:?}");
+    assert_eq!(l.rejected, 0, "{l:?}");
+}
+
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
+fn laminar_engine_bulk_both_ways_with_linux_is_byte_exact() {
+    testkit::require_root("network namespaces, veths, XDP, AF_XDP");
+    let lab = common::lab("lam", false, false);
+    let mut ep = laminar_endpoint(&lab);
+    exchange(&lab, &mut ep, PORT, 4 << 20, 4 << 20);
+    let c = ep.counters();
+    eprintln!("{c:?}");
+    assert_eq!((c.bad_checksum, c.malformed), (0, 0), "{c:?}");
+    assert_through_laminar(&ep, 4 << 20, 4 << 20);
+}
+
+#[test]
+#[ignore = "needs root (namespaces, veths, XDP, AF_XDP): `make test` runs it as root"]
+fn laminar_engine_through_loss_and_reordering_is_byte_exact_both_ways() {
+    testkit::require_root("network namespaces, veths, XDP, AF_XDP, AF_PACKET");
+    let lab = common::lab("lamw", true, false);
+    let mut ep = laminar_endpoint(&lab);
+    let reorder = Delay::Uniform {
+        lo_ns: 0,
+        hi_ns: 100_000,
+    };
+    let cases = [
+        (
+            "1% loss",
+            Delay::default(),
+            Loss::Uniform { p: 0.01 },
+            2 << 20,
+        ),
+        ("reordering", reorder, Loss::None, 1 << 20),
+        (
+            "reordering and 1% loss",
+            reorder,
+            Loss::Uniform { p: 0.01 },
+            512 << 10,
+        ),
+    ];
+    let mut total = 0;
+    for (i, (what, delay, loss, bytes)) in cases.into_iter().enumerate() {
+        let wire = common::impaired_wire(&lab, delay, loss, i as u64 + 1);
+        let before = ep.laminar_counters().expect("the Laminar engine");
+        let before_ep = ep.counters();
+        exchange(&lab, &mut ep, PORT + 1 + i as u16, bytes, bytes);
+        let st = wire.stop().unwrap();
+        let after = ep.laminar_counters().expect("the Laminar engine");
+        eprintln!(
+            "{what}: wire to toe {:?}\n  wire to linux {:?}\n  laminar {after:?}",
+            st.a_to_b.counters, st.b_to_a.counters
+        );
+        if loss != Loss::None {
+            let lost = st.a_to_b.counters.dropped_policy + st.b_to_a.counters.dropped_policy;
+            assert!(lost > 0, "{what}: the wire lost nothing");
+        }
+        // Loss and reordering leave gaps the program's one interval and its
+        // pseudo segments close, and segments it drops (duplicates,
+        // outside the interval).
+        assert!(
+            after.egress_drops > before.egress_drops,
+            "{what}: the program dropped nothing: {after:?}"
+        );
+        // What the wire took from the endpoint's stream, it sent again:
+        // on the program's fast retransmit or the control plane's timeout.
+        if st.b_to_a.counters.dropped_policy > 0 {
+            let c = ep.counters();
+            assert!(
+                c.timeouts + c.fast_retransmits > before_ep.timeouts + before_ep.fast_retransmits,
+                "{what}: the endpoint never retransmitted"
+            );
+        }
+        total += bytes;
+    }
+    let c = ep.counters();
+    assert_eq!((c.bad_checksum, c.malformed), (0, 0), "{c:?}");
+    assert_through_laminar(&ep, total, total);
+}
+
+/// Linux sends `requests` requests of varied sizes, each answered before
+/// the next; the endpoint echoes every byte it reads and closes after the
+/// FIN. Every answer must equal its request.
+fn rpc_echo(lab: &Lab, ep: &mut Endpoint, port: u16, requests: usize) {
+    ep.listen(port);
+    let to = SocketAddr::new(toe_addr(lab), port);
+    let linux = host::netns::spawn_in(&lab.sender().netns, move || -> std::io::Result<usize> {
+        let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(10))?;
+        s.set_read_timeout(Some(Duration::from_secs(30)))?;
+        s.set_nodelay(true)?;
+        let mut exact = 0;
+        for i in 0..requests {
+            let request = pattern(1 + (i * 997) % 6000, i as u8);
+            s.write_all(&request)?;
+            let mut answer = vec![0; request.len()];
+            s.read_exact(&mut answer)?;
+            exact += usize::from(answer == request);
+        }
+        s.shutdown(Shutdown::Write)?;
+        let mut rest = Vec::new();
+        s.read_to_end(&mut rest)?;
+        Ok(exact)
+    })
+    .unwrap();
+    let mut conn = None;
+    run_until(ep, "accept", |ep| {
+        conn = ep.accept(port);
+        conn.is_some()
+    });
+    let conn = conn.unwrap();
+    let mut pending = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    let mut eof = false;
+    run_until(ep, "echo every request", |ep| {
+        if !eof {
+            match ep.recv(conn, &mut buf) {
+                Ok(0) => eof = true,
+                Ok(n) => pending.extend_from_slice(&buf[..n]),
+                Err(ToeError::WouldBlock) => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
+        if !pending.is_empty() {
+            match ep.send(conn, &pending) {
+                Ok(n) => {
+                    pending.drain(..n);
+                }
+                Err(ToeError::WouldBlock) => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
+        eof && pending.is_empty()
+    });
+    ep.close(conn).unwrap();
+    run_until(ep, "Linux reads the last answer", |_| linux.is_finished());
+    let exact = linux.join().unwrap().unwrap().unwrap();
+    assert_eq!(exact, requests, "answers that differ from their request");
+}
+
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
+fn laminar_engine_echoes_linux_rpcs_byte_exact_with_loss_and_reordering() {
+    testkit::require_root("network namespaces, veths, XDP, AF_XDP, AF_PACKET");
+    let lab = common::lab("lamr", true, false);
+    let mut ep = laminar_endpoint(&lab);
+    let cases = [
+        ("clean", Delay::default(), Loss::None),
+        (
+            "reordering and 1% loss",
+            Delay::Uniform {
+                lo_ns: 0,
+                hi_ns: 100_000,
+            },
+            Loss::Uniform { p: 0.01 },
+        ),
+    ];
+    for (i, (what, delay, loss)) in cases.into_iter().enumerate() {
+        let wire = common::impaired_wire(&lab, delay, loss, i as u64 + 7);
+        rpc_echo(&lab, &mut ep, PORT + 10 + i as u16, 300);
+        let st = wire.stop().unwrap();
+        eprintln!(
+            "{what}: lost {} + {}, reordered {} + {}; {:?}",
+            st.a_to_b.counters.dropped_policy,
+            st.b_to_a.counters.dropped_policy,
+            st.a_to_b.counters.reordered,
+            st.b_to_a.counters.reordered,
+            ep.counters()
+        );
+    }
+    let bytes: usize = (0..300).map(|i| 1 + (i * 997) % 6000).sum::<usize>() * 2;
+    assert_through_laminar(&ep, bytes, bytes);
+}
+
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
+fn laminar_engine_opens_to_linux_and_refuses_an_ipv6_address() {
+    testkit::require_root("network namespaces, veths, XDP, AF_XDP");
+    let lab = common::lab("lamo", false, true);
+    let server = SocketAddr::new(IpAddr::V4(lab.sender().ipv4), 6001);
+    let mut ep = laminar_endpoint(&lab);
+    // The endpoint closes first: its FIN goes out while Laminar still
+    // receives the answer.
+    open_to_linux(&lab, &mut ep, server, 1 << 20, 512 << 10);
+    assert_through_laminar(&ep, 512 << 10, 1 << 20);
+    drop(ep);
+    let cfg = EndpointConfig {
+        engine: Engine::Laminar,
+        ..EndpointConfig::default()
+    };
+    let rcv = lab.receiver();
+    let xdp = PortConfig {
+        backend: pktio::Backend::Xdp,
+        ..PortConfig::default()
+    };
+    let port = Port::open(&rcv.dev, Some(&rcv.netns), &xdp).unwrap();
+    let mac = lab::inject::mac_address(&rcv.netns, &rcv.dev).unwrap();
+    match Endpoint::new(port, mac, toe_addr6(&lab), cfg) {
+        Err(ToeError::Config(m)) => assert!(m.contains("IPv4 only"), "{m}"),
+        Err(e) => panic!("not a configuration error: {e}"),
+        Ok(_) => panic!("a Laminar endpoint took an IPv6 address"),
+    }
+}
+
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
+fn laminar_engine_takes_an_aborted_peers_reset_and_serves_the_next() {
+    testkit::require_root("network namespaces, veths, XDP, AF_XDP");
+    let lab = common::lab("lama", false, false);
+    let mut ep = laminar_endpoint(&lab);
+    ep.listen(PORT);
+    // A peer that dies mid-transfer: its kernel resets the connection at
+    // the sequence number only Laminar's registers know.
+    let to = SocketAddr::new(toe_addr(&lab), PORT);
+    let aborted = host::netns::spawn_in(&lab.sender().netns, move || -> std::io::Result<()> {
+        let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(10))?;
+        s.write_all(&pattern(256 << 10, 9))?;
+        std::thread::sleep(Duration::from_millis(100));
+        socket2_linger_zero(&s);
+        Ok(())
+    })
+    .unwrap();
+    let mut conn = None;
+    run_until(&mut ep, "accepting the doomed connection", |ep| {
+        conn = ep.accept(PORT);
+        conn.is_some()
+    });
+    let conn = conn.unwrap();
+    let mut buf = vec![0u8; 65536];
+    run_until(&mut ep, "the reset", |ep| {
+        matches!(ep.recv(conn, &mut buf), Err(ToeError::Reset))
+    });
+    aborted.join().unwrap().unwrap().unwrap();
+    ep.close(conn).unwrap();
+    assert_eq!(ep.counters().resets_received, 1);
+    exchange(&lab, &mut ep, PORT + 50, 1 << 20, 1 << 20);
 }

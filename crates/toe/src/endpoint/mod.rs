@@ -10,11 +10,17 @@
 //! payload is copied into the receive buffer before the application is
 //! told and before the ACK leaves, so neither the host nor the peer can see
 //! an acknowledgement of bytes not yet in place (section 4.3.2, hazard 3).
+//!
+//! With [`Engine::Laminar`] established connections run through Laminar's
+//! program in the match-action emulator instead (`laminar`, thesis
+//! chapter 5); the control plane stays the same.
 
 mod flow;
+mod laminar;
 mod open;
 
 pub use flow::FlowInfo;
+pub use laminar::Engine;
 
 use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
@@ -59,6 +65,8 @@ pub enum ToeError {
     Config(String),
     #[error(transparent)]
     Io(#[from] PktIoError),
+    #[error(transparent)]
+    Laminar(#[from] crate::laminar::LaminarError),
 }
 
 /// Sizes and limits.
@@ -85,6 +93,8 @@ pub struct EndpointConfig {
     /// Out-of-order intervals each connection keeps ([`crate::ooo`]; one,
     /// as FlexTOE and Laminar, by default).
     pub ooo_bound: OooBound,
+    /// The data path of established connections.
+    pub engine: Engine,
 }
 
 impl Default for EndpointConfig {
@@ -101,6 +111,7 @@ impl Default for EndpointConfig {
             // Linux's TCP_TIMEWAIT_LEN: 60 s (RFC 9293's 2 MSL is 4 min).
             time_wait: Duration::from_secs(60),
             ooo_bound: OooBound::default(),
+            engine: Engine::Toe,
         }
     }
 }
@@ -236,6 +247,8 @@ pub struct Endpoint {
     /// the poll uses.
     now: Instant,
     cycles: StageCycles,
+    /// The Laminar engine, when it is the data path.
+    laminar: Option<laminar::LaminarPath>,
 }
 
 impl Endpoint {
@@ -268,6 +281,21 @@ impl Endpoint {
                 port: None,
             });
         }
+        if cfg.engine == Engine::Laminar && !addr.is_ipv4() {
+            return Err(ToeError::Config(format!(
+                "{addr}: the Laminar engine's program parses IPv4 only"
+            )));
+        }
+        if cfg.engine == Engine::Laminar && cfg.max_conns > 1 << 16 {
+            return Err(ToeError::Config(format!(
+                "{} connections: the Laminar program names a connection in 16 bits",
+                cfg.max_conns
+            )));
+        }
+        let laminar = match cfg.engine {
+            Engine::Toe => None,
+            Engine::Laminar => Some(laminar::LaminarPath::new(cfg.max_conns)?),
+        };
         port.steer_only(&rules)?;
         Ok(Endpoint {
             port,
@@ -298,6 +326,7 @@ impl Endpoint {
             start: Instant::now(),
             now: Instant::now(),
             cycles: StageCycles::default(),
+            laminar,
         })
     }
 
@@ -396,6 +425,7 @@ impl Endpoint {
             self.input(f);
         }
         self.rx_scratch = frames;
+        self.laminar_run()?;
         self.send_deferred_acks();
         self.timers();
         self.open_timers();
@@ -432,6 +462,10 @@ impl Endpoint {
                 self.cycles.pre += ticks() - t;
                 return match steer {
                     Steer::DataPath { conn, summary } => {
+                        // The Laminar engine takes its connections' segments.
+                        if self.laminar_input(conn, seg, &summary) {
+                            return;
+                        }
                         let t = ticks();
                         let (out, snap) = self.proto.rx(conn, &summary);
                         self.cycles.protocol += ticks() - t;
@@ -752,6 +786,9 @@ impl Endpoint {
         // The ACK may carry data or a FIN already.
         if !seg.payload.is_empty() || seg.flags.has(Flags::FIN) {
             if let Steer::DataPath { conn, summary } = self.pre.steer(seg) {
+                if self.laminar_input(conn, seg, &summary) {
+                    return;
+                }
                 let (out, snap) = self.proto.rx(conn, &summary);
                 self.after_protocol(conn, seg, &out, &snap);
             }
@@ -791,6 +828,12 @@ impl Endpoint {
         self.pre.install(conn, id, if scaled { peer_ws } else { 0 });
         let rx = PayloadBuf::new(self.cfg.rx_buffer);
         let tx = PayloadBuf::new(self.cfg.tx_buffer);
+        let remote_win = u32::from(seg.window)
+            << if scaled && !seg.flags.has(Flags::SYN) {
+                peer_ws
+            } else {
+                0
+            };
         self.proto.install(
             conn,
             ProtoState {
@@ -798,12 +841,7 @@ impl Endpoint {
                 tx_high: h.iss.wrapping_add(1),
                 ack: h.irs.wrapping_add(1),
                 rx_avail: rx.size(),
-                remote_win: u32::from(seg.window)
-                    << if scaled && !seg.flags.has(Flags::SYN) {
-                        peer_ws
-                    } else {
-                        0
-                    },
+                remote_win,
                 next_ts: seg.options.timestamp.map_or(0, |t| t.0),
                 ooo: OooIntervals::new(self.cfg.ooo_bound),
                 ..ProtoState::default()
@@ -838,6 +876,7 @@ impl Endpoint {
             reset: false,
             closed: false,
         });
+        self.install_laminar(conn, t, h, remote_win);
     }
 
     /// RFC 5961 section 3.2: a RST is taken only at exactly the next
@@ -851,14 +890,16 @@ impl Endpoint {
             return;
         };
         let snap = self.proto.snapshot(conn);
-        if seg.seq == snap.ack {
+        let rcv_nxt = self.laminar_rcv_nxt(conn).unwrap_or(snap.ack);
+        if seg.seq == rcv_nxt {
             self.counters.resets_received += 1;
             if let Some(app) = self.app[conn as usize].as_mut() {
                 app.reset = true;
             }
+            self.release_laminar(conn);
             self.pre.remove(conn);
             self.scheduled[conn as usize] = false;
-        } else {
+        } else if !self.laminar_challenge_ack(conn) {
             self.send_ack(conn, &snap);
         }
     }
@@ -909,6 +950,7 @@ impl Endpoint {
     }
 
     fn release(&mut self, conn: ConnIdx) {
+        self.release_laminar(conn);
         self.pre.remove(conn);
         self.app[conn as usize] = None;
         self.control[conn as usize] = None;
@@ -951,6 +993,9 @@ impl Endpoint {
         app.rx.read(app.rx_read, &mut buf[..n]);
         app.rx_read = app.rx_read.wrapping_add(n as u32);
         app.rx_ready -= n as u32;
+        if self.laminar_consumed(conn, n as u32) {
+            return Ok(n);
+        }
         // Host control *Win*: tell the peer when the window reopens from
         // below one segment (not after the peer's FIN: it sends nothing
         // more, and may have gone, so the update would draw a reset).
@@ -975,6 +1020,9 @@ impl Endpoint {
         app.tx.write(app.tx_write, &data[..n]);
         app.tx_write = app.tx_write.wrapping_add(n as u32);
         app.tx_free -= n as u32;
+        if self.laminar_queued(conn, n as u32) {
+            return Ok(n);
+        }
         self.proto.queued(conn, n as u32);
         self.activate(conn);
         Ok(n)
@@ -990,6 +1038,9 @@ impl Endpoint {
         app.closed = true;
         if app.reset {
             self.release(conn);
+            return Ok(());
+        }
+        if self.laminar_close(conn) {
             return Ok(());
         }
         self.closing(conn);

@@ -1,0 +1,706 @@
+//! The endpoint with the Laminar engine ([`crate::laminar`]): established
+//! connections receive and transmit through Laminar's program in the
+//! match-action emulator; the endpoint's control plane keeps the
+//! handshake, teardown, ARP and neighbour discovery, and the
+//! retransmission timeout.
+//!
+//! Translation between real frames and the program's segments:
+//! - In: a segment becomes a program segment with its payload at its
+//!   sequence number and its ACK, the window rescaled from the peer's
+//!   scale to ours (the program has one window scale per connection, and
+//!   uses it both ways). Options are not given to the program (it reads
+//!   only SACK, which is not negotiated); FIN is not either (the program
+//!   would drop the whole segment as an exception).
+//! - Out: the program's segments are built into frames with the
+//!   connection's route and, when timestamps were negotiated, a timestamp
+//!   option (RFC 7323: TSval our clock, TSecr the peer's latest TSval).
+//! - FIN in: once `rx-next-seq` reaches the FIN, the control plane moves
+//!   `rx-next-seq` past it, acknowledges it and tells the application (end
+//!   of stream); a FIN arriving before all data is dropped and comes again.
+//! - FIN out: once the application closed and everything it sent was
+//!   acknowledged, transmission goes back to the run-to-completion path,
+//!   which sends the FIN and handles the ACKs that follow.
+
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+use order::seq::distance;
+use rmt::laminar::segment::TcpSegment;
+use rmt::laminar::ConnectionSpec;
+
+use super::{Endpoint, Handshake, ToeError, MAX_RTO, MIN_RTO};
+use crate::laminar::{
+    network_segment, LaminarCounters, LaminarEngine, LaminarError, RxWrite, TxSync,
+};
+use crate::protocol::RxSummary;
+use crate::segment::{Flags, Header, Segment, TcpOptions};
+use crate::stages::{ConnIdx, FourTuple};
+
+/// How often the generator's SYNC grants each connection credits, and how
+/// many (§5.3.2.1): 64 KiB per 100 us, 5.2 Gbit/s. The thesis's control
+/// plane sets the grant from congestion control; here it is fixed.
+const CREDIT_PERIOD: Duration = Duration::from_micros(100);
+const CREDIT_GRANT: u32 = 64 << 10;
+/// Most SYNCs raised for one connection in one poll (a poll late by more
+/// than this many periods loses the rest, as a generator would not queue
+/// them either).
+const MAX_SYNCS_PER_POLL: u64 = 4;
+/// Most TX commands one connection pushes per poll.
+const MAX_PUSH_PER_POLL: u32 = 64;
+
+/// The data path that carries established connections.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Engine {
+    /// The run-to-completion stages (thesis chapter 4's baseline).
+    #[default]
+    Toe,
+    /// Laminar's program in the match-action emulator (chapter 5); IPv4
+    /// only, as the program parses IPv4.
+    Laminar,
+}
+
+/// The Laminar engine and what the endpoint keeps per connection for it.
+pub(super) struct LaminarPath {
+    engine: LaminarEngine,
+    conns: Vec<Option<LaminarConn>>,
+    /// An engine failure met where it could not be returned, returned by
+    /// the next poll.
+    error: Option<LaminarError>,
+    /// Generator batches raised so far.
+    batch: u16,
+}
+
+/// One connection as the host (libTOE) sees it.
+struct LaminarConn {
+    /// Data is ready up to here (the program's latest notification).
+    ready_seq: u32,
+    /// Bytes the application read and the window has not got back yet.
+    ungranted: u32,
+    /// Our window scale (the program's, both ways).
+    wscale: u8,
+    /// The window the peer last heard from us, bytes.
+    advertised: u32,
+    /// The peer's latest TSval, when timestamps were negotiated.
+    ts_recent: Option<u32>,
+    timestamps: bool,
+    /// The peer's FIN was taken.
+    fin_received: bool,
+    /// The transmit side while Laminar has it.
+    tx: Option<LaminarTx>,
+}
+
+/// The transmit side, in offsets of the transmit buffer (offset 0 is our
+/// first sequence number; the program translates, §5.3.3).
+struct LaminarTx {
+    base_seq: u32,
+    /// The application wrote up to here.
+    queued: u32,
+    /// Pushed to the pipeline up to here (back to `acked` on a go-back-N).
+    pushed: u32,
+    /// Acknowledged up to here, as the last SYNC said.
+    acked: u32,
+    /// Credits left, as the last SYNC said, less what was pushed since.
+    credits: u32,
+    last_sync: Instant,
+    last_progress: Instant,
+    rto: Duration,
+    close_requested: bool,
+}
+
+impl LaminarPath {
+    pub(super) fn new(connections: u32) -> Result<Self, ToeError> {
+        Ok(LaminarPath {
+            engine: LaminarEngine::new(connections)?,
+            conns: Vec::new(),
+            error: None,
+            batch: 0,
+        })
+    }
+}
+
+impl Endpoint {
+    /// What the Laminar engine counted (None with the Toe engine).
+    pub fn laminar_counters(&self) -> Option<LaminarCounters> {
+        self.laminar.as_ref().map(|p| p.engine.counters())
+    }
+
+    /// After the handshake: the connection goes into Laminar's tables and
+    /// registers, its receive buffer at base address 0 of the double
+    /// mapping, position 0 holding the peer's first sequence number.
+    pub(super) fn install_laminar(
+        &mut self,
+        conn: ConnIdx,
+        t: &FourTuple,
+        h: &Handshake,
+        remote_win: u32,
+    ) {
+        let post = self.post.state(conn);
+        let (rx_size, wscale, timestamps) = (post.rx_size, post.rx_wscale, post.timestamps);
+        let now = self.now;
+        let Some(path) = self.laminar.as_mut() else {
+            return;
+        };
+        let (IpAddr::V4(local), IpAddr::V4(remote)) = (t.local, t.remote) else {
+            return;
+        };
+        let first = h.irs.wrapping_add(1);
+        let base_seq = h.iss.wrapping_add(1);
+        let spec = ConnectionSpec {
+            local_ip: u32::from(local),
+            local_port: t.local_port,
+            remote_ip: u32::from(remote),
+            remote_port: t.remote_port,
+            ctx: 0,
+            rx_next_seq: first,
+            rx_buffer_addr: 0,
+            rx_buffer_size: rx_size,
+            rx_avail: rx_size,
+            tx_base_seq: base_seq,
+            tx_next_ack: base_seq,
+            tx_credits: CREDIT_GRANT,
+            credit_grant: CREDIT_GRANT,
+            tx_remote_avail: remote_win,
+            wscale,
+        };
+        if let Err(e) = path.engine.install(conn as u16, &spec) {
+            path.error.get_or_insert(e);
+            return;
+        }
+        let i = conn as usize;
+        if path.conns.len() <= i {
+            path.conns.resize_with(i + 1, || None);
+        }
+        path.conns[i] = Some(LaminarConn {
+            ready_seq: first,
+            ungranted: 0,
+            wscale,
+            advertised: rx_size,
+            ts_recent: h.peer.timestamp.map(|(val, _)| val),
+            timestamps,
+            fin_received: false,
+            tx: Some(LaminarTx {
+                base_seq,
+                queued: 0,
+                pushed: 0,
+                acked: 0,
+                credits: CREDIT_GRANT,
+                last_sync: now,
+                last_progress: now,
+                rto: MIN_RTO,
+                close_requested: false,
+            }),
+        });
+    }
+
+    pub(super) fn release_laminar(&mut self, conn: ConnIdx) {
+        if let Some(c) = self
+            .laminar
+            .as_mut()
+            .and_then(|p| p.conns.get_mut(conn as usize))
+        {
+            *c = None;
+        }
+    }
+
+    fn laminar_conn(&mut self, conn: ConnIdx) -> Option<&mut LaminarConn> {
+        self.laminar
+            .as_mut()?
+            .conns
+            .get_mut(conn as usize)?
+            .as_mut()
+    }
+
+    fn laminar_now_ns(&self) -> u64 {
+        (self.now - self.start).as_nanos() as u64
+    }
+
+    /// A data-path segment of `conn`: returns whether the Laminar engine
+    /// took it. It takes every segment while it transmits (ACKs are its
+    /// stage 5's), and segments with payload or FIN until the peer's FIN.
+    pub(super) fn laminar_input(
+        &mut self,
+        conn: ConnIdx,
+        seg: &Segment<'_>,
+        summary: &RxSummary,
+    ) -> bool {
+        let fin = seg.flags.has(Flags::FIN);
+        let now_ns = self.laminar_now_ns();
+        let Some(lc) = self.laminar_conn(conn) else {
+            return false;
+        };
+        let transmits = lc.tx.is_some();
+        let receives = !lc.fin_received && (!seg.payload.is_empty() || fin);
+        if !transmits && !receives {
+            return false;
+        }
+        if let Some((val, _)) = seg.options.timestamp {
+            lc.ts_recent = Some(val);
+        }
+        let (IpAddr::V4(src), IpAddr::V4(dst)) = (seg.src, seg.dst) else {
+            return false;
+        };
+        let window = (summary.window >> lc.wscale).min(u32::from(u16::MAX)) as u16;
+        let ack = (transmits && seg.flags.has(Flags::ACK)).then_some((seg.ack, window));
+        if ack.is_some() || !seg.payload.is_empty() {
+            let s = network_segment(
+                (u32::from(src), u32::from(dst)),
+                (seg.src_port, seg.dst_port),
+                seg.seq,
+                ack,
+                seg.payload,
+            );
+            self.laminar_try(|e| e.receive(now_ns, &s));
+        }
+        let fin_seq = seg.seq.wrapping_add(seg.payload.len() as u32);
+        if receives && fin && self.laminar_reached(conn, fin_seq) {
+            self.laminar_take_fin(conn, summary, fin_seq);
+        }
+        // Without Laminar transmitting, the acknowledgement goes to the
+        // run-to-completion path when it acknowledges something new (a
+        // segment with data is never a duplicate ACK, RFC 5681 section 2).
+        let (una, _) = self.proto.una_and_max(conn);
+        if !transmits && seg.flags.has(Flags::ACK) && distance(una, seg.ack) > 0 {
+            let seq = self.proto.snapshot(conn).ack;
+            let ack_only = RxSummary {
+                seq,
+                flags: Flags(Flags::ACK),
+                len: 0,
+                ts_val: None,
+                ..*summary
+            };
+            let (out, snap) = self.proto.rx(conn, &ack_only);
+            self.after_protocol(conn, seg, &out, &snap);
+        }
+        true
+    }
+
+    /// Runs an engine call; a failure is kept for the next poll to return.
+    fn laminar_try<T>(
+        &mut self,
+        call: impl FnOnce(&mut LaminarEngine) -> Result<T, LaminarError>,
+    ) -> Option<T> {
+        let path = self.laminar.as_mut()?;
+        match call(&mut path.engine) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                path.error.get_or_insert(e);
+                None
+            }
+        }
+    }
+
+    /// Whether every byte before `seq` has been received: the pipeline is
+    /// run to idle first, then the control plane reads `rx-next-seq`.
+    fn laminar_reached(&mut self, conn: ConnIdx, seq: u32) -> bool {
+        self.laminar_apply();
+        self.laminar_try(|e| e.rx_next_seq(conn as u16)) == Some(seq)
+    }
+
+    /// The peer's FIN, with all data before it in: the control plane moves
+    /// `rx-next-seq` past it, the run-to-completion path's receive state
+    /// catches up (it handles the connection's end), the application hears
+    /// of the end of stream and the peer gets the FIN's ACK.
+    fn laminar_take_fin(&mut self, conn: ConnIdx, summary: &RxSummary, fin_seq: u32) {
+        if let Some(lc) = self.laminar_conn(conn) {
+            lc.fin_received = true;
+        }
+        self.laminar_try(|e| e.fin_received(conn as u16, fin_seq));
+        self.proto.received_elsewhere(conn, fin_seq);
+        let fin_only = RxSummary {
+            seq: fin_seq,
+            len: 0,
+            flags: Flags(Flags::FIN),
+            ..*summary
+        };
+        let (out, snap) = self.proto.rx(conn, &fin_only);
+        if let Some(app) = self.app.get_mut(conn as usize).and_then(Option::as_mut) {
+            app.eof |= out.fin;
+        }
+        self.laminar_window_update(conn);
+        self.maybe_release(conn, &snap);
+    }
+
+    /// Runs the pipeline to idle and applies what it produced, pushes what
+    /// the applications queued, runs it again; returns a failure of the
+    /// engine met since the last call.
+    pub(super) fn laminar_run(&mut self) -> Result<(), ToeError> {
+        if self.laminar.is_none() {
+            return Ok(());
+        }
+        self.laminar_apply();
+        self.laminar_transmit();
+        self.laminar_apply();
+        match self.laminar.as_mut().and_then(|p| p.error.take()) {
+            Some(e) => Err(e.into()),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs the pipeline to idle and applies what it produced: payload
+    /// writes and notifications to the receive buffers, SYNCs and fast
+    /// retransmits to the transmit sides, segments to the port.
+    fn laminar_apply(&mut self) {
+        let Some(out) = self.laminar_try(LaminarEngine::run_to_idle) else {
+            return;
+        };
+        for w in out.rx_data {
+            self.laminar_write(w);
+        }
+        for s in out.syncs {
+            self.laminar_acked(&s);
+        }
+        for r in out.retransmits {
+            self.laminar_acked(&r);
+            self.counters.fast_retransmits += 1;
+            if let Some(tx) = self
+                .laminar_conn(ConnIdx::from(r.conn))
+                .and_then(|c| c.tx.as_mut())
+            {
+                // Go-back-N from the first unacknowledged byte (§5.3.2.3).
+                tx.pushed = tx.acked;
+            }
+        }
+        for s in out.segments {
+            self.laminar_send(&s);
+        }
+    }
+
+    /// A DMA write: payload into the receive buffer, then the notification
+    /// makes bytes readable (never before their copy, Fig. 4.6).
+    fn laminar_write(&mut self, w: RxWrite) {
+        let conn = ConnIdx::from(w.conn);
+        let newly_ready = match self.laminar_conn(conn) {
+            Some(lc) => match w.notify {
+                Some(seq) if distance(lc.ready_seq, seq) > 0 => {
+                    let n = seq.wrapping_sub(lc.ready_seq);
+                    lc.ready_seq = seq;
+                    n
+                }
+                _ => 0,
+            },
+            None => return,
+        };
+        let Some(app) = self.app.get_mut(conn as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        // The buffer's position 0 holds the first sequence number, as the
+        // program's translation maps it; positions wrap at its size.
+        app.rx.write(w.addr as u32, &w.payload);
+        app.rx_ready += newly_ready;
+    }
+
+    /// A SYNC (or a fast retransmit) told the host how far the peer
+    /// acknowledged: the transmit buffer frees that space.
+    fn laminar_acked(&mut self, s: &TxSync) {
+        let conn = ConnIdx::from(s.conn);
+        let now = self.now;
+        let Some(tx) = self.laminar_conn(conn).and_then(|c| c.tx.as_mut()) else {
+            return;
+        };
+        let acked = s.tx_next_ack.wrapping_sub(tx.base_seq);
+        let newly = acked.wrapping_sub(tx.acked);
+        if newly == 0 || newly > tx.queued.wrapping_sub(tx.acked) {
+            tx.credits = s.credits;
+            return;
+        }
+        tx.acked = acked;
+        tx.credits = s.credits;
+        tx.last_progress = now;
+        tx.rto = MIN_RTO;
+        // Acknowledged beyond what a go-back-N left to push: skip it.
+        if distance(tx.pushed, tx.acked) > 0 {
+            tx.pushed = tx.acked;
+        }
+        if let Some(app) = self.app.get_mut(conn as usize).and_then(Option::as_mut) {
+            app.tx_free += newly;
+        }
+    }
+
+    /// A segment the program built, as a frame on the connection's route.
+    fn laminar_send(&mut self, s: &TcpSegment) {
+        let t = FourTuple {
+            local: IpAddr::V4(s.src_ip.into()),
+            local_port: s.src_port,
+            remote: IpAddr::V4(s.dst_ip.into()),
+            remote_port: s.dst_port,
+        };
+        let Some(conn) = self.pre.lookup(&t) else {
+            return;
+        };
+        // Without Laminar transmitting, the sequence number is the
+        // run-to-completion path's.
+        let transmits = self.laminar_conn(conn).is_some_and(|lc| lc.tx.is_some());
+        let seq = if transmits {
+            s.seq
+        } else {
+            self.proto.snapshot(conn).seq
+        };
+        let h = Header {
+            seq,
+            ack: s.ack,
+            flags: Flags(s.flags),
+            window: s.window,
+            options: TcpOptions::default(),
+        };
+        self.laminar_frame(conn, h, &s.payload);
+    }
+
+    /// Sends a segment of `conn`, with a timestamp option when timestamps
+    /// were negotiated (RFC 7323 section 3).
+    fn laminar_frame(&mut self, conn: ConnIdx, mut h: Header, payload: &[u8]) {
+        let Some(route) = self.pre.route(conn) else {
+            return;
+        };
+        let now_ms = self.now_ms();
+        let Some(lc) = self.laminar_conn(conn) else {
+            return;
+        };
+        lc.advertised = u32::from(h.window) << lc.wscale;
+        h.options.timestamp = lc.timestamps.then(|| (now_ms, lc.ts_recent.unwrap_or(0)));
+        self.emit(&route, &h, payload);
+    }
+
+    /// The application read `n` bytes of a Laminar connection: a host SYNC
+    /// hands the space back once a quarter of the buffer was read
+    /// (libTOE's threshold, §5.3.1.7). Returns whether `conn` is one.
+    pub(super) fn laminar_consumed(&mut self, conn: ConnIdx, n: u32) -> bool {
+        let now_ns = self.laminar_now_ns();
+        let quarter = self.cfg.rx_buffer.next_power_of_two() / 4;
+        let mss = u32::from(self.cfg.mss);
+        let Some(lc) = self.laminar_conn(conn) else {
+            return false;
+        };
+        lc.ungranted += n;
+        if lc.fin_received || lc.ungranted < quarter {
+            return true;
+        }
+        let grant = std::mem::take(&mut lc.ungranted);
+        let reopened = lc.advertised < mss;
+        self.laminar_try(|e| e.sync(now_ns, conn as u16, grant));
+        if reopened {
+            self.laminar_apply();
+            self.laminar_window_update(conn);
+        }
+        true
+    }
+
+    /// An ACK built by the control plane from the registers: after the
+    /// peer's FIN, as a challenge ACK, and when the window reopened from
+    /// below one segment (the program sends ACKs only for segments).
+    fn laminar_window_update(&mut self, conn: ConnIdx) {
+        let c = conn as u16;
+        let Some((next, window)) = self.laminar_try(|e| Ok((e.rx_next_seq(c)?, e.rx_window(c)?)))
+        else {
+            return;
+        };
+        let proto_seq = self.proto.snapshot(conn).seq;
+        let Some(lc) = self.laminar_conn(conn) else {
+            return;
+        };
+        let scaled = (window >> lc.wscale).min(u32::from(u16::MAX)) as u16;
+        let seq = match &lc.tx {
+            Some(tx) => tx.base_seq.wrapping_add(tx.pushed),
+            None => proto_seq,
+        };
+        let h = Header {
+            seq,
+            ack: next,
+            flags: Flags(Flags::ACK),
+            window: scaled,
+            options: TcpOptions::default(),
+        };
+        self.laminar_frame(conn, h, &[]);
+    }
+
+    /// The next sequence number expected on `conn` while Laminar receives
+    /// for it (its `rx-next-seq`; the run-to-completion path's lags).
+    pub(super) fn laminar_rcv_nxt(&mut self, conn: ConnIdx) -> Option<u32> {
+        let receives = self.laminar_conn(conn).is_some_and(|lc| !lc.fin_received);
+        if !receives {
+            return None;
+        }
+        self.laminar_apply();
+        self.laminar_try(|e| e.rx_next_seq(conn as u16))
+    }
+
+    /// A challenge ACK (RFC 5961 section 3.2) from the registers, for a
+    /// connection Laminar receives for. Returns whether it was sent.
+    pub(super) fn laminar_challenge_ack(&mut self, conn: ConnIdx) -> bool {
+        let receives = self.laminar_conn(conn).is_some_and(|lc| !lc.fin_received);
+        if receives {
+            self.laminar_window_update(conn);
+        }
+        receives
+    }
+
+    /// The application queued `n` bytes: Laminar's host side pushes them.
+    /// Returns whether Laminar transmits for `conn`.
+    pub(super) fn laminar_queued(&mut self, conn: ConnIdx, n: u32) -> bool {
+        match self.laminar_conn(conn).and_then(|c| c.tx.as_mut()) {
+            Some(tx) => {
+                tx.queued = tx.queued.wrapping_add(n);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The application closed: the FIN waits until Laminar's transmit
+    /// side is all acknowledged. Returns whether Laminar transmits.
+    pub(super) fn laminar_close(&mut self, conn: ConnIdx) -> bool {
+        match self.laminar_conn(conn).and_then(|c| c.tx.as_mut()) {
+            Some(tx) => {
+                tx.close_requested = true;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Once per poll for every connection Laminar transmits for: the
+    /// generator's SYNCs for the credit periods that passed, then TX
+    /// commands for what was queued, as far as credits and the peer's
+    /// window allow; the retransmission timeout (go-back-N); the hand-over
+    /// to the FIN once the application closed and all was acknowledged.
+    fn laminar_transmit(&mut self) {
+        let conns: Vec<ConnIdx> = match self.laminar.as_ref() {
+            Some(p) => (0..p.conns.len() as ConnIdx)
+                .filter(|&c| {
+                    p.conns[c as usize]
+                        .as_ref()
+                        .is_some_and(|lc| lc.tx.is_some())
+                })
+                .collect(),
+            None => return,
+        };
+        for &conn in &conns {
+            self.laminar_credit_syncs(conn);
+        }
+        self.laminar_apply();
+        for conn in conns {
+            self.laminar_timeout(conn);
+            self.laminar_push(conn);
+            self.laminar_maybe_fin(conn);
+        }
+    }
+
+    fn laminar_credit_syncs(&mut self, conn: ConnIdx) {
+        let (now, now_ns) = (self.now, self.laminar_now_ns());
+        let Some(path) = self.laminar.as_mut() else {
+            return;
+        };
+        let Some(tx) = path
+            .conns
+            .get_mut(conn as usize)
+            .and_then(Option::as_mut)
+            .and_then(|c| c.tx.as_mut())
+        else {
+            return;
+        };
+        let periods = ((now - tx.last_sync).as_nanos() / CREDIT_PERIOD.as_nanos()) as u64;
+        if periods == 0 {
+            return;
+        }
+        tx.last_sync = now;
+        for _ in 0..periods.min(MAX_SYNCS_PER_POLL) {
+            path.batch = path.batch.wrapping_add(1);
+            if let Err(e) = path.engine.credit_sync(now_ns, conn as u16, path.batch) {
+                path.error.get_or_insert(e);
+            }
+        }
+    }
+
+    /// The control plane's retransmission timeout: go-back-N from the
+    /// first unacknowledged byte (thesis §5.3.2.3 leaves timeouts to it).
+    fn laminar_timeout(&mut self, conn: ConnIdx) {
+        let now = self.now;
+        let Some(tx) = self.laminar_conn(conn).and_then(|c| c.tx.as_mut()) else {
+            return;
+        };
+        if tx.pushed == tx.acked || now - tx.last_progress < tx.rto {
+            return;
+        }
+        tx.pushed = tx.acked;
+        tx.last_progress = now;
+        tx.rto = (tx.rto * 2).min(MAX_RTO);
+        self.counters.timeouts += 1;
+    }
+
+    /// TX commands for the queued bytes, one segment each, while there
+    /// are credits and the peer's window (as the program last took it:
+    /// stage 9 would drop what goes beyond) has room.
+    fn laminar_push(&mut self, conn: ConnIdx) {
+        let (now, now_ns) = (self.now, self.laminar_now_ns());
+        let mss = self.control[conn as usize].as_ref().map_or(536, |c| c.mss);
+        let Some(remote) = self.laminar_try(|e| e.tx_remote_avail(conn as u16)) else {
+            return;
+        };
+        let mut payload = std::mem::take(&mut self.tx_payload);
+        for _ in 0..MAX_PUSH_PER_POLL {
+            let Some(lc) = self
+                .laminar
+                .as_mut()
+                .and_then(|p| p.conns.get_mut(conn as usize))
+                .and_then(Option::as_mut)
+            else {
+                break;
+            };
+            let Some(tx) = lc.tx.as_mut() else {
+                break;
+            };
+            let left = tx.queued.wrapping_sub(tx.pushed);
+            let len = left.min(mss);
+            let in_flight = tx.pushed.wrapping_add(len).wrapping_sub(tx.acked);
+            if len == 0 || tx.credits == 0 || in_flight > remote {
+                break;
+            }
+            let Some(app) = self.app.get(conn as usize).and_then(Option::as_ref) else {
+                break;
+            };
+            // Nothing was in flight: the retransmission timer starts now,
+            // not at the last acknowledgement.
+            if tx.pushed == tx.acked {
+                tx.last_progress = now;
+            }
+            payload.resize(len as usize, 0);
+            app.tx.read(tx.pushed, &mut payload);
+            let offset = tx.pushed;
+            tx.pushed = tx.pushed.wrapping_add(len);
+            tx.credits = tx.credits.saturating_sub(len);
+            if let Some(path) = self.laminar.as_mut() {
+                if let Err(e) = path.engine.transmit(now_ns, conn as u16, offset, &payload) {
+                    path.error.get_or_insert(e);
+                }
+            }
+        }
+        self.tx_payload = payload;
+    }
+
+    /// The application closed and all it sent was acknowledged: the
+    /// run-to-completion path takes transmission back (its state moved
+    /// past the bytes Laminar sent and, before the peer's FIN, past those
+    /// Laminar received) and sends the FIN.
+    fn laminar_maybe_fin(&mut self, conn: ConnIdx) {
+        let Some(lc) = self.laminar_conn(conn) else {
+            return;
+        };
+        let Some(tx) = &lc.tx else {
+            return;
+        };
+        if !tx.close_requested || tx.acked != tx.queued {
+            return;
+        }
+        let sent = tx.queued;
+        let fin_received = lc.fin_received;
+        lc.tx = None;
+        if !fin_received {
+            if let Some(next) = self.laminar_try(|e| e.rx_next_seq(conn as u16)) {
+                self.proto.received_elsewhere(conn, next);
+            }
+        }
+        self.closing(conn);
+        self.proto.sent_elsewhere(conn, sent);
+        self.proto.close(conn);
+        self.activate(conn);
+    }
+}
