@@ -101,9 +101,23 @@ fn stop(mut steer: Child) {
 }
 
 fn toe_run(lab: &Lab, program: &[&str]) -> Command {
+    toe_run_on(lab, "toe", program)
+}
+
+/// `steer toe run` with the data path's `engine`.
+fn toe_run_on(lab: &Lab, engine: &str, program: &[&str]) -> Command {
     let mut cmd = Command::new(steer_bin());
-    cmd.args(["toe", "run", "rcv", "--lab", lab.name(), "--"])
-        .args(program);
+    cmd.args([
+        "toe",
+        "run",
+        "rcv",
+        "--lab",
+        lab.name(),
+        "--engine",
+        engine,
+        "--",
+    ])
+    .args(program);
     cmd
 }
 
@@ -243,6 +257,63 @@ fn http_server_and_curl_run_unmodified_on_the_data_path_byte_exactly() {
     assert!(
         got == sent,
         "the file served over IPv6 differs ({} bytes)",
+        got.len()
+    );
+    drop(server);
+}
+
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
+fn http_server_and_curl_run_unmodified_on_the_laminar_engine_byte_exactly() {
+    let lab = lab();
+    let dir = TempDir::new("steer-toe-laminar");
+    let sent = blob(dir.path(), 2 << 20);
+    let to = SocketAddr::new(IpAddr::V4(lab.receiver().ipv4), 8010);
+    let server = start_server(
+        toe_run_on(
+            &lab,
+            "laminar",
+            &["python3", "-m", "http.server", "8010", "--directory"],
+        ),
+        dir.path(),
+        &lab.sender().netns,
+        to,
+        "http.server on the Laminar engine",
+    );
+    let got = fetch(
+        lab_exec(&lab, "snd", &["curl", "-sS", "--fail", "-o"]),
+        &dir.join("fetched-from-laminar.bin"),
+        format!("http://{to}/blob.bin"),
+        "curl from Linux",
+    );
+    assert!(
+        got == sent,
+        "the file served through Laminar differs ({} bytes)",
+        got.len()
+    );
+    drop(server);
+
+    let from = SocketAddr::new(IpAddr::V4(lab.sender().ipv4), 8011);
+    let server = start_server(
+        lab_exec(
+            &lab,
+            "snd",
+            &["python3", "-m", "http.server", "8011", "--directory"],
+        ),
+        dir.path(),
+        &lab.receiver().netns,
+        from,
+        "http.server on Linux",
+    );
+    let got = fetch(
+        toe_run_on(&lab, "laminar", &["curl", "-sS", "--fail", "-o"]),
+        &dir.join("fetched-by-laminar.bin"),
+        format!("http://{from}/blob.bin"),
+        "curl on the Laminar engine",
+    );
+    assert!(
+        got == sent,
+        "the file fetched through Laminar differs ({} bytes)",
         got.len()
     );
     drop(server);

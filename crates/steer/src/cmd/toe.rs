@@ -6,11 +6,11 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
 use lab::Lab;
 use pktio::{Backend, Port, PortConfig};
 use toe::app::Program;
-use toe::{Endpoint, EndpointConfig};
+use toe::{Endpoint, EndpointConfig, Engine};
 
 use crate::cli::LabName;
 use crate::{exit, output};
@@ -26,6 +26,7 @@ pub enum ToeCommand {
     ///
     /// Example: steer toe run rcv --lab tour -- python3 -m http.server 8000
     /// Example: steer lab exec snd --lab tour -- curl http://10.77.1.2:8000/
+    /// Example: steer toe run rcv --lab tour --engine laminar -- python3 -m http.server 8000
     Run(RunArgs),
 }
 
@@ -39,6 +40,12 @@ pub struct RunArgs {
     /// the host's kernel then no longer sees traffic for).
     #[arg(long)]
     pub addr: Option<IpAddr>,
+    /// What carries established connections: toe's run-to-completion
+    /// stages (FlexTOE's baseline), or Laminar's match-action program in
+    /// the RMT emulator (IPv4 only). Opens, closes and timeouts are the
+    /// endpoint's control plane either way.
+    #[arg(long, value_enum, default_value_t = EngineArg::Toe)]
+    pub engine: EngineArg,
     /// Log the shim's decisions to stderr (STEER_TOE_DEBUG=1) and print
     /// the data path's counters when the program ends.
     #[arg(long)]
@@ -46,6 +53,13 @@ pub struct RunArgs {
     /// The program and its arguments, after `--`.
     #[arg(last = true, required = true)]
     pub command: Vec<String>,
+}
+
+/// The data path's engine on the command line (toe::Engine).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EngineArg {
+    Toe,
+    Laminar,
 }
 
 pub fn run(cmd: ToeCommand, json: bool) -> anyhow::Result<i32> {
@@ -82,7 +96,14 @@ fn run_program(args: RunArgs, json: bool) -> anyhow::Result<i32> {
         )
     })?;
     let mac = lab::inject::mac_address(&host.netns, &host.dev)?;
-    let ep = Endpoint::new(port, mac, addr, EndpointConfig::default())?;
+    let config = EndpointConfig {
+        engine: match args.engine {
+            EngineArg::Toe => Engine::Toe,
+            EngineArg::Laminar => Engine::Laminar,
+        },
+        ..EndpointConfig::default()
+    };
+    let ep = Endpoint::new(port, mac, addr, config)?;
     let socket = socket_path(&args.lab.name, &host.name);
     let program = Program {
         netns: &host.netns,
