@@ -235,12 +235,14 @@ fn run_once(
     };
     rep.output = Some(out_path.display().to_string());
     rep.stderr = Some(err_path.display().to_string());
-    let labs_before = lab::Lab::list().unwrap_or_default();
+    // The case's labs carry this tag, so only they are taken down after it.
+    let owner = format!("steer-bench-{}-{}", std::process::id(), case.id);
     let started = Instant::now();
     let spawned = Command::new(&argv[0])
         .args(&argv[1..])
         .current_dir(&cfg.root)
         .env("STEER_BENCH_CASE", &case.id)
+        .env(lab::OWNER_ENV, &owner)
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)
@@ -258,7 +260,7 @@ fn run_once(
     // Whatever the case started and left running dies with its group.
     kill_group(&mut child);
     rep.seconds = started.elapsed().as_secs_f64();
-    rep.cleaned_labs = clean_labs(&labs_before);
+    rep.cleaned_labs = clean_labs(&owner);
     let status = match ended {
         Ended::Exited(status) => status,
         Ended::TimedOut => {
@@ -404,37 +406,21 @@ fn kill_group(child: &mut Child) {
     let _ = child.wait();
 }
 
-/// Takes down labs that appeared during the case (not in `before`) and have
-/// no process left in their namespaces (another user's lab that happens to
-/// come up at the same time is busy and is left alone).
-fn clean_labs(before: &[String]) -> Vec<String> {
-    let Ok(after) = lab::Lab::list() else {
+/// Takes down the labs the case left behind: those tagged with `owner`
+/// (`lab::OWNER_ENV`, set for the case's processes). Another user's lab,
+/// idle or busy, carries no such tag and is left alone.
+fn clean_labs(owner: &str) -> Vec<String> {
+    if !host::is_root() {
+        return Vec::new();
+    }
+    let Ok(names) = lab::Lab::list() else {
         return Vec::new();
     };
-    let mut cleaned = Vec::new();
-    for name in after.iter().filter(|n| !before.contains(n)) {
-        if !host::is_root() {
-            continue;
-        }
-        let netns: Vec<String> = lab::Lab::open(name)
-            .map(|l| l.hosts().iter().map(|h| h.netns.clone()).collect())
-            .unwrap_or_default();
-        let until = Instant::now() + Duration::from_secs(2);
-        while netns.iter().any(|ns| netns_busy(ns)) && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        if netns.iter().any(|ns| netns_busy(ns)) {
-            continue;
-        }
-        if lab::Lab::down(name).is_ok() {
-            cleaned.push(name.clone());
-        }
-    }
-    cleaned
-}
-
-fn netns_busy(netns: &str) -> bool {
-    host::command::ip(&["netns", "pids", netns]).is_ok_and(|pids| !pids.trim().is_empty())
+    names
+        .into_iter()
+        .filter(|name| lab::Lab::open(name).is_ok_and(|l| l.owner() == Some(owner)))
+        .filter(|name| lab::Lab::down(name).is_ok())
+        .collect()
 }
 
 #[cfg(test)]
@@ -474,5 +460,30 @@ mod tests {
         assert_eq!(state, State::NoValue, "{reason}");
         let (state, _, _) = evaluate(&c, br#"{"m": [1, null]}"#);
         assert_eq!(state, State::NoValue);
+    }
+
+    #[test]
+    #[ignore = "needs root (namespaces, veth): `make test` runs it as root"]
+    fn only_the_cases_own_labs_are_taken_down() {
+        testkit::require_root("network namespaces, veths");
+        let owner = format!("bench-test-{}", std::process::id());
+        let spec = |prefix: &str, owner: Option<String>| {
+            let mut spec = lab::LabSpec::new(&lab::unique_name(prefix));
+            spec.software_rss = false;
+            spec.ipv6 = false;
+            spec.owner = owner;
+            spec
+        };
+        let mine = lab::Lab::up(&spec("bcm", Some(owner.clone()))).unwrap();
+        let idle = lab::Lab::up(&spec("bci", None)).unwrap().teardown_on_drop();
+        let other = spec("bco", Some("someone-else".into()));
+        let other = lab::Lab::up(&other).unwrap().teardown_on_drop();
+        assert_eq!(mine.owner(), Some(owner.as_str()));
+        let cleaned = clean_labs(&owner);
+        assert_eq!(cleaned, vec![mine.name().to_string()]);
+        let left = lab::Lab::list().unwrap();
+        assert!(!left.contains(&mine.name().to_string()));
+        assert!(left.contains(&idle.name().to_string()), "an idle lab is not ours");
+        assert!(left.contains(&other.name().to_string()));
     }
 }

@@ -10,7 +10,7 @@
 //!
 //! ```text
 //! pub struct LabSpec { name, hosts, queues, table, key, fields, ipv6, track_flows,
-//!                      wire, software_rss }
+//!                      wire, software_rss, owner }     // owner: $STEER_LAB_OWNER by default
 //! impl LabSpec { pub fn new(name) -> Self }       // hosts snd,rcv; 4 queues; IPv6 on
 //! impl Lab {
 //!     pub fn up(&LabSpec) -> Result<Lab, LabError>      // idempotent
@@ -19,6 +19,7 @@
 //!     pub fn command(&self, host, program) -> Result<Command, LabError>   // ip netns exec NS program
 //!     pub fn rss_config(&self) -> Result<RssConfig, LabError>
 //!     pub fn wire(&self) -> Option<&Wire>               // the middle host, if any
+//!     pub fn owner(&self) -> Option<&str>               // who made it
 //!     pub fn switch_port(&self, host) -> Option<(String, String)> // (switch netns, port)
 //!     pub fn teardown_on_drop(self) -> LabGuard
 //! }
@@ -74,7 +75,7 @@ mod topology;
 pub use error::LabError;
 pub use lifecycle::LabGuard;
 pub use softrss::DEFAULT_TABLE_SIZE;
-pub use spec::{unique_name, LabSpec};
+pub use spec::{unique_name, LabSpec, OWNER_ENV};
 pub use state::STATE_DIR;
 pub use status::{HostStatus, LabStatus};
 pub use topology::{Host, Lab, Wire, HOST_DEV};

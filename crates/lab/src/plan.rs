@@ -48,6 +48,7 @@ impl Lab {
             created_netns: Vec::new(),
             switch_netns: (spec.hosts.len() > 2).then(|| format!("{}-sw", spec.name)),
             complete: false,
+            owner: spec.owner.clone(),
             wire: spec.wire.then(|| Wire {
                 netns: format!("{}-wire", spec.name),
                 sender_dev: format!("to-{}", spec.hosts[0]),

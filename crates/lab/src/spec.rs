@@ -33,7 +33,14 @@ pub struct LabSpec {
     pub wire: bool,
     /// Attach Steer's software RSS to the receiver's device (default true).
     pub software_rss: bool,
+    /// Who made the lab, so a cleaner takes down only its own labs
+    /// (`steer bench run` tags each case's labs). Default: the
+    /// [`OWNER_ENV`] environment variable, if set.
+    pub owner: Option<String>,
 }
+
+/// The environment variable whose value a new lab records as its owner.
+pub const OWNER_ENV: &str = "STEER_LAB_OWNER";
 
 impl LabSpec {
     pub fn new(name: &str) -> Self {
@@ -49,6 +56,7 @@ impl LabSpec {
             track_flows: false,
             wire: false,
             software_rss: true,
+            owner: std::env::var(OWNER_ENV).ok().filter(|o| !o.is_empty()),
         }
     }
 

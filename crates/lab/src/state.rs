@@ -27,6 +27,9 @@ pub(crate) struct LabState {
     /// The wire namespace between the two hosts, if any.
     #[serde(default)]
     pub(crate) wire: Option<Wire>,
+    /// Who made it ([`crate::LabSpec::owner`]).
+    #[serde(default)]
+    pub(crate) owner: Option<String>,
 }
 
 pub(crate) fn state_path(name: &str) -> PathBuf {

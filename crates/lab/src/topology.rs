@@ -56,6 +56,11 @@ impl Lab {
         &self.state.name
     }
 
+    /// Who made the lab ([`crate::LabSpec::owner`]), if it said.
+    pub fn owner(&self) -> Option<&str> {
+        self.state.owner.as_deref()
+    }
+
     pub fn hosts(&self) -> &[Host] {
         &self.state.hosts
     }
