@@ -483,7 +483,10 @@ mod tests {
         assert_eq!(cleaned, vec![mine.name().to_string()]);
         let left = lab::Lab::list().unwrap();
         assert!(!left.contains(&mine.name().to_string()));
-        assert!(left.contains(&idle.name().to_string()), "an idle lab is not ours");
+        assert!(
+            left.contains(&idle.name().to_string()),
+            "an idle lab is not ours"
+        );
         assert!(left.contains(&other.name().to_string()));
     }
 }
