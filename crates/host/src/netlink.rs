@@ -88,8 +88,9 @@ pub fn extack_message(flags: u16, payload: &[u8]) -> Option<String> {
         .find(|nla| nla.kind() & NLA_TYPE_MASK == NLMSGERR_ATTR_MSG)?
         .value()
         .to_vec();
-    let text = value.split(|&b| b == 0).next().unwrap_or_default();
-    String::from_utf8(text.to_vec())
+    // NLA_STRING: up to the first NUL, if any.
+    let end = value.iter().position(|&b| b == 0).unwrap_or(value.len());
+    String::from_utf8(value[..end].to_vec())
         .ok()
         .filter(|m| !m.is_empty())
 }

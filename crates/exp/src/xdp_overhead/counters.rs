@@ -75,15 +75,16 @@ impl Drops {
     /// refuses a counter that was there for only part of a run.
     pub fn total(&self) -> u64 {
         [
-            self.sender_tx_dropped,
-            self.receiver_rx_dropped,
-            self.sender_qdisc_dropped.unwrap_or(0),
-            self.backlog_dropped,
-            self.cpumap_enqueue_drops.unwrap_or(0),
-            self.cpumap_kthread_drops.unwrap_or(0),
+            Some(self.sender_tx_dropped),
+            Some(self.receiver_rx_dropped),
+            self.sender_qdisc_dropped,
+            Some(self.backlog_dropped),
+            self.cpumap_enqueue_drops,
+            self.cpumap_kthread_drops,
         ]
-        .iter()
-        .fold(0u64, |sum, &n| sum.saturating_add(n))
+        .into_iter()
+        .flatten() // the counters of the stages this mode has
+        .fold(0u64, u64::saturating_add)
     }
 
     /// Element-wise sum (a mode's samples); a field absent in either is
