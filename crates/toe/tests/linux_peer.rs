@@ -296,6 +296,34 @@ fn garbage(lab: &Lab, to: IpAddr) -> Vec<Vec<u8>> {
     frames
 }
 
+/// A Linux peer connects to `PORT`, sends 256 KiB and dies mid-transfer
+/// (SO_LINGER 0: its kernel resets the connection); the endpoint's reader
+/// sees the reset, and the connection is closed.
+fn take_an_aborted_peers_reset(lab: &Lab, ep: &mut Endpoint) {
+    ep.listen(PORT);
+    let to = SocketAddr::new(toe_addr(lab), PORT);
+    let aborted = host::netns::spawn_in(&lab.sender().netns, move || -> std::io::Result<()> {
+        let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(10))?;
+        s.write_all(&pattern(256 << 10, 9))?;
+        std::thread::sleep(Duration::from_millis(100));
+        socket2_linger_zero(&s);
+        Ok(())
+    })
+    .unwrap();
+    let mut conn = None;
+    run_until(ep, "accepting the doomed connection", |ep| {
+        conn = ep.accept(PORT);
+        conn.is_some()
+    });
+    let conn = conn.unwrap();
+    let mut buf = vec![0u8; 65536];
+    run_until(ep, "the reset", |ep| {
+        matches!(ep.recv(conn, &mut buf), Err(ToeError::Reset))
+    });
+    aborted.join().unwrap().unwrap().unwrap();
+    ep.close(conn).unwrap();
+}
+
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
 fn floods_bad_segments_and_an_aborted_peer_leave_the_endpoint_serving() {
@@ -306,30 +334,8 @@ fn floods_bad_segments_and_an_aborted_peer_leave_the_endpoint_serving() {
         ..EndpointConfig::default()
     };
     let mut ep = common::endpoint(&lab, toe_addr(&lab), cfg);
-    ep.listen(PORT);
-
     // A peer that dies mid-transfer: its kernel resets the connection.
-    let to = SocketAddr::new(toe_addr(&lab), PORT);
-    let aborted = host::netns::spawn_in(&lab.sender().netns, move || -> std::io::Result<()> {
-        let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(10))?;
-        s.write_all(&pattern(256 << 10, 9))?;
-        std::thread::sleep(Duration::from_millis(100));
-        socket2_linger_zero(&s);
-        Ok(())
-    })
-    .unwrap();
-    let mut conn = None;
-    run_until(&mut ep, "accepting the doomed connection", |ep| {
-        conn = ep.accept(PORT);
-        conn.is_some()
-    });
-    let conn = conn.unwrap();
-    let mut buf = vec![0u8; 65536];
-    run_until(&mut ep, "the reset", |ep| {
-        matches!(ep.recv(conn, &mut buf), Err(ToeError::Reset))
-    });
-    aborted.join().unwrap().unwrap().unwrap();
-    ep.close(conn).unwrap();
+    take_an_aborted_peers_reset(&lab, &mut ep);
 
     // The flood, sent from the sender's side of the link.
     let snd = lab.sender();
@@ -668,30 +674,8 @@ fn laminar_engine_takes_an_aborted_peers_reset_and_serves_the_next() {
     testkit::require_root("network namespaces, veths, XDP, AF_XDP");
     let lab = common::lab("lama", false, false);
     let mut ep = laminar_endpoint(&lab);
-    ep.listen(PORT);
-    // A peer that dies mid-transfer: its kernel resets the connection at
-    // the sequence number only Laminar's registers know.
-    let to = SocketAddr::new(toe_addr(&lab), PORT);
-    let aborted = host::netns::spawn_in(&lab.sender().netns, move || -> std::io::Result<()> {
-        let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(10))?;
-        s.write_all(&pattern(256 << 10, 9))?;
-        std::thread::sleep(Duration::from_millis(100));
-        socket2_linger_zero(&s);
-        Ok(())
-    })
-    .unwrap();
-    let mut conn = None;
-    run_until(&mut ep, "accepting the doomed connection", |ep| {
-        conn = ep.accept(PORT);
-        conn.is_some()
-    });
-    let conn = conn.unwrap();
-    let mut buf = vec![0u8; 65536];
-    run_until(&mut ep, "the reset", |ep| {
-        matches!(ep.recv(conn, &mut buf), Err(ToeError::Reset))
-    });
-    aborted.join().unwrap().unwrap().unwrap();
-    ep.close(conn).unwrap();
+    // The reset comes at the sequence number only Laminar's registers know.
+    take_an_aborted_peers_reset(&lab, &mut ep);
     assert_eq!(ep.counters().resets_received, 1);
     exchange(&lab, &mut ep, PORT + 50, 1 << 20, 1 << 20);
 }
