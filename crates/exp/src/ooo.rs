@@ -373,12 +373,9 @@ fn prepare_sender(lab: &Lab, params: &OooParams) -> Result<(), ExpError> {
         params.sender.sysctl_value(),
     )
     .map_err(LabError::from)?;
-    let to = format!("{}/32", toe_addr(lab));
-    let rto = format!("{}ms", params.rto_min_ms);
-    host::command::ip(&[
-        "-n", &snd.netns, "route", "replace", &to, "dev", &snd.dev, "rto_min", &rto,
-    ])
-    .map_err(LabError::from)?;
+    let rto_min = Duration::from_millis(params.rto_min_ms.into());
+    host::link::replace_route_rto_min(&snd.netns, toe_addr(lab), 32, &snd.dev, rto_min)
+        .map_err(LabError::from)?;
     Ok(())
 }
 

@@ -11,7 +11,8 @@ use std::io;
 
 use netlink_packet_core::{
     NetlinkDeserializable, NetlinkHeader, NetlinkMessage, NetlinkPayload, NetlinkSerializable,
-    NlasIterator, NLA_TYPE_MASK, NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REQUEST,
+    NlasIterator, NLA_TYPE_MASK, NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REPLACE,
+    NLM_F_REQUEST,
 };
 use netlink_sys::{Socket, SocketAddr};
 
@@ -197,6 +198,17 @@ impl NlSocket {
         I: NetlinkSerializable + NetlinkDeserializable + Debug,
     {
         self.request_with_flags(payload, NLM_F_CREATE | NLM_F_EXCL)
+            .map(drop)
+    }
+
+    /// Asks the kernel to create an object or replace the one of the same
+    /// key (`NLM_F_CREATE | NLM_F_REPLACE`, as `ip route replace` does) and
+    /// waits for its ACK.
+    pub fn replace<I>(&mut self, payload: I) -> Result<(), NlFailure>
+    where
+        I: NetlinkSerializable + NetlinkDeserializable + Debug,
+    {
+        self.request_with_flags(payload, NLM_F_CREATE | NLM_F_REPLACE)
             .map(drop)
     }
 

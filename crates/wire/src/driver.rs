@@ -29,7 +29,7 @@
 //! of the device in batches.
 
 use std::collections::HashMap;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -150,33 +150,13 @@ impl DriverStats {
     }
 }
 
-/// `ip -n NETNS ARGS...`.
-fn ip(netns: &str, args: &[&str]) -> Result<String, WireError> {
-    let mut all = vec!["-n", netns];
-    all.extend_from_slice(args);
-    Ok(host::command::ip(&all)?)
-}
-
-/// The TAP's MAC from `ip -o link show` of the device.
-fn tap_mac(link: &str) -> String {
-    let mut words = link.split_whitespace();
-    let dev_mac = words
-        .by_ref()
-        .skip_while(|w| *w != "link/ether")
-        .nth(1)
-        .unwrap_or("02:00:00:00:00:00");
-    let mut bytes: Vec<u8> = dev_mac
-        .split(':')
-        .filter_map(|b| u8::from_str_radix(b, 16).ok())
-        .collect();
-    bytes.resize(6, 0);
-    bytes[0] = (bytes[0] | 0x02) & 0xfe;
-    bytes[5] ^= 0xff;
-    bytes
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
+/// The TAP's MAC, derived from the device's: locally administered bit
+/// set, group bit cleared, last byte flipped.
+fn tap_mac(dev_mac: [u8; 6]) -> [u8; 6] {
+    let mut mac = dev_mac;
+    mac[0] = (mac[0] | 0x02) & 0xfe;
+    mac[5] ^= 0xff;
+    mac
 }
 
 /// The open receive path.
@@ -185,8 +165,9 @@ pub struct Driver {
     port: Port,
     tap: Tap,
     sorter: Sorter,
-    /// Addresses taken from `dev`, given back on drop.
-    moved: Vec<String>,
+    /// IPv4 addresses (with prefix lengths) taken from `dev`, given back on
+    /// drop.
+    moved: Vec<(IpAddr, u8)>,
     stats: DriverStats,
     delay: Histogram,
     cycle: Histogram,
@@ -217,21 +198,18 @@ impl Driver {
         let port = Port::open(&cfg.dev, Some(&cfg.netns), &PortConfig::default())?;
         let (name, gro) = (cfg.tap.clone(), cfg.gro);
         let tap = host::netns::run_in(Some(&cfg.netns), move || Tap::create(&name, gro))??;
-        let mut moved = Vec::new();
-        let shown = ip(&cfg.netns, &["-4", "-o", "addr", "show", "dev", &cfg.dev])?;
-        for line in shown.lines() {
-            let mut words = line.split_whitespace();
-            if let Some(a) = words.by_ref().skip_while(|w| *w != "inet").nth(1) {
-                moved.push(a.to_string());
-            }
-        }
-        for a in &moved {
-            ip(&cfg.netns, &["addr", "del", a, "dev", &cfg.dev])?;
+        let (netns, dev) = (cfg.netns.as_str(), cfg.dev.as_str());
+        let moved: Vec<(IpAddr, u8)> = host::link::addresses(Some(netns), dev)?
+            .into_iter()
+            .filter(|(a, _)| a.is_ipv4())
+            .collect();
+        for &(a, len) in &moved {
+            host::link::delete_address(netns, dev, a, len)?;
         }
         // Linux answers ARP for any local address on any device: without
         // this the sender could learn the device's MAC and the kernel would
         // take the frames straight from the device, bypassing the driver.
-        ip(&cfg.netns, &["link", "set", "dev", &cfg.dev, "arp", "off"])?;
+        host::link::set_arp(netns, dev, false)?;
         let mut driver = Driver {
             cfg: cfg.clone(),
             port,
@@ -259,25 +237,14 @@ impl Driver {
         // A MAC derived from the device's (locally administered bit set, last
         // byte flipped): the same on every run, so the sender's ARP cache
         // stays right when the driver restarts.
-        let mac = tap_mac(&ip(&cfg.netns, &["-o", "link", "show", "dev", &cfg.dev])?);
-        ip(
-            &cfg.netns,
-            &["link", "set", "dev", &cfg.tap, "address", &mac],
-        )?;
-        ip(
-            &cfg.netns,
-            &["link", "set", "dev", &cfg.tap, "mtu", "1500", "up"],
-        )?;
-        ip(
-            &cfg.netns,
-            &[
-                "addr",
-                "add",
-                &format!("{}/{}", cfg.addr, cfg.prefix),
-                "dev",
-                &cfg.tap,
-            ],
-        )?;
+        let dev_mac = host::link::link(Some(netns), dev)?
+            .mac
+            .ok_or_else(|| WireError::Config(format!("{dev} in {netns} has no MAC")))?;
+        let tap = cfg.tap.as_str();
+        host::link::set_mac(netns, tap, tap_mac(dev_mac))?;
+        host::link::set_mtu(netns, tap, 1500)?;
+        host::link::set_up(netns, tap)?;
+        host::link::add_address(netns, tap, cfg.addr.into(), cfg.prefix)?;
         driver.set_gro(cfg.gro)?;
         if cfg.gro {
             let poller = crate::napi::enable_threaded(&cfg.netns, &cfg.tap)?;
@@ -474,12 +441,10 @@ impl Driver {
 impl Drop for Driver {
     fn drop(&mut self) {
         // The TAP goes away with its descriptor; give the device its addresses back.
-        let _ = ip(
-            &self.cfg.netns,
-            &["link", "set", "dev", &self.cfg.dev, "arp", "on"],
-        );
-        for a in &self.moved {
-            let _ = ip(&self.cfg.netns, &["addr", "add", a, "dev", &self.cfg.dev]);
+        let (netns, dev) = (self.cfg.netns.as_str(), self.cfg.dev.as_str());
+        let _ = host::link::set_arp(netns, dev, true);
+        for &(a, len) in &self.moved {
+            let _ = host::link::add_address(netns, dev, a, len);
         }
     }
 }
@@ -513,8 +478,9 @@ impl DriverHandle {
 mod tests {
     #[test]
     fn tap_mac_is_derived_and_local() {
-        let line =
-            "2: veth0@if3: <BROADCAST> mtu 1500 link/ether 0a:11:22:33:44:55 brd ff:ff:ff:ff:ff:ff";
-        assert_eq!(super::tap_mac(line), "0a:11:22:33:44:aa");
+        let dev = [0x0a, 0x11, 0x22, 0x33, 0x44, 0x55];
+        assert_eq!(super::tap_mac(dev), [0x0a, 0x11, 0x22, 0x33, 0x44, 0xaa]);
+        // A group address becomes a unicast one.
+        assert_eq!(super::tap_mac([0x01, 0, 0, 0, 0, 0])[0], 0x02);
     }
 }

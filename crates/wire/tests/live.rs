@@ -89,14 +89,9 @@ fn tcp_crosses_a_reordering_lossy_wire_and_counters_balance() {
 
 /// Reads a device's kernel counters (rx_packets, tx_packets).
 fn link_counters(netns: &str, dev: &str) -> (u64, u64) {
-    let out = host::command::ip(&["-n", netns, "-s", "-j", "link", "show", "dev", dev])
-        .unwrap_or_else(|e| panic!("{e}"));
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    let s = &v[0]["stats64"];
-    (
-        s["rx"]["packets"].as_u64().unwrap(),
-        s["tx"]["packets"].as_u64().unwrap(),
-    )
+    let link = host::link::link(Some(netns), dev).unwrap_or_else(|e| panic!("{e}"));
+    let s = link.stats.expect("the kernel sends IFLA_STATS64");
+    (s.rx_packets, s.tx_packets)
 }
 
 #[test]

@@ -10,8 +10,10 @@
 //! route netlink socket answers for the namespace it was opened in.
 
 use std::io;
+use std::net::IpAddr;
 use std::os::fd::AsRawFd;
 
+use netlink_packet_route::address::{AddressAttribute, AddressMessage};
 use netlink_packet_route::link::{InfoKind, LinkAttribute, LinkFlags, LinkInfo, LinkMessage};
 use netlink_packet_route::nsid::{NsidAttribute, NsidMessage};
 use netlink_packet_route::RouteNetlinkMessage;
@@ -23,7 +25,10 @@ use crate::HostError;
 mod offload;
 mod setup;
 pub use offload::{set_gro, set_tx_checksum, tx_checksum};
-pub use setup::{add_address, add_bridge, add_route, add_veth, delete, set_controller, set_up};
+pub use setup::{
+    add_address, add_bridge, add_route, add_veth, delete, delete_address, replace_route_rto_min,
+    set_arp, set_controller, set_mac, set_mtu, set_up,
+};
 
 /// One network device as the kernel describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +40,8 @@ pub struct Link {
     pub mtu: Option<u32>,
     /// Whether the device is administratively up (`IFF_UP`).
     pub up: bool,
+    /// Whether the device resolves addresses by ARP (no `IFF_NOARP`).
+    pub arp: bool,
     /// The ifindex of its controller (a bridge port's bridge: `IFLA_MASTER`).
     pub controller: Option<u32>,
     /// Whether `IFLA_INFO_KIND` says `veth`.
@@ -83,6 +90,30 @@ pub fn link(netns: Option<&str>, dev: &str) -> Result<Link, HostError> {
     .ok_or_else(|| HostError::Io {
         what,
         source: io::Error::new(io::ErrorKind::InvalidData, "no link in the kernel's reply"),
+    })
+}
+
+/// The addresses on device `dev` of namespace `netns`, as (address,
+/// prefix length), IPv4 and IPv6 (`ip addr show dev DEV`).
+pub fn addresses(netns: Option<&str>, dev: &str) -> Result<Vec<(IpAddr, u8)>, HostError> {
+    let index = link(netns, dev)?.ifindex;
+    let what = format!("listing the addresses of {dev}");
+    in_netns(netns, &what, move |socket| {
+        let request = RouteNetlinkMessage::GetAddress(AddressMessage::default());
+        let replies = socket.request(request, true)?;
+        Ok(replies
+            .into_iter()
+            .filter_map(|m| match m {
+                RouteNetlinkMessage::NewAddress(m) if m.header.index == index => {
+                    let prefix_len = m.header.prefix_len;
+                    m.attributes.into_iter().find_map(|a| match a {
+                        AddressAttribute::Address(addr) => Some((addr, prefix_len)),
+                        _ => None,
+                    })
+                }
+                _ => None,
+            })
+            .collect())
     })
 }
 
@@ -144,6 +175,7 @@ fn link_of(message: RouteNetlinkMessage) -> Option<Link> {
         mac: None,
         mtu: None,
         up: message.header.flags.contains(LinkFlags::Up),
+        arp: !message.header.flags.contains(LinkFlags::Noarp),
         controller: None,
         is_veth: false,
         peer_ifindex: None,

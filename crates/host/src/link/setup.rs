@@ -1,13 +1,15 @@
 //! Making and changing devices and addresses over route netlink
-//! (rtnetlink(7): `RTM_NEWLINK`, `RTM_DELLINK`, `RTM_NEWADDR`): what
-//! `ip link add ... type veth`, `ip link set ... up|master`,
-//! `ip addr add` and `ip route add` do, without a program per step.
+//! (rtnetlink(7): `RTM_NEWLINK`, `RTM_DELLINK`, `RTM_NEWADDR`,
+//! `RTM_DELADDR`, `RTM_NEWROUTE`): what `ip link add ... type veth`,
+//! `ip link set ... up|master|address|mtu|arp`, `ip addr add|del` and
+//! `ip route add|replace` do, without a program per step.
 //!
 //! Creating a namespace stays with `ip netns add` (it is a mount, not a
 //! netlink request).
 
 use std::net::IpAddr;
 use std::os::fd::AsRawFd;
+use std::time::Duration;
 
 use netlink_packet_route::address::{
     AddressAttribute, AddressHeaderFlags, AddressMessage, AddressScope,
@@ -16,7 +18,8 @@ use netlink_packet_route::link::{
     InfoData, InfoKind, InfoVeth, LinkAttribute, LinkFlags, LinkInfo, LinkMessage,
 };
 use netlink_packet_route::route::{
-    RouteAddress, RouteAttribute, RouteHeader, RouteMessage, RouteProtocol, RouteScope, RouteType,
+    RouteAddress, RouteAttribute, RouteHeader, RouteMessage, RouteMetric, RouteProtocol,
+    RouteScope, RouteType,
 };
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 
@@ -105,7 +108,36 @@ pub fn delete(netns: &str, dev: &str) -> Result<(), HostError> {
 /// addresses in namespaces they made, and DAD would hold the address
 /// unusable for a second or more.
 pub fn add_address(netns: &str, dev: &str, addr: IpAddr, prefix_len: u8) -> Result<(), HostError> {
-    let index = super::link(Some(netns), dev)?.ifindex;
+    let message = address_message(netns, dev, addr, prefix_len)?;
+    let what = format!("adding {addr}/{prefix_len} to {dev} in {netns}");
+    in_netns(Some(netns), &what, move |socket| {
+        socket.create(RouteNetlinkMessage::NewAddress(message))
+    })
+}
+
+/// Takes `addr/prefix_len` off `dev` in `netns` (`ip addr del`).
+pub fn delete_address(
+    netns: &str,
+    dev: &str,
+    addr: IpAddr,
+    prefix_len: u8,
+) -> Result<(), HostError> {
+    let message = address_message(netns, dev, addr, prefix_len)?;
+    let what = format!("deleting {addr}/{prefix_len} from {dev} in {netns}");
+    in_netns(Some(netns), &what, move |socket| {
+        socket
+            .request(RouteNetlinkMessage::DelAddress(message), false)
+            .map(drop)
+    })
+}
+
+/// The `RTM_{NEW,DEL}ADDR` message naming `addr/prefix_len` on `dev`.
+fn address_message(
+    netns: &str,
+    dev: &str,
+    addr: IpAddr,
+    prefix_len: u8,
+) -> Result<AddressMessage, HostError> {
     let mut message = AddressMessage::default();
     message.header.family = match addr {
         IpAddr::V4(_) => AddressFamily::Inet,
@@ -113,7 +145,7 @@ pub fn add_address(netns: &str, dev: &str, addr: IpAddr, prefix_len: u8) -> Resu
     };
     message.header.prefix_len = prefix_len;
     message.header.scope = AddressScope::Universe;
-    message.header.index = index;
+    message.header.index = super::link(Some(netns), dev)?.ifindex;
     if addr.is_ipv6() {
         message.header.flags = AddressHeaderFlags::Nodad;
     }
@@ -121,10 +153,51 @@ pub fn add_address(netns: &str, dev: &str, addr: IpAddr, prefix_len: u8) -> Resu
         AddressAttribute::Local(addr),
         AddressAttribute::Address(addr),
     ];
-    let what = format!("adding {addr}/{prefix_len} to {dev} in {netns}");
-    in_netns(Some(netns), &what, move |socket| {
-        socket.create(RouteNetlinkMessage::NewAddress(message))
-    })
+    Ok(message)
+}
+
+/// Sets `dev`'s hardware address (`ip link set DEV address MAC`).
+pub fn set_mac(netns: &str, dev: &str, mac: [u8; 6]) -> Result<(), HostError> {
+    let mut message = LinkMessage::default();
+    message.attributes = vec![
+        LinkAttribute::IfName(dev.to_string()),
+        LinkAttribute::Address(mac.to_vec()),
+    ];
+    change_link(
+        netns,
+        &format!("setting the MAC of {dev} in {netns}"),
+        message,
+    )
+}
+
+/// Sets `dev`'s MTU (`ip link set DEV mtu MTU`).
+pub fn set_mtu(netns: &str, dev: &str, mtu: u32) -> Result<(), HostError> {
+    let mut message = LinkMessage::default();
+    message.attributes = vec![
+        LinkAttribute::IfName(dev.to_string()),
+        LinkAttribute::Mtu(mtu),
+    ];
+    change_link(
+        netns,
+        &format!("setting MTU {mtu} on {dev} in {netns}"),
+        message,
+    )
+}
+
+/// Turns address resolution on `dev` on or off (`ip link set DEV arp
+/// on|off`: the `IFF_NOARP` flag).
+pub fn set_arp(netns: &str, dev: &str, on: bool) -> Result<(), HostError> {
+    let mut message = LinkMessage::default();
+    if !on {
+        message.header.flags = LinkFlags::Noarp;
+    }
+    message.header.change_mask = LinkFlags::Noarp;
+    message.attributes = vec![LinkAttribute::IfName(dev.to_string())];
+    let what = format!(
+        "setting arp {} on {dev} in {netns}",
+        if on { "on" } else { "off" }
+    );
+    change_link(netns, &what, message)
 }
 
 /// A route to `dest/prefix_len` through gateway `via` in the main table of
@@ -166,6 +239,41 @@ pub fn add_route(netns: &str, dest: IpAddr, prefix_len: u8, via: IpAddr) -> Resu
     ];
     in_netns(Some(netns), &what, move |socket| {
         socket.create(RouteNetlinkMessage::NewRoute(message))
+    })
+}
+
+/// The route to `dest/prefix_len` out of `dev` in the main table of
+/// `netns`, made or replaced, with a minimum retransmission timeout
+/// (`ip route replace DEST/LEN dev DEV rto_min MS`: `RTAX_RTO_MIN`, which
+/// TCP reads for connections on the route, net/ipv4/tcp.c `tcp_rto_min`).
+pub fn replace_route_rto_min(
+    netns: &str,
+    dest: IpAddr,
+    prefix_len: u8,
+    dev: &str,
+    rto_min: Duration,
+) -> Result<(), HostError> {
+    let index = super::link(Some(netns), dev)?.ifindex;
+    let ms = u32::try_from(rto_min.as_millis()).unwrap_or(u32::MAX);
+    let what = format!("setting rto_min {ms}ms on the route to {dest}/{prefix_len} in {netns}");
+    let (family, dest) = match dest {
+        IpAddr::V4(d) => (AddressFamily::Inet, RouteAddress::Inet(d)),
+        IpAddr::V6(d) => (AddressFamily::Inet6, RouteAddress::Inet6(d)),
+    };
+    let mut message = RouteMessage::default();
+    message.header.address_family = family;
+    message.header.destination_prefix_length = prefix_len;
+    message.header.table = RouteHeader::RT_TABLE_MAIN;
+    message.header.protocol = RouteProtocol::Boot;
+    message.header.scope = RouteScope::Link;
+    message.header.kind = RouteType::Unicast;
+    message.attributes = vec![
+        RouteAttribute::Destination(dest),
+        RouteAttribute::Oif(index),
+        RouteAttribute::Metrics(vec![RouteMetric::RtoMin(ms)]),
+    ];
+    in_netns(Some(netns), &what, move |socket| {
+        socket.replace(RouteNetlinkMessage::NewRoute(message))
     })
 }
 
@@ -278,5 +386,51 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("br-none"), "{e}");
+    }
+
+    #[test]
+    #[ignore = "needs root (network namespaces)"]
+    fn link_attributes_addresses_and_a_routes_rto_min_read_back() {
+        testkit::require_root("network namespaces");
+        let ns = [
+            testkit::Netns::new("hostattr-a"),
+            testkit::Netns::new("hostattr-b"),
+        ];
+        let (a, b) = (ns[0].name(), ns[1].name());
+        add_veth("va", a, "vb", b).unwrap();
+        set_mac(a, "va", [0x02, 0, 0, 0, 0xaa, 0x01]).unwrap();
+        set_mtu(a, "va", 1400).unwrap();
+        set_arp(a, "va", false).unwrap();
+        let va = super::super::link(Some(a), "va").unwrap();
+        assert_eq!(va.mac, Some([0x02, 0, 0, 0, 0xaa, 0x01]));
+        assert_eq!(va.mtu, Some(1400));
+        assert!(!va.arp);
+        set_arp(a, "va", true).unwrap();
+        assert!(super::super::link(Some(a), "va").unwrap().arp);
+
+        let v4: IpAddr = "10.9.1.1".parse().unwrap();
+        let v6: IpAddr = "fd09:1::1".parse().unwrap();
+        add_address(a, "va", v4, 24).unwrap();
+        add_address(a, "va", v6, 64).unwrap();
+        let on = super::super::addresses(Some(a), "va").unwrap();
+        assert!(on.contains(&(v4, 24)) && on.contains(&(v6, 64)), "{on:?}");
+        delete_address(a, "va", v4, 24).unwrap();
+        let on = super::super::addresses(Some(a), "va").unwrap();
+        assert!(!on.contains(&(v4, 24)) && on.contains(&(v6, 64)), "{on:?}");
+        let e = delete_address(a, "va", v4, 24).unwrap_err().to_string();
+        assert!(e.contains("deleting 10.9.1.1/24 from va"), "{e}");
+
+        // Replacing twice leaves one route, with the second value.
+        set_up(a, "va").unwrap();
+        let far: IpAddr = "10.9.2.7".parse().unwrap();
+        for ms in [10, 25] {
+            replace_route_rto_min(a, far, 32, "va", Duration::from_millis(ms)).unwrap();
+        }
+        let shown = crate::command::ip(&["-n", a, "route", "show", "10.9.2.7/32"]).unwrap();
+        assert_eq!(shown.lines().count(), 1, "{shown}");
+        assert!(
+            shown.contains("dev va") && shown.contains("rto_min 25ms"),
+            "{shown}"
+        );
     }
 }
