@@ -25,18 +25,28 @@ fn request(root: &Path, quick: bool, repetitions: u32) -> RunRequest {
     }
 }
 
-fn run(dir: &Path, quick: bool, repetitions: u32) -> (History, bench::run::RunSummary) {
-    let cases = load_matrix(&[&cases_file()], false).unwrap();
+/// The test cases, or only the one named `id`.
+fn cases(id: Option<&str>) -> Vec<bench::Case> {
+    load_matrix(&[&cases_file()], false)
+        .unwrap()
+        .into_iter()
+        .filter(|c| id.is_none_or(|id| c.id == id))
+        .collect()
+}
+
+/// Runs `cases` into a fresh history under `dir`.
+fn run_cases(
+    dir: &Path,
+    cases: &[bench::Case],
+    req: &RunRequest,
+) -> (History, bench::run::RunSummary) {
     let mut h = History::open(&dir.join("h.sqlite")).unwrap();
-    let s = run_matrix(
-        &mut h,
-        &cases,
-        &request(dir, quick, repetitions),
-        Arc::new(AtomicBool::new(false)),
-        |_| {},
-    )
-    .unwrap();
+    let s = run_matrix(&mut h, cases, req, Arc::new(AtomicBool::new(false)), |_| {}).unwrap();
     (h, s)
+}
+
+fn run(dir: &Path, quick: bool, repetitions: u32) -> (History, bench::run::RunSummary) {
+    run_cases(dir, &cases(None), &request(dir, quick, repetitions))
 }
 
 fn state_of(s: &bench::run::RunSummary, id: &str) -> (State, String) {
@@ -84,23 +94,10 @@ fn every_state_from_test_cases() {
 #[test]
 fn a_case_that_never_exits_is_killed_with_its_process_group() {
     let dir = tempfile::tempdir().unwrap();
-    let cases: Vec<_> = load_matrix(&[&cases_file()], false)
-        .unwrap()
-        .into_iter()
-        .filter(|c| c.id == "hang")
-        .collect();
-    let mut h = History::open(&dir.path().join("h.sqlite")).unwrap();
     let mut req = request(dir.path(), false, 1);
     req.timeout = Some(Duration::from_millis(300));
     let started = std::time::Instant::now();
-    let s = run_matrix(
-        &mut h,
-        &cases,
-        &req,
-        Arc::new(AtomicBool::new(false)),
-        |_| {},
-    )
-    .unwrap();
+    let (_, s) = run_cases(dir.path(), &cases(Some("hang")), &req);
     assert_eq!(s.results[0].state, State::Timeout);
     assert!(started.elapsed() < Duration::from_secs(30));
     // The background `sleep 1000` the case started is gone too.
@@ -121,21 +118,8 @@ fn a_case_that_never_exits_is_killed_with_its_process_group() {
 #[test]
 fn quick_variant_and_repetitions_give_samples() {
     let dir = tempfile::tempdir().unwrap();
-    let cases: Vec<_> = load_matrix(&[&cases_file()], false)
-        .unwrap()
-        .into_iter()
-        .filter(|c| c.id == "ok")
-        .collect();
-    let mut h = History::open(&dir.path().join("h.sqlite")).unwrap();
     let req = request(dir.path(), true, 3);
-    let s = run_matrix(
-        &mut h,
-        &cases,
-        &req,
-        Arc::new(AtomicBool::new(false)),
-        |_| {},
-    )
-    .unwrap();
+    let (_, s) = run_cases(dir.path(), &cases(Some("ok")), &req);
     assert_eq!(s.results[0].state, State::Pass);
     assert_eq!(s.results[0].metrics["v"].values, vec![2.0, 2.0, 2.0]);
     assert_eq!(s.results[0].repetitions.len(), 3);
@@ -186,20 +170,12 @@ fn a_corrupted_database_is_an_error_and_is_left_untouched() {
     ));
 
     // A truncated history (half a file) is refused, not repaired.
-    let good = dir.path().join("good.sqlite");
-    let (h, _) = {
-        let cases = load_matrix(&[&cases_file()], false).unwrap();
-        let mut h = History::open(&good).unwrap();
-        let s = run_matrix(
-            &mut h,
-            &cases[..1],
-            &request(dir.path(), false, 1),
-            Arc::new(AtomicBool::new(false)),
-            |_| {},
-        )
-        .unwrap();
-        (h, s)
-    };
+    let good = dir.path().join("h.sqlite");
+    let (h, _) = run_cases(
+        dir.path(),
+        &cases(None)[..1],
+        &request(dir.path(), false, 1),
+    );
     drop(h);
     let bytes = std::fs::read(&good).unwrap();
     let mut cut = bytes[..bytes.len() / 2].to_vec();
