@@ -83,7 +83,7 @@ fn run(ns: &str, backend: Backend, size: usize, seconds: f64) -> Result<Run, Str
                 });
                 received.store(n, Ordering::Relaxed);
             }
-            rx.kernel_drops()
+            rx.kernel_drops().map_err(|e| e.to_string())
         })
     };
     pin_to(0);
@@ -105,7 +105,7 @@ fn run(ns: &str, backend: Backend, size: usize, seconds: f64) -> Result<Run, Str
     let frames = received.load(Ordering::Relaxed) - start_count;
     let elapsed = start.elapsed().as_secs_f64();
     stop.store(true, Ordering::Relaxed);
-    let drops = receiver.join().map_err(|_| "receiver panicked")?;
+    let drops = receiver.join().map_err(|_| "receiver panicked")??;
     Ok(Run {
         backend,
         size,

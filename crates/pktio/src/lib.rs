@@ -343,13 +343,16 @@ impl Port {
     /// The kernel's count of frames it dropped because the port could not
     /// take them, cumulative since open: AF_PACKET `tp_drops` (ring full);
     /// AF_XDP `rx_dropped` plus `rx_ring_full` over all queues.
-    pub fn kernel_drops(&mut self) -> u64 {
+    pub fn kernel_drops(&mut self) -> Result<u64, PktIoError> {
         match &mut self.io {
-            Io::Packet(p) => p.ring.kernel_drops(&p.sock),
-            Io::Xdp(x) => x
-                .stats()
-                .map(|s| s.rx_dropped + s.rx_ring_full)
-                .unwrap_or(0),
+            Io::Packet(p) => p
+                .ring
+                .kernel_drops(&p.sock)
+                .map_err(|source| PktIoError::Io {
+                    op: "PACKET_STATISTICS".into(),
+                    source,
+                }),
+            Io::Xdp(x) => x.stats().map(|s| s.rx_dropped + s.rx_ring_full),
         }
     }
 

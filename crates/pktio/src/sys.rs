@@ -263,7 +263,7 @@ impl RxRing {
         n
     }
 
-    pub(crate) fn kernel_drops(&mut self, sock: &OwnedFd) -> u64 {
+    pub(crate) fn kernel_drops(&mut self, sock: &OwnedFd) -> io::Result<u64> {
         let mut st = libc::tpacket_stats {
             tp_packets: 0,
             tp_drops: 0,
@@ -279,11 +279,12 @@ impl RxRing {
                 &mut len,
             )
         };
-        if rc == 0 {
-            // The kernel resets its counters on every read.
-            self.drops += u64::from(st.tp_drops);
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
         }
-        self.drops
+        // The kernel resets its counters on every read.
+        self.drops += u64::from(st.tp_drops);
+        Ok(self.drops)
     }
 }
 

@@ -72,7 +72,7 @@ fn check_crossing(from: Backend, to: Backend) {
         assert_eq!(
             got.len(),
             N as usize,
-            "{what}: kernel drops {}",
+            "{what}: kernel drops {:?}",
             b.kernel_drops()
         );
         assert!(got.windows(2).all(|w| w[0] < w[1]), "{what}: out of order");

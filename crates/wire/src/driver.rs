@@ -107,8 +107,9 @@ pub struct DriverStats {
     pub packets_out: u64,
     /// Frames the TAP refused.
     pub inject_errors: u64,
-    /// Frames the kernel dropped before the driver read them (ring full).
-    pub ring_drops: u64,
+    /// Frames the kernel dropped before the driver read them (ring full);
+    /// `None` (JSON null) when the kernel's counter could not be read.
+    pub ring_drops: Option<u64>,
     /// Frames from the TAP sent out of the device (ACKs, ARP).
     pub acks_out: u64,
     pub batches: u64,
@@ -265,7 +266,7 @@ impl Driver {
 
     pub fn stats(&mut self) -> DriverStats {
         let mut s = self.stats.clone();
-        s.ring_drops = self.port.kernel_drops();
+        s.ring_drops = self.port.kernel_drops().ok();
         s.mean_batch = (s.batches > 0).then(|| s.packets_in as f64 / s.batches as f64);
         let (blocks, pkts) = s
             .block_sizes

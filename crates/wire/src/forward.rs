@@ -211,7 +211,7 @@ impl Wire {
 
     pub fn stats(&mut self) -> WireStats {
         for (i, side) in self.sides.iter_mut().enumerate() {
-            side.dir.counters.ring_drops = self.ports[i].kernel_drops();
+            side.dir.counters.ring_drops = self.ports[i].kernel_drops().ok();
         }
         WireStats {
             a_to_b: self.sides[0].stats(),

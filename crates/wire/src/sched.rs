@@ -46,8 +46,9 @@ pub struct DirectionCounters {
     /// In the wire now (rate queue or delay line).
     pub queued: u64,
     /// Frames the kernel dropped before the wire read them (ring full);
-    /// not part of `packets_in`.
-    pub ring_drops: u64,
+    /// not part of `packets_in`. `None` (JSON null) when the kernel's
+    /// counter could not be read.
+    pub ring_drops: Option<u64>,
     /// Frames delivered after a frame that arrived later (the reordering
     /// the delays caused).
     pub reordered: u64,

@@ -163,10 +163,12 @@ pub struct Sample {
     pub mean_block: f64,
     pub reordered_by_wire: u64,
     /// Forward frames lost to congestion, not to the loss process: the
-    /// wire's full queue or ring (`dropped_overload` + `ring_drops`).
-    pub wire_congestion_drops: u64,
-    /// Frames the kernel dropped before the driver read them (ring full).
-    pub driver_ring_drops: u64,
+    /// wire's full queue or ring (`dropped_overload` + `ring_drops`);
+    /// `None` (JSON null) when a ring's counter could not be read.
+    pub wire_congestion_drops: Option<u64>,
+    /// Frames the kernel dropped before the driver read them (ring full);
+    /// `None` when the counter could not be read.
+    pub driver_ring_drops: Option<u64>,
     /// Frames the driver wrote to the TAP.
     pub frames_delivered: u64,
     /// IP segments the receiver took in, a GRO'd skb counting as its
@@ -437,7 +439,11 @@ fn run_cell(
         ofo_per_mbit: ofo_queue as f64 / mbit,
         mean_block: driver_measured("per-flow block size", ds.mean_block)?,
         reordered_by_wire: ws.a_to_b.counters.reordered,
-        wire_congestion_drops: ws.a_to_b.counters.dropped_overload + ws.a_to_b.counters.ring_drops,
+        wire_congestion_drops: ws
+            .a_to_b
+            .counters
+            .ring_drops
+            .map(|ring| ws.a_to_b.counters.dropped_overload + ring),
         driver_ring_drops: ds.ring_drops,
         frames_delivered: ds.packets_out,
         segments_in,

@@ -286,7 +286,10 @@ fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
         ("packets in", st.packets_in.to_string()),
         ("packets out", st.packets_out.to_string()),
         ("inject errors", st.inject_errors.to_string()),
-        ("ring drops", st.ring_drops.to_string()),
+        (
+            "ring drops",
+            output::or_na(st.ring_drops, |n| n.to_string()),
+        ),
         ("ACKs out", st.acks_out.to_string()),
         ("batches", st.batches.to_string()),
         ("mean batch", output::measured(st.mean_batch, 1)),
