@@ -97,9 +97,13 @@ impl<S: Clone + Default + Send + 'static> Runner<S> {
         })
     }
 
-    /// The latest snapshot (at most 50 ms old).
+    /// The latest snapshot (at most 50 ms old). A loop that panicked while
+    /// publishing leaves its last snapshot, never zeros in its place.
     pub(crate) fn stats(&self) -> S {
-        self.snapshot.lock().map(|g| g.clone()).unwrap_or_default()
+        match self.snapshot.lock() {
+            Ok(g) => g.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
     }
 
     /// Stops the loop and returns its final stats (a panic in the loop
