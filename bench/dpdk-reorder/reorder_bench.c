@@ -37,11 +37,14 @@
  * --legacy-mem is not compatible with --in-memory" (--no-huge implies
  * legacy memory).
  *
- * Usage: reorder_bench [ITERS [ROUNDS]] (defaults 200, 1001): each round
- * times ITERS batches of each case and implementation, interleaved (the
- * order rotates per round); the median over rounds, with p10..p90. Short
- * passes and many rounds keep the median clear of preemption on a shared
- * machine.
+ * Usage: reorder_bench [--json] [ITERS [ROUNDS]] (defaults 200, 1001): each
+ * round times ITERS batches of each case and implementation, interleaved
+ * (the order rotates per round); the median over rounds, with p10..p90.
+ * Short passes and many rounds keep the median clear of preemption on a
+ * shared machine. With --json the table goes to stderr and stdout gets one
+ * JSON object (the test matrix reads it: crates/bench/cases.toml,
+ * "dpdk-reorder"): per case the three medians (null where an
+ * implementation does not apply) and steer/rte.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -372,12 +375,43 @@ static int run_batch(struct bench_case *bc, int impl, int check)
 	}
 }
 
+/* The results as one JSON object on stdout. */
+static void print_json(const struct bench_case *cases, int ncases, long iters, int rounds,
+		       double med[][NIMPL])
+{
+	static const char *keys[NIMPL] = {"rte_reorder", "rte_hash_rte_reorder", "steer"};
+	printf("{\"batch\": %d, \"iters\": %ld, \"rounds\": %d, \"unit\": \"Mpps\", "
+	       "\"cases\": [",
+	       BATCH, iters, rounds);
+	for (int ci = 0; ci < ncases; ci++) {
+		const struct bench_case *bc = &cases[ci];
+		printf("%s{\"name\": \"%s\", \"flows\": %u", ci ? ", " : "", bc->w.name,
+		       bc->w.flows);
+		for (int impl = 0; impl < NIMPL; impl++) {
+			if (bc->has[impl])
+				printf(", \"%s\": %.3f", keys[impl], med[ci][impl]);
+			else
+				printf(", \"%s\": null", keys[impl]);
+		}
+		double base = bc->has[RTE_SINGLE] ? med[ci][RTE_SINGLE] : med[ci][RTE_HASH];
+		printf(", \"steer_over_rte\": %.4f}", med[ci][STEER] / base);
+	}
+	printf("]}\n");
+}
+
 int main(int argc, char **argv)
 {
+	int json = argc > 1 && strcmp(argv[1], "--json") == 0;
+	if (json) {
+		argc--;
+		argv++;
+	}
+	/* With --json, stdout carries only the JSON object. */
+	FILE *out = json ? stderr : stdout;
 	long iters = argc > 1 ? atol(argv[1]) : 200;
 	int rounds = argc > 2 ? atoi(argv[2]) : 1001;
 	if (iters <= 0 || rounds <= 0) {
-		fprintf(stderr, "usage: %s [ITERS [ROUNDS]] (both > 0)\n", argv[0]);
+		fprintf(stderr, "usage: reorder_bench [--json] [ITERS [ROUNDS]] (both > 0)\n");
 		return 2;
 	}
 	char *eal_argv[] = {"reorder_bench", "--no-huge", "--no-pci", "-m", "256",
@@ -424,7 +458,8 @@ int main(int argc, char **argv)
 			bc->mpps[impl] = calloc((size_t)rounds, sizeof(double));
 	}
 
-	printf("batch %d, %ld batches per timed pass, %d rounds (median)\n", BATCH, iters, rounds);
+	fprintf(out, "batch %d, %ld batches per timed pass, %d rounds (median)\n", BATCH, iters,
+		rounds);
 	/* Correctness and warm-up: 64 periods of every case, checked. */
 	for (int ci = 0; ci < NCASES; ci++) {
 		struct bench_case *bc = &cases[ci];
@@ -447,7 +482,8 @@ int main(int argc, char **argv)
 			}
 		}
 		if (bc->w.out_of_order)
-			printf("%s: %d of %u arrivals per period below an earlier one of their flow\n",
+			fprintf(out,
+				"%s: %d of %u arrivals per period below an earlier one of their flow\n",
 			       bc->w.name, bc->w.out_of_order, bc->w.period);
 	}
 
@@ -475,13 +511,14 @@ int main(int argc, char **argv)
 			}
 		}
 
-	printf("Mpps, median over rounds [p10-p90]; steer/rte: steer / rte_reorder with one flow, "
-	       "steer / rte_hash+rte_reorder with more\n");
-	printf("%-20s %-22s %-22s %-22s %s\n", "case", impl_names[0], impl_names[1], impl_names[2],
-	       "steer/rte");
+	fprintf(out, "Mpps, median over rounds [p10-p90]; steer/rte: steer / rte_reorder with one "
+		     "flow, steer / rte_hash+rte_reorder with more\n");
+	fprintf(out, "%-20s %-22s %-22s %-22s %s\n", "case", impl_names[0], impl_names[1],
+		impl_names[2], "steer/rte");
+	double medians[NCASES][NIMPL];
 	for (int ci = 0; ci < NCASES; ci++) {
 		struct bench_case *bc = &cases[ci];
-		double med[NIMPL] = {0};
+		double *med = medians[ci];
 		char col[NIMPL][32];
 		for (int impl = 0; impl < NIMPL; impl++) {
 			if (!bc->has[impl]) {
@@ -495,9 +532,11 @@ int main(int argc, char **argv)
 				 m[rounds / 10], m[rounds * 9 / 10]);
 		}
 		double base = bc->has[RTE_SINGLE] ? med[RTE_SINGLE] : med[RTE_HASH];
-		printf("%-20s %-22s %-22s %-22s %.2f\n", bc->w.name, col[0], col[1], col[2],
-		       med[STEER] / base);
+		fprintf(out, "%-20s %-22s %-22s %-22s %.2f\n", bc->w.name, col[0], col[1], col[2],
+			med[STEER] / base);
 	}
+	if (json)
+		print_json(cases, NCASES, iters, rounds, medians);
 	for (int ci = 0; ci < NCASES; ci++) {
 		for (int impl = 0; impl < NIMPL; impl++)
 			free(cases[ci].mpps[impl]);

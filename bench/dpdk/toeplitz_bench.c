@@ -29,7 +29,11 @@
  * and in the CPU; Steer's gfni-avx512 path needs them in the CPU) is skipped,
  * and the skip is printed with its reason; the ratios compare what ran.
  *
- * Usage: toeplitz_bench [N [REPS]]   (defaults 1024, 2001)
+ * Usage: toeplitz_bench [--json] [N [REPS]]   (defaults 1024, 2001)
+ * With --json the tables go to stderr and stdout gets one JSON object (the
+ * test matrix reads it: crates/bench/cases.toml, "dpdk-toeplitz"): every
+ * implementation's median ns/tuple (null and the reason when skipped) and
+ * every ratio (null when a side was skipped).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -139,6 +143,17 @@ struct impl {
 static struct impl impls[MAX_IMPLS];
 static size_t nimpl;
 
+/* Where the human-readable tables go: stdout, or stderr with --json. */
+static FILE *out;
+
+/* The ratios printed, kept for --json: label, value (negative: n/a). */
+#define MAX_RATIOS (5 * MAX_STEER_PATHS)
+static struct {
+	char label[96];
+	double value;
+} ratios[MAX_RATIOS];
+static size_t nratios;
+
 static struct impl *add_impl(const char *name, impl_fn fn, size_t path)
 {
 	struct impl *im = &impls[nimpl++];
@@ -226,7 +241,7 @@ static void register_impls(struct ctx *c)
 		snprintf(gc->skipped, sizeof(gc->skipped), "%s", dpdk_gfni_why);
 		snprintf(gb->skipped, sizeof(gb->skipped), "%s", dpdk_gfni_why);
 	}
-	printf("rte_thash_gfni_supported() = %d (fixed when librte_hash was built); "
+	fprintf(out, "rte_thash_gfni_supported() = %d (fixed when librte_hash was built); "
 	       "CPU has GFNI+AVX-512F/BW/VBMI: %d\n",
 	       rte_thash_gfni_supported(), gfni_cpu);
 
@@ -247,7 +262,7 @@ static void register_impls(struct ctx *c)
 			snprintf(sb->skipped, sizeof(sb->skipped), "%s", why);
 		}
 	}
-	printf("steer default path on this CPU: %s\n",
+	fprintf(out, "steer default path on this CPU: %s\n",
 	       steer_toeplitz_path_name(steer_toeplitz_default_path()));
 }
 
@@ -258,15 +273,69 @@ static void print_ratio(const char *label, const char *a, const char *b)
 
 	if (!x || !y)
 		return;
-	printf("  %-58s ", label);
-	if (x->skipped[0] || y->skipped[0])
-		printf("n/a (%s skipped)\n", x->skipped[0] ? x->name : y->name);
+	double value = x->skipped[0] || y->skipped[0] ? -1 : y->median / x->median;
+	fprintf(out, "  %-58s ", label);
+	if (value < 0)
+		fprintf(out, "n/a (%s skipped)\n", x->skipped[0] ? x->name : y->name);
 	else
-		printf("%.2fx\n", y->median / x->median);
+		fprintf(out, "%.2fx\n", value);
+	if (nratios < MAX_RATIOS) {
+		snprintf(ratios[nratios].label, sizeof(ratios[nratios].label), "%s", label);
+		ratios[nratios++].value = value;
+	}
+}
+
+/* A JSON string of `s` (names and reasons: printable ASCII, quotes and
+ * backslashes escaped). */
+static void json_string(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			putchar('\\');
+		putchar(*s >= ' ' ? *s : ' ');
+	}
+	putchar('"');
+}
+
+/* The results as one JSON object on stdout. */
+static void print_json(size_t n, size_t reps)
+{
+	printf("{\"tuples\": %zu, \"rounds\": %zu, \"unit\": \"ns/tuple\", \"default_path\": ", n,
+	       reps);
+	json_string(steer_toeplitz_path_name(steer_toeplitz_default_path()));
+	printf(", \"implementations\": [");
+	for (size_t k = 0; k < nimpl; k++) {
+		printf("%s{\"name\": ", k ? ", " : "");
+		json_string(impls[k].name);
+		if (impls[k].skipped[0]) {
+			printf(", \"median_ns\": null, \"skipped\": ");
+			json_string(impls[k].skipped);
+		} else {
+			printf(", \"median_ns\": %.4f, \"skipped\": null", impls[k].median);
+		}
+		printf("}");
+	}
+	printf("], \"ratios\": [");
+	for (size_t r = 0; r < nratios; r++) {
+		printf("%s{\"label\": ", r ? ", " : "");
+		json_string(ratios[r].label);
+		if (ratios[r].value < 0)
+			printf(", \"value\": null}");
+		else
+			printf(", \"value\": %.4f}", ratios[r].value);
+	}
+	printf("]}\n");
 }
 
 int main(int argc, char **argv)
 {
+	int json = argc > 1 && strcmp(argv[1], "--json") == 0;
+	if (json) {
+		argc--;
+		argv++;
+	}
+	out = json ? stderr : stdout;
 	size_t n = argc > 1 ? strtoul(argv[1], NULL, 0) : 1024;
 	size_t reps = argc > 2 ? strtoul(argv[2], NULL, 0) : 2001;
 	struct ctx c = { .n = n };
@@ -274,7 +343,7 @@ int main(int argc, char **argv)
 	cpu_set_t cpus;
 
 	if (n == 0 || reps == 0) {
-		fprintf(stderr, "usage: %s [N [REPS]] (both > 0)\n", argv[0]);
+		fprintf(stderr, "usage: toeplitz_bench [--json] [N [REPS]] (both > 0)\n");
 		return 2;
 	}
 	/* Stay on one core (the last one) so rounds are comparable. */
@@ -345,11 +414,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 #endif
-	printf("all %zu implementations that run agree on %zu random IPv4 4-tuples (and the Microsoft vector)\n",
+	fprintf(out, "all %zu implementations that run agree on %zu random IPv4 4-tuples (and the Microsoft vector)\n",
 	       ran, n);
 	for (size_t k = 0; k < nimpl; k++)
 		if (impls[k].skipped[0])
-			printf("skipped %s: %s\n", impls[k].name, impls[k].skipped);
+			fprintf(out, "skipped %s: %s\n", impls[k].name, impls[k].skipped);
 
 	for (size_t k = 0; k < nimpl; k++)
 		impls[k].samples = xmalloc(reps * sizeof(double));
@@ -374,14 +443,14 @@ int main(int argc, char **argv)
 
 	double base = 0;
 
-	printf("\n%zu tuples per pass, %zu rounds, median ns/tuple (p10..p90)\n", n, reps);
-	printf("%-28s %10s %18s %14s %12s\n", "implementation", "ns/tuple", "p10..p90", "Mtuples/s",
+	fprintf(out, "\n%zu tuples per pass, %zu rounds, median ns/tuple (p10..p90)\n", n, reps);
+	fprintf(out, "%-28s %10s %18s %14s %12s\n", "implementation", "ns/tuple", "p10..p90", "Mtuples/s",
 	       "vs softrss");
 	for (size_t k = 0; k < nimpl; k++) {
 		double *s = impls[k].samples;
 
 		if (impls[k].skipped[0]) {
-			printf("%-28s %10s\n", impls[k].name, "skipped");
+			fprintf(out, "%-28s %10s\n", impls[k].name, "skipped");
 			continue;
 		}
 		qsort(s, reps, sizeof(double), cmp_double);
@@ -390,11 +459,11 @@ int main(int argc, char **argv)
 		impls[k].median = med;
 		if (k == 0)
 			base = med;
-		printf("%-28s %10.2f %8.2f..%-8.2f %14.1f %11.1fx\n", impls[k].name, med, p10, p90,
+		fprintf(out, "%-28s %10.2f %8.2f..%-8.2f %14.1f %11.1fx\n", impls[k].name, med, p10, p90,
 		       1e3 / med, base / med);
 	}
 
-	printf("\nspeed ratios (higher: Steer faster), same run:\n");
+	fprintf(out, "\nspeed ratios (higher: Steer faster), same run:\n");
 	for (size_t p = 0; p < MAX_STEER_PATHS && steer_toeplitz_path_name(p); p++) {
 		char s1[48], sb[48], label[96];
 		const char *pname = steer_toeplitz_path_name(p);
@@ -412,6 +481,8 @@ int main(int argc, char **argv)
 		snprintf(label, sizeof(label), "%s vs rte_softrss", s1);
 		print_ratio(label, s1, "rte_softrss");
 	}
+	if (json)
+		print_json(n, reps);
 	for (size_t p = 0; p < MAX_STEER_PATHS; p++)
 		steer_toeplitz_free(c.steer[p]);
 	return 0;

@@ -25,9 +25,13 @@
 //!   target (one map lookup, then the kernel's port).
 //!
 //! Sockets are closed with SO_LINGER 0 (RST), so no TIME_WAIT piles up.
-//! Prints median and p90 per mode and the median difference.
+//! Prints median and p90 per mode and the median difference; with `--json`
+//! the table goes to stderr and stdout gets one JSON object (the test
+//! matrix's case `binder-connect` reads it): per mode the samples, median,
+//! p90 and median added over plain (null when not measured), and the lease
+//! table's counters.
 //!
-//! cargo run --release -p binder --example preload_overhead -- [N] [R]
+//! cargo run --release -p binder --example preload_overhead -- [--json] [N] [R]
 
 use std::io::{BufRead, BufReader, Write};
 
@@ -141,6 +145,52 @@ fn cgroup_modes(target: SocketAddr) -> Option<[(CgroupBinder, TempCgroup); 2]> {
     }
 }
 
+/// One mode's connect times, µs.
+struct ModeRow<'a> {
+    mode: &'a str,
+    samples: usize,
+    median_us: Option<f64>,
+    p90_us: Option<f64>,
+    /// Median minus plain connect's median.
+    added_us: Option<f64>,
+}
+
+/// The human-readable table: on stdout, or on stderr when stdout carries
+/// the JSON.
+fn print_table(
+    json: bool,
+    target: SocketAddr,
+    n: usize,
+    rounds: usize,
+    rows: &[ModeRow],
+    table: Option<srap::alloc::table::TableStats>,
+) {
+    let mut text = format!("connect() to {target}, {n} per process, {rounds} rounds (us)\n");
+    text += &format!(
+        "{:<24} {:>8} {:>8} {:>8}\n",
+        "mode", "samples", "median", "p90"
+    );
+    for r in rows {
+        text += &format!(
+            "{:<24} {:>8} {:>8} {:>8}\n",
+            r.mode,
+            r.samples,
+            one_decimal(r.median_us),
+            one_decimal(r.p90_us)
+        );
+    }
+    text += "added by the binder (median, minus plain):\n";
+    for r in rows.iter().skip(1) {
+        text += &format!("  {:<24} {:>6} us\n", r.mode, one_decimal(r.added_us));
+    }
+    text += &format!("srap lease table: {table:?}");
+    if json {
+        eprintln!("{text}");
+    } else {
+        println!("{text}");
+    }
+}
+
 /// A value with one decimal, or "n/a" when it was not measured.
 fn one_decimal(v: Option<f64>) -> String {
     v.map_or("n/a".into(), |v| format!("{v:.1}"))
@@ -152,9 +202,11 @@ fn main() {
         client(target.parse().unwrap(), n);
         return;
     }
+    let json = std::env::args().any(|a| a == "--json");
     let args: Vec<usize> = std::env::args()
         .skip(1)
-        .filter_map(|a| a.parse().ok())
+        .filter(|a| a != "--json")
+        .map(|a| a.parse().unwrap_or_else(|_| panic!("not a count: {a}")))
         .collect();
     let n = args.first().copied().unwrap_or(2000);
     let rounds = args.get(1).copied().unwrap_or(5);
@@ -234,35 +286,55 @@ fn main() {
             );
         }
     }
-    println!("connect() to {target}, {n} per process, {rounds} rounds (us)");
-    println!(
-        "{:<22} {:>8} {:>8} {:>8}",
-        "mode", "samples", "median", "p90"
-    );
-    let mut medians = Vec::new();
-    for (mode, s) in modes.iter().zip(&samples) {
+    let quantile = |s: &[u64], q| {
         let us: Vec<f64> = s.iter().map(|&ns| ns as f64 / 1000.0).collect();
-        let us_at = |q| stats::quantile(&us, q);
-        medians.push(us_at(0.5));
-        println!(
-            "{mode:<22} {:>8} {:>8} {:>8}",
-            s.len(),
-            one_decimal(us_at(0.5)),
-            one_decimal(us_at(0.9))
-        );
-    }
-    println!("added by the binder (median, minus plain):");
-    for (mode, m) in modes.iter().zip(&medians).skip(1) {
-        let added = m.zip(medians[0]).map(|(m, plain)| m - plain);
-        println!("  {mode:<24} {:>6} us", one_decimal(added));
-    }
+        stats::quantile(&us, q)
+    };
+    let plain = quantile(&samples[0], 0.5);
+    let rows: Vec<ModeRow> = modes
+        .iter()
+        .zip(&samples)
+        .enumerate()
+        .map(|(i, (mode, s))| ModeRow {
+            mode,
+            samples: s.len(),
+            median_us: quantile(s, 0.5),
+            p90_us: quantile(s, 0.9),
+            // Plain connect is the base the others are measured against.
+            added_us: (i > 0)
+                .then(|| quantile(s, 0.5).zip(plain).map(|(m, p)| m - p))
+                .flatten(),
+        })
+        .collect();
     // How many srap leases came from the table (else the table modes
     // measured round trips).
-    println!("srap lease table: {:?}", server.allocator().table_stats());
+    let table = server.allocator().table_stats();
+    print_table(json, target, n, rounds, &rows, table);
     // The planned mode must really have bound (else it measured a fallback).
     if let Some([(planned, _), (unplanned, _)]) = &cgroups {
-        println!("cgroup-bpf stats: {:?}", planned.stats().unwrap());
-        println!("cgroup-bpf-no-plan stats: {:?}", unplanned.stats().unwrap());
+        eprintln!("cgroup-bpf stats: {:?}", planned.stats().unwrap());
+        eprintln!("cgroup-bpf-no-plan stats: {:?}", unplanned.stats().unwrap());
+    }
+    if json {
+        let modes: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "name": r.mode, "samples": r.samples, "median_us": r.median_us,
+                    "p90_us": r.p90_us, "added_us": r.added_us,
+                })
+            })
+            .collect();
+        let table = table.map(|t| {
+            serde_json::json!({
+                "claims": t.claims, "round_trips": t.round_trips,
+                "taken_back": t.taken_back, "foreign": t.foreign,
+            })
+        });
+        let out = serde_json::json!({
+            "connects_per_process": n, "rounds": rounds, "modes": modes, "srap_table": table,
+        });
+        println!("{out}");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
