@@ -28,7 +28,7 @@ $(STEER_LIB): steer-capi/Cargo.toml $(RUST_SRC)
 	RUSTFLAGS="-C target-cpu=$(MARCH)" $(CARGO) build --release \
 		--manifest-path steer-capi/Cargo.toml --target-dir $(STEER_TARGET)
 
-$(BENCH): $(BENCH_SRC) $(BENCH_HDR) $(STEER_LIB)
+$(BENCH): $(BENCH_SRC) $(BENCH_HDR) ../harness_json.h $(STEER_LIB)
 	mkdir -p $(BUILD)
 	$(CC) $(CFLAGS) -o $@ $(BENCH_SRC) $(STEER_LIB) $(DPDK_LIBS) -lpthread -ldl -lm
 

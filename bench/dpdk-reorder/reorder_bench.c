@@ -61,6 +61,8 @@
 #include <rte_mempool.h>
 #include <rte_reorder.h>
 
+#include "../harness_json.h"
+
 #include "steer_sorter.h"
 
 #define BATCH 64
@@ -401,13 +403,8 @@ static void print_json(const struct bench_case *cases, int ncases, long iters, i
 
 int main(int argc, char **argv)
 {
-	int json = argc > 1 && strcmp(argv[1], "--json") == 0;
-	if (json) {
-		argc--;
-		argv++;
-	}
-	/* With --json, stdout carries only the JSON object. */
-	FILE *out = json ? stderr : stdout;
+	FILE *out;
+	int json = take_json_flag(&argc, &argv, &out);
 	long iters = argc > 1 ? atol(argv[1]) : 200;
 	int rounds = argc > 2 ? atoi(argv[2]) : 1001;
 	if (iters <= 0 || rounds <= 0) {

@@ -48,6 +48,7 @@
 #include <rte_byteorder.h>
 #include <rte_thash.h>
 
+#include "../harness_json.h"
 #include "steer_toeplitz.h"
 
 #define KEY_LEN 40
@@ -143,7 +144,8 @@ struct impl {
 static struct impl impls[MAX_IMPLS];
 static size_t nimpl;
 
-/* Where the human-readable tables go: stdout, or stderr with --json. */
+/* Where the human-readable tables go: stdout, or stderr with --json
+ * (take_json_flag). */
 static FILE *out;
 
 /* The ratios printed, kept for --json: label, value (negative: n/a). */
@@ -285,19 +287,6 @@ static void print_ratio(const char *label, const char *a, const char *b)
 	}
 }
 
-/* A JSON string of `s` (names and reasons: printable ASCII, quotes and
- * backslashes escaped). */
-static void json_string(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			putchar('\\');
-		putchar(*s >= ' ' ? *s : ' ');
-	}
-	putchar('"');
-}
-
 /* The results as one JSON object on stdout. */
 static void print_json(size_t n, size_t reps)
 {
@@ -330,12 +319,7 @@ static void print_json(size_t n, size_t reps)
 
 int main(int argc, char **argv)
 {
-	int json = argc > 1 && strcmp(argv[1], "--json") == 0;
-	if (json) {
-		argc--;
-		argv++;
-	}
-	out = json ? stderr : stdout;
+	int json = take_json_flag(&argc, &argv, &out);
 	size_t n = argc > 1 ? strtoul(argv[1], NULL, 0) : 1024;
 	size_t reps = argc > 2 ? strtoul(argv[2], NULL, 0) : 2001;
 	struct ctx c = { .n = n };
