@@ -442,11 +442,10 @@ fn set_sender_pfifo(lab: &Lab, limit: u32) -> Result<(), ExpError> {
     Ok(())
 }
 
-/// GRO on or off on the receiving veth (`ethtool -K DEV gro on|off`).
+/// GRO on or off on the receiving veth.
 fn set_receiver_gro(lab: &Lab, on: bool) -> Result<(), ExpError> {
     let rcv = lab.receiver();
-    let state = if on { "on" } else { "off" };
-    run_in_host(lab, &rcv.name, "ethtool", &["-K", &rcv.dev, "gro", state])?;
+    host::link::set_gro(Some(&rcv.netns), &rcv.dev, on).map_err(lab::LabError::from)?;
     Ok(())
 }
 

@@ -247,18 +247,6 @@ fn driver_measured<T>(what: &str, value: Option<T>) -> Result<T, ExpError> {
     })
 }
 
-fn sysctl(lab: &Lab, host: &str, key: &str, value: &str) -> Result<(), ExpError> {
-    let out = lab
-        .command(host, "sysctl")?
-        .args(["-q", "-w", &format!("{key}={value}")])
-        .output()
-        .map_err(|e| program_err("sysctl", e))?;
-    if !out.status.success() {
-        return Err(program_err("sysctl", String::from_utf8_lossy(&out.stderr)));
-    }
-    Ok(())
-}
-
 /// Absolute nstat counters of a host (`nstat -a -s -z -j`: `-z` lists
 /// counters that are still zero, so every counter the kernel has is there).
 fn nstat(lab: &Lab, host: &str, names: &[&str]) -> Result<Vec<u64>, ExpError> {
@@ -301,21 +289,25 @@ fn parse_nstat(json: &[u8], host: &str, names: &[&str]) -> Result<Vec<u64>, ExpE
 }
 
 fn configure_sender(lab: &Lab, kind: SenderKind, sack: bool) -> Result<(), ExpError> {
-    let snd = lab.sender().name.clone();
+    let snd = lab.sender().netns.clone();
+    let sysctl = |key: &str, value: &str| {
+        host::netns::set_sysctl(&snd, key, value)
+            .map_err(|e| ExpError::from(lab::LabError::from(e)))
+    };
     // A namespace may only default to a congestion control listed in
     // tcp_allowed_congestion_control (EPERM otherwise); iperf3 -C cubic sets
     // it per socket in any case, so this is best effort.
-    let _ = sysctl(lab, &snd, "net.ipv4.tcp_congestion_control", "cubic");
-    sysctl(lab, &snd, "net.ipv4.tcp_sack", if sack { "1" } else { "0" })?;
+    let _ = sysctl("net.ipv4.tcp_congestion_control", "cubic");
+    sysctl("net.ipv4.tcp_sack", if sack { "1" } else { "0" })?;
     let (reordering, max, recovery) = match kind {
         SenderKind::Static => ("3", "3", "0"),
         SenderKind::Adaptive => ("3", "300", "1"),
     };
-    sysctl(lab, &snd, "net.ipv4.tcp_reordering", reordering)?;
-    sysctl(lab, &snd, "net.ipv4.tcp_max_reordering", max)?;
-    sysctl(lab, &snd, "net.ipv4.tcp_recovery", recovery)?;
+    sysctl("net.ipv4.tcp_reordering", reordering)?;
+    sysctl("net.ipv4.tcp_max_reordering", max)?;
+    sysctl("net.ipv4.tcp_recovery", recovery)?;
     // No cached metrics (ssthresh, reordering) carried between runs.
-    sysctl(lab, &snd, "net.ipv4.tcp_no_metrics_save", "1")?;
+    sysctl("net.ipv4.tcp_no_metrics_save", "1")?;
     Ok(())
 }
 
