@@ -226,17 +226,15 @@ pub fn add_route(netns: &str, dest: IpAddr, prefix_len: u8, via: IpAddr) -> Resu
             ))
         }
     };
-    let mut message = RouteMessage::default();
-    message.header.address_family = family;
-    message.header.destination_prefix_length = prefix_len;
-    message.header.table = RouteHeader::RT_TABLE_MAIN;
-    message.header.protocol = RouteProtocol::Boot;
-    message.header.scope = RouteScope::Universe;
-    message.header.kind = RouteType::Unicast;
-    message.attributes = vec![
-        RouteAttribute::Destination(dest),
-        RouteAttribute::Gateway(via),
-    ];
+    let message = unicast_route(
+        family,
+        prefix_len,
+        RouteScope::Universe,
+        vec![
+            RouteAttribute::Destination(dest),
+            RouteAttribute::Gateway(via),
+        ],
+    );
     in_netns(Some(netns), &what, move |socket| {
         socket.create(RouteNetlinkMessage::NewRoute(message))
     })
@@ -260,21 +258,38 @@ pub fn replace_route_rto_min(
         IpAddr::V4(d) => (AddressFamily::Inet, RouteAddress::Inet(d)),
         IpAddr::V6(d) => (AddressFamily::Inet6, RouteAddress::Inet6(d)),
     };
+    let message = unicast_route(
+        family,
+        prefix_len,
+        RouteScope::Link,
+        vec![
+            RouteAttribute::Destination(dest),
+            RouteAttribute::Oif(index),
+            RouteAttribute::Metrics(vec![RouteMetric::RtoMin(ms)]),
+        ],
+    );
+    in_netns(Some(netns), &what, move |socket| {
+        socket.replace(RouteNetlinkMessage::NewRoute(message))
+    })
+}
+
+/// A unicast route of the main table, as `ip route` makes one (protocol
+/// boot), with `attributes` naming its destination and next hop.
+fn unicast_route(
+    family: AddressFamily,
+    prefix_len: u8,
+    scope: RouteScope,
+    attributes: Vec<RouteAttribute>,
+) -> RouteMessage {
     let mut message = RouteMessage::default();
     message.header.address_family = family;
     message.header.destination_prefix_length = prefix_len;
     message.header.table = RouteHeader::RT_TABLE_MAIN;
     message.header.protocol = RouteProtocol::Boot;
-    message.header.scope = RouteScope::Link;
+    message.header.scope = scope;
     message.header.kind = RouteType::Unicast;
-    message.attributes = vec![
-        RouteAttribute::Destination(dest),
-        RouteAttribute::Oif(index),
-        RouteAttribute::Metrics(vec![RouteMetric::RtoMin(ms)]),
-    ];
-    in_netns(Some(netns), &what, move |socket| {
-        socket.replace(RouteNetlinkMessage::NewRoute(message))
-    })
+    message.attributes = attributes;
+    message
 }
 
 /// Sends a change of an existing link (`RTM_NEWLINK` without
@@ -311,16 +326,22 @@ mod tests {
         assert_eq!(got, b"ping");
     }
 
+    /// Two fresh namespaces joined by veth `va` (in the first) and `vb`.
+    fn veth_pair(prefix: &str) -> [testkit::Netns; 2] {
+        testkit::require_root("network namespaces");
+        let ns = [
+            testkit::Netns::new(&format!("{prefix}-a")),
+            testkit::Netns::new(&format!("{prefix}-b")),
+        ];
+        add_veth("va", ns[0].name(), "vb", ns[1].name()).unwrap();
+        ns
+    }
+
     #[test]
     #[ignore = "needs root (network namespaces)"]
     fn a_veth_pair_with_addresses_carries_tcp_over_ipv4_and_ipv6() {
-        testkit::require_root("network namespaces");
-        let ns = [
-            testkit::Netns::new("hostsetup-a"),
-            testkit::Netns::new("hostsetup-b"),
-        ];
+        let ns = veth_pair("hostsetup");
         let (a, b) = (ns[0].name(), ns[1].name());
-        add_veth("va", a, "vb", b).unwrap();
         let e = add_veth("va", a, "vb", b).unwrap_err().to_string();
         assert!(
             e.contains("adding veth va"),
@@ -391,13 +412,8 @@ mod tests {
     #[test]
     #[ignore = "needs root (network namespaces)"]
     fn link_attributes_addresses_and_a_routes_rto_min_read_back() {
-        testkit::require_root("network namespaces");
-        let ns = [
-            testkit::Netns::new("hostattr-a"),
-            testkit::Netns::new("hostattr-b"),
-        ];
-        let (a, b) = (ns[0].name(), ns[1].name());
-        add_veth("va", a, "vb", b).unwrap();
+        let ns = veth_pair("hostattr");
+        let a = ns[0].name();
         set_mac(a, "va", [0x02, 0, 0, 0, 0xaa, 0x01]).unwrap();
         set_mtu(a, "va", 1400).unwrap();
         set_arp(a, "va", false).unwrap();
