@@ -19,6 +19,7 @@
 //! run until idle after every receive batch, so what a batch caused (the
 //! ACKs of its pseudo segments included) leaves in the same poll.
 
+use rmt::laminar::control::set_headers;
 use rmt::laminar::program::{register, FROZEN};
 use rmt::laminar::segment::{flags, HostCommand, HostEvent, TcpSegment};
 use rmt::laminar::{install, program, ConnectionSpec, ControlPlane, LaminarConfig};
@@ -120,6 +121,9 @@ pub struct LaminarCounters {
 pub struct LaminarEngine {
     pipeline: Pipeline,
     control: ControlPlane,
+    /// Each installed connection as the control plane set it up (its
+    /// headers entry is written again when the credit grant changes).
+    specs: Vec<Option<ConnectionSpec>>,
     /// When the MAC port is free for the next frame.
     mac_free_ns: u64,
     segments: u64,
@@ -139,6 +143,7 @@ impl LaminarEngine {
         Ok(LaminarEngine {
             pipeline: Pipeline::load(program(config), PipelineConfig::default())?,
             control: ControlPlane::default(),
+            specs: Vec::new(),
             mac_free_ns: 0,
             segments: 0,
             host_syncs: 0,
@@ -151,15 +156,55 @@ impl LaminarEngine {
     /// Installs an established connection (the control plane's step after
     /// the handshake).
     pub fn install(&mut self, conn: u16, spec: &ConnectionSpec) -> Result<(), LaminarError> {
-        install(
-            &mut self.pipeline,
-            conn,
-            &ConnectionSpec {
-                ctx: CONTEXT,
-                ..*spec
-            },
-        )?;
+        let spec = ConnectionSpec {
+            ctx: CONTEXT,
+            ..*spec
+        };
+        install(&mut self.pipeline, conn, &spec)?;
+        let i = usize::from(conn);
+        if self.specs.len() <= i {
+            self.specs.resize(i + 1, None);
+        }
+        self.specs[i] = Some(spec);
         Ok(())
+    }
+
+    /// Congestion control's new rate for connection `conn`: the credits
+    /// each generator SYNC grants from now on (the control plane rewrites
+    /// the connection's `headers` entry, §5.3.2.1), and the most credits
+    /// it may hold (`tx-credits` is cut to `max_credits` if above, so
+    /// credits unspent while the host had nothing to send do not become a
+    /// burst). A connection not installed is left alone.
+    pub fn set_credit_grant(
+        &mut self,
+        conn: u16,
+        grant: u32,
+        max_credits: u32,
+    ) -> Result<(), LaminarError> {
+        let Some(spec) = self
+            .specs
+            .get_mut(usize::from(conn))
+            .and_then(Option::as_mut)
+        else {
+            return Ok(());
+        };
+        if spec.credit_grant != grant {
+            spec.credit_grant = grant;
+            set_headers(&mut self.pipeline, conn, spec)?;
+        }
+        let i = usize::from(conn);
+        let credits = self.pipeline.register_read(register::TX_CREDITS, i)?;
+        if credits > u64::from(max_credits) {
+            self.pipeline
+                .register_write(register::TX_CREDITS, i, u64::from(max_credits))?;
+        }
+        Ok(())
+    }
+
+    /// The credits each generator SYNC grants connection `conn` (None:
+    /// not installed).
+    pub fn credit_grant(&self, conn: u16) -> Option<u32> {
+        Some(self.specs.get(usize::from(conn))?.as_ref()?.credit_grant)
     }
 
     /// A segment from the network arrives at `at_ns`, or later: at the
@@ -460,6 +505,37 @@ mod tests {
         e.receive(0, &seg(1200, 10)).unwrap();
         let out = e.run_to_idle().unwrap();
         assert_eq!(out.segments.last().map(|s| s.window), Some(4096 - 10));
+    }
+
+    /// The grant is what the generator's SYNCs add from now on, and
+    /// credits above the cap are cut at once.
+    #[test]
+    fn a_new_credit_grant_is_what_the_next_syncs_add() {
+        let mut e = LaminarEngine::new(4).unwrap();
+        e.install(
+            2,
+            &ConnectionSpec {
+                tx_credits: 50_000,
+                credit_grant: 100,
+                ..spec()
+            },
+        )
+        .unwrap();
+        e.set_credit_grant(2, 3000, 20_000).unwrap();
+        assert_eq!(e.credit_grant(2), Some(3000));
+        e.credit_sync(0, 2, 1).unwrap();
+        e.credit_sync(0, 2, 2).unwrap();
+        let credits: Vec<u32> = e
+            .run_to_idle()
+            .unwrap()
+            .syncs
+            .iter()
+            .map(|s| s.credits)
+            .collect();
+        assert_eq!(credits, [23_000, 26_000]);
+        // A connection never installed has no grant to set.
+        e.set_credit_grant(3, 10, 10).unwrap();
+        assert_eq!(e.credit_grant(3), None);
     }
 
     #[test]

@@ -25,6 +25,7 @@ use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use order::seq::distance;
+use order::wire::ecn::{set_ecn, Ecn};
 use rmt::laminar::segment::TcpSegment;
 use rmt::laminar::ConnectionSpec;
 
@@ -32,19 +33,19 @@ use super::{Endpoint, Handshake, ToeError, MAX_RTO, MIN_RTO};
 use crate::laminar::{
     network_segment, LaminarCounters, LaminarEngine, LaminarError, RxWrite, TxSync,
 };
-use crate::protocol::RxSummary;
+use crate::protocol::{RxSummary, TxGrant};
 use crate::segment::{Flags, Header, Segment, TcpOptions};
 use crate::stages::{ConnIdx, FourTuple};
 
-/// How often the generator's SYNC grants each connection credits, and how
-/// many (§5.3.2.1): 64 KiB per 100 us, 5.2 Gbit/s. The thesis's control
-/// plane sets the grant from congestion control; here it is fixed.
+/// How often the generator's SYNC grants each connection credits
+/// (§5.3.2.1). How many is congestion control's: the control plane turns
+/// the policy's rate into credits per period ([`Endpoint::laminar_set_rate`]).
 const CREDIT_PERIOD: Duration = Duration::from_micros(100);
-const CREDIT_GRANT: u32 = 64 << 10;
 /// Most SYNCs raised for one connection in one poll (a poll late by more
-/// than this many periods loses the rest, as a generator would not queue
-/// them either).
-const MAX_SYNCS_PER_POLL: u64 = 4;
+/// than this many periods, 1 ms, loses the rest, as a generator would not
+/// queue them either; the run-to-completion path's scheduler makes up as
+/// much).
+const MAX_SYNCS_PER_POLL: u64 = 10;
 /// Most TX commands one connection pushes per poll.
 const MAX_PUSH_PER_POLL: u32 = 64;
 
@@ -101,6 +102,16 @@ struct LaminarTx {
     acked: u32,
     /// Credits left, as the last SYNC said, less what was pushed since.
     credits: u32,
+    /// What congestion control reads (§5.3.2.1), counted since install:
+    /// bytes acknowledged (from the program's `tx-next-ack` reports),
+    /// those acknowledged by ACKs with ECN-Echo (counted where segments
+    /// are translated for the program, which keeps no ECN counter), and
+    /// the program's fast retransmits.
+    acked_bytes: u64,
+    ecn_acked_bytes: u64,
+    fast_retransmits: u32,
+    /// The highest ACK the peer sent (for the ECN-Echo count).
+    ack_high: u32,
     last_sync: Instant,
     last_progress: Instant,
     rto: Duration,
@@ -137,6 +148,9 @@ impl Endpoint {
         let post = self.post.state(conn);
         let (rx_size, wscale, timestamps) = (post.rx_size, post.rx_wscale, post.timestamps);
         let now = self.now;
+        let initial_cwnd = self
+            .flow_info(conn)
+            .map_or(u32::from(self.cfg.mss), |f| f.cwnd);
         let Some(path) = self.laminar.as_mut() else {
             return;
         };
@@ -145,6 +159,9 @@ impl Endpoint {
         };
         let first = h.irs.wrapping_add(1);
         let base_seq = h.iss.wrapping_add(1);
+        // Until congestion control first runs: the initial window per
+        // credit period.
+        let grant = initial_cwnd;
         let spec = ConnectionSpec {
             local_ip: u32::from(local),
             local_port: t.local_port,
@@ -157,8 +174,8 @@ impl Endpoint {
             rx_avail: rx_size,
             tx_base_seq: base_seq,
             tx_next_ack: base_seq,
-            tx_credits: CREDIT_GRANT,
-            credit_grant: CREDIT_GRANT,
+            tx_credits: grant,
+            credit_grant: grant,
             tx_remote_avail: remote_win,
             wscale,
         };
@@ -183,7 +200,11 @@ impl Endpoint {
                 queued: 0,
                 pushed: 0,
                 acked: 0,
-                credits: CREDIT_GRANT,
+                credits: grant,
+                acked_bytes: 0,
+                ecn_acked_bytes: 0,
+                fast_retransmits: 0,
+                ack_high: base_seq,
                 last_sync: now,
                 last_progress: now,
                 rto: MIN_RTO,
@@ -236,6 +257,9 @@ impl Endpoint {
         if let Some((val, _)) = seg.options.timestamp {
             lc.ts_recent = Some(val);
         }
+        if let (Some(tx), true) = (lc.tx.as_mut(), seg.flags.has(Flags::ACK)) {
+            tx.count_ack(seg.ack, seg.flags.has(Flags::ECE));
+        }
         let (IpAddr::V4(src), IpAddr::V4(dst)) = (seg.src, seg.dst) else {
             return false;
         };
@@ -250,6 +274,9 @@ impl Endpoint {
                 seg.payload,
             );
             self.laminar_try(|e| e.receive(now_ns, &s));
+        }
+        if transmits && seg.flags.has(Flags::ACK) {
+            self.flow_acked(conn, seg.ack);
         }
         let fin_seq = seg.seq.wrapping_add(seg.payload.len() as u32);
         if receives && fin && self.laminar_reached(conn, fin_seq) {
@@ -350,14 +377,14 @@ impl Endpoint {
             self.laminar_acked(&s);
         }
         for r in out.retransmits {
+            let conn = ConnIdx::from(r.conn);
             self.laminar_acked(&r);
             self.counters.fast_retransmits += 1;
-            if let Some(tx) = self
-                .laminar_conn(ConnIdx::from(r.conn))
-                .and_then(|c| c.tx.as_mut())
-            {
+            self.flow_go_back(conn);
+            if let Some(tx) = self.laminar_conn(conn).and_then(|c| c.tx.as_mut()) {
                 // Go-back-N from the first unacknowledged byte (§5.3.2.3).
                 tx.pushed = tx.acked;
+                tx.fast_retransmits += 1;
             }
         }
         for s in out.segments {
@@ -404,6 +431,7 @@ impl Endpoint {
             return;
         }
         tx.acked = acked;
+        tx.acked_bytes += u64::from(newly);
         tx.credits = s.credits;
         tx.last_progress = now;
         tx.rto = MIN_RTO;
@@ -435,29 +463,50 @@ impl Endpoint {
         } else {
             self.proto.snapshot(conn).seq
         };
+        // New data is ECN-capable under a policy that reacts to ECN-Echo,
+        // and the first after a cut carries CWR (RFC 3168 sections 6.1.2,
+        // 6.1.5); leaving, it starts an RTT probe (Karn: new data only).
+        let (ect, cwr) = match transmits && !s.payload.is_empty() {
+            true => self.data_marks(
+                conn,
+                &TxGrant {
+                    seq,
+                    pos: 0,
+                    len: s.payload.len() as u32,
+                    fin: false,
+                },
+            ),
+            false => (false, false),
+        };
         let h = Header {
             seq,
             ack: s.ack,
-            flags: Flags(s.flags),
+            flags: Flags(s.flags | if cwr { Flags::CWR } else { 0 }),
             window: s.window,
             options: TcpOptions::default(),
         };
-        self.laminar_frame(conn, h, &s.payload);
+        if self.laminar_frame(conn, h, &s.payload) && ect {
+            if let Some(f) = self.out.last_mut() {
+                set_ecn(f, Ecn::Ect0);
+            }
+        }
     }
 
     /// Sends a segment of `conn`, with a timestamp option when timestamps
     /// were negotiated (RFC 7323 section 3).
-    fn laminar_frame(&mut self, conn: ConnIdx, mut h: Header, payload: &[u8]) {
+    /// Returns whether it was sent.
+    fn laminar_frame(&mut self, conn: ConnIdx, mut h: Header, payload: &[u8]) -> bool {
         let Some(route) = self.pre.route(conn) else {
-            return;
+            return false;
         };
         let now_ms = self.now_ms();
         let Some(lc) = self.laminar_conn(conn) else {
-            return;
+            return false;
         };
         lc.advertised = u32::from(h.window) << lc.wscale;
         h.options.timestamp = lc.timestamps.then(|| (now_ms, lc.ts_recent.unwrap_or(0)));
         self.emit(&route, &h, payload);
+        true
     }
 
     /// The application read `n` bytes of a Laminar connection: a host SYNC
@@ -584,6 +633,49 @@ impl Endpoint {
         }
     }
 
+    /// What congestion control reads for `conn` while Laminar transmits
+    /// for it: bytes acknowledged, of them ECN-Echo-acknowledged, fast
+    /// retransmits (all since install).
+    pub(super) fn laminar_flow_counts(&self, conn: ConnIdx) -> Option<(u64, u64, u32)> {
+        let path = self.laminar.as_ref()?;
+        let tx = path.conns.get(conn as usize)?.as_ref()?.tx.as_ref()?;
+        Some((tx.acked_bytes, tx.ecn_acked_bytes, tx.fast_retransmits))
+    }
+
+    /// The control plane's step after the policy ran (or the application
+    /// capped the rate): the enforced rate becomes the credits each
+    /// generator SYNC grants (§5.3.2.1), and credits held are cut to one
+    /// window. The rate counts whole frames on the wire, as the
+    /// run-to-completion path's scheduler does; credits count payload, so
+    /// the grant leaves out each segment's headers. Before the first RTT
+    /// sample the policy has no rate: the window per period.
+    pub(super) fn laminar_set_rate(&mut self, conn: ConnIdx) {
+        let transmits = self.laminar_conn(conn).is_some_and(|lc| lc.tx.is_some());
+        let (Some(info), Some(c), true) = (
+            self.flow_info(conn),
+            self.control[conn as usize].as_ref(),
+            transmits,
+        ) else {
+            return;
+        };
+        let mss = u64::from(c.mss);
+        let timestamps = self.post.state(conn).timestamps;
+        let ip = if self.addr.is_ipv4() { 20 } else { 40 };
+        let frame = mss + 14 + ip + 20 + if timestamps { 12 } else { 0 };
+        let period_ns = CREDIT_PERIOD.as_nanos() as u64;
+        let grant = match info.rate {
+            Some(rate) => (u128::from(rate) * u128::from(period_ns) * u128::from(mss)
+                / (1_000_000_000 * u128::from(frame)))
+            .clamp(1, u128::from(u32::MAX)) as u32,
+            None => info.cwnd,
+        };
+        let max_credits = info.cwnd.max(grant);
+        if let Some(tx) = self.laminar_conn(conn).and_then(|lc| lc.tx.as_mut()) {
+            tx.credits = tx.credits.min(max_credits);
+        }
+        self.laminar_try(|e| e.set_credit_grant(conn as u16, grant, max_credits));
+    }
+
     fn laminar_credit_syncs(&mut self, conn: ConnIdx) {
         let (now, now_ns) = (self.now, self.laminar_now_ns());
         let Some(path) = self.laminar.as_mut() else {
@@ -601,7 +693,13 @@ impl Endpoint {
         if periods == 0 {
             return;
         }
-        tx.last_sync = now;
+        // The generator's clock keeps its phase (a poll between two
+        // periods loses no part of one), unless the poll came too late.
+        tx.last_sync = if periods > MAX_SYNCS_PER_POLL {
+            now
+        } else {
+            tx.last_sync + CREDIT_PERIOD * periods as u32
+        };
         for _ in 0..periods.min(MAX_SYNCS_PER_POLL) {
             path.batch = path.batch.wrapping_add(1);
             if let Err(e) = path.engine.credit_sync(now_ns, conn as u16, path.batch) {
@@ -624,14 +722,19 @@ impl Endpoint {
         tx.last_progress = now;
         tx.rto = (tx.rto * 2).min(MAX_RTO);
         self.counters.timeouts += 1;
+        self.flow_timeout(conn);
     }
 
     /// TX commands for the queued bytes, one segment each, while there
-    /// are credits and the peer's window (as the program last took it:
-    /// stage 9 would drop what goes beyond) has room.
+    /// are credits, the peer's window (as the program last took it:
+    /// stage 9 would drop what goes beyond) has room, and so has
+    /// congestion control's window (the host's check: credits carry the
+    /// policy's rate, the window bounds what is in flight while the
+    /// feedback of a rate change is on its way).
     fn laminar_push(&mut self, conn: ConnIdx) {
         let (now, now_ns) = (self.now, self.laminar_now_ns());
         let mss = self.control[conn as usize].as_ref().map_or(536, |c| c.mss);
+        let cwnd = self.flow_info(conn).map_or(u32::MAX, |f| f.cwnd);
         let Some(remote) = self.laminar_try(|e| e.tx_remote_avail(conn as u16)) else {
             return;
         };
@@ -651,7 +754,11 @@ impl Endpoint {
             let left = tx.queued.wrapping_sub(tx.pushed);
             let len = left.min(mss);
             let in_flight = tx.pushed.wrapping_add(len).wrapping_sub(tx.acked);
-            if len == 0 || tx.credits == 0 || in_flight > remote {
+            // A segment waits for credits to cover it whole: stage 8 lets
+            // one through while any are left, so pushing on a remainder
+            // would send more than the rate.
+            let first = tx.pushed == tx.acked;
+            if len == 0 || tx.credits < len || in_flight > remote || (in_flight > cwnd && !first) {
                 break;
             }
             let Some(app) = self.app.get(conn as usize).and_then(Option::as_ref) else {
@@ -659,7 +766,7 @@ impl Endpoint {
             };
             // Nothing was in flight: the retransmission timer starts now,
             // not at the last acknowledgement.
-            if tx.pushed == tx.acked {
+            if first {
                 tx.last_progress = now;
             }
             payload.resize(len as usize, 0);
@@ -702,5 +809,23 @@ impl Endpoint {
         self.proto.sent_elsewhere(conn, sent);
         self.proto.close(conn);
         self.activate(conn);
+    }
+}
+
+impl LaminarTx {
+    /// An ACK from the peer, before the program sees it: the bytes it
+    /// newly acknowledges count as ECN-marked when it carries ECN-Echo
+    /// (RFC 8257 section 3.3's bytes acknowledged with ECE). One beyond
+    /// what was pushed is the program's to reject, and is not counted.
+    fn count_ack(&mut self, ack: u32, ece: bool) {
+        let advance = distance(self.ack_high, ack);
+        let sent_end = self.base_seq.wrapping_add(self.queued);
+        if advance <= 0 || distance(ack, sent_end) < 0 {
+            return;
+        }
+        self.ack_high = ack;
+        if ece {
+            self.ecn_acked_bytes += advance as u64;
+        }
     }
 }
