@@ -20,6 +20,8 @@
 //! ACKs of its pseudo segments included) leaves in the same poll.
 
 use rmt::laminar::control::set_headers;
+use std::net::IpAddr;
+
 use rmt::laminar::program::{register, FROZEN};
 use rmt::laminar::segment::{flags, HostCommand, HostEvent, TcpSegment};
 use rmt::laminar::{install, program, ConnectionSpec, ControlPlane, LaminarConfig};
@@ -380,6 +382,59 @@ impl LaminarEngine {
     }
 }
 
+/// The program's 32-bit address fields for the endpoint's addresses.
+///
+/// The program parses IPv4 (its parser, connection table and prebuilt
+/// headers hold 32-bit addresses). An IPv4 address is its own handle. An
+/// IPv6 connection is carried with handles in place of its 128-bit
+/// addresses: the control plane gives each address it installs a 32-bit
+/// handle, the translation into the program's format writes handles, and
+/// the frames the program's segments become carry the addresses again.
+/// This is the address compression P4 programs use for 128-bit keys: a
+/// table from the address to a short index in front of the pipeline's
+/// exact-match tables; the TCP state the program keeps does not depend
+/// on the address family.
+#[derive(Debug, Clone, Default)]
+pub struct AddressHandles {
+    /// IPv6 addresses by handle - 1.
+    v6: Vec<std::net::Ipv6Addr>,
+    by_v6: std::collections::HashMap<std::net::Ipv6Addr, u32>,
+}
+
+impl AddressHandles {
+    /// The handle of `addr`, given one if it has none (the control
+    /// plane's step when it installs a connection).
+    pub fn assign(&mut self, addr: IpAddr) -> u32 {
+        match addr {
+            IpAddr::V4(a) => u32::from(a),
+            IpAddr::V6(a) => *self.by_v6.entry(a).or_insert_with(|| {
+                self.v6.push(a);
+                self.v6.len() as u32
+            }),
+        }
+    }
+
+    /// The handle of `addr`, if it has one (the translation of a segment).
+    pub fn get(&self, addr: IpAddr) -> Option<u32> {
+        match addr {
+            IpAddr::V4(a) => Some(u32::from(a)),
+            IpAddr::V6(a) => self.by_v6.get(&a).copied(),
+        }
+    }
+
+    /// The address behind `handle` for an endpoint of `family`'s address
+    /// family (`family` is any address of it).
+    pub fn address(&self, family: IpAddr, handle: u32) -> Option<IpAddr> {
+        match family {
+            IpAddr::V4(_) => Some(IpAddr::V4(handle.into())),
+            IpAddr::V6(_) => {
+                let i = usize::try_from(handle).ok()?.checked_sub(1)?;
+                self.v6.get(i).copied().map(IpAddr::V6)
+            }
+        }
+    }
+}
+
 /// A segment from the network in the program's format: the IPv4 and TCP
 /// header fields it reads, and the payload. `ack: None` hands the program
 /// the data only (the ACK bit cleared), for a connection whose
@@ -505,6 +560,22 @@ mod tests {
         e.receive(0, &seg(1200, 10)).unwrap();
         let out = e.run_to_idle().unwrap();
         assert_eq!(out.segments.last().map(|s| s.window), Some(4096 - 10));
+    }
+
+    #[test]
+    fn ipv6_addresses_get_handles_and_ipv4_ones_are_their_own() {
+        let mut h = AddressHandles::default();
+        let (a, b): (IpAddr, IpAddr) = ("fd00::1".parse().unwrap(), "fd00::2".parse().unwrap());
+        let v4: IpAddr = "10.0.0.7".parse().unwrap();
+        assert_eq!(h.get(a), None);
+        let (ha, hb) = (h.assign(a), h.assign(b));
+        assert_ne!(ha, hb);
+        assert_eq!((h.assign(a), h.get(b)), (ha, Some(hb)));
+        assert_eq!(h.address(a, hb), Some(b));
+        assert_eq!(h.address(a, 0), None);
+        assert_eq!(h.address(a, 99), None);
+        assert_eq!(h.assign(v4), 0x0a00_0007);
+        assert_eq!(h.address(v4, 0x0a00_0007), Some(v4));
     }
 
     /// The grant is what the generator's SYNCs add from now on, and

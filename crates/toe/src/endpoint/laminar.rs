@@ -21,7 +21,6 @@
 //!   acknowledged, transmission goes back to the run-to-completion path,
 //!   which sends the FIN and handles the ACKs that follow.
 
-use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use order::seq::distance;
@@ -31,7 +30,7 @@ use rmt::laminar::ConnectionSpec;
 
 use super::{Endpoint, Handshake, ToeError, MAX_RTO, MIN_RTO};
 use crate::laminar::{
-    network_segment, LaminarCounters, LaminarEngine, LaminarError, RxWrite, TxSync,
+    network_segment, AddressHandles, LaminarCounters, LaminarEngine, LaminarError, RxWrite, TxSync,
 };
 use crate::protocol::{RxSummary, TxGrant};
 use crate::segment::{Flags, Header, Segment, TcpOptions};
@@ -55,8 +54,9 @@ pub enum Engine {
     /// The run-to-completion stages (thesis chapter 4's baseline).
     #[default]
     Toe,
-    /// Laminar's program in the match-action emulator (chapter 5); IPv4
-    /// only, as the program parses IPv4.
+    /// Laminar's program in the match-action emulator (chapter 5); IPv6
+    /// connections run through it with 32-bit address handles
+    /// ([`AddressHandles`]).
     Laminar,
 }
 
@@ -69,6 +69,8 @@ pub(super) struct LaminarPath {
     error: Option<LaminarError>,
     /// Generator batches raised so far.
     batch: u16,
+    /// The program's 32-bit address fields for IPv6 addresses.
+    handles: AddressHandles,
 }
 
 /// One connection as the host (libTOE) sees it.
@@ -125,6 +127,7 @@ impl LaminarPath {
             conns: Vec::new(),
             error: None,
             batch: 0,
+            handles: AddressHandles::default(),
         })
     }
 }
@@ -154,18 +157,15 @@ impl Endpoint {
         let Some(path) = self.laminar.as_mut() else {
             return;
         };
-        let (IpAddr::V4(local), IpAddr::V4(remote)) = (t.local, t.remote) else {
-            return;
-        };
         let first = h.irs.wrapping_add(1);
         let base_seq = h.iss.wrapping_add(1);
         // Until congestion control first runs: the initial window per
         // credit period.
         let grant = initial_cwnd;
         let spec = ConnectionSpec {
-            local_ip: u32::from(local),
+            local_ip: path.handles.assign(t.local),
             local_port: t.local_port,
-            remote_ip: u32::from(remote),
+            remote_ip: path.handles.assign(t.remote),
             remote_port: t.remote_port,
             ctx: 0,
             rx_next_seq: first,
@@ -260,14 +260,16 @@ impl Endpoint {
         if let (Some(tx), true) = (lc.tx.as_mut(), seg.flags.has(Flags::ACK)) {
             tx.count_ack(seg.ack, seg.flags.has(Flags::ECE));
         }
-        let (IpAddr::V4(src), IpAddr::V4(dst)) = (seg.src, seg.dst) else {
-            return false;
-        };
         let window = (summary.window >> lc.wscale).min(u32::from(u16::MAX)) as u16;
         let ack = (transmits && seg.flags.has(Flags::ACK)).then_some((seg.ack, window));
+        let handles = self.laminar.as_ref().map(|p| &p.handles);
+        let Some((src, dst)) = handles.and_then(|h| Some((h.get(seg.src)?, h.get(seg.dst)?)))
+        else {
+            return false;
+        };
         if ack.is_some() || !seg.payload.is_empty() {
             let s = network_segment(
-                (u32::from(src), u32::from(dst)),
+                (src, dst),
                 (seg.src_port, seg.dst_port),
                 seg.seq,
                 ack,
@@ -446,10 +448,17 @@ impl Endpoint {
 
     /// A segment the program built, as a frame on the connection's route.
     fn laminar_send(&mut self, s: &TcpSegment) {
+        let family = self.addr;
+        let handles = self.laminar.as_ref().map(|p| &p.handles);
+        let Some((local, remote)) = handles
+            .and_then(|h| Some((h.address(family, s.src_ip)?, h.address(family, s.dst_ip)?)))
+        else {
+            return;
+        };
         let t = FourTuple {
-            local: IpAddr::V4(s.src_ip.into()),
+            local,
             local_port: s.src_port,
-            remote: IpAddr::V4(s.dst_ip.into()),
+            remote,
             remote_port: s.dst_port,
         };
         let Some(conn) = self.pre.lookup(&t) else {

@@ -281,11 +281,6 @@ impl Endpoint {
                 port: None,
             });
         }
-        if cfg.engine == Engine::Laminar && !addr.is_ipv4() {
-            return Err(ToeError::Config(format!(
-                "{addr}: the Laminar engine's program parses IPv4 only"
-            )));
-        }
         if cfg.engine == Engine::Laminar && cfg.max_conns > 1 << 16 {
             return Err(ToeError::Config(format!(
                 "{} connections: the Laminar program names a connection in 16 bits",
