@@ -86,6 +86,8 @@ struct LaminarConn {
     /// The peer's latest TSval, when timestamps were negotiated.
     ts_recent: Option<u32>,
     timestamps: bool,
+    /// SACK was negotiated (RFC 2018): the program's SACK block goes out.
+    sack: bool,
     /// The peer's FIN was taken.
     fin_received: bool,
     /// The transmit side while Laminar has it.
@@ -194,6 +196,7 @@ impl Endpoint {
             advertised: rx_size,
             ts_recent: h.peer.timestamp.map(|(val, _)| val),
             timestamps,
+            sack: h.peer.sack_permitted,
             fin_received: false,
             tx: Some(LaminarTx {
                 base_seq,
@@ -492,7 +495,10 @@ impl Endpoint {
             ack: s.ack,
             flags: Flags(s.flags | if cwr { Flags::CWR } else { 0 }),
             window: s.window,
-            options: TcpOptions::default(),
+            options: TcpOptions {
+                sack: s.sack,
+                ..TcpOptions::default()
+            },
         };
         if self.laminar_frame(conn, h, &s.payload) && ect {
             if let Some(f) = self.out.last_mut() {
@@ -502,7 +508,8 @@ impl Endpoint {
     }
 
     /// Sends a segment of `conn`, with a timestamp option when timestamps
-    /// were negotiated (RFC 7323 section 3).
+    /// were negotiated (RFC 7323 section 3) and the program's SACK block
+    /// only when SACK was (RFC 2018 section 3).
     /// Returns whether it was sent.
     fn laminar_frame(&mut self, conn: ConnIdx, mut h: Header, payload: &[u8]) -> bool {
         let Some(route) = self.pre.route(conn) else {
@@ -514,6 +521,7 @@ impl Endpoint {
         };
         lc.advertised = u32::from(h.window) << lc.wscale;
         h.options.timestamp = lc.timestamps.then(|| (now_ms, lc.ts_recent.unwrap_or(0)));
+        h.options.sack = h.options.sack.filter(|_| lc.sack);
         self.emit(&route, &h, payload);
         true
     }

@@ -749,8 +749,9 @@ impl Endpoint {
             options: TcpOptions {
                 mss: Some(self.cfg.mss),
                 window_scale: h.peer.window_scale.map(|_| WSCALE),
-                sack_permitted: false,
+                sack_permitted: h.peer.sack_permitted && self.cfg.engine == Engine::Laminar,
                 timestamp: h.peer.timestamp.map(|(val, _)| (self.now_ms(), val)),
+                sack: None,
             },
         };
         self.emit(&route, &header, &[]);
