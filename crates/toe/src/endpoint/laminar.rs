@@ -706,6 +706,14 @@ impl Endpoint {
         else {
             return;
         };
+        // A connection with nothing to send and nothing unacknowledged
+        // gets no SYNCs (§5.3.2.1: Laminar pauses them for inactive
+        // connections); they resume a period after the application
+        // queues data, with the credits it had left.
+        if tx.queued == tx.acked {
+            tx.last_sync = now;
+            return;
+        }
         let periods = ((now - tx.last_sync).as_nanos() / CREDIT_PERIOD.as_nanos()) as u64;
         if periods == 0 {
             return;
