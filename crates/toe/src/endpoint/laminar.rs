@@ -9,11 +9,23 @@
 //!   sequence number and its ACK, the window rescaled from the peer's
 //!   scale to ours (the program has one window scale per connection, and
 //!   uses it both ways). Options are not given to the program (it reads
-//!   only SACK, which is not negotiated); FIN is not either (the program
-//!   would drop the whole segment as an exception).
+//!   only a SACK block, and its sender is go-back-N); FIN is not either
+//!   (the program would drop the whole segment as an exception). IPv6
+//!   addresses become 32-bit handles ([`AddressHandles`]).
 //! - Out: the program's segments are built into frames with the
 //!   connection's route and, when timestamps were negotiated, a timestamp
-//!   option (RFC 7323: TSval our clock, TSecr the peer's latest TSval).
+//!   option (RFC 7323: TSval our clock, TSecr the peer's latest TSval);
+//!   when SACK was negotiated, the program's SACK block (its out-of-order
+//!   interval). New data is ECN-capable under a policy that reacts to
+//!   ECN-Echo.
+//! - Congestion control (§5.3.2.1): the data path's counters (bytes
+//!   acknowledged, from the program's `tx-next-ack` reports; bytes
+//!   acknowledged with ECN-Echo, counted at translation; the program's
+//!   fast retransmits; RTT samples of one timed segment at a time, none
+//!   across a go-back-N) go to the connection's policy every control
+//!   interval, and its rate becomes the credits each generator SYNC
+//!   grants. The host also keeps what is in flight within the policy's
+//!   window.
 //! - FIN in: once `rx-next-seq` reaches the FIN, the control plane moves
 //!   `rx-next-seq` past it, acknowledges it and tells the application (end
 //!   of stream); a FIN arriving before all data is dropped and comes again.
