@@ -414,7 +414,7 @@ pub fn build(route: &Route, h: &Header, payload: &[u8], out: &mut Vec<u8>) {
     let opts = option_elements(&h.options);
     let tcp = tcp
         .options(&opts)
-        .expect("at most 24 bytes of options (20 on a SYN), within the 40 TCP allows");
+        .expect("at most 36 bytes of options, within the 40 TCP allows");
     tcp.write(out, payload)
         .expect("writing to a Vec cannot fail and the payload is below 64 KiB");
 }

@@ -490,17 +490,16 @@ impl Endpoint {
         // New data is ECN-capable under a policy that reacts to ECN-Echo,
         // and the first after a cut carries CWR (RFC 3168 sections 6.1.2,
         // 6.1.5); leaving, it starts an RTT probe (Karn: new data only).
-        let (ect, cwr) = match transmits && !s.payload.is_empty() {
-            true => self.data_marks(
-                conn,
-                &TxGrant {
-                    seq,
-                    pos: 0,
-                    len: s.payload.len() as u32,
-                    fin: false,
-                },
-            ),
-            false => (false, false),
+        let (ect, cwr) = if transmits && !s.payload.is_empty() {
+            let data = TxGrant {
+                seq,
+                pos: 0,
+                len: s.payload.len() as u32,
+                fin: false,
+            };
+            self.data_marks(conn, &data)
+        } else {
+            (false, false)
         };
         let h = Header {
             seq,
@@ -521,8 +520,8 @@ impl Endpoint {
 
     /// Sends a segment of `conn`, with a timestamp option when timestamps
     /// were negotiated (RFC 7323 section 3) and the program's SACK block
-    /// only when SACK was (RFC 2018 section 3).
-    /// Returns whether it was sent.
+    /// only when SACK was (RFC 2018 section 3). Returns whether it was
+    /// sent.
     fn laminar_frame(&mut self, conn: ConnIdx, mut h: Header, payload: &[u8]) -> bool {
         let Some(route) = self.pre.route(conn) else {
             return false;
