@@ -865,3 +865,42 @@ impl LaminarTx {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tx(queued: u32) -> LaminarTx {
+        let now = Instant::now();
+        LaminarTx {
+            base_seq: u32::MAX - 100,
+            queued,
+            pushed: queued,
+            acked: 0,
+            credits: 0,
+            acked_bytes: 0,
+            ecn_acked_bytes: 0,
+            fast_retransmits: 0,
+            ack_high: u32::MAX - 100,
+            last_sync: now,
+            last_progress: now,
+            rto: MIN_RTO,
+            close_requested: false,
+        }
+    }
+
+    /// Bytes newly acknowledged by an ACK with ECN-Echo count, across the
+    /// sequence space's wrap; old, duplicate and impossible ACKs do not.
+    #[test]
+    fn ecn_echo_counts_the_bytes_it_newly_acknowledges() {
+        let mut t = tx(1000);
+        t.count_ack(t.base_seq.wrapping_add(300), true);
+        t.count_ack(t.base_seq.wrapping_add(500), false);
+        t.count_ack(t.base_seq.wrapping_add(400), true);
+        t.count_ack(t.base_seq.wrapping_add(500), true);
+        t.count_ack(t.base_seq.wrapping_add(1001), true);
+        t.count_ack(t.base_seq.wrapping_add(900), true);
+        assert_eq!(t.ecn_acked_bytes, 300 + 400);
+        assert_eq!(t.ack_high, t.base_seq.wrapping_add(900));
+    }
+}
