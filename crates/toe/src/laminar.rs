@@ -19,6 +19,9 @@
 //! run until idle after every receive batch, so what a batch caused (the
 //! ACKs of its pseudo segments included) leaves in the same poll.
 
+use rmt::laminar::control::set_headers;
+use std::net::IpAddr;
+
 use rmt::laminar::program::{register, FROZEN};
 use rmt::laminar::segment::{flags, HostCommand, HostEvent, TcpSegment};
 use rmt::laminar::{install, program, ConnectionSpec, ControlPlane, LaminarConfig};
@@ -120,6 +123,9 @@ pub struct LaminarCounters {
 pub struct LaminarEngine {
     pipeline: Pipeline,
     control: ControlPlane,
+    /// Each installed connection as the control plane set it up (its
+    /// headers entry is written again when the credit grant changes).
+    specs: Vec<Option<ConnectionSpec>>,
     /// When the MAC port is free for the next frame.
     mac_free_ns: u64,
     segments: u64,
@@ -130,15 +136,19 @@ pub struct LaminarEngine {
 }
 
 impl LaminarEngine {
-    /// The program sized for `connections`, on a Tofino2-like pipeline.
+    /// The program sized for `connections`, on a Tofino2-like pipeline,
+    /// with its SACK option: the ACKs of a connection with an
+    /// out-of-order interval carry it as one SACK block (§5.5.4.3; the
+    /// endpoint passes the block on only where SACK was negotiated).
     pub fn new(connections: u32) -> Result<Self, LaminarError> {
         let config = LaminarConfig {
             connections,
-            sack: false,
+            sack: true,
         };
         Ok(LaminarEngine {
             pipeline: Pipeline::load(program(config), PipelineConfig::default())?,
             control: ControlPlane::default(),
+            specs: Vec::new(),
             mac_free_ns: 0,
             segments: 0,
             host_syncs: 0,
@@ -151,15 +161,55 @@ impl LaminarEngine {
     /// Installs an established connection (the control plane's step after
     /// the handshake).
     pub fn install(&mut self, conn: u16, spec: &ConnectionSpec) -> Result<(), LaminarError> {
-        install(
-            &mut self.pipeline,
-            conn,
-            &ConnectionSpec {
-                ctx: CONTEXT,
-                ..*spec
-            },
-        )?;
+        let spec = ConnectionSpec {
+            ctx: CONTEXT,
+            ..*spec
+        };
+        install(&mut self.pipeline, conn, &spec)?;
+        let i = usize::from(conn);
+        if self.specs.len() <= i {
+            self.specs.resize(i + 1, None);
+        }
+        self.specs[i] = Some(spec);
         Ok(())
+    }
+
+    /// Congestion control's new rate for connection `conn`: the credits
+    /// each generator SYNC grants from now on (the control plane rewrites
+    /// the connection's `headers` entry, §5.3.2.1), and the most credits
+    /// it may hold (`tx-credits` is cut to `max_credits` if above, so
+    /// credits unspent while the host had nothing to send do not become a
+    /// burst). A connection not installed is left alone.
+    pub fn set_credit_grant(
+        &mut self,
+        conn: u16,
+        grant: u32,
+        max_credits: u32,
+    ) -> Result<(), LaminarError> {
+        let Some(spec) = self
+            .specs
+            .get_mut(usize::from(conn))
+            .and_then(Option::as_mut)
+        else {
+            return Ok(());
+        };
+        if spec.credit_grant != grant {
+            spec.credit_grant = grant;
+            set_headers(&mut self.pipeline, conn, spec)?;
+        }
+        let i = usize::from(conn);
+        let credits = self.pipeline.register_read(register::TX_CREDITS, i)?;
+        if credits > u64::from(max_credits) {
+            self.pipeline
+                .register_write(register::TX_CREDITS, i, u64::from(max_credits))?;
+        }
+        Ok(())
+    }
+
+    /// The credits each generator SYNC grants connection `conn` (None:
+    /// not installed).
+    pub fn credit_grant(&self, conn: u16) -> Option<u32> {
+        Some(self.specs.get(usize::from(conn))?.as_ref()?.credit_grant)
     }
 
     /// A segment from the network arrives at `at_ns`, or later: at the
@@ -335,6 +385,59 @@ impl LaminarEngine {
     }
 }
 
+/// The program's 32-bit address fields for the endpoint's addresses.
+///
+/// The program parses IPv4 (its parser, connection table and prebuilt
+/// headers hold 32-bit addresses). An IPv4 address is its own handle. An
+/// IPv6 connection is carried with handles in place of its 128-bit
+/// addresses: the control plane gives each address it installs a 32-bit
+/// handle, the translation into the program's format writes handles, and
+/// the frames the program's segments become carry the addresses again.
+/// This is the address compression P4 programs use for 128-bit keys: a
+/// table from the address to a short index in front of the pipeline's
+/// exact-match tables; the TCP state the program keeps does not depend
+/// on the address family.
+#[derive(Debug, Clone, Default)]
+pub struct AddressHandles {
+    /// IPv6 addresses by handle - 1.
+    v6: Vec<std::net::Ipv6Addr>,
+    by_v6: std::collections::HashMap<std::net::Ipv6Addr, u32>,
+}
+
+impl AddressHandles {
+    /// The handle of `addr`, given one if it has none (the control
+    /// plane's step when it installs a connection).
+    pub fn assign(&mut self, addr: IpAddr) -> u32 {
+        match addr {
+            IpAddr::V4(a) => u32::from(a),
+            IpAddr::V6(a) => *self.by_v6.entry(a).or_insert_with(|| {
+                self.v6.push(a);
+                self.v6.len() as u32
+            }),
+        }
+    }
+
+    /// The handle of `addr`, if it has one (the translation of a segment).
+    pub fn get(&self, addr: IpAddr) -> Option<u32> {
+        match addr {
+            IpAddr::V4(a) => Some(u32::from(a)),
+            IpAddr::V6(a) => self.by_v6.get(&a).copied(),
+        }
+    }
+
+    /// The address behind `handle` for an endpoint of `family`'s address
+    /// family (`family` is any address of it).
+    pub fn address(&self, family: IpAddr, handle: u32) -> Option<IpAddr> {
+        match family {
+            IpAddr::V4(_) => Some(IpAddr::V4(handle.into())),
+            IpAddr::V6(_) => {
+                let i = usize::try_from(handle).ok()?.checked_sub(1)?;
+                self.v6.get(i).copied().map(IpAddr::V6)
+            }
+        }
+    }
+}
+
 /// A segment from the network in the program's format: the IPv4 and TCP
 /// header fields it reads, and the payload. `ack: None` hands the program
 /// the data only (the ACK bit cleared), for a connection whose
@@ -460,6 +563,53 @@ mod tests {
         e.receive(0, &seg(1200, 10)).unwrap();
         let out = e.run_to_idle().unwrap();
         assert_eq!(out.segments.last().map(|s| s.window), Some(4096 - 10));
+    }
+
+    #[test]
+    fn ipv6_addresses_get_handles_and_ipv4_ones_are_their_own() {
+        let mut h = AddressHandles::default();
+        let (a, b): (IpAddr, IpAddr) = ("fd00::1".parse().unwrap(), "fd00::2".parse().unwrap());
+        let v4: IpAddr = "10.0.0.7".parse().unwrap();
+        assert_eq!(h.get(a), None);
+        let (ha, hb) = (h.assign(a), h.assign(b));
+        assert_ne!(ha, hb);
+        assert_eq!((h.assign(a), h.get(b)), (ha, Some(hb)));
+        assert_eq!(h.address(a, hb), Some(b));
+        assert_eq!(h.address(a, 0), None);
+        assert_eq!(h.address(a, 99), None);
+        assert_eq!(h.assign(v4), 0x0a00_0007);
+        assert_eq!(h.address(v4, 0x0a00_0007), Some(v4));
+    }
+
+    /// The grant is what the generator's SYNCs add from now on, and
+    /// credits above the cap are cut at once.
+    #[test]
+    fn a_new_credit_grant_is_what_the_next_syncs_add() {
+        let mut e = LaminarEngine::new(4).unwrap();
+        e.install(
+            2,
+            &ConnectionSpec {
+                tx_credits: 50_000,
+                credit_grant: 100,
+                ..spec()
+            },
+        )
+        .unwrap();
+        e.set_credit_grant(2, 3000, 20_000).unwrap();
+        assert_eq!(e.credit_grant(2), Some(3000));
+        e.credit_sync(0, 2, 1).unwrap();
+        e.credit_sync(0, 2, 2).unwrap();
+        let credits: Vec<u32> = e
+            .run_to_idle()
+            .unwrap()
+            .syncs
+            .iter()
+            .map(|s| s.credits)
+            .collect();
+        assert_eq!(credits, [23_000, 26_000]);
+        // A connection never installed has no grant to set.
+        e.set_credit_grant(3, 10, 10).unwrap();
+        assert_eq!(e.credit_grant(3), None);
     }
 
     #[test]

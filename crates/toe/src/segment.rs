@@ -38,6 +38,9 @@ pub struct TcpOptions {
     pub sack_permitted: bool,
     /// (TSval, TSecr), RFC 7323 section 3.
     pub timestamp: Option<(u32, u32)>,
+    /// The first SACK block [left, right) (RFC 2018 section 3), sent by
+    /// the Laminar engine for its out-of-order interval.
+    pub sack: Option<(u32, u32)>,
 }
 
 /// A received TCP segment, borrowing the frame.
@@ -178,6 +181,7 @@ fn options(tcp: &etherparse::TcpSlice<'_>) -> Result<TcpOptions, SegmentError> {
             TcpOptionElement::WindowScale(s) => out.window_scale = Some(s.min(14)),
             TcpOptionElement::SelectiveAcknowledgementPermitted => out.sack_permitted = true,
             TcpOptionElement::Timestamp(v, e) => out.timestamp = Some((v, e)),
+            TcpOptionElement::SelectiveAcknowledgement(first, _) => out.sack = Some(first),
             _ => {}
         }
     }
@@ -410,7 +414,7 @@ pub fn build(route: &Route, h: &Header, payload: &[u8], out: &mut Vec<u8>) {
     let opts = option_elements(&h.options);
     let tcp = tcp
         .options(&opts)
-        .expect("at most 20 bytes of options, within the 40 TCP allows");
+        .expect("at most 36 bytes of options, within the 40 TCP allows");
     tcp.write(out, payload)
         .expect("writing to a Vec cannot fail and the payload is below 64 KiB");
 }
@@ -437,6 +441,9 @@ fn option_elements(o: &TcpOptions) -> Vec<TcpOptionElement> {
     }
     if let Some(s) = o.window_scale {
         v.extend([Noop, WindowScale(s)]);
+    }
+    if let Some(block) = o.sack {
+        v.extend([Noop, Noop, SelectiveAcknowledgement(block, [None; 3])]);
     }
     v
 }
@@ -526,6 +533,7 @@ mod tests {
             window_scale: Some(7),
             sack_permitted: true,
             timestamp: Some((1, 0)),
+            sack: None,
         };
         let h = Header {
             flags: Flags(Flags::SYN),
@@ -538,6 +546,24 @@ mod tests {
             panic!("not TCP")
         };
         assert_eq!(s.options, opts);
+    }
+
+    #[test]
+    fn a_sack_block_beside_a_timestamp_round_trips() {
+        let h = Header {
+            options: TcpOptions {
+                timestamp: Some((5, 6)),
+                sack: Some((3000, 4460)),
+                ..TcpOptions::default()
+            },
+            ..header()
+        };
+        let mut f = Vec::new();
+        build(&route(), &h, &[], &mut f);
+        let Frame::Tcp(s) = parse(&f).unwrap() else {
+            panic!("not TCP")
+        };
+        assert_eq!(s.options, h.options);
     }
 
     #[test]

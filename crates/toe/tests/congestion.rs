@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use lab::Lab;
 use pktio::{Backend, Port, PortConfig};
 use toe::cc::Policy;
-use toe::{Endpoint, EndpointConfig, ToeError};
+use toe::{Endpoint, EndpointConfig, Engine, ToeError};
 use wire::{Impairment, Loss, WireConfig, WireHandle, WireStats};
 
 mod common;
@@ -175,6 +175,11 @@ struct Run {
     stats: WireStats,
     goodput_bps: f64,
     ecn: bool,
+    /// The largest congestion window the flow had, and the smallest it
+    /// had after that (read from the control plane, as TCP_INFO does).
+    cwnd_peak: u32,
+    cwnd_after_peak: u32,
+    counters: toe::Counters,
 }
 
 /// The endpoint sends `bytes` to Linux under `policy` through the wire,
@@ -186,6 +191,14 @@ fn congested_transfer(lab: &Lab, policy: Policy, pacing: bool, bytes: usize, k: 
         pacing,
         ..EndpointConfig::default()
     };
+    congested_transfer_with(lab, cfg, bytes, k)
+}
+
+fn congested_transfer_with(lab: &Lab, cfg: EndpointConfig, bytes: usize, k: u32) -> Run {
+    let (policy, engine) = (cfg.congestion, cfg.engine);
+    // The Laminar engine's data path is rate-based: a rate is always
+    // written (credits, thesis section 5.3.2.1).
+    let pacing = cfg.pacing || engine == Engine::Laminar;
     let mut ep = endpoint(lab, cfg);
     let w = lab.wire().unwrap();
     let mut wcfg = WireConfig::new(Some(&w.netns), &w.sender_dev, &w.receiver_dev);
@@ -201,9 +214,19 @@ fn congested_transfer(lab: &Lab, policy: Policy, pacing: bool, bytes: usize, k: 
     poll_until(&mut ep, "the handshake", |ep| ep.is_established(conn));
     let ecn = ep.flow_info(conn).unwrap().ecn;
     let mut paced = false;
+    let (mut cwnd_peak, mut cwnd_after_peak) = (0, 0);
+    let mut watch_cwnd = |ep: &Endpoint| {
+        if let Some(f) = ep.flow_info(conn) {
+            if f.cwnd > cwnd_peak {
+                (cwnd_peak, cwnd_after_peak) = (f.cwnd, f.cwnd);
+            }
+            cwnd_after_peak = cwnd_after_peak.min(f.cwnd);
+        }
+    };
     let data = vec![0xa5; bytes];
     let (mut at, start) = (0, Instant::now());
     poll_until(&mut ep, "queue the stream", |ep| {
+        watch_cwnd(ep);
         paced |= ep.flow_info(conn).is_some_and(|f| f.rate.is_some());
         match ep.send(conn, &data[at..]) {
             Ok(n) => at += n,
@@ -213,7 +236,10 @@ fn congested_transfer(lab: &Lab, policy: Policy, pacing: bool, bytes: usize, k: 
         at == bytes
     });
     ep.close(conn).unwrap();
-    poll_until(&mut ep, "Linux reads the stream", |_| linux.is_finished());
+    poll_until(&mut ep, "Linux reads the stream", |ep| {
+        watch_cwnd(ep);
+        linux.is_finished()
+    });
     let elapsed = start.elapsed().as_secs_f64();
     let got = linux.join().unwrap().unwrap();
     assert_eq!(got, bytes as u64, "{policy}: Linux got {got} bytes");
@@ -223,12 +249,35 @@ fn congested_transfer(lab: &Lab, policy: Policy, pacing: bool, bytes: usize, k: 
     let settle = Instant::now() + Duration::from_millis(300);
     poll_until(&mut ep, "a pause", |_| Instant::now() > settle);
     let info = ep.flow_info(conn);
-    eprintln!("{policy}: {:?}, {:?}", info, ep.counters());
+    eprintln!(
+        "{policy} ({engine:?}): {:?}, {:?}, {:?}",
+        info,
+        ep.counters(),
+        ep.laminar_counters()
+    );
     Run {
         stats: wire.stop().unwrap(),
         goodput_bps: bytes as f64 * 8.0 / elapsed,
         ecn,
+        cwnd_peak,
+        cwnd_after_peak,
+        counters: ep.counters(),
     }
+}
+
+fn report(name: &str, r: &Run) {
+    let c = &r.stats.b_to_a.counters;
+    eprintln!(
+        "{name}: ecn {}, mean queue {:.1} frames (max {:.1}), CE marked {}, dropped {}, goodput {:.1} Mbit/s, cwnd peak {} then down to {}",
+        r.ecn,
+        c.mean_queue_frames().unwrap_or(f64::NAN),
+        c.queue_bytes_max as f64 / 1538.0,
+        c.ce_marked,
+        c.dropped_overload,
+        r.goodput_bps / 1e6,
+        r.cwnd_peak,
+        r.cwnd_after_peak,
+    );
 }
 
 #[test]
@@ -244,18 +293,6 @@ fn dctcp_holds_the_queue_near_k_where_new_reno_fills_it() {
     let dctcp = congested_transfer(&lab, Policy::Dctcp, false, BYTES, K);
     // The same with the window also turned into a rate the wheel enforces.
     let paced = congested_transfer(&lab, Policy::Dctcp, true, BYTES, K);
-    let report = |name: &str, r: &Run| {
-        let c = &r.stats.b_to_a.counters;
-        eprintln!(
-            "{name}: ecn {}, mean queue {:.1} frames (max {:.1}), CE marked {}, dropped {}, goodput {:.1} Mbit/s",
-            r.ecn,
-            c.mean_queue_frames().unwrap_or(f64::NAN),
-            c.queue_bytes_max as f64 / 1538.0,
-            c.ce_marked,
-            c.dropped_overload,
-            r.goodput_bps / 1e6
-        );
-    };
     report("reno", &reno);
     report("dctcp", &dctcp);
     report("dctcp paced", &paced);
@@ -299,6 +336,121 @@ fn dctcp_holds_the_queue_near_k_where_new_reno_fills_it() {
         pq < 2.0 * f64::from(K),
         "paced dctcp's mean queue {pq:.1} frames"
     );
+}
+
+/// The Laminar engine's credits come from congestion control (thesis
+/// section 5.3.2.1): under NewReno the flow meets the full queue, loses,
+/// and its window is cut (the control plane's window, read as TCP_INFO
+/// reads it); under DCTCP the ECN-Echo it counts keeps the queue near K,
+/// with few drops.
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP, AF_PACKET): `make test` runs it as root"]
+fn laminar_credits_follow_congestion_control_new_reno_backs_off_and_dctcp_holds_the_queue() {
+    testkit::require_root("network namespaces, veths, XDP, AF_XDP, AF_PACKET");
+    let lab = lab("lamcc", true);
+    host::netns::set_sysctl(&lab.sender().netns, "net.ipv4.tcp_ecn", "1").unwrap();
+    const K: u32 = 20;
+    const BYTES: usize = 12 << 20;
+    let laminar = |congestion| EndpointConfig {
+        congestion,
+        engine: Engine::Laminar,
+        ..EndpointConfig::default()
+    };
+    let reno = congested_transfer_with(&lab, laminar(Policy::NewReno), BYTES, K);
+    let dctcp = congested_transfer_with(&lab, laminar(Policy::Dctcp), BYTES, K);
+    report("laminar reno", &reno);
+    report("laminar dctcp", &dctcp);
+    let (rc, dc) = (&reno.stats.b_to_a.counters, &dctcp.stats.b_to_a.counters);
+    let (rq, dq) = (
+        rc.mean_queue_frames().expect("the wire saw reno's frames"),
+        dc.mean_queue_frames().expect("the wire saw dctcp's frames"),
+    );
+    // NewReno filled the queue, lost, went back, and its window was cut.
+    assert!(
+        !reno.ecn && rc.ce_marked == 0,
+        "reno: {} marks",
+        rc.ce_marked
+    );
+    assert!(rc.dropped_overload > 0, "reno never filled the queue");
+    let r = &reno.counters;
+    assert!(
+        r.fast_retransmits + r.timeouts > 0,
+        "reno never retransmitted: {r:?}"
+    );
+    assert!(
+        reno.cwnd_after_peak <= reno.cwnd_peak / 2 + 1460,
+        "reno's window went from {} only down to {}",
+        reno.cwnd_peak,
+        reno.cwnd_after_peak
+    );
+    // DCTCP negotiated ECN, got marks, kept the queue near K and lost
+    // little.
+    assert!(
+        dctcp.ecn && dc.ce_marked > 0,
+        "dctcp: {} marks",
+        dc.ce_marked
+    );
+    assert!(dq < 2.0 * f64::from(K), "dctcp's mean queue {dq:.1} frames");
+    assert!(dq < rq / 2.0, "dctcp {dq:.1} vs reno {rq:.1} frames");
+    assert!(
+        dc.dropped_overload * 4 <= rc.dropped_overload,
+        "dctcp dropped {}, reno {}",
+        dc.dropped_overload,
+        rc.dropped_overload
+    );
+}
+
+/// A Laminar flow capped at a rate: the credits each generator SYNC
+/// grants carry it, and the receiving device's byte counter shows it
+/// (frames counted whole, as for the run-to-completion path's scheduler).
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
+fn a_laminar_flow_given_a_rate_sends_at_that_rate() {
+    testkit::require_root("network namespaces, veths, XDP, AF_XDP");
+    let lab = lab("lamrate", false);
+    pktio::set_realtime_priority(5).unwrap();
+    let cfg = EndpointConfig {
+        engine: Engine::Laminar,
+        ..EndpointConfig::default()
+    };
+    let mut ep = endpoint(&lab, cfg);
+    let (server, linux) = linux_sink(&lab, || {});
+    let conn = ep.connect(server).unwrap();
+    poll_until(&mut ep, "the handshake", |ep| ep.is_established(conn));
+    let chunk = vec![0x5a; 1 << 16];
+    let snd = lab.sender().clone();
+    for rate in [5_000_000u64, 20_000_000] {
+        ep.set_rate(conn, Some(rate)).unwrap();
+        let before = ep.laminar_counters().expect("the Laminar engine");
+        let (ns, dev) = (snd.netns.clone(), snd.dev.clone());
+        let meter = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            let (b0, t0) = (rx_bytes(&ns, &dev), Instant::now());
+            std::thread::sleep(Duration::from_secs(2));
+            let (b1, t1) = (rx_bytes(&ns, &dev), Instant::now());
+            (b1 - b0) as f64 / (t1 - t0).as_secs_f64()
+        });
+        poll_until(&mut ep, "the measurement", |ep| {
+            feed(ep, conn, &chunk);
+            meter.is_finished()
+        });
+        let measured = meter.join().unwrap();
+        let after = ep.laminar_counters().expect("the Laminar engine");
+        let error = measured / rate as f64 - 1.0;
+        eprintln!(
+            "laminar rate {rate} B/s: measured {measured:.0} B/s on the receiving device ({:+.2}%); {after:?}",
+            error * 100.0
+        );
+        // The data went as TX commands, paced by the generator's SYNCs.
+        assert!(after.host_tx > before.host_tx && after.credit_syncs > before.credit_syncs);
+        assert!(
+            error.abs() < 0.05,
+            "rate {rate}: measured {measured:.0} B/s"
+        );
+    }
+    ep.close(conn).unwrap();
+    poll_until(&mut ep, "Linux reads to the end", |_| linux.is_finished());
+    assert!(linux.join().unwrap().unwrap() > 0);
 }
 
 /// Linux sends `bytes` to the endpoint with its `reno` congestion control

@@ -74,20 +74,7 @@ pub fn install(p: &mut Pipeline, conn: u16, spec: &ConnectionSpec) -> Result<(),
             u64::from(spec.tx_base_seq),
         ],
     )?;
-    p.table_add(
-        table::HEADERS,
-        &[c],
-        "prebuild",
-        &[
-            u64::from(spec.local_ip),
-            u64::from(spec.remote_ip),
-            u64::from(spec.local_port),
-            u64::from(spec.remote_port),
-            u64::from(spec.ctx),
-            u64::from(spec.wscale),
-            u64::from(spec.credit_grant),
-        ],
-    )?;
+    set_headers(p, conn, spec)?;
     let i = usize::from(conn);
     for (name, value) in [
         (register::RX_NEXT_SEQ, u64::from(spec.rx_next_seq)),
@@ -103,6 +90,27 @@ pub fn install(p: &mut Pipeline, conn: u16, spec: &ConnectionSpec) -> Result<(),
         p.register_write(name, i, value)?;
     }
     Ok(())
+}
+
+/// Writes connection `conn`'s prebuilt headers and its credit grant (the
+/// `headers` table entry); run again with a new `credit_grant`, it is how
+/// congestion control sets the rate the generator's SYNCs grant
+/// (§5.3.2.1). Registers are left as they are.
+pub fn set_headers(p: &mut Pipeline, conn: u16, spec: &ConnectionSpec) -> Result<(), ControlError> {
+    p.table_add(
+        table::HEADERS,
+        &[u64::from(conn)],
+        "prebuild",
+        &[
+            u64::from(spec.local_ip),
+            u64::from(spec.remote_ip),
+            u64::from(spec.local_port),
+            u64::from(spec.remote_port),
+            u64::from(spec.ctx),
+            u64::from(spec.wscale),
+            u64::from(spec.credit_grant),
+        ],
+    )
 }
 
 /// What the control plane did so far.

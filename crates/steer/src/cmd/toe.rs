@@ -42,7 +42,7 @@ pub struct RunArgs {
     pub addr: Option<IpAddr>,
     /// What carries established connections: toe's run-to-completion
     /// stages (FlexTOE's baseline), or Laminar's match-action program in
-    /// the RMT emulator (IPv4 only). Opens, closes and timeouts are the
+    /// the RMT emulator (IPv4 and IPv6). Opens, closes and timeouts are the
     /// endpoint's control plane either way.
     #[arg(long, value_enum, default_value_t = EngineArg::Toe)]
     pub engine: EngineArg,

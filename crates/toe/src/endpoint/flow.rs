@@ -106,7 +106,13 @@ impl Endpoint {
     /// A new connection's congestion state: `seq` is its first sequence
     /// number to send.
     pub(super) fn install_flow(&mut self, conn: ConnIdx, mss: u32, ecn: bool, seq: u32) {
-        let cc = self.cfg.congestion.build(mss, self.cfg.pacing);
+        // The Laminar engine's data path is rate-based (credits, thesis
+        // section 5.3.2.1): its policy always writes a rate.
+        let rate_based = self.laminar.is_some();
+        let cc = self
+            .cfg
+            .congestion
+            .build(mss, self.cfg.pacing || rate_based);
         let i = conn as usize;
         if self.flows.len() <= i {
             self.flows.resize_with(i + 1, || None);
@@ -144,6 +150,7 @@ impl Endpoint {
         let f = self.flow(conn).ok_or(ToeError::NotConnected)?;
         f.rate_cap = rate;
         f.ps_per_byte = ps_per_byte(f);
+        self.laminar_set_rate(conn);
         Ok(())
     }
 
@@ -301,14 +308,12 @@ impl Endpoint {
         if out.fast_retransmit {
             f.probe = None;
         }
-        let mut sample = None;
-        if let Some((end, at)) = f.probe {
-            let una = snap.seq.wrapping_sub(snap.tx_sent);
-            if out.acked > 0 && distance(end, una) >= 0 {
-                sample = Some((now - at).as_micros() as u32);
-                f.probe = None;
-            }
-        }
+        let una = snap.seq.wrapping_sub(snap.tx_sent);
+        let sample = if out.acked > 0 {
+            f.probe_acked(una, now)
+        } else {
+            None
+        };
         let mut restarted = false;
         if let Some(until) = f.time_wait_until.as_mut() {
             if fin {
@@ -321,6 +326,24 @@ impl Endpoint {
         }
         if restarted {
             self.counters.time_wait_acks += 1;
+        }
+    }
+
+    /// An acknowledgement up to `una` on a path that does not go through
+    /// the protocol stage (the Laminar engine's): the RTT sample if it
+    /// covers the timed segment.
+    pub(super) fn flow_acked(&mut self, conn: ConnIdx, una: u32) {
+        let now = self.now;
+        if let Some(us) = self.flow(conn).and_then(|f| f.probe_acked(una, now)) {
+            self.post.rtt_sample(conn, us.max(1));
+        }
+    }
+
+    /// A go-back-N: what is in flight is sent again, so the timed segment
+    /// gives no sample (Karn).
+    pub(super) fn flow_go_back(&mut self, conn: ConnIdx) {
+        if let Some(f) = self.flow(conn) {
+            f.probe = None;
         }
     }
 
@@ -347,19 +370,27 @@ impl Endpoint {
                 continue;
             }
             let p = *self.post.state(conn);
+            // While the Laminar engine transmits, its counters are the
+            // data path's (the post-processor sees none of its segments).
+            let (acked, ecn, fretx) =
+                self.laminar_flow_counts(conn)
+                    .unwrap_or((p.cnt_ackb, p.cnt_ecnb, p.cnt_fretx));
             let Some(f) = self.flow(conn) else {
                 continue;
             };
+            // Saturating: the source changes when transmission goes back
+            // from the Laminar engine to the run-to-completion path.
             let stats = FlowStats {
-                acked: p.cnt_ackb - f.seen_acked,
-                ecn_acked: p.cnt_ecnb - f.seen_ecn,
-                fast_retransmits: p.cnt_fretx - f.seen_fretx,
+                acked: acked.saturating_sub(f.seen_acked),
+                ecn_acked: ecn.saturating_sub(f.seen_ecn),
+                fast_retransmits: fretx.saturating_sub(f.seen_fretx),
                 timeouts: std::mem::take(&mut f.timeouts),
                 srtt_us: (p.rtt_est > 0).then_some(p.rtt_est),
             };
-            (f.seen_acked, f.seen_ecn, f.seen_fretx) = (p.cnt_ackb, p.cnt_ecnb, p.cnt_fretx);
+            (f.seen_acked, f.seen_ecn, f.seen_fretx) = (acked, ecn, fretx);
             f.limits = f.cc.update(&stats);
             f.ps_per_byte = ps_per_byte(f);
+            self.laminar_set_rate(conn);
             self.activate(conn);
         }
         self.time_wait_timers();
@@ -421,6 +452,19 @@ impl Endpoint {
         for conn in over {
             self.release(conn);
         }
+    }
+}
+
+impl Flow {
+    /// The RTT sample, microseconds, if an acknowledgement up to `una`
+    /// covers the timed segment (which is then done).
+    fn probe_acked(&mut self, una: u32, now: Instant) -> Option<u32> {
+        let (end, at) = self.probe?;
+        if distance(end, una) < 0 {
+            return None;
+        }
+        self.probe = None;
+        Some((now - at).as_micros() as u32)
     }
 }
 

@@ -281,11 +281,6 @@ impl Endpoint {
                 port: None,
             });
         }
-        if cfg.engine == Engine::Laminar && !addr.is_ipv4() {
-            return Err(ToeError::Config(format!(
-                "{addr}: the Laminar engine's program parses IPv4 only"
-            )));
-        }
         if cfg.engine == Engine::Laminar && cfg.max_conns > 1 << 16 {
             return Err(ToeError::Config(format!(
                 "{} connections: the Laminar program names a connection in 16 bits",
@@ -754,8 +749,9 @@ impl Endpoint {
             options: TcpOptions {
                 mss: Some(self.cfg.mss),
                 window_scale: h.peer.window_scale.map(|_| WSCALE),
-                sack_permitted: false,
+                sack_permitted: h.peer.sack_permitted && self.cfg.engine == Engine::Laminar,
                 timestamp: h.peer.timestamp.map(|(val, _)| (self.now_ms(), val)),
+                sack: None,
             },
         };
         self.emit(&route, &header, &[]);

@@ -7,7 +7,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
-use super::{Endpoint, Handshake, ToeError, SYN_TRIES, WSCALE};
+use super::{Endpoint, Engine, Handshake, ToeError, SYN_TRIES, WSCALE};
 use crate::segment::{self, Flags, Header, Route, Segment, TcpOptions};
 use crate::stages::{ConnIdx, FourTuple};
 
@@ -154,8 +154,11 @@ impl Endpoint {
             options: TcpOptions {
                 mss: Some(self.cfg.mss),
                 window_scale: Some(WSCALE),
-                sack_permitted: false,
+                // The Laminar engine's ACKs carry its out-of-order
+                // interval as a SACK block (thesis section 5.5.4.3).
+                sack_permitted: self.cfg.engine == Engine::Laminar,
                 timestamp: Some((self.now_ms(), 0)),
+                sack: None,
             },
         };
         self.emit(&route, &h, &[]);
