@@ -395,6 +395,20 @@ impl Pipeline {
         }
     }
 
+    /// Control plane: the action and data of the entry `key` has in
+    /// `table`, `None` if it has none.
+    pub fn table_read(
+        &mut self,
+        table: &str,
+        key: &[u64],
+    ) -> Result<Option<(&str, &[u64])>, ControlError> {
+        let (t, k) = self.table_and_key(table, key)?;
+        let t = &*t;
+        Ok(t.entries
+            .get(&k)
+            .map(|e| (t.actions[e.action].name.as_str(), &*e.data)))
+    }
+
     /// Control plane: how many entries `table` holds.
     pub fn table_len(&self, table: &str) -> Result<usize, ControlError> {
         self.ingress

@@ -21,7 +21,7 @@
 
 use rmt::laminar::program::{register, FROZEN};
 use rmt::laminar::segment::{flags, HostCommand, HostEvent, TcpSegment};
-use rmt::laminar::{install, program, ConnectionSpec, ControlPlane, LaminarConfig};
+use rmt::laminar::{install, program, remove, ConnectionSpec, ControlPlane, LaminarConfig};
 use rmt::pipeline::{ControlError, InjectError};
 use rmt::program::{ParseError, Port};
 use rmt::{Pipeline, PipelineConfig, ProgramError};
@@ -160,6 +160,12 @@ impl LaminarEngine {
             },
         )?;
         Ok(())
+    }
+
+    /// Removes a closed connection: its table entries are deleted, so its
+    /// segments miss and its slot can take the next connection.
+    pub fn remove(&mut self, conn: u16) -> Result<(), LaminarError> {
+        Ok(remove(&mut self.pipeline, conn)?)
     }
 
     /// A segment from the network arrives at `at_ns`, or later: at the
