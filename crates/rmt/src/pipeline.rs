@@ -498,14 +498,14 @@ impl Pipeline {
     /// When the next queued or travelling packet is due (generators
     /// aside); `None` when nothing is.
     pub fn busy_until(&self) -> Option<u64> {
-        [
-            self.tm.earliest().map(|e| e.max(self.egress_free_at)),
+        // Pairwise rather than over an array of options: this runs before
+        // every event, and the array cost a store-forwarding stall.
+        let egress = self.tm.earliest().map(|e| e.max(self.egress_free_at));
+        let paths = earliest(
             self.mirror.next_delivery(),
             self.recirculation.next_delivery(),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        );
+        earliest(egress, paths)
     }
 
     /// Runs until nothing is queued or on a path (generators aside), at most
@@ -527,10 +527,7 @@ impl Pipeline {
 
     fn next_event(&self) -> Option<u64> {
         let generators = self.generators.iter().map(|g| g.next_ns).min();
-        match (self.busy_until(), generators) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        earliest(self.busy_until(), generators)
     }
 
     /// Runs one event due now: paths first, then generators, then egress.
@@ -767,6 +764,14 @@ impl Pipeline {
         if let Some(trace) = &mut self.trace {
             trace.push(event());
         }
+    }
+}
+
+/// The earlier of two times, either of which may be absent.
+fn earliest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 
