@@ -133,8 +133,12 @@ impl Phv {
 
     /// Becomes a copy of `other` without allocating.
     pub(crate) fn copy_from(&mut self, other: &Phv) {
-        self.reset(other.fields);
-        self.values[..other.fields].copy_from_slice(other.declared());
+        let n = other.fields;
+        if self.fields > n {
+            self.values[n..self.fields].fill(0);
+        }
+        self.values[..n].copy_from_slice(other.declared());
+        self.fields = n;
     }
 
     /// The value at `index`, which the loader checked is a declared field.

@@ -15,7 +15,7 @@ use crate::table::{Entries, Entry};
 
 /// A register an action read-modify-writes: its cells in the register
 /// file, and the PHV field holding the cell this packet touches.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct RegisterPort {
     base: usize,
     entries: usize,
@@ -51,12 +51,26 @@ impl<const N: usize> Fields<N> {
     }
 }
 
+/// An action's registers, in declared order, inline like its fields.
+#[derive(Debug, Clone, Copy)]
+struct Ports {
+    at: [RegisterPort; MAX_REGISTERS],
+    len: u8,
+}
+
+impl Ports {
+    #[inline(always)]
+    fn as_slice(&self) -> &[RegisterPort] {
+        &self.at[..usize::from(self.len)]
+    }
+}
+
 pub(crate) struct CompiledAction {
     pub(crate) name: String,
     pub(crate) data: usize,
     reads: Fields<MAX_READS>,
     writes: Fields<MAX_WRITES>,
-    registers: Box<[RegisterPort]>,
+    registers: Ports,
     run: ActionFn,
 }
 
@@ -81,19 +95,22 @@ pub(crate) fn compile_stage(
         data: a.data,
         reads: Fields::new(&a.reads),
         writes: Fields::new(&a.writes),
-        registers: a
-            .registers
-            .iter()
-            .map(|r| {
+        registers: {
+            let mut at = [RegisterPort::default(); MAX_REGISTERS];
+            for (port, r) in at.iter_mut().zip(&a.registers) {
                 let layout = registers.layout(r.index());
-                RegisterPort {
+                *port = RegisterPort {
                     base: layout.base,
                     entries: layout.entries,
                     mask: layout.mask,
                     index_field: program.registers[r.index()].index.index(),
-                }
-            })
-            .collect(),
+                };
+            }
+            Ports {
+                at,
+                len: a.registers.len().min(MAX_REGISTERS) as u8,
+            }
+        },
         run: a.run,
     };
     let tables = stage
@@ -185,7 +202,7 @@ pub(crate) fn run_stages(
 /// declared inputs; the values it wrote are left in
 /// `state.scratch.writes`, for the fields returned. `None` if the action was
 /// skipped (a register index out of range: the packet is dropped).
-#[inline]
+#[inline(always)]
 fn run_table<'t>(
     table: &'t CompiledTable,
     state: &mut StageState<'_>,
@@ -203,7 +220,8 @@ fn run_table<'t>(
         *slot = phv.raw(usize::from(*f));
     }
     let ports = scratch.cells.iter_mut().zip(scratch.values.iter_mut());
-    for ((cell, value), port) in ports.zip(&*action.registers) {
+    let registers = action.registers.as_slice();
+    for ((cell, value), port) in ports.zip(registers) {
         let index = phv.raw(port.index_field);
         if index >= port.entries as u64 {
             verdict.drop = true;
@@ -213,7 +231,7 @@ fn run_table<'t>(
         *cell = port.base + index as usize;
         *value = state.registers.cell(*cell);
     }
-    let (nr, nw, nc) = (reads.len(), writes.len(), action.registers.len());
+    let (nr, nw, nc) = (reads.len(), writes.len(), registers.len());
     (action.run)(&mut ActionIo {
         reads: &scratch.reads[..nr],
         data: &entry.data,
@@ -221,12 +239,7 @@ fn run_table<'t>(
         registers: &mut scratch.values[..nc],
         verdict,
     });
-    for ((cell, value), port) in scratch
-        .cells
-        .iter()
-        .zip(&scratch.values)
-        .zip(&*action.registers)
-    {
+    for ((cell, value), port) in scratch.cells.iter().zip(&scratch.values).zip(registers) {
         state.registers.set_cell(*cell, value & port.mask);
     }
     Some(writes)
