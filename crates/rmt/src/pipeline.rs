@@ -731,8 +731,7 @@ impl Pipeline {
             });
         }
         if packet.verdict.mirror {
-            let mut phv = self.pool.phv(self.masks.len());
-            phv.copy_from(&packet.phv);
+            let mut phv = self.pool.copy_of(&packet.phv);
             if let Some(parse) = self.program.mirror_parser {
                 parse(&mut phv);
                 phv.truncate(&self.masks);
@@ -803,6 +802,17 @@ impl Pool {
                 phv
             }
             None => Phv::new(fields),
+        }
+    }
+
+    /// A copy of `phv` in a reused buffer (no clearing first).
+    fn copy_of(&mut self, phv: &Phv) -> Phv {
+        match self.phvs.pop() {
+            Some(mut copy) => {
+                copy.copy_from(phv);
+                copy
+            }
+            None => phv.clone(),
         }
     }
 

@@ -136,8 +136,9 @@ impl Entries {
         }
     }
 
-    /// The entry the packet's key fields match.
-    #[inline]
+    /// The entry the packet's key fields match. Inlined into the stage
+    /// loop for the keyless and direct cases; hashing stays out of line.
+    #[inline(always)]
     pub(crate) fn matching(&self, phv: &Phv) -> Option<&Entry> {
         match self.lookup {
             Lookup::Keyless => None,
@@ -146,19 +147,20 @@ impl Entries {
                 if k < self.direct_limit {
                     self.direct.get(k as usize).and_then(Option::as_ref)
                 } else {
-                    let mut key = [0; MAX_KEY];
-                    key[0] = k;
-                    self.hashed.get(&key)
+                    self.hashed_match(phv)
                 }
             }
-            Lookup::Hashed => {
-                let mut key = [0; MAX_KEY];
-                for (slot, f) in key.iter_mut().zip(&*self.key) {
-                    *slot = phv.raw(*f);
-                }
-                self.hashed.get(&key)
-            }
+            Lookup::Hashed => self.hashed_match(phv),
         }
+    }
+
+    #[inline(never)]
+    fn hashed_match(&self, phv: &Phv) -> Option<&Entry> {
+        let mut key = [0; MAX_KEY];
+        for (slot, f) in key.iter_mut().zip(&*self.key) {
+            *slot = phv.raw(*f);
+        }
+        self.hashed.get(&key)
     }
 }
 
