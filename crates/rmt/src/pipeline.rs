@@ -598,6 +598,7 @@ impl Pipeline {
         let mut out = ParserOut {
             phv: &mut phv,
             allowed: &self.parser_allowed,
+            masks: &self.masks,
             fault: None,
         };
         let parsed = (self.program.parser.run)(port, bytes, &mut out);
@@ -610,7 +611,6 @@ impl Pipeline {
             }),
             (result, None) => result,
         };
-        phv.truncate(&self.masks);
         let header_len = match parsed {
             Ok(len) => len,
             Err(error) => {
