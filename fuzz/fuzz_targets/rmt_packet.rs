@@ -6,7 +6,7 @@
 use libfuzzer_sys::fuzz_target;
 use rmt::laminar::example::table_5_1_connection;
 use rmt::laminar::segment::{HostEvent, TcpSegment};
-use rmt::laminar::{install, program, ControlPlane, LaminarConfig};
+use rmt::laminar::{install, program, remove, ControlPlane, LaminarConfig};
 use rmt::program::Port;
 use rmt::{Pipeline, PipelineConfig};
 
@@ -17,7 +17,8 @@ const PORTS: [Port; 4] = [
     Port::Recirculation,
 ];
 
-// The input is a sequence of packets, each [port selector][length][bytes].
+// The input is a sequence of packets, each [port selector][length][bytes];
+// selector 0xff also removes and reinstalls the connection after its packet.
 fuzz_target!(|data: &[u8]| {
     let laminar = LaminarConfig { connections: 4, sack: data.first().is_some_and(|b| b & 0x80 != 0) };
     let Ok(mut p) = Pipeline::load(program(laminar), PipelineConfig::default()) else { return };
@@ -32,6 +33,11 @@ fuzz_target!(|data: &[u8]| {
         let (packet, next) = tail.split_at(n);
         t += 100;
         let _ = p.inject(t, PORTS[usize::from(*sel) % PORTS.len()], packet);
+        if *sel == 0xff {
+            // The connection closes and its slot is taken again.
+            let _ = remove(&mut p, 0);
+            let _ = install(&mut p, 0, &table_5_1_connection());
+        }
         p.run_until_idle(t + 10_000);
         let _ = control.handle(&mut p);
         for out in p.take_emitted() {

@@ -13,7 +13,7 @@
 //! Plus the shape limits of a stage: how many stages, how wide an action's
 //! inputs, outputs and state may be.
 
-use crate::phv::FieldId;
+use crate::phv::{FieldId, MAX_FIELDS};
 use crate::program::{ActionDecl, Gress, Program, StageDecl};
 
 /// Most fields an action reads (a stage's input crossbar is finite).
@@ -54,6 +54,8 @@ pub enum ProgramError {
         used: usize,
         limit: usize,
     },
+    #[error("the program declares {declared} PHV fields; the PHV holds {limit}")]
+    TooManyFields { declared: usize, limit: usize },
     #[error("{stage}: action `{action}` {what} {count}, at most {limit}")]
     ActionTooWide {
         stage: String,
@@ -108,6 +110,12 @@ pub fn check(program: &Program, stage_limit: usize) -> Result<(), ProgramError> 
 }
 
 fn check_declarations(program: &Program) -> Result<(), ProgramError> {
+    if program.fields.len() > MAX_FIELDS {
+        return Err(ProgramError::TooManyFields {
+            declared: program.fields.len(),
+            limit: MAX_FIELDS,
+        });
+    }
     let mut names = std::collections::HashSet::new();
     for f in &program.fields {
         if !(1..=64).contains(&f.bits) {

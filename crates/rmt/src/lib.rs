@@ -26,8 +26,10 @@ pub mod phv;
 pub mod pipeline;
 pub mod pktgen;
 pub mod program;
+mod register;
 pub mod report;
 mod stage;
+mod table;
 pub mod tm;
 
 pub use check::ProgramError;

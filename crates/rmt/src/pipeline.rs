@@ -16,12 +16,14 @@ use serde::Serialize;
 
 use crate::channel::{Channel, ChannelConfig, ChannelCounters, LossCause};
 use crate::check::{self, ProgramError, MAX_KEY};
-use crate::phv::{width_mask, Phv};
+use crate::phv::{FieldMasks, Phv};
 use crate::pktgen::{Generator, GeneratorApp};
 use crate::program::{
     Emitted, ParseError, ParserOut, Port, Program, RegisterId, StageDecl, Verdict,
 };
-use crate::stage::{compile_stage, run_stages, CompiledStage, Scratch};
+use crate::register::RegisterFile;
+use crate::stage::{compile_stage, run_stages, CompiledStage, CompiledTable, Scratch, StageState};
+use crate::table::{Entry, Key};
 use crate::tm::{TmCounters, TrafficManager};
 
 /// The hardware the program runs on.
@@ -155,6 +157,8 @@ pub enum ControlError {
     UnknownAction { table: String, action: String },
     #[error("table `{table}`: {reason}")]
     BadEntry { table: String, reason: String },
+    #[error("table `{table}` has no entry for key {key:?}")]
+    NoEntry { table: String, key: Vec<u64> },
     #[error("no register `{0}`")]
     UnknownRegister(String),
     #[error("register `{register}` has {entries} cells, no cell {index}")]
@@ -172,11 +176,11 @@ pub struct Pipeline {
     program: Program,
     config: PipelineConfig,
     masks: Vec<u64>,
+    field_masks: FieldMasks,
     parser_allowed: Vec<bool>,
     ingress: Vec<CompiledStage>,
     egress: Vec<CompiledStage>,
-    registers: Vec<Vec<u64>>,
-    register_masks: Vec<u64>,
+    registers: RegisterFile,
     tm: TrafficManager<Packet>,
     mirror: Channel<Packet>,
     recirculation: Channel<Vec<u8>>,
@@ -213,21 +217,17 @@ impl Pipeline {
         for f in &program.parser.produces {
             parser_allowed[f.index()] = true;
         }
-        let compile =
-            |stages: &[StageDecl]| stages.iter().map(|s| compile_stage(&program, s)).collect();
+        let registers = RegisterFile::new(&program);
+        let compile = |stages: &[StageDecl]| {
+            stages
+                .iter()
+                .map(|s| compile_stage(&program, &registers, s))
+                .collect()
+        };
         let ingress = compile(&program.ingress);
         let egress = compile(&program.egress);
         Ok(Pipeline {
-            registers: program
-                .registers
-                .iter()
-                .map(|r| vec![0; r.entries as usize])
-                .collect(),
-            register_masks: program
-                .registers
-                .iter()
-                .map(|r| width_mask(r.bytes * 8))
-                .collect(),
+            registers,
             tm: TrafficManager::new(config.tm_queues, config.tm_queue_capacity),
             mirror: Channel::new(config.mirror.clone()),
             recirculation: Channel::new(config.recirculation.clone()),
@@ -242,6 +242,7 @@ impl Pipeline {
             digests: Vec::new(),
             trace: None,
             counters: Counters::default(),
+            field_masks: FieldMasks::new(&program.fields),
             masks,
             parser_allowed,
             ingress,
@@ -311,12 +312,11 @@ impl Pipeline {
     /// Control plane: reads cell `index` of register `name`.
     pub fn register_read(&self, name: &str, index: usize) -> Result<u64, ControlError> {
         let r = self.register_named(name)?.index();
-        self.registers[r]
-            .get(index)
-            .copied()
+        self.registers
+            .read(r, index)
             .ok_or_else(|| ControlError::BadIndex {
                 register: name.into(),
-                entries: self.registers[r].len(),
+                entries: self.registers.layout(r).entries,
                 index,
             })
     }
@@ -330,20 +330,19 @@ impl Pipeline {
         value: u64,
     ) -> Result<(), ControlError> {
         let r = self.register_named(name)?.index();
-        let entries = self.registers[r].len();
-        let mask = self.register_masks[r];
-        let cell = self.registers[r]
-            .get_mut(index)
-            .ok_or_else(|| ControlError::BadIndex {
+        if self.registers.write(r, index, value) {
+            Ok(())
+        } else {
+            Err(ControlError::BadIndex {
                 register: name.into(),
-                entries,
+                entries: self.registers.layout(r).entries,
                 index,
-            })?;
-        *cell = value & mask;
-        Ok(())
+            })
+        }
     }
 
-    /// Control plane: installs an entry in an exact-match table.
+    /// Control plane: installs an entry in an exact-match table (or
+    /// replaces the entry its key already has).
     pub fn table_add(
         &mut self,
         table: &str,
@@ -351,24 +350,11 @@ impl Pipeline {
         action: &str,
         data: &[u64],
     ) -> Result<(), ControlError> {
-        let t = self
-            .ingress
-            .iter_mut()
-            .chain(self.egress.iter_mut())
-            .flat_map(|s| s.tables.iter_mut())
-            .find(|t| t.name == table)
-            .ok_or_else(|| ControlError::UnknownTable(table.into()))?;
+        let (t, k) = self.table_and_key(table, key)?;
         let bad = |reason: String| ControlError::BadEntry {
             table: table.into(),
             reason,
         };
-        if t.key.is_empty() || key.len() != t.key.len() {
-            return Err(bad(format!(
-                "a key has {} fields, {} given",
-                t.key.len(),
-                key.len()
-            )));
-        }
         let a = t
             .actions
             .iter()
@@ -384,15 +370,82 @@ impl Pipeline {
                 data.len()
             )));
         }
+        let entry = Entry {
+            action: a,
+            data: data.into(),
+        };
+        let size = t.entries.size();
+        t.entries
+            .insert(k, entry)
+            .map_err(|_| bad(format!("is full ({size} entries)")))
+    }
+
+    /// Control plane: deletes the entry of `key` from an exact-match table,
+    /// as the hardware's control plane does when a flow ends; packets with
+    /// that key miss from now on. Deleting a key the table does not hold is
+    /// an error ([`ControlError::NoEntry`]).
+    pub fn table_delete(&mut self, table: &str, key: &[u64]) -> Result<(), ControlError> {
+        let (t, k) = self.table_and_key(table, key)?;
+        match t.entries.remove(&k) {
+            Some(_) => Ok(()),
+            None => Err(ControlError::NoEntry {
+                table: table.into(),
+                key: key.to_vec(),
+            }),
+        }
+    }
+
+    /// Control plane: the action and data of the entry `key` has in
+    /// `table`, `None` if it has none.
+    pub fn table_read(
+        &mut self,
+        table: &str,
+        key: &[u64],
+    ) -> Result<Option<(&str, &[u64])>, ControlError> {
+        let (t, k) = self.table_and_key(table, key)?;
+        let t = &*t;
+        Ok(t.entries
+            .get(&k)
+            .map(|e| (t.actions[e.action].name.as_str(), &*e.data)))
+    }
+
+    /// Control plane: how many entries `table` holds.
+    pub fn table_len(&self, table: &str) -> Result<usize, ControlError> {
+        self.ingress
+            .iter()
+            .chain(&self.egress)
+            .flat_map(|s| &s.tables)
+            .find(|t| t.name == table)
+            .map(|t| t.entries.len())
+            .ok_or_else(|| ControlError::UnknownTable(table.into()))
+    }
+
+    /// The table named `table` and `key` as its match key (each value
+    /// truncated to its field's width).
+    fn table_and_key(
+        &mut self,
+        table: &str,
+        key: &[u64],
+    ) -> Result<(&mut CompiledTable, Key), ControlError> {
+        let t = self
+            .ingress
+            .iter_mut()
+            .chain(self.egress.iter_mut())
+            .flat_map(|s| s.tables.iter_mut())
+            .find(|t| t.name == table)
+            .ok_or_else(|| ControlError::UnknownTable(table.into()))?;
+        let fields = t.entries.key();
+        if fields.is_empty() || key.len() != fields.len() {
+            return Err(ControlError::BadEntry {
+                table: table.into(),
+                reason: format!("a key has {} fields, {} given", fields.len(), key.len()),
+            });
+        }
         let mut k = [0; MAX_KEY];
-        for (i, (v, f)) in key.iter().zip(&t.key).enumerate() {
-            k[i] = v & self.masks[*f];
+        for ((slot, v), f) in k.iter_mut().zip(key).zip(fields) {
+            *slot = v & self.masks[*f];
         }
-        if !t.entries.contains_key(&k) && t.entries.len() >= t.size {
-            return Err(bad(format!("is full ({} entries)", t.size)));
-        }
-        t.entries.insert(k, (a, data.to_vec()));
-        Ok(())
+        Ok((t, k))
     }
 
     /// A packet arrives at `port` at time `at_ns`: first everything due
@@ -445,14 +498,14 @@ impl Pipeline {
     /// When the next queued or travelling packet is due (generators
     /// aside); `None` when nothing is.
     pub fn busy_until(&self) -> Option<u64> {
-        [
-            self.tm.earliest().map(|e| e.max(self.egress_free_at)),
+        // Pairwise rather than over an array of options: this runs before
+        // every event, and the array cost a store-forwarding stall.
+        let egress = self.tm.earliest().map(|e| e.max(self.egress_free_at));
+        let paths = earliest(
             self.mirror.next_delivery(),
             self.recirculation.next_delivery(),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        );
+        earliest(egress, paths)
     }
 
     /// Runs until nothing is queued or on a path (generators aside), at most
@@ -474,10 +527,7 @@ impl Pipeline {
 
     fn next_event(&self) -> Option<u64> {
         let generators = self.generators.iter().map(|g| g.next_ns).min();
-        match (self.busy_until(), generators) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        earliest(self.busy_until(), generators)
     }
 
     /// Runs one event due now: paths first, then generators, then egress.
@@ -548,6 +598,7 @@ impl Pipeline {
         let mut out = ParserOut {
             phv: &mut phv,
             allowed: &self.parser_allowed,
+            masks: &self.masks,
             fault: None,
         };
         let parsed = (self.program.parser.run)(port, bytes, &mut out);
@@ -560,7 +611,6 @@ impl Pipeline {
             }),
             (result, None) => result,
         };
-        phv.truncate(&self.masks);
         let header_len = match parsed {
             Ok(len) => len,
             Err(error) => {
@@ -584,13 +634,14 @@ impl Pipeline {
         };
         run_stages(
             &self.ingress,
-            &mut self.registers,
-            &self.register_masks,
-            &self.masks,
+            &mut StageState {
+                registers: &mut self.registers,
+                masks: &self.field_masks,
+                scratch: &mut self.scratch,
+                faults: &mut self.counters.register_faults,
+            },
             &mut packet.phv,
             &mut packet.verdict,
-            &mut self.scratch,
-            &mut self.counters.register_faults,
         );
         self.side_outputs(&packet);
         if packet.verdict.drop {
@@ -621,13 +672,14 @@ impl Pipeline {
         };
         run_stages(
             &self.egress,
-            &mut self.registers,
-            &self.register_masks,
-            &self.masks,
+            &mut StageState {
+                registers: &mut self.registers,
+                masks: &self.field_masks,
+                scratch: &mut self.scratch,
+                faults: &mut self.counters.register_faults,
+            },
             &mut packet.phv,
             &mut packet.verdict,
-            &mut self.scratch,
-            &mut self.counters.register_faults,
         );
         let dropped = packet.verdict.drop;
         let at_ns = self.now;
@@ -679,8 +731,7 @@ impl Pipeline {
             });
         }
         if packet.verdict.mirror {
-            let mut phv = self.pool.phv(self.masks.len());
-            phv.clone_from(&packet.phv);
+            let mut phv = self.pool.copy_of(&packet.phv);
             if let Some(parse) = self.program.mirror_parser {
                 parse(&mut phv);
                 phv.truncate(&self.masks);
@@ -715,6 +766,14 @@ impl Pipeline {
     }
 }
 
+/// The earlier of two times, either of which may be absent.
+fn earliest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// Why [`Pipeline::inject`] did not take a packet.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InjectError {
@@ -743,6 +802,17 @@ impl Pool {
                 phv
             }
             None => Phv::new(fields),
+        }
+    }
+
+    /// A copy of `phv` in a reused buffer (no clearing first).
+    fn copy_of(&mut self, phv: &Phv) -> Phv {
+        match self.phvs.pop() {
+            Some(mut copy) => {
+                copy.copy_from(phv);
+                copy
+            }
+            None => phv.clone(),
         }
     }
 

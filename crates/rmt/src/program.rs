@@ -241,15 +241,18 @@ pub enum ParseError {
 pub struct ParserOut<'a> {
     pub(crate) phv: &'a mut Phv,
     pub(crate) allowed: &'a [bool],
+    /// Width masks by field: a value is truncated as it is set.
+    pub(crate) masks: &'a [u64],
     pub(crate) fault: Option<usize>,
 }
 
 impl ParserOut<'_> {
-    /// Sets a field the parser declared to produce; any other field is a
-    /// fault that rejects the packet.
+    /// Sets a field the parser declared to produce (truncated to its
+    /// width); any other field is a fault that rejects the packet.
     pub fn set(&mut self, field: FieldId, value: u64) {
         if self.allowed.get(field.index()).copied().unwrap_or(false) {
-            self.phv.set(field, value);
+            let mask = self.masks.get(field.index()).copied().unwrap_or(0);
+            self.phv.set(field, value & mask);
         } else {
             self.fault = Some(field.index());
         }

@@ -50,10 +50,12 @@ impl<T> TrafficManager<T> {
 
     /// The earliest time a queued packet arrived, if any is queued.
     pub fn earliest(&self) -> Option<u64> {
-        self.queues
-            .iter()
-            .filter_map(|q| q.front().map(|(at, _)| *at))
-            .min()
+        self.queues.iter().fold(None, |earliest, q| {
+            match (earliest, q.front().map(|(at, _)| *at)) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            }
+        })
     }
 
     /// The next packet, round robin over the queues that hold one that had

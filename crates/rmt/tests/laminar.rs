@@ -1,11 +1,12 @@
 //! Laminar's program on the emulator, workflow by workflow (thesis §5.3).
 
 use rmt::laminar::example::table_5_1_connection;
+use rmt::laminar::program::table;
 use rmt::laminar::program::{program, register, LaminarConfig, FROZEN};
 use rmt::laminar::receiver::Receiver;
 use rmt::laminar::segment::{flags, HostCommand, HostEvent, TcpSegment};
-use rmt::laminar::{install, ConnectionSpec, ControlPlane};
-use rmt::pipeline::InjectError;
+use rmt::laminar::{install, remove, ConnectionSpec, ControlPlane};
+use rmt::pipeline::{ControlError, InjectError};
 use rmt::pktgen::GeneratorApp;
 use rmt::program::Port;
 use rmt::{Pipeline, PipelineConfig};
@@ -333,4 +334,65 @@ fn malformed_packets_are_errors_at_every_port() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("never recirculates"), "{err}");
+}
+
+/// Entries the connection, translation and header tables hold.
+fn table_entries(p: &Pipeline) -> [usize; 3] {
+    [table::CONNECTIONS, table::TRANSLATION, table::HEADERS].map(|t| p.table_len(t).unwrap())
+}
+
+#[test]
+fn a_removed_connection_leaves_no_table_entries_and_its_segments_miss() {
+    let s = spec();
+    let mut p = pipeline(&s);
+    assert_eq!(table_entries(&p), [1, 1, 1]);
+    remove(&mut p, 0).unwrap();
+    assert_eq!(table_entries(&p), [0, 0, 0]);
+    let before = p.counters();
+    p.inject(0, Port::Mac(0), &from_peer(&s, 1000, 5000, 100))
+        .unwrap();
+    p.run_until_idle(10_000);
+    let after = p.counters();
+    assert_eq!(
+        after.ingress_dropped - before.ingress_dropped,
+        1,
+        "the segment missed the connection table and was dropped"
+    );
+    assert_eq!(after.egress_processed, before.egress_processed);
+    assert!(p.take_emitted().is_empty(), "no ACK, no host write");
+    assert_eq!(
+        remove(&mut p, 0),
+        Err(ControlError::NoEntry {
+            table: table::HEADERS.into(),
+            key: vec![0],
+        }),
+        "a connection is removed once"
+    );
+}
+
+#[test]
+fn a_new_connection_reusing_a_removed_slot_receives_and_the_old_one_stays_gone() {
+    let old = spec();
+    let mut p = pipeline(&old);
+    remove(&mut p, 0).unwrap();
+    let new = ConnectionSpec {
+        remote_port: old.remote_port + 1,
+        rx_next_seq: 7000,
+        ..old
+    };
+    install(&mut p, 0, &new).unwrap();
+    assert_eq!(table_entries(&p), [1, 1, 1]);
+    p.inject(0, Port::Mac(0), &from_peer(&old, 1000, 5000, 100))
+        .unwrap();
+    p.inject(10, Port::Mac(0), &from_peer(&new, 7000, 5000, 100))
+        .unwrap();
+    p.run_until_idle(10_000);
+    assert_eq!(reg(&p, register::RX_NEXT_SEQ), 7100);
+    let (acks, host) = outputs(&mut p);
+    assert_eq!(acks.len(), 1, "only the new connection's segment: {acks:?}");
+    assert_eq!((acks[0].dst_port, acks[0].ack), (new.remote_port, 7100));
+    assert!(
+        matches!(&host[..], [HostEvent::RxData { conn: 0, payload, .. }] if payload.len() == 100),
+        "{host:?}"
+    );
 }

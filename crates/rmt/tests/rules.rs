@@ -277,6 +277,79 @@ fn too_many_stages_and_too_wide_actions_are_rejected() {
 }
 
 #[test]
+fn a_program_with_more_fields_than_the_phv_holds_is_rejected() {
+    let mut t = toy();
+    for i in 0..rmt::phv::MAX_FIELDS {
+        t.b.field(&format!("f{i}"), 8);
+    }
+    let err = load(t.b.build()).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        format!(
+            "the program declares {} PHV fields; the PHV holds {}",
+            rmt::phv::MAX_FIELDS + 3,
+            rmt::phv::MAX_FIELDS
+        )
+    );
+}
+
+/// A toy with an exact-match table `keyed` on `key` (room for 2) that
+/// copies `value` into `sum`; a miss leaves `sum` 0.
+fn keyed_toy() -> Pipeline {
+    let mut t = toy();
+    let table = TableDecl::exact(
+        "keyed",
+        &[t.key],
+        2,
+        vec![
+            ActionDecl::new("copy", copy)
+                .reads(&[t.value])
+                .writes(&[t.sum]),
+            ActionDecl::new("n", nothing),
+        ],
+        1,
+        &[],
+    );
+    t.b.ingress(StageDecl::new("lookup").table(table));
+    load(t.b.build()).unwrap()
+}
+
+/// `sum` after packet (key, value) ran ingress.
+fn sum_after(p: &mut Pipeline, at_ns: u64, key: u8, value: u8) -> u64 {
+    p.enable_trace();
+    p.inject(at_ns, Port::Mac(0), &[key, value]).unwrap();
+    p.run_until_idle(u64::MAX);
+    let egress = p.take_trace().into_iter().find_map(|e| match e {
+        TraceEvent::Egress { phv, .. } => Some(phv.get(FieldId::from_index(2))),
+        _ => None,
+    });
+    egress.expect("the packet reached egress")
+}
+
+#[test]
+fn a_deleted_entry_misses_and_frees_its_room() {
+    let mut p = keyed_toy();
+    p.table_add("keyed", &[1], "copy", &[]).unwrap();
+    p.table_add("keyed", &[200], "copy", &[]).unwrap();
+    assert_eq!(sum_after(&mut p, 0, 1, 9), 9, "installed: a hit");
+    p.table_delete("keyed", &[1]).unwrap();
+    assert_eq!(p.table_len("keyed"), Ok(1));
+    assert_eq!(sum_after(&mut p, 10, 1, 9), 0, "deleted: a miss");
+    assert_eq!(sum_after(&mut p, 20, 200, 4), 4, "the other entry stays");
+    p.table_add("keyed", &[3], "copy", &[]).unwrap();
+    assert_eq!(sum_after(&mut p, 30, 3, 5), 5, "its room took a new key");
+    assert_eq!(
+        p.table_delete("keyed", &[1]).unwrap_err().to_string(),
+        "table `keyed` has no entry for key [1]"
+    );
+    assert_eq!(
+        p.table_delete("nope", &[1]),
+        Err(ControlError::UnknownTable("nope".into()))
+    );
+    assert!(p.table_delete("keyed", &[1, 2]).is_err());
+}
+
+#[test]
 fn an_action_sees_only_its_own_fields_and_registers() {
     // Two registers, two stages; each action checks the shape of what it
     // was handed and reports it in a field.

@@ -24,7 +24,7 @@ use std::net::IpAddr;
 
 use rmt::laminar::program::{register, FROZEN};
 use rmt::laminar::segment::{flags, HostCommand, HostEvent, TcpSegment};
-use rmt::laminar::{install, program, ConnectionSpec, ControlPlane, LaminarConfig};
+use rmt::laminar::{install, program, remove, ConnectionSpec, ControlPlane, LaminarConfig};
 use rmt::pipeline::{ControlError, InjectError};
 use rmt::program::{ParseError, Port};
 use rmt::{Pipeline, PipelineConfig, ProgramError};
@@ -210,6 +210,15 @@ impl LaminarEngine {
     /// not installed).
     pub fn credit_grant(&self, conn: u16) -> Option<u32> {
         Some(self.specs.get(usize::from(conn))?.as_ref()?.credit_grant)
+    }
+
+    /// Removes a closed connection: its table entries are deleted, so its
+    /// segments miss and its slot can take the next connection.
+    pub fn remove(&mut self, conn: u16) -> Result<(), LaminarError> {
+        if let Some(spec) = self.specs.get_mut(usize::from(conn)) {
+            *spec = None;
+        }
+        Ok(remove(&mut self.pipeline, conn)?)
     }
 
     /// A segment from the network arrives at `at_ns`, or later: at the

@@ -113,6 +113,29 @@ pub fn set_headers(p: &mut Pipeline, conn: u16, spec: &ConnectionSpec) -> Result
     )
 }
 
+/// Removes connection `conn` when it closes: deletes its entries from the
+/// connection, translation and header tables, so its segments miss from
+/// now on and its slot can take a new connection. The 4-tuple comes from
+/// the connection's header entry, as a switch control plane reads back
+/// what it installed. Its registers keep their last values until
+/// [`install`] writes the next connection's.
+pub fn remove(p: &mut Pipeline, conn: u16) -> Result<(), ControlError> {
+    let c = u64::from(conn);
+    let headers = p.table_read(table::HEADERS, &[c])?;
+    let Some((_, &[local_ip, remote_ip, local_port, remote_port, ..])) = headers else {
+        return Err(ControlError::NoEntry {
+            table: table::HEADERS.into(),
+            key: vec![c],
+        });
+    };
+    p.table_delete(
+        table::CONNECTIONS,
+        &[remote_ip, local_ip, remote_port, local_port],
+    )?;
+    p.table_delete(table::TRANSLATION, &[c])?;
+    p.table_delete(table::HEADERS, &[c])
+}
+
 /// What the control plane did so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct ControlPlane {

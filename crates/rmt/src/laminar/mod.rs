@@ -15,5 +15,5 @@ pub mod receiver;
 pub mod segment;
 mod transmission;
 
-pub use control::{install, ConnectionSpec, ControlPlane};
+pub use control::{install, remove, ConnectionSpec, ControlPlane};
 pub use program::{program, LaminarConfig};

@@ -204,27 +204,34 @@ impl TcpSegment {
         let options = if self.sack.is_some() { 12 } else { 0 };
         let tcp_len = TCP_LEN + options + self.payload.len();
         let total = IPV4_LEN + tcp_len;
-        let mut b = Vec::with_capacity(total);
-        b.extend_from_slice(&[0x45, 0]);
-        b.extend_from_slice(&(total as u16).to_be_bytes());
-        b.extend_from_slice(&[0, 0, 0x40, 0, 64, PROTO_TCP, 0, 0]);
-        b.extend_from_slice(&self.src_ip.to_be_bytes());
-        b.extend_from_slice(&self.dst_ip.to_be_bytes());
-        let ip_sum = !ones_complement(0, &b[..IPV4_LEN]);
-        b[10..12].copy_from_slice(&ip_sum.to_be_bytes());
-        b.extend_from_slice(&self.src_port.to_be_bytes());
-        b.extend_from_slice(&self.dst_port.to_be_bytes());
-        b.extend_from_slice(&self.seq.to_be_bytes());
-        b.extend_from_slice(&self.ack.to_be_bytes());
-        b.push((((TCP_LEN + options) / 4) as u8) << 4);
-        b.push(self.flags);
-        b.extend_from_slice(&self.window.to_be_bytes());
-        b.extend_from_slice(&[0, 0, 0, 0]);
+        // The headers are built in place, then copied out once with the
+        // payload (this runs for every ACK the pipeline sends).
+        let mut h = [0u8; IPV4_LEN + TCP_LEN + 12];
+        h[0] = 0x45;
+        h[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+        h[6] = 0x40;
+        h[8] = 64;
+        h[9] = PROTO_TCP;
+        h[12..16].copy_from_slice(&self.src_ip.to_be_bytes());
+        h[16..20].copy_from_slice(&self.dst_ip.to_be_bytes());
+        let ip_sum = !ones_complement(0, &h[..IPV4_LEN]);
+        h[10..12].copy_from_slice(&ip_sum.to_be_bytes());
+        let t = &mut h[IPV4_LEN..];
+        t[0..2].copy_from_slice(&self.src_port.to_be_bytes());
+        t[2..4].copy_from_slice(&self.dst_port.to_be_bytes());
+        t[4..8].copy_from_slice(&self.seq.to_be_bytes());
+        t[8..12].copy_from_slice(&self.ack.to_be_bytes());
+        t[12] = (((TCP_LEN + options) / 4) as u8) << 4;
+        t[13] = self.flags;
+        t[14..16].copy_from_slice(&self.window.to_be_bytes());
         if let Some((left, right)) = self.sack {
-            b.extend_from_slice(&[OPT_NOP, OPT_NOP, OPT_SACK, 10]);
-            b.extend_from_slice(&left.to_be_bytes());
-            b.extend_from_slice(&right.to_be_bytes());
+            t[20..24].copy_from_slice(&[OPT_NOP, OPT_NOP, OPT_SACK, 10]);
+            t[24..28].copy_from_slice(&left.to_be_bytes());
+            t[28..32].copy_from_slice(&right.to_be_bytes());
         }
+        let headers = IPV4_LEN + TCP_LEN + options;
+        let mut b = Vec::with_capacity(total);
+        b.extend_from_slice(&h[..headers]);
         b.extend_from_slice(&self.payload);
         // RFC 9293 §3.1: the checksum covers a pseudo header and the segment.
         let mut pseudo = 0u32;

@@ -229,12 +229,13 @@ impl Endpoint {
     }
 
     pub(super) fn release_laminar(&mut self, conn: ConnIdx) {
-        if let Some(c) = self
-            .laminar
-            .as_mut()
-            .and_then(|p| p.conns.get_mut(conn as usize))
-        {
-            *c = None;
+        let Some(path) = self.laminar.as_mut() else {
+            return;
+        };
+        if let Some(Some(_)) = path.conns.get_mut(conn as usize).map(Option::take) {
+            if let Err(e) = path.engine.remove(conn as u16) {
+                path.error.get_or_insert(e);
+            }
         }
     }
 
