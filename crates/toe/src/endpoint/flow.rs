@@ -150,7 +150,7 @@ impl Endpoint {
     /// The flow's congestion state.
     pub fn flow_info(&self, conn: ConnIdx) -> Option<FlowInfo> {
         let f = self.flows.get(conn as usize)?.as_ref()?;
-        let srtt = self.post.state(conn).rtt_est;
+        let srtt = self.post_state(conn).rtt_est;
         Some(FlowInfo {
             congestion: f.cc.name(),
             cwnd: f.limits.cwnd,
@@ -346,7 +346,7 @@ impl Endpoint {
             if self.flows[conn as usize].is_none() {
                 continue;
             }
-            let p = *self.post.state(conn);
+            let p = self.post_state(conn);
             let Some(f) = self.flow(conn) else {
                 continue;
             };
@@ -367,7 +367,7 @@ impl Endpoint {
 
     /// The application closed `conn`: remember who closed first.
     pub(super) fn closing(&mut self, conn: ConnIdx) {
-        let fin_received = self.proto.snapshot(conn).fin_received;
+        let fin_received = self.conn_snapshot(conn).fin_received;
         if let Some(f) = self.flow(conn) {
             f.active_close = !fin_received;
         }
@@ -398,7 +398,7 @@ impl Endpoint {
         if self.flow(conn).is_none_or(|f| f.time_wait_until.is_none()) {
             return false;
         }
-        let snap = self.proto.snapshot(conn);
+        let snap = self.conn_snapshot(conn);
         if distance(snap.ack, seg.seq) > 0 {
             self.release(conn);
             return false;

@@ -57,6 +57,9 @@ pub enum Engine {
     /// Laminar's program in the match-action emulator (chapter 5); IPv4
     /// only, as the program parses IPv4.
     Laminar,
+    /// The fine-grained pipeline of chapter 4 (section 4.3) on worker
+    /// threads, laid out as given.
+    Pipeline(super::PipelineLayout),
 }
 
 /// The Laminar engine and what the endpoint keeps per connection for it.

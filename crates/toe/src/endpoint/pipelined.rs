@@ -1,0 +1,481 @@
+//! The endpoint with the pipelined engine ([`crate::pipeline`], thesis
+//! section 4.3): established connections receive and transmit through the
+//! fine-grained pipeline (front end, pre-processors, one protocol stage per
+//! flow group behind its reorder buffer, post-processors, copy stages, the
+//! ordered transmit stage), on its own worker threads. The endpoint's
+//! control plane keeps what section 4.1 leaves to it: the handshake, RST
+//! validation, ARP and neighbour discovery, TIME_WAIT, the retransmission
+//! timeout and congestion control.
+//!
+//! - In: a data-path segment of a connection the pipeline serves goes to
+//!   the front end as the frame it arrived in.
+//! - Out: the transmit stage's frames go out through the endpoint's port;
+//!   its notices (readable, acknowledged, FIN) become the application's
+//!   readiness, as the run-to-completion path's context queue does.
+//! - The connection's payload buffers move into the pipeline's shared
+//!   table: the copy stages write and read them, the application reads and
+//!   writes them through [`Endpoint::recv`] and [`Endpoint::send`].
+//! - Congestion control runs in the control plane as for the other
+//!   engines, over the post-processors' counters; the window it sets is
+//!   written to the protocol stage ([`Control::Limit`], section 4.2: the
+//!   control plane writes per-flow state), whose transmit grants respect
+//!   it. The retransmission timeout is the control plane's: it asks the
+//!   protocol stage for a go-back-N ([`Control::Timeout`]).
+//! - The control plane reads each connection's sequence state from what
+//!   the protocol stage published ([`crate::pipeline::Published`]) to
+//!   validate a RST, answer a SYN in TIME_WAIT and free a finished
+//!   connection.
+
+use std::collections::HashMap;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
+
+use super::{Endpoint, ToeError, MAX_RTO, MIN_RTO};
+use crate::app::ctl;
+use crate::buffer::PayloadBuf;
+use crate::pipeline::{
+    Buffers, Control, Device, Notice, Pipeline, PipelineConfig, PipelineCounters, Shared,
+};
+use crate::segment::{self, Header, Route, Segment};
+use crate::stages::{ConnIdx, Post, Pre, Snapshot};
+use crate::state::{ConnId, PostState, ProtoState};
+
+/// How the pipelined engine is laid out (thesis Fig. 4.8): flow groups,
+/// replicas of the parallel stages, and the worker threads they share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PipelineLayout {
+    /// Flow groups: protocol stages, each with its own post-processors and
+    /// copy stages.
+    pub groups: usize,
+    /// Pre-processors, shared by all groups.
+    pub pre: usize,
+    /// Post-processors per group.
+    pub post: usize,
+    /// Copy stages per group.
+    pub copy: usize,
+    /// Worker threads: 1 runs every stage in turn on one core (run to
+    /// completion of the same pipeline); more spread the stages.
+    pub threads: usize,
+}
+
+impl Default for PipelineLayout {
+    fn default() -> Self {
+        PipelineLayout {
+            groups: 1,
+            pre: 1,
+            post: 1,
+            copy: 1,
+            threads: 1,
+        }
+    }
+}
+
+impl PipelineLayout {
+    /// Every count at least 1 and at most what a flow group's index holds.
+    pub fn check(&self) -> Result<(), ToeError> {
+        let counts = [self.groups, self.pre, self.post, self.copy, self.threads];
+        if counts.contains(&0) || self.groups > 256 {
+            return Err(ToeError::Config(format!(
+                "{self:?}: every count of a pipeline layout is at least 1, and at most 256 flow groups"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The pipeline and what the endpoint keeps per connection for it.
+pub(super) struct PipelinePath {
+    pipeline: Pipeline,
+    /// Frames for the front end.
+    inbox: Sender<Vec<u8>>,
+    /// Frames the transmit stage released.
+    outbox: Receiver<Vec<u8>>,
+    /// Readable when the transmit stage released something.
+    wake: Arc<OwnedFd>,
+    conns: Vec<Option<PipelinedConn>>,
+}
+
+/// One connection the pipeline serves, as the control plane sees it.
+struct PipelinedConn {
+    buffers: Arc<Buffers>,
+    /// The window last written to the protocol stage.
+    cwnd: Option<u32>,
+}
+
+impl PipelinePath {
+    pub(super) fn new(layout: PipelineLayout, clock: Instant) -> Result<Self, ToeError> {
+        layout.check()?;
+        let wake = Arc::new(ctl::eventfd().map_err(|e| ToeError::Config(format!("eventfd: {e}")))?);
+        let (inbox, front_rx) = mpsc::channel::<Vec<u8>>();
+        let (tx_out, outbox) = mpsc::channel::<Vec<u8>>();
+        let waker = wake.clone();
+        let device = Device {
+            rx: Box::new(move |f: &mut dyn FnMut(&[u8])| {
+                let mut n = 0;
+                while let Ok(frame) = front_rx.try_recv() {
+                    f(&frame);
+                    n += 1;
+                    if n == 64 {
+                        break;
+                    }
+                }
+                n
+            }),
+            tx: Box::new(move |frames: &[Vec<u8>]| {
+                for f in frames {
+                    let _ = tx_out.send(f.clone());
+                }
+                frames.len()
+            }),
+            wake: Some(Box::new(move || ctl::signal(&waker))),
+        };
+        let cfg = PipelineConfig {
+            groups: layout.groups,
+            pre: layout.pre,
+            post: layout.post,
+            copy: layout.copy,
+            threads: layout.threads,
+            clock: Some(clock),
+            ..PipelineConfig::default()
+        };
+        let shared = Shared {
+            pre: Arc::new(RwLock::new(Pre::default())),
+            post: Arc::new(RwLock::new(Post::default())),
+            buffers: Arc::new(RwLock::new(HashMap::new())),
+            trace: None,
+        };
+        Ok(PipelinePath {
+            pipeline: Pipeline::start(cfg, device, shared),
+            inbox,
+            outbox,
+            wake,
+            conns: Vec::new(),
+        })
+    }
+
+    fn conn(&self, conn: ConnIdx) -> Option<&PipelinedConn> {
+        self.conns.get(conn as usize)?.as_ref()
+    }
+}
+
+/// The state a connection is installed with, in each stage's partition.
+pub(super) struct Installed {
+    pub id: ConnId,
+    pub peer_wscale: u8,
+    pub proto: ProtoState,
+    pub post: PostState,
+}
+
+impl Endpoint {
+    /// What the pipelined engine counted (None with another engine).
+    pub fn pipeline_counters(&self) -> Option<PipelineCounters> {
+        self.pipeline.as_ref().map(|p| p.pipeline.counters())
+    }
+
+    /// The descriptor a poll loop waits on besides the port: readable when
+    /// the pipeline released frames or notifications (None with another
+    /// engine).
+    pub fn wake_fd(&self) -> Option<RawFd> {
+        self.pipeline.as_ref().map(|p| p.wake.as_raw_fd())
+    }
+
+    fn pipelined(&self, conn: ConnIdx) -> Option<&PipelinedConn> {
+        self.pipeline.as_ref()?.conn(conn)
+    }
+
+    /// After the handshake: the connection goes into the pipeline's
+    /// tables with the state the control plane set up, its payload buffers
+    /// into the shared table, and the control plane's first limits.
+    pub(super) fn install_pipelined(&mut self, conn: ConnIdx, s: Installed) {
+        let Some(path) = self.pipeline.as_mut() else {
+            return;
+        };
+        let Some(app) = self.app.get_mut(conn as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        let buffers = Arc::new(Buffers {
+            rx: Mutex::new(std::mem::replace(&mut app.rx, PayloadBuf::new(1))),
+            tx: Mutex::new(std::mem::replace(&mut app.tx, PayloadBuf::new(1))),
+        });
+        let shared = &path.pipeline.shared;
+        shared
+            .buffers
+            .write()
+            .expect("buffers lock")
+            .insert(conn, buffers.clone());
+        shared
+            .pre
+            .write()
+            .expect("pre table lock")
+            .install(conn, s.id, s.peer_wscale);
+        shared
+            .post
+            .write()
+            .expect("post table lock")
+            .install(conn, s.post);
+        path.pipeline.control(Control::Install {
+            conn,
+            state: s.proto,
+        });
+        let i = conn as usize;
+        if path.conns.len() <= i {
+            path.conns.resize_with(i + 1, || None);
+        }
+        path.conns[i] = Some(PipelinedConn {
+            buffers,
+            cwnd: None,
+        });
+        self.pipeline_limits(conn);
+    }
+
+    /// The connection is gone: the pipeline stops serving it.
+    pub(super) fn release_pipelined(&mut self, conn: ConnIdx) {
+        let Some(path) = self.pipeline.as_mut() else {
+            return;
+        };
+        if let Some(c) = path.conns.get_mut(conn as usize) {
+            if c.take().is_some() {
+                path.pipeline.control(Control::Remove { conn });
+            }
+        }
+    }
+
+    /// A data-path segment of `conn` as it arrived: to the front end if
+    /// the pipeline serves `conn`. Returns whether it took it.
+    pub(super) fn pipelined_input(&mut self, conn: ConnIdx, frame: &[u8]) -> bool {
+        if self.pipelined(conn).is_none() {
+            return false;
+        }
+        if let Some(p) = self.pipeline.as_ref() {
+            let _ = p.inbox.send(frame.to_vec());
+        }
+        true
+    }
+
+    /// A segment that completed the handshake and carries data or a FIN:
+    /// built again into a frame for the front end (the control plane has
+    /// only the parsed segment there).
+    pub(super) fn pipelined_segment(&mut self, conn: ConnIdx, seg: &Segment<'_>) -> bool {
+        if self.pipelined(conn).is_none() {
+            return false;
+        }
+        let route = Route {
+            src_mac: seg.src_mac,
+            dst_mac: self.mac,
+            src: seg.src,
+            dst: seg.dst,
+            src_port: seg.src_port,
+            dst_port: seg.dst_port,
+        };
+        let h = Header {
+            seq: seg.seq,
+            ack: seg.ack,
+            flags: seg.flags,
+            window: seg.window,
+            options: seg.options,
+        };
+        let mut f = Vec::with_capacity(66 + seg.payload.len());
+        segment::build(&route, &h, seg.payload, &mut f);
+        self.pipelined_input(conn, &f)
+    }
+
+    /// The connection's sequence state: what the pipeline's protocol stage
+    /// published for the connections it serves, the control plane's own
+    /// protocol table for the others.
+    pub(super) fn conn_snapshot(&self, conn: ConnIdx) -> Snapshot {
+        self.pipelined(conn)
+            .and(self.pipeline.as_ref())
+            .and_then(|p| p.pipeline.published(conn))
+            .map_or_else(|| self.proto.snapshot(conn), |p| p.snap)
+    }
+
+    /// The post-processor's partition of `conn` (its congestion counters
+    /// are the pipeline's for the connections it serves).
+    pub(super) fn post_state(&self, conn: ConnIdx) -> PostState {
+        match self.pipelined(conn).and(self.pipeline.as_ref()) {
+            Some(p) => *p
+                .pipeline
+                .shared
+                .post
+                .read()
+                .expect("post table lock")
+                .state(conn),
+            None => *self.post.state(conn),
+        }
+    }
+
+    /// Copies `out.len()` received bytes from position `pos`.
+    pub(super) fn read_rx(&self, conn: ConnIdx, pos: u32, out: &mut [u8]) {
+        if let Some(c) = self.pipelined(conn) {
+            c.buffers.rx.lock().expect("rx buffer lock").read(pos, out);
+        } else if let Some(app) = self.app.get(conn as usize).and_then(Option::as_ref) {
+            app.rx.read(pos, out);
+        }
+    }
+
+    /// Writes bytes to send at position `pos`.
+    pub(super) fn write_tx(&mut self, conn: ConnIdx, pos: u32, data: &[u8]) {
+        if let Some(c) = self.pipelined(conn) {
+            c.buffers
+                .tx
+                .lock()
+                .expect("tx buffer lock")
+                .write(pos, data);
+        } else if let Some(app) = self.app.get_mut(conn as usize).and_then(Option::as_mut) {
+            app.tx.write(pos, data);
+        }
+    }
+
+    /// The application read `n` bytes of a connection the pipeline
+    /// serves (*Win*). Returns whether it serves `conn`.
+    pub(super) fn pipelined_consumed(&mut self, conn: ConnIdx, n: u32) -> bool {
+        self.pipelined_control(conn, Control::Consumed { conn, n })
+    }
+
+    /// The application queued `n` bytes. Returns whether the pipeline
+    /// serves `conn`.
+    pub(super) fn pipelined_queued(&mut self, conn: ConnIdx, n: u32) -> bool {
+        self.start_rto_clock(conn);
+        self.pipelined_control(conn, Control::Queued { conn, n })
+    }
+
+    /// The application closed: the FIN follows the queued bytes. Returns
+    /// whether the pipeline serves `conn`.
+    pub(super) fn pipelined_close(&mut self, conn: ConnIdx) -> bool {
+        if self.pipelined(conn).is_none() {
+            return false;
+        }
+        self.closing(conn);
+        self.start_rto_clock(conn);
+        self.pipelined_control(conn, Control::Close { conn })
+    }
+
+    fn pipelined_control(&mut self, conn: ConnIdx, c: Control) -> bool {
+        match self.pipeline.as_ref().filter(|p| p.conn(conn).is_some()) {
+            Some(p) => {
+                p.pipeline.control(c);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Nothing was in flight: the retransmission timer starts now, not at
+    /// the last acknowledgement.
+    fn start_rto_clock(&mut self, conn: ConnIdx) {
+        let now = self.now;
+        if self.conn_snapshot(conn).tx_sent == 0 {
+            if let Some(c) = self.control.get_mut(conn as usize).and_then(Option::as_mut) {
+                c.last_progress = now;
+            }
+        }
+    }
+
+    /// Once per poll: the pipeline's notices to the applications, its
+    /// frames to the port, the control plane's limits and timeouts to the
+    /// pipeline, and the connections that finished freed.
+    pub(super) fn pipeline_run(&mut self) -> Result<(), ToeError> {
+        let Some(path) = self.pipeline.as_ref() else {
+            return Ok(());
+        };
+        ctl::drain(&path.wake);
+        let notices: Vec<Notice> = path.pipeline.notices.try_iter().collect();
+        let frames: Vec<Vec<u8>> = path.outbox.try_iter().collect();
+        self.out.extend(frames);
+        for n in notices {
+            self.pipeline_notice(n);
+        }
+        let conns: Vec<ConnIdx> = match self.pipeline.as_ref() {
+            Some(p) => (0..p.conns.len() as ConnIdx)
+                .filter(|&c| p.conns[c as usize].is_some())
+                .collect(),
+            None => return Ok(()),
+        };
+        for conn in conns {
+            self.pipeline_limits(conn);
+            self.pipeline_timeout(conn);
+            let eof = self
+                .app
+                .get(conn as usize)
+                .and_then(Option::as_ref)
+                .is_some_and(|a| a.eof);
+            if eof {
+                let snap = self.conn_snapshot(conn);
+                self.maybe_release(conn, &snap);
+            }
+        }
+        Ok(())
+    }
+
+    /// The context queue: released after the copy it tells of.
+    fn pipeline_notice(&mut self, n: Notice) {
+        let now = self.now;
+        let conn = match n {
+            Notice::Readable { conn, .. } | Notice::Acked { conn, .. } | Notice::Fin { conn } => {
+                conn
+            }
+        };
+        if self.pipelined(conn).is_none() {
+            return;
+        }
+        let Some(app) = self.app.get_mut(conn as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        match n {
+            Notice::Readable { n, .. } => app.rx_ready += n,
+            Notice::Acked { n, .. } => {
+                app.tx_free += n;
+                if let Some(c) = self.control.get_mut(conn as usize).and_then(Option::as_mut) {
+                    c.last_progress = now;
+                    c.rto = MIN_RTO;
+                }
+            }
+            Notice::Fin { .. } => app.eof = true,
+        }
+    }
+
+    /// Writes the congestion window to the protocol stage when it changed.
+    fn pipeline_limits(&mut self, conn: ConnIdx) {
+        let Some(cwnd) = self.flow_info(conn).map(|f| f.cwnd) else {
+            return;
+        };
+        let Some(mss) = self
+            .control
+            .get(conn as usize)
+            .and_then(|c| c.as_ref().map(|c| c.mss))
+        else {
+            return;
+        };
+        let Some(path) = self.pipeline.as_mut() else {
+            return;
+        };
+        let Some(c) = path.conns.get_mut(conn as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        if c.cwnd != Some(cwnd) {
+            c.cwnd = Some(cwnd);
+            path.pipeline.control(Control::Limit { conn, cwnd, mss });
+        }
+    }
+
+    /// The control plane's retransmission timeout: bytes in flight and no
+    /// acknowledgement for an RTO ask the protocol stage for a go-back-N
+    /// (thesis section 4.1 leaves timeouts to the control plane).
+    fn pipeline_timeout(&mut self, conn: ConnIdx) {
+        let now = self.now;
+        let in_flight = self.conn_snapshot(conn).tx_sent > 0;
+        let Some(c) = self.control.get_mut(conn as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        if !in_flight || now - c.last_progress < c.rto {
+            return;
+        }
+        c.last_progress = now;
+        c.rto = (c.rto * 2).min(MAX_RTO);
+        self.counters.timeouts += 1;
+        self.flow_timeout(conn);
+        self.pipelined_control(conn, Control::Timeout { conn });
+    }
+}
