@@ -46,7 +46,7 @@ use rtrb::{Consumer, Producer, RingBuffer};
 use crate::buffer::PayloadBuf;
 use order::seq::distance;
 
-use crate::protocol::{Placement, RxOutcome, RxSummary, TxGrant};
+use crate::protocol::{Placement, Refusal, RxOutcome, RxSummary, TxGrant};
 use crate::segment::{self, Flags, Frame, Header, Route};
 use crate::sequencer::{Reorder, Sequencer};
 use crate::stages::{ConnIdx, FourTuple, Post, Pre, Protocol, Snapshot, Steer};
@@ -190,6 +190,11 @@ struct CounterCells {
     notices: AtomicU64,
     protocol_held: AtomicU64,
     tx_held: AtomicU64,
+    fast_retransmits: AtomicU64,
+    refused_duplicate: AtomicU64,
+    refused_beyond_window: AtomicU64,
+    refused_outside_interval: AtomicU64,
+    refused_ack_of_unsent: AtomicU64,
 }
 
 /// What the pipeline counted: items per stage and the items a reorder
@@ -214,6 +219,13 @@ pub struct PipelineCounters {
     pub protocol_held: u64,
     /// Items held in the transmit stage's reorder buffers.
     pub tx_held: u64,
+    /// The protocol stages' verdicts: fast retransmits (three duplicate
+    /// ACKs) and segments refused, by reason.
+    pub fast_retransmits: u64,
+    pub refused_duplicate: u64,
+    pub refused_beyond_window: u64,
+    pub refused_outside_interval: u64,
+    pub refused_ack_of_unsent: u64,
 }
 
 impl CounterCells {
@@ -235,7 +247,27 @@ impl CounterCells {
             notices: r(&self.notices),
             protocol_held: r(&self.protocol_held),
             tx_held: r(&self.tx_held),
+            fast_retransmits: r(&self.fast_retransmits),
+            refused_duplicate: r(&self.refused_duplicate),
+            refused_beyond_window: r(&self.refused_beyond_window),
+            refused_outside_interval: r(&self.refused_outside_interval),
+            refused_ack_of_unsent: r(&self.refused_ack_of_unsent),
         }
+    }
+
+    /// Counts a protocol stage's verdict on a segment.
+    fn verdict(&self, out: &RxOutcome) {
+        if out.fast_retransmit {
+            Self::add(&self.fast_retransmits, 1);
+        }
+        let refused = match out.refused {
+            Some(Refusal::Duplicate) => &self.refused_duplicate,
+            Some(Refusal::BeyondWindow) => &self.refused_beyond_window,
+            Some(Refusal::OutsideInterval) => &self.refused_outside_interval,
+            Some(Refusal::AckOfUnsent) => &self.refused_ack_of_unsent,
+            None => return,
+        };
+        Self::add(refused, 1);
     }
 }
 
@@ -624,6 +656,7 @@ impl ProtocolStage {
                         .push(t.arrival);
                 }
                 let (out, snap) = self.proto.rx(conn, &summary);
+                self.counters.verdict(&out);
                 self.routes.insert(conn, route);
                 self.emit(Work::Rx {
                     conn,

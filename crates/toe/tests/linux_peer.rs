@@ -681,7 +681,8 @@ fn laminar_engine_takes_an_aborted_peers_reset_and_serves_the_next() {
 }
 
 /// The pipelined engine's layouts the tests run: every stage on one
-/// worker thread, and two flow groups on two threads.
+/// worker thread, and two flow groups with two replicas of each parallel
+/// stage (whose reorder buffers then have work) on two threads.
 const PIPELINE_LAYOUTS: [PipelineLayout; 2] = [
     PipelineLayout {
         groups: 1,
@@ -692,9 +693,9 @@ const PIPELINE_LAYOUTS: [PipelineLayout; 2] = [
     },
     PipelineLayout {
         groups: 2,
-        pre: 1,
-        post: 1,
-        copy: 1,
+        pre: 2,
+        post: 2,
+        copy: 2,
         threads: 2,
     },
 ];

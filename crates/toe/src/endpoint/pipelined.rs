@@ -95,6 +95,8 @@ pub(super) struct PipelinePath {
     /// Readable when the transmit stage released something.
     wake: Arc<OwnedFd>,
     conns: Vec<Option<PipelinedConn>>,
+    /// The pipeline's counters the endpoint's already include.
+    counted: PipelineCounters,
 }
 
 /// One connection the pipeline serves, as the control plane sees it.
@@ -152,6 +154,7 @@ impl PipelinePath {
             outbox,
             wake,
             conns: Vec::new(),
+            counted: PipelineCounters::default(),
         })
     }
 
@@ -377,6 +380,7 @@ impl Endpoint {
     /// frames to the port, the control plane's limits and timeouts to the
     /// pipeline, and the connections that finished freed.
     pub(super) fn pipeline_run(&mut self) -> Result<(), ToeError> {
+        self.pipeline_verdicts();
         let Some(path) = self.pipeline.as_ref() else {
             return Ok(());
         };
@@ -407,6 +411,22 @@ impl Endpoint {
             }
         }
         Ok(())
+    }
+
+    /// The protocol stages' verdicts join the endpoint's counters, as the
+    /// run-to-completion path counts them.
+    fn pipeline_verdicts(&mut self) {
+        let Some(path) = self.pipeline.as_mut() else {
+            return;
+        };
+        let now = path.pipeline.counters();
+        let was = std::mem::replace(&mut path.counted, now);
+        let c = &mut self.counters;
+        c.fast_retransmits += now.fast_retransmits - was.fast_retransmits;
+        c.refused_duplicate += now.refused_duplicate - was.refused_duplicate;
+        c.refused_beyond_window += now.refused_beyond_window - was.refused_beyond_window;
+        c.refused_outside_interval += now.refused_outside_interval - was.refused_outside_interval;
+        c.refused_ack_of_unsent += now.refused_ack_of_unsent - was.refused_ack_of_unsent;
     }
 
     /// The context queue: released after the copy it tells of.
