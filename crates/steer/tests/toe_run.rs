@@ -477,3 +477,27 @@ fn toe_run_without_a_lab_is_bad_input() {
         .unwrap();
     fails_with_one_line(&out, 2, "no lab named 'no-such-lab-toe-run'");
 }
+
+#[test]
+fn toe_run_refuses_a_pipeline_layout_without_stages() {
+    let out = steer()
+        .args(["toe", "run", "rcv", "--lab", "no-such-lab-toe-run"])
+        .args([
+            "--engine",
+            "pipeline",
+            "--pipeline-groups",
+            "0",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.lines()
+            .next()
+            .is_some_and(|l| l.contains("--pipeline-groups") && l.contains("0 is not in 1..=255")),
+        "{err}"
+    );
+}

@@ -73,7 +73,7 @@ pub enum EngineArg {
 pub struct LayoutArgs {
     /// Flow groups: protocol stages, each with its own post-processors and
     /// copy stages (a connection's group is a hash of its 4-tuple).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=255))]
     pub pipeline_groups: u16,
     /// Pre-processors, shared by all flow groups.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]

@@ -76,9 +76,9 @@ impl PipelineLayout {
     /// Every count at least 1 and at most what a flow group's index holds.
     pub fn check(&self) -> Result<(), ToeError> {
         let counts = [self.groups, self.pre, self.post, self.copy, self.threads];
-        if counts.contains(&0) || self.groups > 256 {
+        if counts.contains(&0) || self.groups > 255 {
             return Err(ToeError::Config(format!(
-                "{self:?}: every count of a pipeline layout is at least 1, and at most 256 flow groups"
+                "{self:?}: every count of a pipeline layout is at least 1, and at most 255 flow groups (a group is named in 8 bits)"
             )));
         }
         Ok(())
@@ -497,5 +497,25 @@ impl Endpoint {
         self.counters.timeouts += 1;
         self.flow_timeout(conn);
         self.pipelined_control(conn, Control::Timeout { conn });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_layout_needs_every_stage_and_at_most_255_groups() {
+        assert!(PipelineLayout::default().check().is_ok());
+        let none = PipelineLayout {
+            copy: 0,
+            ..PipelineLayout::default()
+        };
+        assert!(matches!(none.check(), Err(ToeError::Config(_))));
+        let too_many = PipelineLayout {
+            groups: 256,
+            ..PipelineLayout::default()
+        };
+        assert!(too_many.check().is_err());
     }
 }
