@@ -144,8 +144,24 @@ pub enum Control {
     Consumed { conn: ConnIdx, n: u32 },
     /// The control plane's limits on transmit grants (thesis section 4.2:
     /// it writes per-flow congestion state): at most `cwnd` bytes in
-    /// flight, segments of `mss` payload bytes.
-    Limit { conn: ConnIdx, cwnd: u32, mss: u32 },
+    /// flight, segments of `mss` payload bytes; with `paced`, a segment
+    /// also needs the flow scheduler's credit ([`Control::Credit`]), of
+    /// which it takes its payload and `frame_overhead` header bytes.
+    Limit {
+        conn: ConnIdx,
+        cwnd: u32,
+        mss: u32,
+        paced: bool,
+        frame_overhead: u32,
+    },
+    /// The flow scheduler's grant to a paced flow (section 4.3.4: the
+    /// control plane sets the rate): `bytes` more on the wire, the credit
+    /// held at most `burst`, so an idle flow does not save up.
+    Credit {
+        conn: ConnIdx,
+        bytes: u32,
+        burst: u32,
+    },
     /// The control plane's retransmission timeout: go-back-N.
     Timeout { conn: ConnIdx },
     /// The application closed: a FIN after the queued bytes (*Fin*).
@@ -162,6 +178,7 @@ impl Control {
             | Control::Queued { conn, .. }
             | Control::Consumed { conn, .. }
             | Control::Limit { conn, .. }
+            | Control::Credit { conn, .. }
             | Control::Timeout { conn }
             | Control::Close { conn }
             | Control::Remove { conn } => conn,
@@ -617,6 +634,10 @@ struct Limits {
     /// acknowledged, what was sent before counts as lost (RFC 5681
     /// section 3.1), as the run-to-completion scheduler counts it.
     rto_high: Option<u32>,
+    /// A paced flow's credit, wire bytes (a segment may overdraw it);
+    /// None: not paced.
+    credit: Option<i64>,
+    frame_overhead: u32,
 }
 
 impl ProtocolStage {
@@ -695,16 +716,32 @@ impl ProtocolStage {
                 let before = self.proto.consumed(conn, n);
                 self.window_update(conn, before);
             }
-            Control::Limit { conn, cwnd, mss } => {
-                let rto_high = self.limits.get(&conn).and_then(|l| l.rto_high);
+            Control::Limit {
+                conn,
+                cwnd,
+                mss,
+                paced,
+                frame_overhead,
+            } => {
+                let old = self.limits.get(&conn);
+                let rto_high = old.and_then(|l| l.rto_high);
+                let credit = paced.then(|| old.and_then(|l| l.credit).unwrap_or(0));
                 self.limits.insert(
                     conn,
                     Limits {
                         cwnd,
                         mss,
                         rto_high,
+                        credit,
+                        frame_overhead,
                     },
                 );
+                self.transmit(conn);
+            }
+            Control::Credit { conn, bytes, burst } => {
+                if let Some(c) = self.limits.get_mut(&conn).and_then(|l| l.credit.as_mut()) {
+                    *c = (*c + i64::from(bytes)).min(i64::from(burst));
+                }
                 self.transmit(conn);
             }
             Control::Timeout { conn } => {
@@ -785,10 +822,11 @@ impl ProtocolStage {
             .insert(conn, p);
     }
 
-    /// Whether the control plane's window has room for a segment of `len`
-    /// bytes, counting in flight as the run-to-completion scheduler does
+    /// Whether the control plane's window has room for a segment,
+    /// counting in flight as the run-to-completion scheduler does
     /// (everything up to SND.MAX; after a timeout only what was sent
-    /// since). A flow with nothing in flight may always send one.
+    /// since; a flow with nothing in flight may always send one), and a
+    /// paced flow has credit left.
     fn window_open(&mut self, conn: ConnIdx) -> bool {
         let Some(l) = self.limits.get_mut(&conn) else {
             return true;
@@ -802,7 +840,8 @@ impl ProtocolStage {
             Some(_) => tx_sent,
             None => distance(una, snd_max).max(0) as u32,
         };
-        tx_sent == 0 || l.cwnd.saturating_sub(flight.max(tx_sent)) >= l.mss
+        let window = tx_sent == 0 || l.cwnd.saturating_sub(flight.max(tx_sent)) >= l.mss;
+        window && l.credit.is_none_or(|c| c > 0)
     }
 
     /// *Seq*: the segments the peer's window and the control plane's
@@ -816,6 +855,11 @@ impl ProtocolStage {
             let Some((grant, snap)) = self.proto.tx(conn, mss) else {
                 break;
             };
+            if let Some(l) = self.limits.get_mut(&conn) {
+                if let Some(c) = l.credit.as_mut() {
+                    *c -= i64::from(grant.len + l.frame_overhead);
+                }
+            }
             self.emit(Work::Tx {
                 conn,
                 grant,

@@ -30,7 +30,7 @@ use std::collections::HashMap;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::{Endpoint, ToeError, MAX_RTO, MIN_RTO};
 use crate::app::ctl;
@@ -102,9 +102,22 @@ pub(super) struct PipelinePath {
 /// One connection the pipeline serves, as the control plane sees it.
 struct PipelinedConn {
     buffers: Arc<Buffers>,
-    /// The window last written to the protocol stage.
-    cwnd: Option<u32>,
+    /// The window and pacing last written to the protocol stage.
+    written: Option<(u32, bool)>,
+    /// A paced flow's credit is granted up to here.
+    granted_to: Instant,
+    /// Header bytes of each frame (Ethernet, IP, TCP with options): the
+    /// rate counts whole frames, as the time wheel does.
+    frame_overhead: u32,
 }
+
+/// Least credit a grant carries (fewer, larger grants keep the control
+/// queue short), and how long a grant may wait to reach it.
+const MIN_GRANT: u64 = 1514;
+const MAX_GRANT_WAIT: Duration = Duration::from_micros(500);
+/// How much credit a paced flow may hold: as the time wheel lets a late
+/// flow make up 1 ms, at least 16 full frames.
+const CATCH_UP: Duration = Duration::from_millis(1);
 
 impl PipelinePath {
     pub(super) fn new(layout: PipelineLayout, clock: Instant) -> Result<Self, ToeError> {
@@ -226,9 +239,12 @@ impl Endpoint {
         if path.conns.len() <= i {
             path.conns.resize_with(i + 1, || None);
         }
+        let ip = if s.id.local_ip.is_ipv4() { 20 } else { 40 };
         path.conns[i] = Some(PipelinedConn {
             buffers,
-            cwnd: None,
+            written: None,
+            granted_to: self.now,
+            frame_overhead: 14 + ip + 20 + if s.post.timestamps { 12 } else { 0 },
         });
         self.pipeline_limits(conn);
     }
@@ -456,9 +472,15 @@ impl Endpoint {
         }
     }
 
-    /// Writes the congestion window to the protocol stage when it changed.
+    /// Writes the congestion window, and whether the flow is paced, to
+    /// the protocol stage when they changed; grants a paced flow the
+    /// credit its rate earned since the last grant (the flow scheduler's
+    /// part, section 4.3.4: the control plane sets the rate, the data
+    /// path's grants respect it).
     fn pipeline_limits(&mut self, conn: ConnIdx) {
-        let Some(cwnd) = self.flow_info(conn).map(|f| f.cwnd) else {
+        let now = self.now;
+        let burst_frames = self.cfg.burst.max(16);
+        let Some(info) = self.flow_info(conn) else {
             return;
         };
         let Some(mss) = self
@@ -474,10 +496,37 @@ impl Endpoint {
         let Some(c) = path.conns.get_mut(conn as usize).and_then(Option::as_mut) else {
             return;
         };
-        if c.cwnd != Some(cwnd) {
-            c.cwnd = Some(cwnd);
-            path.pipeline.control(Control::Limit { conn, cwnd, mss });
+        let paced = info.rate.is_some();
+        if c.written != Some((info.cwnd, paced)) {
+            if paced && c.written.is_none_or(|(_, was)| !was) {
+                c.granted_to = now;
+            }
+            c.written = Some((info.cwnd, paced));
+            path.pipeline.control(Control::Limit {
+                conn,
+                cwnd: info.cwnd,
+                mss,
+                paced,
+                frame_overhead: c.frame_overhead,
+            });
         }
+        let Some(rate) = info.rate else {
+            return;
+        };
+        let waited = now.saturating_duration_since(c.granted_to);
+        let bytes = (waited.as_nanos() * u128::from(rate) / 1_000_000_000) as u64;
+        if bytes < MIN_GRANT && waited < MAX_GRANT_WAIT {
+            return;
+        }
+        c.granted_to = now;
+        let frame = u64::from(mss + c.frame_overhead);
+        let burst = (rate * CATCH_UP.as_nanos() as u64 / 1_000_000_000)
+            .max(frame * u64::from(burst_frames));
+        path.pipeline.control(Control::Credit {
+            conn,
+            bytes: bytes.min(u64::from(u32::MAX)) as u32,
+            burst: burst.min(u64::from(u32::MAX)) as u32,
+        });
     }
 
     /// The control plane's retransmission timeout: bytes in flight and no
