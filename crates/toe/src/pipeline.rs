@@ -153,7 +153,12 @@ pub enum Control {
         mss: u32,
         paced: bool,
         frame_overhead: u32,
+        /// New data is ECN-capable (ECT(0)).
+        ect: bool,
     },
+    /// The policy cut the window on ECN-Echo: the next data segment
+    /// carries CWR (RFC 3168 section 6.1.2).
+    Cwr { conn: ConnIdx },
     /// The flow scheduler's grant to a paced flow (section 4.3.4: the
     /// control plane sets the rate): `bytes` more on the wire, the credit
     /// held at most `burst`, so an idle flow does not save up.
@@ -179,6 +184,7 @@ impl Control {
             | Control::Consumed { conn, .. }
             | Control::Limit { conn, .. }
             | Control::Credit { conn, .. }
+            | Control::Cwr { conn }
             | Control::Timeout { conn }
             | Control::Close { conn }
             | Control::Remove { conn } => conn,
@@ -436,6 +442,9 @@ enum Work {
         grant: TxGrant,
         snap: Snapshot,
         route: Route,
+        /// ECT(0) on the frame and CWR in its header (RFC 3168).
+        ect: bool,
+        cwr: bool,
     },
 }
 
@@ -453,8 +462,9 @@ struct Copy {
     notices: Vec<Notice>,
     /// RX: the ACK, built.
     frame: Option<Vec<u8>>,
-    /// TX: the segment's addresses and header, and where its payload is.
-    segment: Option<(Route, Header, TxGrant)>,
+    /// TX: the segment's addresses and header, where its payload is, and
+    /// whether the frame is ECN-capable.
+    segment: Option<(Route, Header, TxGrant, bool)>,
 }
 
 /// Hands every item to a group by its flow group and numbers it.
@@ -638,6 +648,11 @@ struct Limits {
     /// None: not paced.
     credit: Option<i64>,
     frame_overhead: u32,
+    /// New data is marked ECT(0); the next data segment carries CWR.
+    ect: bool,
+    cwr: bool,
+    /// One past the highest byte marked as new data.
+    high: Option<u32>,
 }
 
 impl ProtocolStage {
@@ -722,10 +737,12 @@ impl ProtocolStage {
                 mss,
                 paced,
                 frame_overhead,
+                ect,
             } => {
                 let old = self.limits.get(&conn);
                 let rto_high = old.and_then(|l| l.rto_high);
                 let credit = paced.then(|| old.and_then(|l| l.credit).unwrap_or(0));
+                let (cwr, high) = old.map_or((false, None), |l| (l.cwr, l.high));
                 self.limits.insert(
                     conn,
                     Limits {
@@ -734,6 +751,9 @@ impl ProtocolStage {
                         rto_high,
                         credit,
                         frame_overhead,
+                        ect,
+                        cwr,
+                        high,
                     },
                 );
                 self.transmit(conn);
@@ -743,6 +763,11 @@ impl ProtocolStage {
                     *c = (*c + i64::from(bytes)).min(i64::from(burst));
                 }
                 self.transmit(conn);
+            }
+            Control::Cwr { conn } => {
+                if let Some(l) = self.limits.get_mut(&conn) {
+                    l.cwr = true;
+                }
             }
             Control::Timeout { conn } => {
                 let (_, snd_max) = self.proto.una_and_max(conn);
@@ -844,6 +869,24 @@ impl ProtocolStage {
         window && l.credit.is_none_or(|c| c > 0)
     }
 
+    /// What a data segment carries for ECN (RFC 3168 sections 6.1.2 and
+    /// 6.1.5), as the run-to-completion path marks it: ECT(0) on new data
+    /// of a flow whose policy reacts to ECN-Echo (never a retransmission),
+    /// and CWR once on the first data segment after the policy cut its
+    /// window. `grant` was just taken, so new data reaches SND.MAX.
+    fn ecn_marks(&mut self, conn: ConnIdx, grant: &TxGrant) -> (bool, bool) {
+        let (_, snd_max) = self.proto.una_and_max(conn);
+        let Some(l) = self.limits.get_mut(&conn).filter(|_| grant.len > 0) else {
+            return (false, false);
+        };
+        let end = grant.seq.wrapping_add(grant.len);
+        let new_data = end == snd_max && l.high.is_none_or(|h| distance(h, end) > 0);
+        if new_data {
+            l.high = Some(end);
+        }
+        (l.ect && new_data, std::mem::take(&mut l.cwr))
+    }
+
     /// *Seq*: the segments the peer's window and the control plane's
     /// limits allow now.
     fn transmit(&mut self, conn: ConnIdx) {
@@ -860,11 +903,14 @@ impl ProtocolStage {
                     *c -= i64::from(grant.len + l.frame_overhead);
                 }
             }
+            let (ect, cwr) = self.ecn_marks(conn, &grant);
             self.emit(Work::Tx {
                 conn,
                 grant,
                 snap,
                 route,
+                ect,
+                cwr,
             });
         }
     }
@@ -973,19 +1019,23 @@ impl PostStage {
                 grant,
                 snap,
                 route,
+                ect,
+                cwr,
             } => {
-                let flags = if grant.fin {
-                    Flags::FIN | Flags::PSH
-                } else {
-                    Flags::PSH
-                };
+                let mut flags = Flags::PSH;
+                if grant.fin {
+                    flags |= Flags::FIN;
+                }
+                if cwr {
+                    flags |= Flags::CWR;
+                }
                 let h = post.header_for(conn, grant.seq, flags, &snap, now, false);
                 Copy {
                     conn,
                     place: None,
                     notices: Vec::new(),
                     frame: None,
-                    segment: Some((route, h, grant)),
+                    segment: Some((route, h, grant, ect)),
                 }
             }
         }
@@ -1047,7 +1097,7 @@ impl CopyStage {
             let data = &payload[p.skip as usize..(p.skip + p.len) as usize];
             bufs.rx.lock().expect("rx buffer lock").write(p.pos, data);
         }
-        if let Some((route, h, g)) = c.segment {
+        if let Some((route, h, g, ect)) = c.segment {
             let mut payload = vec![0u8; g.len as usize];
             bufs.tx
                 .lock()
@@ -1055,6 +1105,9 @@ impl CopyStage {
                 .read(g.pos, &mut payload);
             let mut f = Vec::with_capacity(66 + payload.len());
             segment::build(&route, &h, &payload, &mut f);
+            if ect {
+                order::wire::ecn::set_ecn(&mut f, order::wire::ecn::Ecn::Ect0);
+            }
             return Some((c.conn, f));
         }
         c.frame.map(|f| (c.conn, f))

@@ -181,9 +181,21 @@ struct Run {
 /// whose toe-to-Linux direction is a 100 Mbit/s link with a 200-frame
 /// queue that marks ECN-capable frames beyond `k` frames.
 fn congested_transfer(lab: &Lab, policy: Policy, pacing: bool, bytes: usize, k: u32) -> Run {
+    congested_transfer_on(lab, toe::Engine::Toe, policy, pacing, bytes, k)
+}
+
+fn congested_transfer_on(
+    lab: &Lab,
+    engine: toe::Engine,
+    policy: Policy,
+    pacing: bool,
+    bytes: usize,
+    k: u32,
+) -> Run {
     let cfg = EndpointConfig {
         congestion: policy,
         pacing,
+        engine,
         ..EndpointConfig::default()
     };
     let mut ep = endpoint(lab, cfg);
@@ -301,11 +313,22 @@ fn dctcp_holds_the_queue_near_k_where_new_reno_fills_it() {
     );
 }
 
-/// Linux sends `bytes` to the endpoint with its `reno` congestion control
-/// through the wire, whose Linux-to-toe direction is the congested one.
-fn linux_sends_through_congestion(lab: &Lab, tcp_ecn: &str, bytes: usize, k: u32) -> WireStats {
+/// Linux sends `bytes` to the endpoint (on `engine`) with its `reno`
+/// congestion control through the wire, whose Linux-to-toe direction is
+/// the congested one.
+fn linux_sends_through_congestion(
+    lab: &Lab,
+    engine: toe::Engine,
+    tcp_ecn: &str,
+    bytes: usize,
+    k: u32,
+) -> WireStats {
     host::netns::set_sysctl(&lab.sender().netns, "net.ipv4.tcp_ecn", tcp_ecn).unwrap();
-    let mut ep = endpoint(lab, EndpointConfig::default());
+    let cfg = EndpointConfig {
+        engine,
+        ..EndpointConfig::default()
+    };
+    let mut ep = endpoint(lab, cfg);
     ep.listen(SERVER_PORT);
     let w = lab.wire().unwrap();
     let mut wcfg = WireConfig::new(Some(&w.netns), &w.sender_dev, &w.receiver_dev);
@@ -377,9 +400,23 @@ fn linux_sends_through_congestion(lab: &Lab, tcp_ecn: &str, bytes: usize, k: u32
 fn linux_backs_off_on_the_ecn_echo_of_the_endpoint() {
     testkit::require_root("network namespaces, veths, XDP, AF_XDP, AF_PACKET");
     let lab = lab("toeecn", true);
+    linux_backs_off_on_the_ecn_echo(&lab, toe::Engine::Toe);
+}
+
+/// The same with the pipelined engine: its post-processors echo the CE
+/// mark of the segment they acknowledge.
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP, AF_PACKET): `make test` runs it as root"]
+fn linux_backs_off_on_the_ecn_echo_of_the_pipelined_engine() {
+    testkit::require_root("network namespaces, veths, XDP, AF_XDP, AF_PACKET");
+    let lab = lab("pipeecn", true);
+    linux_backs_off_on_the_ecn_echo(&lab, toe::Engine::Pipeline(toe::PipelineLayout::default()));
+}
+
+fn linux_backs_off_on_the_ecn_echo(lab: &Lab, engine: toe::Engine) {
     const K: u32 = 20;
-    let plain = linux_sends_through_congestion(&lab, "0", 12 << 20, K);
-    let ecn = linux_sends_through_congestion(&lab, "1", 12 << 20, K);
+    let plain = linux_sends_through_congestion(lab, engine, "0", 12 << 20, K);
+    let ecn = linux_sends_through_congestion(lab, engine, "1", 12 << 20, K);
     let (p, e) = (&plain.a_to_b.counters, &ecn.a_to_b.counters);
     let (pq, eq) = (
         p.mean_queue_frames().unwrap(),
@@ -519,4 +556,46 @@ fn a_paced_flow_on_the_pipelined_engine_sends_at_its_rate() {
     ep.close(conn).unwrap();
     poll_until(&mut ep, "Linux reads to the end", |_| linux.is_finished());
     assert!(linux.join().unwrap().unwrap() > 0);
+}
+
+/// DCTCP on the pipelined engine: the control plane's policy cuts the
+/// window the protocol stage's grants respect, the copy stage marks new
+/// data ECT(0), and the queue stays near K where NewReno fills it.
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP, AF_PACKET): `make test` runs it as root"]
+fn dctcp_on_the_pipelined_engine_holds_the_queue_near_k_where_new_reno_fills_it() {
+    testkit::require_root("network namespaces, veths, XDP, AF_XDP, AF_PACKET");
+    let lab = lab("pipecc", true);
+    host::netns::set_sysctl(&lab.sender().netns, "net.ipv4.tcp_ecn", "1").unwrap();
+    const K: u32 = 20;
+    const BYTES: usize = 12 << 20;
+    let engine = toe::Engine::Pipeline(toe::PipelineLayout::default());
+    let reno = congested_transfer_on(&lab, engine, Policy::NewReno, false, BYTES, K);
+    let dctcp = congested_transfer_on(&lab, engine, Policy::Dctcp, false, BYTES, K);
+    let (rc, dc) = (&reno.stats.b_to_a.counters, &dctcp.stats.b_to_a.counters);
+    let (rq, dq) = (
+        rc.mean_queue_frames().expect("the wire saw reno's frames"),
+        dc.mean_queue_frames().expect("the wire saw dctcp's frames"),
+    );
+    eprintln!(
+        "pipeline reno: mean queue {rq:.1} frames, dropped {}, {:.1} Mbit/s; dctcp: mean queue {dq:.1} frames, CE marked {}, {:.1} Mbit/s",
+        rc.dropped_overload,
+        reno.goodput_bps / 1e6,
+        dc.ce_marked,
+        dctcp.goodput_bps / 1e6
+    );
+    assert!(
+        !reno.ecn && rc.ce_marked == 0,
+        "reno: {} marks",
+        rc.ce_marked
+    );
+    assert!(rq > 3.0 * f64::from(K), "reno's mean queue {rq:.1} frames");
+    assert!(
+        dctcp.ecn && dc.ce_marked > 0,
+        "dctcp: ecn {}, {} marks",
+        dctcp.ecn,
+        dc.ce_marked
+    );
+    assert!(dq < 2.0 * f64::from(K), "dctcp's mean queue {dq:.1} frames");
+    assert!(dq < rq / 2.0, "dctcp {dq:.1} vs reno {rq:.1} frames");
 }

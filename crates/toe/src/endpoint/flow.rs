@@ -283,6 +283,13 @@ impl Endpoint {
         (capable && new_data, cwr)
     }
 
+    /// Whether the policy cut the window on ECN-Echo since it was last
+    /// asked (another engine's next data segment then carries CWR).
+    pub(super) fn take_cwr(&mut self, conn: ConnIdx) -> bool {
+        self.flow(conn)
+            .is_some_and(|f| f.ecn && f.cc.ecn() && f.cc.take_cwr())
+    }
+
     /// After the protocol stage: an RTT sample when the timed segment is
     /// acknowledged (none across a go-back-N), and in TIME_WAIT a FIN
     /// sent again restarts the wait (its ACK goes out as for any

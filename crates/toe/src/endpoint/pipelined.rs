@@ -102,8 +102,9 @@ pub(super) struct PipelinePath {
 /// One connection the pipeline serves, as the control plane sees it.
 struct PipelinedConn {
     buffers: Arc<Buffers>,
-    /// The window and pacing last written to the protocol stage.
-    written: Option<(u32, bool)>,
+    /// The window, pacing and ECN capability last written to the
+    /// protocol stage.
+    written: Option<(u32, bool, bool)>,
     /// A paced flow's credit is granted up to here.
     granted_to: Instant,
     /// Header bytes of each frame (Ethernet, IP, TCP with options): the
@@ -483,6 +484,10 @@ impl Endpoint {
         let Some(info) = self.flow_info(conn) else {
             return;
         };
+        // RFC 3168: new data is ECN-capable only under a policy that
+        // reacts to ECN-Echo, as for the run-to-completion path.
+        let ect = info.ecn && self.cfg.congestion.ecn();
+        let cwr = self.take_cwr(conn);
         let Some(mss) = self
             .control
             .get(conn as usize)
@@ -497,18 +502,22 @@ impl Endpoint {
             return;
         };
         let paced = info.rate.is_some();
-        if c.written != Some((info.cwnd, paced)) {
-            if paced && c.written.is_none_or(|(_, was)| !was) {
+        if c.written != Some((info.cwnd, paced, ect)) {
+            if paced && c.written.is_none_or(|(_, was, _)| !was) {
                 c.granted_to = now;
             }
-            c.written = Some((info.cwnd, paced));
+            c.written = Some((info.cwnd, paced, ect));
             path.pipeline.control(Control::Limit {
                 conn,
                 cwnd: info.cwnd,
                 mss,
                 paced,
                 frame_overhead: c.frame_overhead,
+                ect,
             });
+        }
+        if cwr {
+            path.pipeline.control(Control::Cwr { conn });
         }
         let Some(rate) = info.rate else {
             return;
