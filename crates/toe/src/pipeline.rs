@@ -1206,6 +1206,12 @@ impl Stage for TxStage {
     }
 }
 
+/// A worker that found nothing to do this many rounds in a row naps
+/// between rounds, so an idle endpoint does not hold a core (the first
+/// item after a pause waits up to one nap).
+const IDLE_ROUNDS: u32 = 4096;
+const IDLE_SLEEP: Duration = Duration::from_micros(50);
+
 /// A running pipeline; stopped when dropped.
 pub struct Pipeline {
     stop: Arc<AtomicBool>,
@@ -1359,9 +1365,13 @@ impl Pipeline {
                 std::thread::Builder::new()
                     .name(format!("toe-worker-{i}"))
                     .spawn(move || {
+                        let mut idle = 0u32;
                         while !stop.load(Ordering::Relaxed) {
                             let work: usize = mine.iter_mut().map(|s| s.run()).sum();
-                            if work == 0 {
+                            idle = if work == 0 { idle + 1 } else { 0 };
+                            if idle > IDLE_ROUNDS {
+                                std::thread::sleep(IDLE_SLEEP);
+                            } else if work == 0 {
                                 std::thread::yield_now();
                             }
                         }
