@@ -73,20 +73,20 @@ pub enum EngineArg {
 pub struct LayoutArgs {
     /// Flow groups: protocol stages, each with its own post-processors and
     /// copy stages (a connection's group is a hash of its 4-tuple).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=255))]
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=255))]
     pub pipeline_groups: u16,
     /// Pre-processors, shared by all flow groups.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     pub pipeline_pre: u16,
     /// Post-processors per flow group.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     pub pipeline_post: u16,
     /// Copy stages per flow group.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     pub pipeline_copy: u16,
     /// Worker threads the stages are spread over: 1 runs them all in turn
     /// on one core; a machine with cores to spare gives more.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     pub pipeline_threads: u16,
 }
 
