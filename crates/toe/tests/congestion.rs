@@ -553,6 +553,9 @@ fn a_paced_flow_on_the_pipelined_engine_sends_at_its_rate() {
             "rate {rate}: measured {measured:.0} B/s"
         );
     }
+    // The control plane timed round trips of the pipeline's segments.
+    let srtt = ep.flow_info(conn).unwrap().srtt_us;
+    assert!(srtt.is_some_and(|us| us > 0), "no RTT sample: {srtt:?}");
     ep.close(conn).unwrap();
     poll_until(&mut ep, "Linux reads to the end", |_| linux.is_finished());
     assert!(linux.join().unwrap().unwrap() > 0);
@@ -572,6 +575,9 @@ fn dctcp_on_the_pipelined_engine_holds_the_queue_near_k_where_new_reno_fills_it(
     let engine = toe::Engine::Pipeline(toe::PipelineLayout::default());
     let reno = congested_transfer_on(&lab, engine, Policy::NewReno, false, BYTES, K);
     let dctcp = congested_transfer_on(&lab, engine, Policy::Dctcp, false, BYTES, K);
+    // Paced: the policy's rate (from its window and the control plane's
+    // RTT samples) becomes the credit the protocol stage's grants take.
+    let paced = congested_transfer_on(&lab, engine, Policy::Dctcp, true, BYTES, K);
     let (rc, dc) = (&reno.stats.b_to_a.counters, &dctcp.stats.b_to_a.counters);
     let (rq, dq) = (
         rc.mean_queue_frames().expect("the wire saw reno's frames"),
@@ -598,4 +604,17 @@ fn dctcp_on_the_pipelined_engine_holds_the_queue_near_k_where_new_reno_fills_it(
     );
     assert!(dq < 2.0 * f64::from(K), "dctcp's mean queue {dq:.1} frames");
     assert!(dq < rq / 2.0, "dctcp {dq:.1} vs reno {rq:.1} frames");
+    let pc = &paced.stats.b_to_a.counters;
+    let pq = pc
+        .mean_queue_frames()
+        .expect("the wire saw the paced frames");
+    eprintln!(
+        "pipeline paced dctcp: mean queue {pq:.1} frames, CE marked {}, {:.1} Mbit/s",
+        pc.ce_marked,
+        paced.goodput_bps / 1e6
+    );
+    assert!(
+        pq < 2.0 * f64::from(K),
+        "paced dctcp's mean queue {pq:.1} frames"
+    );
 }

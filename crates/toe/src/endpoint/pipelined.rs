@@ -32,6 +32,8 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
+use order::seq::distance;
+
 use super::{Endpoint, ToeError, MAX_RTO, MIN_RTO};
 use crate::app::ctl;
 use crate::buffer::PayloadBuf;
@@ -110,6 +112,10 @@ struct PipelinedConn {
     /// Header bytes of each frame (Ethernet, IP, TCP with options): the
     /// rate counts whole frames, as the time wheel does.
     frame_overhead: u32,
+    /// The RTT probe: SND.MAX as published when it was taken, when, and
+    /// the fast retransmits counted then (one probe at a time, none
+    /// across a retransmission: Karn).
+    probe: Option<(u32, Instant, u32)>,
 }
 
 /// Least credit a grant carries (fewer, larger grants keep the control
@@ -246,6 +252,7 @@ impl Endpoint {
             written: None,
             granted_to: self.now,
             frame_overhead: 14 + ip + 20 + if s.post.timestamps { 12 } else { 0 },
+            probe: None,
         });
         self.pipeline_limits(conn);
     }
@@ -415,6 +422,7 @@ impl Endpoint {
             None => return Ok(()),
         };
         for conn in conns {
+            self.pipeline_rtt(conn);
             self.pipeline_limits(conn);
             self.pipeline_timeout(conn);
             let eof = self
@@ -538,6 +546,44 @@ impl Endpoint {
         });
     }
 
+    /// An RTT sample for the policies, timed by the control plane as for
+    /// the run-to-completion path: a probe starts when the published
+    /// SND.MAX moves past what is acknowledged and ends when SND.UNA
+    /// reaches it; a retransmission in between voids it (Karn).
+    fn pipeline_rtt(&mut self, conn: ConnIdx) {
+        let now = self.now;
+        let Some(path) = self.pipeline.as_mut() else {
+            return;
+        };
+        let Some(p) = path.pipeline.published(conn) else {
+            return;
+        };
+        let fretx = path
+            .pipeline
+            .shared
+            .post
+            .read()
+            .expect("post table lock")
+            .state(conn)
+            .cnt_fretx;
+        let Some(c) = path.conns.get_mut(conn as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        let una = p.snap.seq.wrapping_sub(p.snap.tx_sent);
+        match c.probe {
+            Some((_, _, seen)) if seen != fretx => c.probe = None,
+            Some((end, at, _)) if distance(end, una) >= 0 => {
+                c.probe = None;
+                let us = (now - at).as_micros().clamp(1, u128::from(u32::MAX)) as u32;
+                let mut post = path.pipeline.shared.post.write().expect("post table lock");
+                post.rtt_sample(conn, us);
+            }
+            Some(_) => {}
+            None if distance(una, p.snd_max) > 0 => c.probe = Some((p.snd_max, now, fretx)),
+            None => {}
+        }
+    }
+
     /// The control plane's retransmission timeout: bytes in flight and no
     /// acknowledgement for an RTO ask the protocol stage for a go-back-N
     /// (thesis section 4.1 leaves timeouts to the control plane).
@@ -554,6 +600,14 @@ impl Endpoint {
         c.rto = (c.rto * 2).min(MAX_RTO);
         self.counters.timeouts += 1;
         self.flow_timeout(conn);
+        if let Some(p) = self
+            .pipeline
+            .as_mut()
+            .and_then(|p| p.conns.get_mut(conn as usize))
+            .and_then(Option::as_mut)
+        {
+            p.probe = None;
+        }
         self.pipelined_control(conn, Control::Timeout { conn });
     }
 }
