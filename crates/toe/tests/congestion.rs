@@ -436,11 +436,26 @@ fn linux_backs_off_on_the_ecn_echo(lab: &Lab, engine: toe::Engine) {
 fn the_active_closer_waits_in_time_wait_and_acknowledges_a_late_fin() {
     testkit::require_root("network namespaces, veths, XDP, AF_XDP, AF_PACKET");
     let lab = lab("toetw", true);
+    active_closer_waits_in_time_wait(&lab, toe::Engine::Toe);
+}
+
+/// The same with the pipelined engine: its protocol stage acknowledges
+/// the late FIN, the control plane restarts the wait.
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP, AF_PACKET): `make test` runs it as root"]
+fn the_pipelined_engines_active_closer_waits_in_time_wait_and_acknowledges_a_late_fin() {
+    testkit::require_root("network namespaces, veths, XDP, AF_XDP, AF_PACKET");
+    let lab = lab("pipetw", true);
+    active_closer_waits_in_time_wait(&lab, toe::Engine::Pipeline(toe::PipelineLayout::default()));
+}
+
+fn active_closer_waits_in_time_wait(lab: &Lab, engine: toe::Engine) {
     let cfg = EndpointConfig {
         time_wait: Duration::from_secs(3),
+        engine,
         ..EndpointConfig::default()
     };
-    let mut ep = endpoint(&lab, cfg);
+    let mut ep = endpoint(lab, cfg);
     let w = lab.wire().unwrap();
     let (netns, a, b) = (
         w.netns.clone(),
@@ -456,7 +471,7 @@ fn the_active_closer_waits_in_time_wait_and_acknowledges_a_late_fin() {
     // Linux reads to our FIN, then waits for the go-ahead to close.
     let (eof_tx, eof_rx) = mpsc::channel();
     let (go_tx, go_rx) = mpsc::channel::<()>();
-    let (server, linux) = linux_sink(&lab, move || {
+    let (server, linux) = linux_sink(lab, move || {
         eof_tx.send(()).unwrap();
         go_rx.recv().unwrap();
     });

@@ -480,7 +480,7 @@ impl Endpoint {
                     Steer::DataPath { conn, summary } => {
                         // The Laminar engine takes its connections' segments.
                         if self.laminar_input(conn, seg, &summary)
-                            || self.pipelined_input(conn, frame)
+                            || self.pipelined_input(conn, frame, seg.flags.has(Flags::FIN))
                         {
                             return;
                         }

@@ -40,6 +40,7 @@ use crate::buffer::PayloadBuf;
 use crate::pipeline::{
     Buffers, Control, Device, Notice, Pipeline, PipelineConfig, PipelineCounters, Shared,
 };
+use crate::protocol::RxOutcome;
 use crate::segment::{self, Header, Route, Segment};
 use crate::stages::{ConnIdx, Post, Pre, Snapshot};
 use crate::state::{ConnId, PostState, ProtoState};
@@ -270,10 +271,16 @@ impl Endpoint {
     }
 
     /// A data-path segment of `conn` as it arrived: to the front end if
-    /// the pipeline serves `conn`. Returns whether it took it.
-    pub(super) fn pipelined_input(&mut self, conn: ConnIdx, frame: &[u8]) -> bool {
+    /// the pipeline serves `conn`. Returns whether it took it. A FIN in
+    /// TIME_WAIT (the peer sent it again) restarts the wait; the protocol
+    /// stage acknowledges it again as a duplicate.
+    pub(super) fn pipelined_input(&mut self, conn: ConnIdx, frame: &[u8], fin: bool) -> bool {
         if self.pipelined(conn).is_none() {
             return false;
+        }
+        if fin && self.flow_info(conn).is_some_and(|f| f.time_wait) {
+            let snap = self.conn_snapshot(conn);
+            self.flow_feedback(conn, &RxOutcome::default(), &snap, true);
         }
         if let Some(p) = self.pipeline.as_ref() {
             let _ = p.inbox.send(frame.to_vec());
@@ -305,7 +312,7 @@ impl Endpoint {
         };
         let mut f = Vec::with_capacity(66 + seg.payload.len());
         segment::build(&route, &h, seg.payload, &mut f);
-        self.pipelined_input(conn, &f)
+        self.pipelined_input(conn, &f, seg.flags.has(crate::segment::Flags::FIN))
     }
 
     /// The connection's sequence state: what the pipeline's protocol stage
