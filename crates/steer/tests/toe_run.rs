@@ -319,6 +319,79 @@ fn http_server_and_curl_run_unmodified_on_the_laminar_engine_byte_exactly() {
     drop(server);
 }
 
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
+fn http_server_and_curl_run_unmodified_on_the_pipelined_engine_byte_exactly() {
+    let lab = lab();
+    let dir = TempDir::new("steer-toe-pipeline");
+    let sent = blob(dir.path(), 2 << 20);
+    // The default layout: every stage on one worker thread.
+    let to = SocketAddr::new(IpAddr::V4(lab.receiver().ipv4), 8020);
+    let server = start_server(
+        toe_run_on(
+            &lab,
+            "pipeline",
+            &["python3", "-m", "http.server", "8020", "--directory"],
+        ),
+        dir.path(),
+        &lab.sender().netns,
+        to,
+        "http.server on the pipelined engine",
+    );
+    let got = fetch(
+        lab_exec(&lab, "snd", &["curl", "-sS", "--fail", "-o"]),
+        &dir.join("fetched-from-pipeline.bin"),
+        format!("http://{to}/blob.bin"),
+        "curl from Linux",
+    );
+    assert!(
+        got == sent,
+        "the file served through the pipeline differs ({} bytes)",
+        got.len()
+    );
+    drop(server);
+
+    // Two flow groups, two replicas of each parallel stage, two threads.
+    let from = SocketAddr::new(IpAddr::V4(lab.sender().ipv4), 8021);
+    let server = start_server(
+        lab_exec(
+            &lab,
+            "snd",
+            &["python3", "-m", "http.server", "8021", "--directory"],
+        ),
+        dir.path(),
+        &lab.receiver().netns,
+        from,
+        "http.server on Linux",
+    );
+    let mut curl = Command::new(steer_bin());
+    curl.args([
+        "toe",
+        "run",
+        "rcv",
+        "--lab",
+        lab.name(),
+        "--engine",
+        "pipeline",
+    ])
+    .args(["--pipeline-groups", "2", "--pipeline-pre", "2"])
+    .args(["--pipeline-post", "2", "--pipeline-copy", "2"])
+    .args(["--pipeline-threads", "2", "--"])
+    .args(["curl", "-sS", "--fail", "-o"]);
+    let got = fetch(
+        curl,
+        &dir.join("fetched-by-pipeline.bin"),
+        format!("http://{from}/blob.bin"),
+        "curl on the pipelined engine",
+    );
+    assert!(
+        got == sent,
+        "the file fetched through the pipeline differs ({} bytes)",
+        got.len()
+    );
+    drop(server);
+}
+
 /// iperf3's JSON: the bytes the receiving end counted.
 fn received_bytes(json: &[u8]) -> Option<u64> {
     let v: serde_json::Value = serde_json::from_slice(json).ok()?;
@@ -403,4 +476,28 @@ fn toe_run_without_a_lab_is_bad_input() {
         .output()
         .unwrap();
     fails_with_one_line(&out, 2, "no lab named 'no-such-lab-toe-run'");
+}
+
+#[test]
+fn toe_run_refuses_a_pipeline_layout_without_stages() {
+    let out = steer()
+        .args(["toe", "run", "rcv", "--lab", "no-such-lab-toe-run"])
+        .args([
+            "--engine",
+            "pipeline",
+            "--pipeline-groups",
+            "0",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.lines()
+            .next()
+            .is_some_and(|l| l.contains("--pipeline-groups") && l.contains("0 is not in 1..=255")),
+        "{err}"
+    );
 }

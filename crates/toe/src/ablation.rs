@@ -256,6 +256,7 @@ pub fn run(cfg: AblationConfig) -> AblationResult {
                 .extend(frames.iter().cloned());
             frames.len()
         }),
+        wake: None,
     };
     let pipeline = Pipeline::start(cfg.pipeline, device, shared);
     for conn in 0..cfg.connections {

@@ -46,4 +46,4 @@ pub mod stages;
 pub mod state;
 pub mod wheel;
 
-pub use endpoint::{Counters, Endpoint, EndpointConfig, Engine, TcpInfo, ToeError};
+pub use endpoint::{Counters, Endpoint, EndpointConfig, Engine, PipelineLayout, TcpInfo, ToeError};

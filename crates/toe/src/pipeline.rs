@@ -34,7 +34,7 @@
 //! turn and N threads spread it, without a code change.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
@@ -44,7 +44,9 @@ use rand::{Rng, SeedableRng};
 use rtrb::{Consumer, Producer, RingBuffer};
 
 use crate::buffer::PayloadBuf;
-use crate::protocol::{Placement, RxOutcome, RxSummary, TxGrant};
+use order::seq::distance;
+
+use crate::protocol::{Placement, Refusal, RxOutcome, RxSummary, TxGrant};
 use crate::segment::{self, Flags, Frame, Header, Route};
 use crate::sequencer::{Reorder, Sequencer};
 use crate::stages::{ConnIdx, FourTuple, Post, Pre, Protocol, Snapshot, Steer};
@@ -69,8 +71,13 @@ pub struct PipelineConfig {
     /// Random per-item stalls in every stage (tests replay Fig. 4.7's
     /// hazards with them): (seed, longest stall, one item in `every`).
     pub jitter: Option<(u64, Duration, u32)>,
-    /// Payload bytes per segment.
+    /// Payload bytes per segment (a connection's own limit, set with
+    /// [`Control::Limit`], takes its place).
     pub mss: u32,
+    /// The origin of the timestamp clock (RFC 7323 TSval); None: the
+    /// pipeline's start. An endpoint hands its own, so a connection's
+    /// TSval keeps growing when the pipeline takes it over.
+    pub clock: Option<Instant>,
 }
 
 impl Default for PipelineConfig {
@@ -94,6 +101,7 @@ impl PipelineConfig {
             sequencing: true,
             jitter: None,
             mss: 1448,
+            clock: None,
         }
     }
 }
@@ -131,8 +139,159 @@ pub enum Control {
     Install { conn: ConnIdx, state: ProtoState },
     /// The application queued `n` bytes (*Win*).
     Queued { conn: ConnIdx, n: u32 },
-    /// The application read `n` bytes (*Win*).
+    /// The application read `n` bytes (*Win*); the window update goes
+    /// out if the window reopens from below a segment.
     Consumed { conn: ConnIdx, n: u32 },
+    /// The control plane's limits on transmit grants (thesis section 4.2:
+    /// it writes per-flow congestion state): at most `cwnd` bytes in
+    /// flight, segments of `mss` payload bytes; with `paced`, a segment
+    /// also needs the flow scheduler's credit ([`Control::Credit`]), of
+    /// which it takes its payload and `frame_overhead` header bytes.
+    Limit {
+        conn: ConnIdx,
+        cwnd: u32,
+        mss: u32,
+        paced: bool,
+        frame_overhead: u32,
+        /// New data is ECN-capable (ECT(0)).
+        ect: bool,
+    },
+    /// The policy cut the window on ECN-Echo: the next data segment
+    /// carries CWR (RFC 3168 section 6.1.2).
+    Cwr { conn: ConnIdx },
+    /// The flow scheduler's grant to a paced flow (section 4.3.4: the
+    /// control plane sets the rate): `bytes` more on the wire, the credit
+    /// held at most `burst`, so an idle flow does not save up.
+    Credit {
+        conn: ConnIdx,
+        bytes: u32,
+        burst: u32,
+    },
+    /// The control plane's retransmission timeout: go-back-N.
+    Timeout { conn: ConnIdx },
+    /// The application closed: a FIN after the queued bytes (*Fin*).
+    Close { conn: ConnIdx },
+    /// The connection is gone: nothing more is sent for it and its
+    /// entries leave the shared tables.
+    Remove { conn: ConnIdx },
+}
+
+impl Control {
+    fn conn(&self) -> ConnIdx {
+        match *self {
+            Control::Install { conn, .. }
+            | Control::Queued { conn, .. }
+            | Control::Consumed { conn, .. }
+            | Control::Limit { conn, .. }
+            | Control::Credit { conn, .. }
+            | Control::Cwr { conn }
+            | Control::Timeout { conn }
+            | Control::Close { conn }
+            | Control::Remove { conn } => conn,
+        }
+    }
+}
+
+/// A connection's state as the protocol stage last left it, for the
+/// control plane (retransmission timeout, teardown, RST validation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Published {
+    pub snap: Snapshot,
+    /// SND.MAX: one past the highest sequence number sent.
+    pub snd_max: u32,
+}
+
+/// What the stages did, counted as they do it.
+#[derive(Debug, Default)]
+struct CounterCells {
+    front: AtomicU64,
+    pre: AtomicU64,
+    protocol: AtomicU64,
+    post: AtomicU64,
+    copy: AtomicU64,
+    tx_frames: AtomicU64,
+    notices: AtomicU64,
+    protocol_held: AtomicU64,
+    tx_held: AtomicU64,
+    fast_retransmits: AtomicU64,
+    refused_duplicate: AtomicU64,
+    refused_beyond_window: AtomicU64,
+    refused_outside_interval: AtomicU64,
+    refused_ack_of_unsent: AtomicU64,
+}
+
+/// What the pipeline counted: items per stage and the items a reorder
+/// buffer held because a lower ticket had not arrived yet (section 4.3.2).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PipelineCounters {
+    /// Frames and host-control requests the front end ticketed.
+    pub front: u64,
+    /// Items the pre-processors summarised.
+    pub pre: u64,
+    /// Items the protocol stages processed.
+    pub protocol: u64,
+    /// Items the post-processors prepared.
+    pub post: u64,
+    /// Items the copy stages completed.
+    pub copy: u64,
+    /// Frames the transmit stage handed to the device.
+    pub tx_frames: u64,
+    /// Notifications released to the context queue.
+    pub notices: u64,
+    /// Items held in a protocol stage's reorder buffer.
+    pub protocol_held: u64,
+    /// Items held in the transmit stage's reorder buffers.
+    pub tx_held: u64,
+    /// The protocol stages' verdicts: fast retransmits (three duplicate
+    /// ACKs) and segments refused, by reason.
+    pub fast_retransmits: u64,
+    pub refused_duplicate: u64,
+    pub refused_beyond_window: u64,
+    pub refused_outside_interval: u64,
+    pub refused_ack_of_unsent: u64,
+}
+
+impl CounterCells {
+    fn add(cell: &AtomicU64, n: usize) {
+        if n > 0 {
+            cell.fetch_add(n as u64, Ordering::Relaxed);
+        }
+    }
+
+    fn read(&self) -> PipelineCounters {
+        let r = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        PipelineCounters {
+            front: r(&self.front),
+            pre: r(&self.pre),
+            protocol: r(&self.protocol),
+            post: r(&self.post),
+            copy: r(&self.copy),
+            tx_frames: r(&self.tx_frames),
+            notices: r(&self.notices),
+            protocol_held: r(&self.protocol_held),
+            tx_held: r(&self.tx_held),
+            fast_retransmits: r(&self.fast_retransmits),
+            refused_duplicate: r(&self.refused_duplicate),
+            refused_beyond_window: r(&self.refused_beyond_window),
+            refused_outside_interval: r(&self.refused_outside_interval),
+            refused_ack_of_unsent: r(&self.refused_ack_of_unsent),
+        }
+    }
+
+    /// Counts a protocol stage's verdict on a segment.
+    fn verdict(&self, out: &RxOutcome) {
+        if out.fast_retransmit {
+            Self::add(&self.fast_retransmits, 1);
+        }
+        let refused = match out.refused {
+            Some(Refusal::Duplicate) => &self.refused_duplicate,
+            Some(Refusal::BeyondWindow) => &self.refused_beyond_window,
+            Some(Refusal::OutsideInterval) => &self.refused_outside_interval,
+            Some(Refusal::AckOfUnsent) => &self.refused_ack_of_unsent,
+            None => return,
+        };
+        Self::add(refused, 1);
+    }
 }
 
 /// The pipeline's observations, for the hazard tests and the experiment.
@@ -261,6 +420,7 @@ enum Summarised {
         route: Route,
         payload: Vec<u8>,
         ce: bool,
+        ece: bool,
     },
     Control(Control),
     /// Not the data path's (or malformed): keeps the ticket stream whole.
@@ -275,12 +435,16 @@ enum Work {
         route: Route,
         payload: Vec<u8>,
         ce: bool,
+        ece: bool,
     },
     Tx {
         conn: ConnIdx,
         grant: TxGrant,
         snap: Snapshot,
         route: Route,
+        /// ECT(0) on the frame and CWR in its header (RFC 3168).
+        ect: bool,
+        cwr: bool,
     },
 }
 
@@ -298,8 +462,9 @@ struct Copy {
     notices: Vec<Notice>,
     /// RX: the ACK, built.
     frame: Option<Vec<u8>>,
-    /// TX: the segment's addresses and header, and where its payload is.
-    segment: Option<(Route, Header, TxGrant)>,
+    /// TX: the segment's addresses and header, where its payload is, and
+    /// whether the frame is ECN-capable.
+    segment: Option<(Route, Header, TxGrant, bool)>,
 }
 
 /// Hands every item to a group by its flow group and numbers it.
@@ -312,6 +477,7 @@ struct Front {
     next: usize,
     arrival: u64,
     shared: Shared,
+    counters: Arc<CounterCells>,
 }
 
 impl Front {
@@ -375,12 +541,7 @@ impl Stage for Front {
         // ordered before it.
         let mut m = 0;
         while let Ok(c) = self.control.try_recv() {
-            let conn = match c {
-                Control::Install { conn, .. }
-                | Control::Queued { conn, .. }
-                | Control::Consumed { conn, .. } => conn,
-            };
-            let g = self.group_of_conn(conn);
+            let g = self.group_of_conn(c.conn());
             self.dispatch(g, Input::Control(c));
             m += 1;
         }
@@ -390,6 +551,7 @@ impl Stage for Front {
             let g = self.group_of_frame(&f);
             self.dispatch(g, Input::Frame(f));
         }
+        CounterCells::add(&self.counters.front, n + m);
         n + m
     }
 }
@@ -400,6 +562,7 @@ struct PreStage {
     outs: Vec<Out<Ticketed<Summarised>>>,
     shared: Shared,
     jitter: Jitter,
+    counters: Arc<CounterCells>,
 }
 
 impl PreStage {
@@ -420,6 +583,7 @@ impl PreStage {
                     route,
                     payload: seg.payload.to_vec(),
                     ce: seg.ce,
+                    ece: seg.flags.has(Flags::ECE),
                 },
                 None => Summarised::Skip,
             },
@@ -444,6 +608,7 @@ impl Stage for PreStage {
                 break;
             }
         }
+        CounterCells::add(&self.counters.pre, n);
         n
     }
 }
@@ -457,6 +622,8 @@ struct ProtocolStage {
     proto: Protocol,
     /// Connections with bytes queued to send.
     routes: HashMap<ConnIdx, Route>,
+    /// The control plane's limits per connection ([`Control::Limit`]).
+    limits: HashMap<ConnIdx, Limits>,
     outs: Vec<Out<Ticketed<Work>>>,
     out_seq: u64,
     next: usize,
@@ -464,6 +631,28 @@ struct ProtocolStage {
     mss: u32,
     shared: Shared,
     jitter: Jitter,
+    counters: Arc<CounterCells>,
+    published: Arc<Mutex<HashMap<ConnIdx, Published>>>,
+}
+
+/// A connection's transmit limits, as the control plane last wrote them.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    cwnd: u32,
+    mss: u32,
+    /// SND.MAX at the last retransmission timeout: until it is
+    /// acknowledged, what was sent before counts as lost (RFC 5681
+    /// section 3.1), as the run-to-completion scheduler counts it.
+    rto_high: Option<u32>,
+    /// A paced flow's credit, wire bytes (a segment may overdraw it);
+    /// None: not paced.
+    credit: Option<i64>,
+    frame_overhead: u32,
+    /// New data is marked ECT(0); the next data segment carries CWR.
+    ect: bool,
+    cwr: bool,
+    /// One past the highest byte marked as new data.
+    high: Option<u32>,
 }
 
 impl ProtocolStage {
@@ -482,15 +671,16 @@ impl ProtocolStage {
 
     fn process(&mut self, t: Ticketed<Summarised>) {
         match t.item {
-            Summarised::Segment { conn, .. }
-            | Summarised::Control(Control::Queued { conn, .. })
-                if !self.proto.contains(conn) => {}
+            Summarised::Segment { conn, .. } if !self.proto.contains(conn) => {}
+            Summarised::Control(ref c)
+                if !matches!(c, Control::Install { .. }) && !self.proto.contains(c.conn()) => {}
             Summarised::Segment {
                 conn,
                 summary,
                 route,
                 payload,
                 ce,
+                ece,
             } => {
                 if let Some(trace) = &self.shared.trace {
                     trace
@@ -502,6 +692,7 @@ impl ProtocolStage {
                         .push(t.arrival);
                 }
                 let (out, snap) = self.proto.rx(conn, &summary);
+                self.counters.verdict(&out);
                 self.routes.insert(conn, route);
                 self.emit(Work::Rx {
                     conn,
@@ -510,40 +701,216 @@ impl ProtocolStage {
                     route,
                     payload,
                     ce,
+                    ece,
                 });
                 self.transmit(conn);
+                self.publish(conn);
             }
-            Summarised::Control(Control::Install { conn, state }) => {
+            Summarised::Control(c) => self.control(c),
+            Summarised::Skip => {}
+        }
+    }
+
+    /// Host control and the control plane's requests (Fig. 4.4).
+    fn control(&mut self, c: Control) {
+        let (conn, removing) = (c.conn(), matches!(c, Control::Remove { .. }));
+        match c {
+            Control::Install { conn, state } => {
                 self.proto.install(conn, state);
+                self.limits.remove(&conn);
                 let pre = self.shared.pre.read().expect("pre table lock");
                 if let Some(r) = pre.route(conn) {
                     self.routes.insert(conn, r);
                 }
             }
-            Summarised::Control(Control::Queued { conn, n }) => {
+            Control::Queued { conn, n } => {
                 self.proto.queued(conn, n);
                 self.transmit(conn);
             }
-            Summarised::Control(Control::Consumed { conn, n }) => {
-                if self.proto.contains(conn) {
-                    self.proto.consumed(conn, n);
+            Control::Consumed { conn, n } => {
+                let before = self.proto.consumed(conn, n);
+                self.window_update(conn, before);
+            }
+            Control::Limit {
+                conn,
+                cwnd,
+                mss,
+                paced,
+                frame_overhead,
+                ect,
+            } => {
+                let old = self.limits.get(&conn);
+                let rto_high = old.and_then(|l| l.rto_high);
+                let credit = paced.then(|| old.and_then(|l| l.credit).unwrap_or(0));
+                let (cwr, high) = old.map_or((false, None), |l| (l.cwr, l.high));
+                self.limits.insert(
+                    conn,
+                    Limits {
+                        cwnd,
+                        mss,
+                        rto_high,
+                        credit,
+                        frame_overhead,
+                        ect,
+                        cwr,
+                        high,
+                    },
+                );
+                self.transmit(conn);
+            }
+            Control::Credit { conn, bytes, burst } => {
+                if let Some(c) = self.limits.get_mut(&conn).and_then(|l| l.credit.as_mut()) {
+                    *c = (*c + i64::from(bytes)).min(i64::from(burst));
+                }
+                self.transmit(conn);
+            }
+            Control::Cwr { conn } => {
+                if let Some(l) = self.limits.get_mut(&conn) {
+                    l.cwr = true;
                 }
             }
-            Summarised::Skip => {}
+            Control::Timeout { conn } => {
+                let (_, snd_max) = self.proto.una_and_max(conn);
+                if let Some(l) = self.limits.get_mut(&conn) {
+                    l.rto_high = Some(snd_max);
+                }
+                self.proto.timeout(conn);
+                self.transmit(conn);
+            }
+            Control::Close { conn } => {
+                self.proto.close(conn);
+                self.transmit(conn);
+            }
+            Control::Remove { conn } => self.remove(conn),
+        }
+        if !removing {
+            self.publish(conn);
         }
     }
 
-    /// *Seq*: the segments the window allows now.
+    /// A window update when the application's read reopened the window
+    /// from below one segment (not after the peer's FIN: it sends nothing
+    /// more, and may have gone).
+    fn window_update(&mut self, conn: ConnIdx, before: u32) {
+        let snap = self.proto.snapshot(conn);
+        let mss = self.limits.get(&conn).map_or(self.mss, |l| l.mss);
+        let Some(&route) = self.routes.get(&conn) else {
+            return;
+        };
+        if before >= mss || snap.fin_received {
+            return;
+        }
+        let out = RxOutcome {
+            send_ack: true,
+            ..RxOutcome::default()
+        };
+        self.emit(Work::Rx {
+            conn,
+            out,
+            snap,
+            route,
+            payload: Vec::new(),
+            ce: false,
+            ece: false,
+        });
+    }
+
+    /// Nothing more is sent for `conn`; its pre-processor entry goes
+    /// unless the index already names a new connection (the control plane
+    /// may reuse it before this request arrives).
+    fn remove(&mut self, conn: ConnIdx) {
+        let route = self.routes.remove(&conn);
+        self.limits.remove(&conn);
+        self.published
+            .lock()
+            .expect("published state lock")
+            .remove(&conn);
+        let mut pre = self.shared.pre.write().expect("pre table lock");
+        if route.is_some() && pre.route(conn) == route {
+            pre.remove(conn);
+        }
+    }
+
+    /// The connection's state for the control plane.
+    fn publish(&self, conn: ConnIdx) {
+        if !self.proto.contains(conn) {
+            return;
+        }
+        let (_, snd_max) = self.proto.una_and_max(conn);
+        let p = Published {
+            snap: self.proto.snapshot(conn),
+            snd_max,
+        };
+        self.published
+            .lock()
+            .expect("published state lock")
+            .insert(conn, p);
+    }
+
+    /// Whether the control plane's window has room for a segment,
+    /// counting in flight as the run-to-completion scheduler does
+    /// (everything up to SND.MAX; after a timeout only what was sent
+    /// since; a flow with nothing in flight may always send one), and a
+    /// paced flow has credit left.
+    fn window_open(&mut self, conn: ConnIdx) -> bool {
+        let Some(l) = self.limits.get_mut(&conn) else {
+            return true;
+        };
+        let (una, snd_max) = self.proto.una_and_max(conn);
+        let tx_sent = self.proto.snapshot(conn).tx_sent;
+        if l.rto_high.is_some_and(|h| distance(una, h) <= 0) {
+            l.rto_high = None;
+        }
+        let flight = match l.rto_high {
+            Some(_) => tx_sent,
+            None => distance(una, snd_max).max(0) as u32,
+        };
+        let window = tx_sent == 0 || l.cwnd.saturating_sub(flight.max(tx_sent)) >= l.mss;
+        window && l.credit.is_none_or(|c| c > 0)
+    }
+
+    /// What a data segment carries for ECN (RFC 3168 sections 6.1.2 and
+    /// 6.1.5), as the run-to-completion path marks it: ECT(0) on new data
+    /// of a flow whose policy reacts to ECN-Echo (never a retransmission),
+    /// and CWR once on the first data segment after the policy cut its
+    /// window. `grant` was just taken, so new data reaches SND.MAX.
+    fn ecn_marks(&mut self, conn: ConnIdx, grant: &TxGrant) -> (bool, bool) {
+        let (_, snd_max) = self.proto.una_and_max(conn);
+        let Some(l) = self.limits.get_mut(&conn).filter(|_| grant.len > 0) else {
+            return (false, false);
+        };
+        let end = grant.seq.wrapping_add(grant.len);
+        let new_data = end == snd_max && l.high.is_none_or(|h| distance(h, end) > 0);
+        if new_data {
+            l.high = Some(end);
+        }
+        (l.ect && new_data, std::mem::take(&mut l.cwr))
+    }
+
+    /// *Seq*: the segments the peer's window and the control plane's
+    /// limits allow now.
     fn transmit(&mut self, conn: ConnIdx) {
         let Some(&route) = self.routes.get(&conn) else {
             return;
         };
-        while let Some((grant, snap)) = self.proto.tx(conn, self.mss) {
+        let mss = self.limits.get(&conn).map_or(self.mss, |l| l.mss);
+        while self.window_open(conn) {
+            let Some((grant, snap)) = self.proto.tx(conn, mss) else {
+                break;
+            };
+            if let Some(l) = self.limits.get_mut(&conn) {
+                if let Some(c) = l.credit.as_mut() {
+                    *c -= i64::from(grant.len + l.frame_overhead);
+                }
+            }
+            let (ect, cwr) = self.ecn_marks(conn, &grant);
             self.emit(Work::Tx {
                 conn,
                 grant,
                 snap,
                 route,
+                ect,
+                cwr,
             });
         }
     }
@@ -554,19 +921,22 @@ impl Stage for ProtocolStage {
         if !self.outs.iter_mut().all(Out::flush) {
             return 0;
         }
+        let mut held = 0;
         for input in &mut self.inputs {
             while let Ok(t) = input.pop() {
-                if self.sequencing {
-                    if self.reorder.push(t.ticket, t).is_err() {
-                        unreachable!("a ticket arrived twice");
-                    }
-                } else {
+                if !self.sequencing {
+                    self.in_order.push_back(t);
+                    continue;
+                }
+                let before = self.reorder.held();
+                if self.reorder.push(t.ticket, t).is_err() {
+                    unreachable!("a ticket arrived twice");
+                }
+                while let Some(t) = self.reorder.pop() {
                     self.in_order.push_back(t);
                 }
+                held += usize::from(self.reorder.held() > before);
             }
-        }
-        while let Some(t) = self.reorder.pop() {
-            self.in_order.push_back(t);
         }
         let mut n = 0;
         while let Some(t) = self.in_order.pop_front() {
@@ -574,6 +944,8 @@ impl Stage for ProtocolStage {
             self.process(t);
             n += 1;
         }
+        CounterCells::add(&self.counters.protocol_held, held);
+        CounterCells::add(&self.counters.protocol, n);
         n
     }
 }
@@ -583,14 +955,27 @@ struct PostStage {
     input: Consumer<Ticketed<Work>>,
     outs: Vec<Out<Ticketed<Copy>>>,
     next: usize,
-    start: Instant,
+    /// The timestamp clock's origin.
+    clock: Instant,
     shared: Shared,
     jitter: Jitter,
+    counters: Arc<CounterCells>,
 }
 
 impl PostStage {
     fn prepare(&self, work: Work) -> Copy {
-        let now = self.start.elapsed().as_millis() as u32;
+        let now = self.clock.elapsed().as_millis() as u32;
+        if let Work::Rx {
+            conn, out, ce, ece, ..
+        } = &work
+        {
+            // *Stats*: the counts the control plane's congestion control
+            // reads; they commute, so replicas may add them in any order.
+            if out.acked > 0 || out.fast_retransmit {
+                let mut post = self.shared.post.write().expect("post table lock");
+                post.account(*conn, out, *ce, *ece);
+            }
+        }
         let post = self.shared.post.read().expect("post table lock");
         match work {
             Work::Rx {
@@ -600,6 +985,7 @@ impl PostStage {
                 route,
                 payload,
                 ce,
+                ..
             } => {
                 let mut notices = Vec::new();
                 if out.readable > 0 {
@@ -633,19 +1019,23 @@ impl PostStage {
                 grant,
                 snap,
                 route,
+                ect,
+                cwr,
             } => {
-                let flags = if grant.fin {
-                    Flags::FIN | Flags::PSH
-                } else {
-                    Flags::PSH
-                };
+                let mut flags = Flags::PSH;
+                if grant.fin {
+                    flags |= Flags::FIN;
+                }
+                if cwr {
+                    flags |= Flags::CWR;
+                }
                 let h = post.header_for(conn, grant.seq, flags, &snap, now, false);
                 Copy {
                     conn,
                     place: None,
                     notices: Vec::new(),
                     frame: None,
-                    segment: Some((route, h, grant)),
+                    segment: Some((route, h, grant, ect)),
                 }
             }
         }
@@ -669,6 +1059,7 @@ impl Stage for PostStage {
                 break;
             }
         }
+        CounterCells::add(&self.counters.post, n);
         n
     }
 }
@@ -681,6 +1072,7 @@ struct CopyStage {
     out: Out<Ticketed<Egress>>,
     shared: Shared,
     jitter: Jitter,
+    counters: Arc<CounterCells>,
 }
 
 impl CopyStage {
@@ -705,7 +1097,7 @@ impl CopyStage {
             let data = &payload[p.skip as usize..(p.skip + p.len) as usize];
             bufs.rx.lock().expect("rx buffer lock").write(p.pos, data);
         }
-        if let Some((route, h, g)) = c.segment {
+        if let Some((route, h, g, ect)) = c.segment {
             let mut payload = vec![0u8; g.len as usize];
             bufs.tx
                 .lock()
@@ -713,6 +1105,9 @@ impl CopyStage {
                 .read(g.pos, &mut payload);
             let mut f = Vec::with_capacity(66 + payload.len());
             segment::build(&route, &h, &payload, &mut f);
+            if ect {
+                order::wire::ecn::set_ecn(&mut f, order::wire::ecn::Ecn::Ect0);
+            }
             return Some((c.conn, f));
         }
         c.frame.map(|f| (c.conn, f))
@@ -733,6 +1128,7 @@ impl Stage for CopyStage {
                 n += 1;
             }
         }
+        CounterCells::add(&self.counters.copy, n);
         n
     }
 }
@@ -745,29 +1141,35 @@ struct TxStage {
     sequencing: bool,
     notices: Sender<Notice>,
     tx: DeviceTx,
+    wake: Option<Box<dyn FnMut() + Send>>,
     shared: Shared,
+    counters: Arc<CounterCells>,
 }
 
 impl Stage for TxStage {
     fn run(&mut self) -> usize {
-        let mut ready = Vec::new();
+        let (mut ready, mut held) = (Vec::new(), 0);
         for input in &mut self.inputs {
             while let Ok(t) = input.pop() {
-                if self.sequencing {
-                    if self.reorder[t.group].push(t.ticket, t.item).is_err() {
-                        unreachable!("an output ticket arrived twice");
-                    }
-                } else {
+                if !self.sequencing {
                     ready.push(t.item);
+                    continue;
                 }
+                let r = &mut self.reorder[t.group];
+                let before = r.held();
+                if r.push(t.ticket, t.item).is_err() {
+                    unreachable!("an output ticket arrived twice");
+                }
+                while let Some(item) = r.pop() {
+                    ready.push(item);
+                }
+                held += usize::from(r.held() > before);
             }
         }
-        for r in &mut self.reorder {
-            while let Some(item) = r.pop() {
-                ready.push(item);
-            }
-        }
+        CounterCells::add(&self.counters.tx_held, held);
+        let released = !ready.is_empty();
         for e in &ready {
+            CounterCells::add(&self.counters.notices, e.notices.len());
             for n in &e.notices {
                 let _ = self.notices.send(*n);
             }
@@ -796,9 +1198,19 @@ impl Stage for TxStage {
         if n > 0 {
             (self.tx)(&frames);
         }
+        CounterCells::add(&self.counters.tx_frames, n);
+        if let Some(wake) = self.wake.as_mut().filter(|_| released) {
+            wake();
+        }
         n
     }
 }
+
+/// A worker that found nothing to do this many rounds in a row naps
+/// between rounds, so an idle endpoint does not hold a core (the first
+/// item after a pause waits up to one nap).
+const IDLE_ROUNDS: u32 = 4096;
+const IDLE_SLEEP: Duration = Duration::from_micros(50);
 
 /// A running pipeline; stopped when dropped.
 pub struct Pipeline {
@@ -807,6 +1219,8 @@ pub struct Pipeline {
     control: Sender<Control>,
     pub notices: Receiver<Notice>,
     pub shared: Shared,
+    counters: Arc<CounterCells>,
+    published: Arc<Mutex<HashMap<ConnIdx, Published>>>,
 }
 
 /// Hands each ready frame to its callback; returns how many.
@@ -818,6 +1232,9 @@ pub type DeviceTx = Box<dyn FnMut(&[Vec<u8>]) -> usize + Send>;
 pub struct Device {
     pub rx: DeviceRx,
     pub tx: DeviceTx,
+    /// Called after the transmit stage released frames or notices (an
+    /// endpoint's poll loop waits on it).
+    pub wake: Option<Box<dyn FnMut() + Send>>,
 }
 
 impl Pipeline {
@@ -829,6 +1246,9 @@ impl Pipeline {
         let (notice_tx, notice_rx) = std::sync::mpsc::channel();
         let mut stages: Vec<Box<dyn Stage>> = Vec::new();
         let salt = |k: u64| k.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let counters = Arc::new(CounterCells::default());
+        let published = Arc::new(Mutex::new(HashMap::new()));
+        let clock = cfg.clock.unwrap_or_else(Instant::now);
 
         // front -> pre
         let (front_outs, pre_ins): (Vec<_>, Vec<_>) = (0..pres).map(|_| ring(cfg.ring)).unzip();
@@ -847,6 +1267,7 @@ impl Pipeline {
                 outs,
                 shared: shared.clone(),
                 jitter: Jitter::new(&cfg, salt(1 + p as u64)),
+                counters: counters.clone(),
             });
         }
         let mut tx_ins = Vec::new();
@@ -861,6 +1282,7 @@ impl Pipeline {
                 in_order: VecDeque::new(),
                 proto: Protocol::default(),
                 routes: HashMap::new(),
+                limits: HashMap::new(),
                 outs: post_outs,
                 out_seq: 0,
                 next: 0,
@@ -868,6 +1290,8 @@ impl Pipeline {
                 mss: cfg.mss,
                 shared: shared.clone(),
                 jitter: Jitter::new(&cfg, salt(100 + g as u64)),
+                counters: counters.clone(),
+                published: published.clone(),
             }));
             let mut copy_ins: Vec<Vec<Consumer<_>>> = (0..copies).map(|_| Vec::new()).collect();
             for (q, input) in post_ins.into_iter().enumerate() {
@@ -881,9 +1305,10 @@ impl Pipeline {
                     input,
                     outs,
                     next: q,
-                    start: Instant::now(),
+                    clock,
                     shared: shared.clone(),
                     jitter: Jitter::new(&cfg, salt(200 + (g * posts + q) as u64)),
+                    counters: counters.clone(),
                 }));
             }
             for (c, inputs) in copy_ins.into_iter().enumerate() {
@@ -894,6 +1319,7 @@ impl Pipeline {
                     out,
                     shared: shared.clone(),
                     jitter: Jitter::new(&cfg, salt(300 + (g * copies + c) as u64)),
+                    counters: counters.clone(),
                 }));
             }
         }
@@ -906,6 +1332,7 @@ impl Pipeline {
             next: 0,
             arrival: 0,
             shared: shared.clone(),
+            counters: counters.clone(),
         }));
         stages.extend(
             pre_stages
@@ -919,7 +1346,9 @@ impl Pipeline {
             sequencing: cfg.sequencing,
             notices: notice_tx,
             tx: device.tx,
+            wake: device.wake,
             shared: shared.clone(),
+            counters: counters.clone(),
         }));
 
         let stop = Arc::new(AtomicBool::new(false));
@@ -936,9 +1365,13 @@ impl Pipeline {
                 std::thread::Builder::new()
                     .name(format!("toe-worker-{i}"))
                     .spawn(move || {
+                        let mut idle = 0u32;
                         while !stop.load(Ordering::Relaxed) {
                             let work: usize = mine.iter_mut().map(|s| s.run()).sum();
-                            if work == 0 {
+                            idle = if work == 0 { idle + 1 } else { 0 };
+                            if idle > IDLE_ROUNDS {
+                                std::thread::sleep(IDLE_SLEEP);
+                            } else if work == 0 {
                                 std::thread::yield_now();
                             }
                         }
@@ -952,7 +1385,23 @@ impl Pipeline {
             control: control_tx,
             notices: notice_rx,
             shared,
+            counters,
+            published,
         }
+    }
+
+    /// What the stages did so far.
+    pub fn counters(&self) -> PipelineCounters {
+        self.counters.read()
+    }
+
+    /// The state the protocol stages last published of `conn`.
+    pub fn published(&self, conn: ConnIdx) -> Option<Published> {
+        self.published
+            .lock()
+            .expect("published state lock")
+            .get(&conn)
+            .copied()
     }
 
     /// Host control: a request into the pipeline, in order with frames.

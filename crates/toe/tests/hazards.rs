@@ -137,6 +137,7 @@ fn run(sequencing: bool, until_done: bool) -> Run {
             }
             frames.len()
         }),
+        wake: None,
     };
     let cfg = PipelineConfig {
         groups: 2,

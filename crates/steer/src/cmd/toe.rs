@@ -10,7 +10,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use lab::Lab;
 use pktio::{Backend, Port, PortConfig};
 use toe::app::Program;
-use toe::{Endpoint, EndpointConfig, Engine};
+use toe::{Endpoint, EndpointConfig, Engine, PipelineLayout};
 
 use crate::cli::LabName;
 use crate::{exit, output};
@@ -27,6 +27,7 @@ pub enum ToeCommand {
     /// Example: steer toe run rcv --lab tour -- python3 -m http.server 8000
     /// Example: steer lab exec snd --lab tour -- curl http://10.77.1.2:8000/
     /// Example: steer toe run rcv --lab tour --engine laminar -- python3 -m http.server 8000
+    /// Example: steer toe run rcv --lab tour --engine pipeline --pipeline-threads 2 -- python3 -m http.server 8000
     Run(RunArgs),
 }
 
@@ -41,11 +42,14 @@ pub struct RunArgs {
     #[arg(long)]
     pub addr: Option<IpAddr>,
     /// What carries established connections: toe's run-to-completion
-    /// stages (FlexTOE's baseline), or Laminar's match-action program in
-    /// the RMT emulator (IPv4 and IPv6). Opens, closes and timeouts are the
-    /// endpoint's control plane either way.
+    /// stages (FlexTOE's baseline), Laminar's match-action program in
+    /// the RMT emulator (IPv4 and IPv6), or FlexTOE's fine-grained pipeline
+    /// on worker threads (laid out by the --pipeline-* options). Opens,
+    /// closes and timeouts are the endpoint's control plane either way.
     #[arg(long, value_enum, default_value_t = EngineArg::Toe)]
     pub engine: EngineArg,
+    #[command(flatten)]
+    pub layout: LayoutArgs,
     /// Log the shim's decisions to stderr (STEER_TOE_DEBUG=1) and print
     /// the data path's counters when the program ends.
     #[arg(long)]
@@ -60,6 +64,42 @@ pub struct RunArgs {
 pub enum EngineArg {
     Toe,
     Laminar,
+    Pipeline,
+}
+
+/// The pipelined engine's layout (toe::PipelineLayout); only with
+/// `--engine pipeline`.
+#[derive(Debug, Args)]
+pub struct LayoutArgs {
+    /// Flow groups: protocol stages, each with its own post-processors and
+    /// copy stages (a connection's group is a hash of its 4-tuple).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=255))]
+    pub pipeline_groups: u16,
+    /// Pre-processors, shared by all flow groups.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    pub pipeline_pre: u16,
+    /// Post-processors per flow group.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    pub pipeline_post: u16,
+    /// Copy stages per flow group.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    pub pipeline_copy: u16,
+    /// Worker threads the stages are spread over: 1 runs them all in turn
+    /// on one core; a machine with cores to spare gives more.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    pub pipeline_threads: u16,
+}
+
+impl LayoutArgs {
+    fn layout(&self) -> PipelineLayout {
+        PipelineLayout {
+            groups: usize::from(self.pipeline_groups),
+            pre: usize::from(self.pipeline_pre),
+            post: usize::from(self.pipeline_post),
+            copy: usize::from(self.pipeline_copy),
+            threads: usize::from(self.pipeline_threads),
+        }
+    }
 }
 
 pub fn run(cmd: ToeCommand, json: bool) -> anyhow::Result<i32> {
@@ -100,6 +140,7 @@ fn run_program(args: RunArgs, json: bool) -> anyhow::Result<i32> {
         engine: match args.engine {
             EngineArg::Toe => Engine::Toe,
             EngineArg::Laminar => Engine::Laminar,
+            EngineArg::Pipeline => Engine::Pipeline(args.layout.layout()),
         },
         ..EndpointConfig::default()
     };

@@ -109,6 +109,7 @@ impl Service {
 
     fn wait(&self, timeout: Duration) -> Result<(), ToeError> {
         let mut fds: Vec<RawFd> = vec![self.ep.port().as_raw_fd(), self.listener.as_raw_fd()];
+        fds.extend(self.ep.wake_fd());
         fds.extend(self.fresh.iter().map(AsRawFd::as_raw_fd));
         for cx in self.contexts.iter().flatten() {
             fds.push(cx.doorbell.as_raw_fd());

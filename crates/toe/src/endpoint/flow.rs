@@ -157,7 +157,7 @@ impl Endpoint {
     /// The flow's congestion state.
     pub fn flow_info(&self, conn: ConnIdx) -> Option<FlowInfo> {
         let f = self.flows.get(conn as usize)?.as_ref()?;
-        let srtt = self.post.state(conn).rtt_est;
+        let srtt = self.post_state(conn).rtt_est;
         Some(FlowInfo {
             congestion: f.cc.name(),
             cwnd: f.limits.cwnd,
@@ -290,6 +290,13 @@ impl Endpoint {
         (capable && new_data, cwr)
     }
 
+    /// Whether the policy cut the window on ECN-Echo since it was last
+    /// asked (another engine's next data segment then carries CWR).
+    pub(super) fn take_cwr(&mut self, conn: ConnIdx) -> bool {
+        self.flow(conn)
+            .is_some_and(|f| f.ecn && f.cc.ecn() && f.cc.take_cwr())
+    }
+
     /// After the protocol stage: an RTT sample when the timed segment is
     /// acknowledged (none across a go-back-N), and in TIME_WAIT a FIN
     /// sent again restarts the wait (its ACK goes out as for any
@@ -369,7 +376,7 @@ impl Endpoint {
             if self.flows[conn as usize].is_none() {
                 continue;
             }
-            let p = *self.post.state(conn);
+            let p = self.post_state(conn);
             // While the Laminar engine transmits, its counters are the
             // data path's (the post-processor sees none of its segments).
             let (acked, ecn, fretx) =
@@ -398,7 +405,7 @@ impl Endpoint {
 
     /// The application closed `conn`: remember who closed first.
     pub(super) fn closing(&mut self, conn: ConnIdx) {
-        let fin_received = self.proto.snapshot(conn).fin_received;
+        let fin_received = self.conn_snapshot(conn).fin_received;
         if let Some(f) = self.flow(conn) {
             f.active_close = !fin_received;
         }
@@ -429,7 +436,7 @@ impl Endpoint {
         if self.flow(conn).is_none_or(|f| f.time_wait_until.is_none()) {
             return false;
         }
-        let snap = self.proto.snapshot(conn);
+        let snap = self.conn_snapshot(conn);
         if distance(snap.ack, seg.seq) > 0 {
             self.release(conn);
             return false;

@@ -70,6 +70,9 @@ pub enum Engine {
     /// connections run through it with 32-bit address handles
     /// ([`AddressHandles`]).
     Laminar,
+    /// The fine-grained pipeline of chapter 4 (section 4.3) on worker
+    /// threads, laid out as given.
+    Pipeline(super::PipelineLayout),
 }
 
 /// The Laminar engine and what the endpoint keeps per connection for it.

@@ -13,17 +13,22 @@
 //!
 //! With [`Engine::Laminar`] established connections run through Laminar's
 //! program in the match-action emulator instead (`laminar`, thesis
-//! chapter 5); the control plane stays the same.
+//! chapter 5); the control plane stays the same. With
+//! [`Engine::Pipeline`] they run through the fine-grained pipeline
+//! (`pipelined`, thesis section 4.3) on its worker threads.
 
 mod flow;
 mod laminar;
 mod open;
+mod pipelined;
 
 pub use flow::FlowInfo;
 pub use laminar::Engine;
+pub use pipelined::PipelineLayout;
 
 use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use pktio::{Match, PktIoError, Port};
@@ -249,6 +254,8 @@ pub struct Endpoint {
     cycles: StageCycles,
     /// The Laminar engine, when it is the data path.
     laminar: Option<laminar::LaminarPath>,
+    /// The pipelined engine, when it is the data path.
+    pipeline: Option<pipelined::PipelinePath>,
 }
 
 impl Endpoint {
@@ -288,8 +295,13 @@ impl Endpoint {
             )));
         }
         let laminar = match cfg.engine {
-            Engine::Toe => None,
             Engine::Laminar => Some(laminar::LaminarPath::new(cfg.max_conns)?),
+            _ => None,
+        };
+        let start = Instant::now();
+        let pipeline = match cfg.engine {
+            Engine::Pipeline(layout) => Some(pipelined::PipelinePath::new(layout, start)?),
+            _ => None,
         };
         port.steer_only(&rules)?;
         Ok(Endpoint {
@@ -318,10 +330,11 @@ impl Endpoint {
             rx_scratch: Vec::new(),
             tx_payload: Vec::new(),
             counters: Counters::default(),
-            start: Instant::now(),
+            start,
             now: Instant::now(),
             cycles: StageCycles::default(),
             laminar,
+            pipeline,
         })
     }
 
@@ -376,7 +389,7 @@ impl Endpoint {
     /// connection, and its segment size (what TCP_INFO reports).
     pub fn tcp_info(&self, conn: ConnIdx) -> Option<TcpInfo> {
         let c = self.control.get(conn as usize)?.as_ref()?;
-        let s = self.proto.snapshot(conn);
+        let s = self.conn_snapshot(conn);
         Some(TcpInfo {
             snd_una: s.seq.wrapping_sub(s.tx_sent),
             snd_nxt: s.seq,
@@ -421,6 +434,7 @@ impl Endpoint {
         }
         self.rx_scratch = frames;
         self.laminar_run()?;
+        self.pipeline_run()?;
         self.send_deferred_acks();
         self.timers();
         self.open_timers();
@@ -432,7 +446,9 @@ impl Endpoint {
 
     /// Waits up to `timeout` for a frame.
     pub fn wait(&self, timeout: Duration) -> Result<(), ToeError> {
-        pktio::wait_readable(&[&self.port], Some(timeout))?;
+        let mut fds = vec![self.port.as_raw_fd()];
+        fds.extend(self.wake_fd());
+        pktio::wait_fds(&fds, Some(timeout))?;
         Ok(())
     }
 
@@ -458,7 +474,9 @@ impl Endpoint {
                 return match steer {
                     Steer::DataPath { conn, summary } => {
                         // The Laminar engine takes its connections' segments.
-                        if self.laminar_input(conn, seg, &summary) {
+                        if self.laminar_input(conn, seg, &summary)
+                            || self.pipelined_input(conn, frame, seg.flags.has(Flags::FIN))
+                        {
                             return;
                         }
                         let t = ticks();
@@ -782,7 +800,7 @@ impl Endpoint {
         // The ACK may carry data or a FIN already.
         if !seg.payload.is_empty() || seg.flags.has(Flags::FIN) {
             if let Steer::DataPath { conn, summary } = self.pre.steer(seg) {
-                if self.laminar_input(conn, seg, &summary) {
+                if self.laminar_input(conn, seg, &summary) || self.pipelined_segment(conn, seg) {
                     return;
                 }
                 let (out, snap) = self.proto.rx(conn, &summary);
@@ -821,7 +839,8 @@ impl Endpoint {
             flow_group: t.flow_group(1),
         };
         let peer_ws = h.peer.window_scale.unwrap_or(0);
-        self.pre.install(conn, id, if scaled { peer_ws } else { 0 });
+        let peer_wscale = if scaled { peer_ws } else { 0 };
+        self.pre.install(conn, id, peer_wscale);
         let rx = PayloadBuf::new(self.cfg.rx_buffer);
         let tx = PayloadBuf::new(self.cfg.tx_buffer);
         let remote_win = u32::from(seg.window)
@@ -830,30 +849,26 @@ impl Endpoint {
             } else {
                 0
             };
-        self.proto.install(
-            conn,
-            ProtoState {
-                seq: h.iss.wrapping_add(1),
-                tx_high: h.iss.wrapping_add(1),
-                ack: h.irs.wrapping_add(1),
-                rx_avail: rx.size(),
-                remote_win,
-                next_ts: seg.options.timestamp.map_or(0, |t| t.0),
-                ooo: OooIntervals::new(self.cfg.ooo_bound),
-                ..ProtoState::default()
-            },
-        );
-        self.post.install(
-            conn,
-            PostState {
-                opaque: u64::from(conn),
-                rx_size: rx.size(),
-                tx_size: tx.size(),
-                rx_wscale: if scaled { WSCALE } else { 0 },
-                timestamps,
-                ..PostState::default()
-            },
-        );
+        let proto = ProtoState {
+            seq: h.iss.wrapping_add(1),
+            tx_high: h.iss.wrapping_add(1),
+            ack: h.irs.wrapping_add(1),
+            rx_avail: rx.size(),
+            remote_win,
+            next_ts: seg.options.timestamp.map_or(0, |t| t.0),
+            ooo: OooIntervals::new(self.cfg.ooo_bound),
+            ..ProtoState::default()
+        };
+        self.proto.install(conn, proto.clone());
+        let post = PostState {
+            opaque: u64::from(conn),
+            rx_size: rx.size(),
+            tx_size: tx.size(),
+            rx_wscale: if scaled { WSCALE } else { 0 },
+            timestamps,
+            ..PostState::default()
+        };
+        self.post.install(conn, post);
         let mss = peer_mss.min(u32::from(self.cfg.mss)) - if timestamps { 12 } else { 0 };
         self.control[conn as usize] = Some(Control {
             mss,
@@ -873,6 +888,13 @@ impl Endpoint {
             closed: false,
         });
         self.install_laminar(conn, t, h, remote_win);
+        let installed = pipelined::Installed {
+            id,
+            peer_wscale,
+            proto,
+            post,
+        };
+        self.install_pipelined(conn, installed);
     }
 
     /// RFC 5961 section 3.2: a RST is taken only at exactly the next
@@ -885,7 +907,7 @@ impl Endpoint {
         let Some(conn) = self.pre.lookup(t) else {
             return;
         };
-        let snap = self.proto.snapshot(conn);
+        let snap = self.conn_snapshot(conn);
         let rcv_nxt = self.laminar_rcv_nxt(conn).unwrap_or(snap.ack);
         if seg.seq == rcv_nxt {
             self.counters.resets_received += 1;
@@ -893,6 +915,7 @@ impl Endpoint {
                 app.reset = true;
             }
             self.release_laminar(conn);
+            self.release_pipelined(conn);
             self.pre.remove(conn);
             self.scheduled[conn as usize] = false;
         } else if !self.laminar_challenge_ack(conn) {
@@ -947,6 +970,7 @@ impl Endpoint {
 
     fn release(&mut self, conn: ConnIdx) {
         self.release_laminar(conn);
+        self.release_pipelined(conn);
         self.pre.remove(conn);
         self.app[conn as usize] = None;
         self.control[conn as usize] = None;
@@ -979,17 +1003,18 @@ impl Endpoint {
             return match (app.reset, app.eof) {
                 (true, _) => Err(ToeError::Reset),
                 (_, true) => {
-                    let snap = self.proto.snapshot(conn);
+                    let snap = self.conn_snapshot(conn);
                     self.maybe_release(conn, &snap);
                     Ok(0)
                 }
                 _ => Err(ToeError::WouldBlock),
             };
         }
-        app.rx.read(app.rx_read, &mut buf[..n]);
+        let pos = app.rx_read;
         app.rx_read = app.rx_read.wrapping_add(n as u32);
         app.rx_ready -= n as u32;
-        if self.laminar_consumed(conn, n as u32) {
+        self.read_rx(conn, pos, &mut buf[..n]);
+        if self.laminar_consumed(conn, n as u32) || self.pipelined_consumed(conn, n as u32) {
             return Ok(n);
         }
         // Host control *Win*: tell the peer when the window reopens from
@@ -1013,10 +1038,11 @@ impl Endpoint {
         if n == 0 {
             return Err(ToeError::WouldBlock);
         }
-        app.tx.write(app.tx_write, &data[..n]);
+        let pos = app.tx_write;
         app.tx_write = app.tx_write.wrapping_add(n as u32);
         app.tx_free -= n as u32;
-        if self.laminar_queued(conn, n as u32) {
+        self.write_tx(conn, pos, &data[..n]);
+        if self.laminar_queued(conn, n as u32) || self.pipelined_queued(conn, n as u32) {
             return Ok(n);
         }
         self.proto.queued(conn, n as u32);
@@ -1036,7 +1062,7 @@ impl Endpoint {
             self.release(conn);
             return Ok(());
         }
-        if self.laminar_close(conn) {
+        if self.laminar_close(conn) || self.pipelined_close(conn) {
             return Ok(());
         }
         self.closing(conn);

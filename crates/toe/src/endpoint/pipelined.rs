@@ -1,0 +1,640 @@
+//! The endpoint with the pipelined engine ([`crate::pipeline`], thesis
+//! section 4.3): established connections receive and transmit through the
+//! fine-grained pipeline (front end, pre-processors, one protocol stage per
+//! flow group behind its reorder buffer, post-processors, copy stages, the
+//! ordered transmit stage), on its own worker threads. The endpoint's
+//! control plane keeps what section 4.1 leaves to it: the handshake, RST
+//! validation, ARP and neighbour discovery, TIME_WAIT, the retransmission
+//! timeout and congestion control.
+//!
+//! - In: a data-path segment of a connection the pipeline serves goes to
+//!   the front end as the frame it arrived in.
+//! - Out: the transmit stage's frames go out through the endpoint's port;
+//!   its notices (readable, acknowledged, FIN) become the application's
+//!   readiness, as the run-to-completion path's context queue does.
+//! - The connection's payload buffers move into the pipeline's shared
+//!   table: the copy stages write and read them, the application reads and
+//!   writes them through [`Endpoint::recv`] and [`Endpoint::send`].
+//! - Congestion control runs in the control plane as for the other
+//!   engines, over the post-processors' counters; the window it sets is
+//!   written to the protocol stage ([`Control::Limit`], section 4.2: the
+//!   control plane writes per-flow state), whose transmit grants respect
+//!   it. The retransmission timeout is the control plane's: it asks the
+//!   protocol stage for a go-back-N ([`Control::Timeout`]).
+//! - The control plane reads each connection's sequence state from what
+//!   the protocol stage published ([`crate::pipeline::Published`]) to
+//!   validate a RST, answer a SYN in TIME_WAIT and free a finished
+//!   connection.
+
+use std::collections::HashMap;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use order::seq::distance;
+
+use super::{Endpoint, ToeError, MAX_RTO, MIN_RTO};
+use crate::app::ctl;
+use crate::buffer::PayloadBuf;
+use crate::pipeline::{
+    Buffers, Control, Device, Notice, Pipeline, PipelineConfig, PipelineCounters, Shared,
+};
+use crate::protocol::RxOutcome;
+use crate::segment::{self, Header, Route, Segment};
+use crate::stages::{ConnIdx, Post, Pre, Snapshot};
+use crate::state::{ConnId, PostState, ProtoState};
+
+/// How the pipelined engine is laid out (thesis Fig. 4.8): flow groups,
+/// replicas of the parallel stages, and the worker threads they share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PipelineLayout {
+    /// Flow groups: protocol stages, each with its own post-processors and
+    /// copy stages.
+    pub groups: usize,
+    /// Pre-processors, shared by all groups.
+    pub pre: usize,
+    /// Post-processors per group.
+    pub post: usize,
+    /// Copy stages per group.
+    pub copy: usize,
+    /// Worker threads: 1 runs every stage in turn on one core (run to
+    /// completion of the same pipeline); more spread the stages.
+    pub threads: usize,
+}
+
+impl Default for PipelineLayout {
+    fn default() -> Self {
+        PipelineLayout {
+            groups: 1,
+            pre: 1,
+            post: 1,
+            copy: 1,
+            threads: 1,
+        }
+    }
+}
+
+impl PipelineLayout {
+    /// Every count at least 1 and at most what a flow group's index holds.
+    pub fn check(&self) -> Result<(), ToeError> {
+        let counts = [self.groups, self.pre, self.post, self.copy, self.threads];
+        if counts.contains(&0) || self.groups > 255 {
+            return Err(ToeError::Config(format!(
+                "{self:?}: every count of a pipeline layout is at least 1, and at most 255 flow groups (a group is named in 8 bits)"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The pipeline and what the endpoint keeps per connection for it.
+pub(super) struct PipelinePath {
+    pipeline: Pipeline,
+    /// Frames for the front end.
+    inbox: Sender<Vec<u8>>,
+    /// Frames the transmit stage released.
+    outbox: Receiver<Vec<u8>>,
+    /// Readable when the transmit stage released something.
+    wake: Arc<OwnedFd>,
+    conns: Vec<Option<PipelinedConn>>,
+    /// The pipeline's counters the endpoint's already include.
+    counted: PipelineCounters,
+}
+
+/// One connection the pipeline serves, as the control plane sees it.
+struct PipelinedConn {
+    buffers: Arc<Buffers>,
+    /// The window, pacing and ECN capability last written to the
+    /// protocol stage.
+    written: Option<(u32, bool, bool)>,
+    /// A paced flow's credit is granted up to here.
+    granted_to: Instant,
+    /// Header bytes of each frame (Ethernet, IP, TCP with options): the
+    /// rate counts whole frames, as the time wheel does.
+    frame_overhead: u32,
+    /// The RTT probe: SND.MAX as published when it was taken, when, and
+    /// the fast retransmits counted then (one probe at a time, none
+    /// across a retransmission: Karn).
+    probe: Option<(u32, Instant, u32)>,
+}
+
+/// Least credit a grant carries (fewer, larger grants keep the control
+/// queue short), and how long a grant may wait to reach it.
+const MIN_GRANT: u64 = 1514;
+const MAX_GRANT_WAIT: Duration = Duration::from_micros(500);
+/// How much credit a paced flow may hold: as the time wheel lets a late
+/// flow make up 1 ms, at least 16 full frames.
+const CATCH_UP: Duration = Duration::from_millis(1);
+
+impl PipelinePath {
+    pub(super) fn new(layout: PipelineLayout, clock: Instant) -> Result<Self, ToeError> {
+        layout.check()?;
+        let wake = Arc::new(ctl::eventfd().map_err(|e| ToeError::Config(format!("eventfd: {e}")))?);
+        let (inbox, front_rx) = mpsc::channel::<Vec<u8>>();
+        let (tx_out, outbox) = mpsc::channel::<Vec<u8>>();
+        let waker = wake.clone();
+        let device = Device {
+            rx: Box::new(move |f: &mut dyn FnMut(&[u8])| {
+                let mut n = 0;
+                while let Ok(frame) = front_rx.try_recv() {
+                    f(&frame);
+                    n += 1;
+                    if n == 64 {
+                        break;
+                    }
+                }
+                n
+            }),
+            tx: Box::new(move |frames: &[Vec<u8>]| {
+                for f in frames {
+                    let _ = tx_out.send(f.clone());
+                }
+                frames.len()
+            }),
+            wake: Some(Box::new(move || ctl::signal(&waker))),
+        };
+        let cfg = PipelineConfig {
+            groups: layout.groups,
+            pre: layout.pre,
+            post: layout.post,
+            copy: layout.copy,
+            threads: layout.threads,
+            clock: Some(clock),
+            ..PipelineConfig::default()
+        };
+        let shared = Shared {
+            pre: Arc::new(RwLock::new(Pre::default())),
+            post: Arc::new(RwLock::new(Post::default())),
+            buffers: Arc::new(RwLock::new(HashMap::new())),
+            trace: None,
+        };
+        Ok(PipelinePath {
+            pipeline: Pipeline::start(cfg, device, shared),
+            inbox,
+            outbox,
+            wake,
+            conns: Vec::new(),
+            counted: PipelineCounters::default(),
+        })
+    }
+
+    fn conn(&self, conn: ConnIdx) -> Option<&PipelinedConn> {
+        self.conns.get(conn as usize)?.as_ref()
+    }
+}
+
+/// The state a connection is installed with, in each stage's partition.
+pub(super) struct Installed {
+    pub id: ConnId,
+    pub peer_wscale: u8,
+    pub proto: ProtoState,
+    pub post: PostState,
+}
+
+impl Endpoint {
+    /// What the pipelined engine counted (None with another engine).
+    pub fn pipeline_counters(&self) -> Option<PipelineCounters> {
+        self.pipeline.as_ref().map(|p| p.pipeline.counters())
+    }
+
+    /// The descriptor a poll loop waits on besides the port: readable when
+    /// the pipeline released frames or notifications (None with another
+    /// engine).
+    pub fn wake_fd(&self) -> Option<RawFd> {
+        self.pipeline.as_ref().map(|p| p.wake.as_raw_fd())
+    }
+
+    fn pipelined(&self, conn: ConnIdx) -> Option<&PipelinedConn> {
+        self.pipeline.as_ref()?.conn(conn)
+    }
+
+    /// After the handshake: the connection goes into the pipeline's
+    /// tables with the state the control plane set up, its payload buffers
+    /// into the shared table, and the control plane's first limits.
+    pub(super) fn install_pipelined(&mut self, conn: ConnIdx, s: Installed) {
+        let Some(path) = self.pipeline.as_mut() else {
+            return;
+        };
+        let Some(app) = self.app.get_mut(conn as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        let buffers = Arc::new(Buffers {
+            rx: Mutex::new(std::mem::replace(&mut app.rx, PayloadBuf::new(1))),
+            tx: Mutex::new(std::mem::replace(&mut app.tx, PayloadBuf::new(1))),
+        });
+        let shared = &path.pipeline.shared;
+        shared
+            .buffers
+            .write()
+            .expect("buffers lock")
+            .insert(conn, buffers.clone());
+        shared
+            .pre
+            .write()
+            .expect("pre table lock")
+            .install(conn, s.id, s.peer_wscale);
+        shared
+            .post
+            .write()
+            .expect("post table lock")
+            .install(conn, s.post);
+        path.pipeline.control(Control::Install {
+            conn,
+            state: s.proto,
+        });
+        let i = conn as usize;
+        if path.conns.len() <= i {
+            path.conns.resize_with(i + 1, || None);
+        }
+        let ip = if s.id.local_ip.is_ipv4() { 20 } else { 40 };
+        path.conns[i] = Some(PipelinedConn {
+            buffers,
+            written: None,
+            granted_to: self.now,
+            frame_overhead: 14 + ip + 20 + if s.post.timestamps { 12 } else { 0 },
+            probe: None,
+        });
+        self.pipeline_limits(conn);
+    }
+
+    /// The connection is gone: the pipeline stops serving it.
+    pub(super) fn release_pipelined(&mut self, conn: ConnIdx) {
+        let Some(path) = self.pipeline.as_mut() else {
+            return;
+        };
+        if let Some(c) = path.conns.get_mut(conn as usize) {
+            if c.take().is_some() {
+                path.pipeline.control(Control::Remove { conn });
+            }
+        }
+    }
+
+    /// A data-path segment of `conn` as it arrived: to the front end if
+    /// the pipeline serves `conn`. Returns whether it took it. A FIN in
+    /// TIME_WAIT (the peer sent it again) restarts the wait; the protocol
+    /// stage acknowledges it again as a duplicate.
+    pub(super) fn pipelined_input(&mut self, conn: ConnIdx, frame: &[u8], fin: bool) -> bool {
+        if self.pipelined(conn).is_none() {
+            return false;
+        }
+        if fin && self.flow_info(conn).is_some_and(|f| f.time_wait) {
+            let snap = self.conn_snapshot(conn);
+            self.flow_feedback(conn, &RxOutcome::default(), &snap, true);
+        }
+        if let Some(p) = self.pipeline.as_ref() {
+            let _ = p.inbox.send(frame.to_vec());
+        }
+        true
+    }
+
+    /// A segment that completed the handshake and carries data or a FIN:
+    /// built again into a frame for the front end (the control plane has
+    /// only the parsed segment there).
+    pub(super) fn pipelined_segment(&mut self, conn: ConnIdx, seg: &Segment<'_>) -> bool {
+        if self.pipelined(conn).is_none() {
+            return false;
+        }
+        let route = Route {
+            src_mac: seg.src_mac,
+            dst_mac: self.mac,
+            src: seg.src,
+            dst: seg.dst,
+            src_port: seg.src_port,
+            dst_port: seg.dst_port,
+        };
+        let h = Header {
+            seq: seg.seq,
+            ack: seg.ack,
+            flags: seg.flags,
+            window: seg.window,
+            options: seg.options,
+        };
+        let mut f = Vec::with_capacity(66 + seg.payload.len());
+        segment::build(&route, &h, seg.payload, &mut f);
+        self.pipelined_input(conn, &f, seg.flags.has(crate::segment::Flags::FIN))
+    }
+
+    /// The connection's sequence state: what the pipeline's protocol stage
+    /// published for the connections it serves, the control plane's own
+    /// protocol table for the others.
+    pub(super) fn conn_snapshot(&self, conn: ConnIdx) -> Snapshot {
+        self.pipelined(conn)
+            .and(self.pipeline.as_ref())
+            .and_then(|p| p.pipeline.published(conn))
+            .map_or_else(|| self.proto.snapshot(conn), |p| p.snap)
+    }
+
+    /// The post-processor's partition of `conn` (its congestion counters
+    /// are the pipeline's for the connections it serves).
+    pub(super) fn post_state(&self, conn: ConnIdx) -> PostState {
+        match self.pipelined(conn).and(self.pipeline.as_ref()) {
+            Some(p) => *p
+                .pipeline
+                .shared
+                .post
+                .read()
+                .expect("post table lock")
+                .state(conn),
+            None => *self.post.state(conn),
+        }
+    }
+
+    /// Copies `out.len()` received bytes from position `pos`.
+    pub(super) fn read_rx(&self, conn: ConnIdx, pos: u32, out: &mut [u8]) {
+        if let Some(c) = self.pipelined(conn) {
+            c.buffers.rx.lock().expect("rx buffer lock").read(pos, out);
+        } else if let Some(app) = self.app.get(conn as usize).and_then(Option::as_ref) {
+            app.rx.read(pos, out);
+        }
+    }
+
+    /// Writes bytes to send at position `pos`.
+    pub(super) fn write_tx(&mut self, conn: ConnIdx, pos: u32, data: &[u8]) {
+        if let Some(c) = self.pipelined(conn) {
+            c.buffers
+                .tx
+                .lock()
+                .expect("tx buffer lock")
+                .write(pos, data);
+        } else if let Some(app) = self.app.get_mut(conn as usize).and_then(Option::as_mut) {
+            app.tx.write(pos, data);
+        }
+    }
+
+    /// The application read `n` bytes of a connection the pipeline
+    /// serves (*Win*). Returns whether it serves `conn`.
+    pub(super) fn pipelined_consumed(&mut self, conn: ConnIdx, n: u32) -> bool {
+        self.pipelined_control(conn, Control::Consumed { conn, n })
+    }
+
+    /// The application queued `n` bytes. Returns whether the pipeline
+    /// serves `conn`.
+    pub(super) fn pipelined_queued(&mut self, conn: ConnIdx, n: u32) -> bool {
+        self.start_rto_clock(conn);
+        self.pipelined_control(conn, Control::Queued { conn, n })
+    }
+
+    /// The application closed: the FIN follows the queued bytes. Returns
+    /// whether the pipeline serves `conn`.
+    pub(super) fn pipelined_close(&mut self, conn: ConnIdx) -> bool {
+        if self.pipelined(conn).is_none() {
+            return false;
+        }
+        self.closing(conn);
+        self.start_rto_clock(conn);
+        self.pipelined_control(conn, Control::Close { conn })
+    }
+
+    fn pipelined_control(&mut self, conn: ConnIdx, c: Control) -> bool {
+        match self.pipeline.as_ref().filter(|p| p.conn(conn).is_some()) {
+            Some(p) => {
+                p.pipeline.control(c);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Nothing was in flight: the retransmission timer starts now, not at
+    /// the last acknowledgement.
+    fn start_rto_clock(&mut self, conn: ConnIdx) {
+        let now = self.now;
+        if self.conn_snapshot(conn).tx_sent == 0 {
+            if let Some(c) = self.control.get_mut(conn as usize).and_then(Option::as_mut) {
+                c.last_progress = now;
+            }
+        }
+    }
+
+    /// Once per poll: the pipeline's notices to the applications, its
+    /// frames to the port, the control plane's limits and timeouts to the
+    /// pipeline, and the connections that finished freed.
+    pub(super) fn pipeline_run(&mut self) -> Result<(), ToeError> {
+        self.pipeline_verdicts();
+        let Some(path) = self.pipeline.as_ref() else {
+            return Ok(());
+        };
+        ctl::drain(&path.wake);
+        let notices: Vec<Notice> = path.pipeline.notices.try_iter().collect();
+        let frames: Vec<Vec<u8>> = path.outbox.try_iter().collect();
+        self.out.extend(frames);
+        for n in notices {
+            self.pipeline_notice(n);
+        }
+        let conns: Vec<ConnIdx> = match self.pipeline.as_ref() {
+            Some(p) => (0..p.conns.len() as ConnIdx)
+                .filter(|&c| p.conns[c as usize].is_some())
+                .collect(),
+            None => return Ok(()),
+        };
+        for conn in conns {
+            self.pipeline_rtt(conn);
+            self.pipeline_limits(conn);
+            self.pipeline_timeout(conn);
+            let eof = self
+                .app
+                .get(conn as usize)
+                .and_then(Option::as_ref)
+                .is_some_and(|a| a.eof);
+            if eof {
+                let snap = self.conn_snapshot(conn);
+                self.maybe_release(conn, &snap);
+            }
+        }
+        Ok(())
+    }
+
+    /// The protocol stages' verdicts join the endpoint's counters, as the
+    /// run-to-completion path counts them.
+    fn pipeline_verdicts(&mut self) {
+        let Some(path) = self.pipeline.as_mut() else {
+            return;
+        };
+        let now = path.pipeline.counters();
+        let was = std::mem::replace(&mut path.counted, now);
+        let c = &mut self.counters;
+        c.fast_retransmits += now.fast_retransmits - was.fast_retransmits;
+        c.refused_duplicate += now.refused_duplicate - was.refused_duplicate;
+        c.refused_beyond_window += now.refused_beyond_window - was.refused_beyond_window;
+        c.refused_outside_interval += now.refused_outside_interval - was.refused_outside_interval;
+        c.refused_ack_of_unsent += now.refused_ack_of_unsent - was.refused_ack_of_unsent;
+    }
+
+    /// The context queue: released after the copy it tells of.
+    fn pipeline_notice(&mut self, n: Notice) {
+        let now = self.now;
+        let conn = match n {
+            Notice::Readable { conn, .. } | Notice::Acked { conn, .. } | Notice::Fin { conn } => {
+                conn
+            }
+        };
+        if self.pipelined(conn).is_none() {
+            return;
+        }
+        let Some(app) = self.app.get_mut(conn as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        match n {
+            Notice::Readable { n, .. } => app.rx_ready += n,
+            Notice::Acked { n, .. } => {
+                app.tx_free += n;
+                if let Some(c) = self.control.get_mut(conn as usize).and_then(Option::as_mut) {
+                    c.last_progress = now;
+                    c.rto = MIN_RTO;
+                }
+            }
+            Notice::Fin { .. } => app.eof = true,
+        }
+    }
+
+    /// Writes the congestion window, and whether the flow is paced, to
+    /// the protocol stage when they changed; grants a paced flow the
+    /// credit its rate earned since the last grant (the flow scheduler's
+    /// part, section 4.3.4: the control plane sets the rate, the data
+    /// path's grants respect it).
+    fn pipeline_limits(&mut self, conn: ConnIdx) {
+        let now = self.now;
+        let burst_frames = self.cfg.burst.max(16);
+        let Some(info) = self.flow_info(conn) else {
+            return;
+        };
+        // RFC 3168: new data is ECN-capable only under a policy that
+        // reacts to ECN-Echo, as for the run-to-completion path.
+        let ect = info.ecn && self.cfg.congestion.ecn();
+        let cwr = self.take_cwr(conn);
+        let Some(mss) = self
+            .control
+            .get(conn as usize)
+            .and_then(|c| c.as_ref().map(|c| c.mss))
+        else {
+            return;
+        };
+        let Some(path) = self.pipeline.as_mut() else {
+            return;
+        };
+        let Some(c) = path.conns.get_mut(conn as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        let paced = info.rate.is_some();
+        if c.written != Some((info.cwnd, paced, ect)) {
+            if paced && c.written.is_none_or(|(_, was, _)| !was) {
+                c.granted_to = now;
+            }
+            c.written = Some((info.cwnd, paced, ect));
+            path.pipeline.control(Control::Limit {
+                conn,
+                cwnd: info.cwnd,
+                mss,
+                paced,
+                frame_overhead: c.frame_overhead,
+                ect,
+            });
+        }
+        if cwr {
+            path.pipeline.control(Control::Cwr { conn });
+        }
+        let Some(rate) = info.rate else {
+            return;
+        };
+        let waited = now.saturating_duration_since(c.granted_to);
+        let bytes = (waited.as_nanos() * u128::from(rate) / 1_000_000_000) as u64;
+        if bytes < MIN_GRANT && waited < MAX_GRANT_WAIT {
+            return;
+        }
+        c.granted_to = now;
+        let frame = u64::from(mss + c.frame_overhead);
+        let burst = (rate * CATCH_UP.as_nanos() as u64 / 1_000_000_000)
+            .max(frame * u64::from(burst_frames));
+        path.pipeline.control(Control::Credit {
+            conn,
+            bytes: bytes.min(u64::from(u32::MAX)) as u32,
+            burst: burst.min(u64::from(u32::MAX)) as u32,
+        });
+    }
+
+    /// An RTT sample for the policies, timed by the control plane as for
+    /// the run-to-completion path: a probe starts when the published
+    /// SND.MAX moves past what is acknowledged and ends when SND.UNA
+    /// reaches it; a retransmission in between voids it (Karn).
+    fn pipeline_rtt(&mut self, conn: ConnIdx) {
+        let now = self.now;
+        let Some(path) = self.pipeline.as_mut() else {
+            return;
+        };
+        let Some(p) = path.pipeline.published(conn) else {
+            return;
+        };
+        let fretx = path
+            .pipeline
+            .shared
+            .post
+            .read()
+            .expect("post table lock")
+            .state(conn)
+            .cnt_fretx;
+        let Some(c) = path.conns.get_mut(conn as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        let una = p.snap.seq.wrapping_sub(p.snap.tx_sent);
+        match c.probe {
+            Some((_, _, seen)) if seen != fretx => c.probe = None,
+            Some((end, at, _)) if distance(end, una) >= 0 => {
+                c.probe = None;
+                let us = (now - at).as_micros().clamp(1, u128::from(u32::MAX)) as u32;
+                let mut post = path.pipeline.shared.post.write().expect("post table lock");
+                post.rtt_sample(conn, us);
+            }
+            Some(_) => {}
+            None if distance(una, p.snd_max) > 0 => c.probe = Some((p.snd_max, now, fretx)),
+            None => {}
+        }
+    }
+
+    /// The control plane's retransmission timeout: bytes in flight and no
+    /// acknowledgement for an RTO ask the protocol stage for a go-back-N
+    /// (thesis section 4.1 leaves timeouts to the control plane).
+    fn pipeline_timeout(&mut self, conn: ConnIdx) {
+        let now = self.now;
+        let in_flight = self.conn_snapshot(conn).tx_sent > 0;
+        let Some(c) = self.control.get_mut(conn as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        if !in_flight || now - c.last_progress < c.rto {
+            return;
+        }
+        c.last_progress = now;
+        c.rto = (c.rto * 2).min(MAX_RTO);
+        self.counters.timeouts += 1;
+        self.flow_timeout(conn);
+        if let Some(p) = self
+            .pipeline
+            .as_mut()
+            .and_then(|p| p.conns.get_mut(conn as usize))
+            .and_then(Option::as_mut)
+        {
+            p.probe = None;
+        }
+        self.pipelined_control(conn, Control::Timeout { conn });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_layout_needs_every_stage_and_at_most_255_groups() {
+        assert!(PipelineLayout::default().check().is_ok());
+        let none = PipelineLayout {
+            copy: 0,
+            ..PipelineLayout::default()
+        };
+        assert!(matches!(none.check(), Err(ToeError::Config(_))));
+        let too_many = PipelineLayout {
+            groups: 256,
+            ..PipelineLayout::default()
+        };
+        assert!(too_many.check().is_err());
+    }
+}
