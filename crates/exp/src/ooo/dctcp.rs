@@ -53,16 +53,33 @@ enum Progress {
 }
 
 /// Runs every client of `params` on `ep` against `to` until `until` (a
-/// flow started before it runs to its end); each flow's kind and FCT
-/// (None: failed or wrong reply).
+/// flow started before it runs to its end), on a thread of its own pinned
+/// to CPU 0 (as the Linux clients are; the caller's thread keeps its
+/// affinity, and so do the threads it starts later); each flow's kind and
+/// FCT (None: failed or wrong reply), and the endpoint's counters.
 pub(super) fn run_clients(
+    mut ep: Endpoint,
+    params: &OooParams,
+    rep: u32,
+    to: SocketAddr,
+    until: Instant,
+) -> Result<(Vec<(FlowKind, Option<f64>)>, toe::Counters), ExpError> {
+    let params = params.clone();
+    std::thread::spawn(move || {
+        let _ = host::cpu::pin_current_thread(0);
+        clients(&mut ep, &params, rep, to, until).map(|flows| (flows, ep.counters()))
+    })
+    .join()
+    .map_err(|_| ExpError::Parameter("the DCTCP client thread panicked".into()))?
+}
+
+fn clients(
     ep: &mut Endpoint,
     params: &OooParams,
     rep: u32,
     to: SocketAddr,
     until: Instant,
 ) -> Result<Vec<(FlowKind, Option<f64>)>, ExpError> {
-    let _ = host::cpu::pin_current_thread(0);
     let mut plans = FlowPlan::for_clients(params, rep);
     let mut slots: Vec<Slot> = plans
         .iter()
