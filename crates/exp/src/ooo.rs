@@ -292,6 +292,10 @@ pub enum FlowKind {
     Background,
 }
 
+/// Each flow's kind and FCT in milliseconds (None: it failed or its reply
+/// was wrong).
+type Flows = Vec<(FlowKind, Option<f64>)>;
+
 /// One repetition of one sender and bound.
 #[derive(Debug, Clone, Serialize)]
 pub struct Cell {
@@ -726,7 +730,7 @@ fn run_clients(
     rep: u32,
     to: SocketAddr,
     until: Instant,
-) -> Result<Vec<(FlowKind, Option<f64>)>, ExpError> {
+) -> Result<Flows, ExpError> {
     let netns = lab.sender().netns.clone();
     let mut handles = Vec::new();
     for plan in FlowPlan::for_clients(params, rep) {
@@ -795,7 +799,7 @@ impl FlowPlan {
 }
 
 /// One Linux client: its flows one after another until `until`.
-fn client(mut plan: FlowPlan, to: SocketAddr, until: Instant) -> Vec<(FlowKind, Option<f64>)> {
+fn client(mut plan: FlowPlan, to: SocketAddr, until: Instant) -> Flows {
     let _ = host::cpu::pin_current_thread(0);
     let mut out = Vec::new();
     while Instant::now() < until {

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use toe::stages::ConnIdx;
 use toe::{Endpoint, ToeError};
 
-use super::{expected_reply, toe_err, FlowKind, FlowPlan, OooParams, FLOW_LIMIT, REPLY_LEN};
+use super::{expected_reply, toe_err, FlowPlan, Flows, OooParams, FLOW_LIMIT, REPLY_LEN};
 use crate::ExpError;
 
 /// One flow in progress.
@@ -63,7 +63,7 @@ pub(super) fn run_clients(
     rep: u32,
     to: SocketAddr,
     until: Instant,
-) -> Result<(Vec<(FlowKind, Option<f64>)>, toe::Counters), ExpError> {
+) -> Result<(Flows, toe::Counters), ExpError> {
     let params = params.clone();
     std::thread::spawn(move || {
         let _ = host::cpu::pin_current_thread(0);
@@ -79,7 +79,7 @@ fn clients(
     rep: u32,
     to: SocketAddr,
     until: Instant,
-) -> Result<Vec<(FlowKind, Option<f64>)>, ExpError> {
+) -> Result<Flows, ExpError> {
     let mut plans = FlowPlan::for_clients(params, rep);
     let mut slots: Vec<Slot> = plans
         .iter()
