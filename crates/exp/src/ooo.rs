@@ -36,7 +36,7 @@
 //! bytes: NewReno without SACK repairs one hole per round trip and the
 //! kept bytes only save retransmissions after the hole. The data path's
 //! DCTCP sender goes back N on three duplicate ACKs (thesis section
-//! 4.3.3) and its minimum RTO is 200 ms.
+//! 4.3.1, as TAS) and its minimum RTO is 200 ms.
 
 mod dctcp;
 

@@ -85,7 +85,8 @@ pub struct OooArgs {
     /// The senders' minimum RTO to the receiver, ms (Linux's default: 200).
     #[arg(long, value_name = "MS", default_value_t = 10)]
     pub rto_min_ms: u32,
-    /// Write an SVG chart: p90 FCT per bound against unbounded's.
+    /// Write an SVG chart: p90 FCT per sender and bound against the same
+    /// sender's unbounded receiver, beside Table 5.3.
     #[arg(long)]
     pub svg: Option<PathBuf>,
     #[command(flatten)]
