@@ -3,9 +3,12 @@
 //! unboundedly many out-of-order intervals ([`toe::ooo`]).
 //!
 //! One lab with the `wire` between sender and receiver. The receiver is a
-//! toe endpoint on an AF_XDP port; the senders are Linux TCP with NewReno
-//! (`net.ipv4.tcp_congestion_control = reno` in the sender's namespace).
-//! The wire impairs the data direction: a shared bottleneck (its rate
+//! toe endpoint on an AF_XDP port. The senders are either Linux TCP with
+//! NewReno (`net.ipv4.tcp_congestion_control = reno` in the sender's
+//! namespace) or, since this kernel has no `dctcp` module, connections of
+//! a second toe endpoint in the sender's namespace running the data path's
+//! DCTCP ([`dctcp`]), with the wire's bottleneck marking CE past K frames
+//! (Table 5.3's two halves). The wire impairs the data direction: a shared bottleneck (its rate
 //! limit and drop-tail queue), uniform random loss, and per-frame delays
 //! drawn independently from a uniform range, which reorder frames whose
 //! departures are closer than the range's width. ACKs come back with a
@@ -21,18 +24,21 @@
 //! client from `connect` to the whole reply; a flow counts as byte-exact
 //! when the reply carries the length and digest of what was sent.
 //!
-//! Each repetition runs every bound in turn (the order rotating), with
-//! the same workload and wire; percentiles are of all flows of a bound,
-//! the 95% CI of each over the per-repetition percentiles.
+//! Each repetition runs every sender and within it every bound in turn
+//! (both orders rotating), with the same workload and wire; percentiles
+//! are of all flows of a sender and bound, the 95% CI of each over the
+//! per-repetition percentiles.
 //!
 //! What differs from the thesis (docs/ooo.md): ns-3's 96-node leaf-spine
 //! with partition-aggregate incasts becomes one bottleneck on two cores;
 //! the receiver sends no SACK (the thesis's ns-3 receiver reports its
 //! intervals with SACK), so the sender cannot retransmit around the kept
 //! bytes: NewReno without SACK repairs one hole per round trip and the
-//! kept bytes only save retransmissions after the hole. This kernel has
-//! no `dctcp` module, and the data path's own DCTCP-style sender is built
-//! separately; [`SenderCc`] is where it joins.
+//! kept bytes only save retransmissions after the hole. The data path's
+//! DCTCP sender goes back N on three duplicate ACKs (thesis section
+//! 4.3.1, as TAS) and its minimum RTO is 200 ms.
+
+mod dctcp;
 
 use crate::refuse_if;
 use std::io::{Read, Write};
@@ -46,6 +52,7 @@ use pktio::{Backend, Port, PortConfig};
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use stats::{Meta, Stat};
+use toe::cc::Policy;
 use toe::ooo::OooBound;
 use toe::stages::ConnIdx;
 use toe::{Endpoint, EndpointConfig, ToeError};
@@ -58,21 +65,61 @@ const PORT: u16 = 5301;
 const FLOW_LIMIT: Duration = Duration::from_secs(30);
 /// The reply: the request's length and digest.
 const REPLY_LEN: usize = 16;
+/// DCTCP's marking threshold K at the 100 Mbit/s, 48-frame bottleneck.
+/// The DCTCP paper (Alizadeh et al., SIGCOMM 2010) bounds K below by
+/// C x RTT / 7: about one frame here (8.2 frames per ms, an RTT under a
+/// millisecond); the thresholds it deployed sit well above that bound for
+/// burst tolerance (20 packets at 1 Gbit/s, 65 at 10 Gbit/s). The toe
+/// sender's burst is its scheduler's 16 segments per round, so K is one
+/// such burst: a third of the queue, two bursts of headroom above it.
+pub const ECN_MARK_FRAMES: u32 = 16;
+/// The server's connection table. Every flow is a new connection and the
+/// server, which closes first, keeps each in TIME_WAIT for 60 s (RFC 9293
+/// section 3.6): the DCTCP senders complete over 4096 flows (the
+/// endpoint's default table) in one 10 s cell.
+const SERVER_CONNS: u32 = 1 << 15;
 
-/// The senders' congestion control. Only NewReno runs here: this kernel
-/// has no `dctcp` module; the data path's DCTCP-style sender, when it
-/// exists, is a second variant here with the toe endpoint as the sender.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// The senders: Table 5.3's two congestion controls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SenderCc {
     /// Linux TCP's `reno` (NewReno, RFC 6582).
     NewReno,
+    /// The toe data path's DCTCP (RFC 8257): this kernel has no `dctcp`
+    /// module, so the senders are a toe endpoint's connections.
+    Dctcp,
 }
 
 impl SenderCc {
-    fn sysctl_value(self) -> &'static str {
+    pub const BOTH: [SenderCc; 2] = [SenderCc::NewReno, SenderCc::Dctcp];
+
+    /// Table 5.3's rows for this congestion control.
+    pub fn thesis(self) -> Vec<ThesisRow> {
         match self {
-            SenderCc::NewReno => "reno",
+            SenderCc::NewReno => thesis_newreno(),
+            SenderCc::Dctcp => thesis_dctcp(),
+        }
+    }
+}
+
+impl std::fmt::Display for SenderCc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SenderCc::NewReno => "newreno",
+            SenderCc::Dctcp => "dctcp",
+        })
+    }
+}
+
+impl std::str::FromStr for SenderCc {
+    type Err = ExpError;
+    fn from_str(s: &str) -> Result<Self, ExpError> {
+        match s {
+            "newreno" | "new_reno" | "reno" => Ok(SenderCc::NewReno),
+            "dctcp" => Ok(SenderCc::Dctcp),
+            _ => Err(ExpError::Parameter(format!(
+                "sender '{s}': expected newreno or dctcp"
+            ))),
         }
     }
 }
@@ -83,7 +130,8 @@ pub struct OooParams {
     /// Seconds of traffic per bound and repetition.
     pub seconds: f64,
     pub bounds: Vec<OooBound>,
-    pub sender: SenderCc,
+    /// The senders' congestion controls, each run with every bound.
+    pub senders: Vec<SenderCc>,
     /// Closed-loop clients of short flows.
     pub short_clients: u32,
     /// Request sizes, bytes (uniform between).
@@ -97,6 +145,10 @@ pub struct OooParams {
     /// The bottleneck: rate and drop-tail queue of the data direction.
     pub rate_mbit: u64,
     pub queue_frames: u32,
+    /// DCTCP's marking threshold K: the bottleneck marks ECN-capable
+    /// frames CE while this many frames wait (DCTCP runs only; Linux's
+    /// NewReno does not negotiate ECN).
+    pub ecn_mark_frames: u32,
     /// Random loss of the data direction, percent.
     pub loss_percent: f64,
     /// Per-frame delay range of the data direction, microseconds.
@@ -115,7 +167,7 @@ impl Default for OooParams {
             repetitions: 10,
             seconds: 10.0,
             bounds: OooBound::TABLE_5_3.to_vec(),
-            sender: SenderCc::NewReno,
+            senders: SenderCc::BOTH.to_vec(),
             short_clients: 6,
             short_min: 4 << 10,
             short_max: 32 << 10,
@@ -124,6 +176,7 @@ impl Default for OooParams {
             background_bytes: 1 << 20,
             rate_mbit: 100,
             queue_frames: 48,
+            ecn_mark_frames: ECN_MARK_FRAMES,
             loss_percent: 0.0,
             delay_min_us: 100,
             delay_max_us: 250,
@@ -134,9 +187,10 @@ impl Default for OooParams {
 }
 
 impl OooParams {
-    /// The reduced run for CI and the matrix (under 2 minutes).
+    /// The reduced run for CI and the matrix (under 2 minutes with both
+    /// senders: 3 repetitions of 3 s per sender and bound).
     pub fn quick(mut self) -> Self {
-        self.repetitions = 6;
+        self.repetitions = 3;
         self.seconds = 3.0;
         self.quick = true;
         self
@@ -149,6 +203,17 @@ impl OooParams {
             "--seconds must be more than 0 and at most 3600",
         )?;
         refuse_if(self.bounds.is_empty(), "--bounds needs at least one bound")?;
+        refuse_if(
+            self.senders.is_empty(),
+            "--senders needs at least one sender",
+        )?;
+        let mut senders = self.senders.clone();
+        senders.sort();
+        senders.dedup();
+        refuse_if(
+            senders.len() != self.senders.len(),
+            "--senders names a sender twice",
+        )?;
         let mut sorted = self.bounds.clone();
         sorted.sort();
         sorted.dedup();
@@ -173,6 +238,10 @@ impl OooParams {
             "--rate-mbit and --queue-frames must be at least 1",
         )?;
         refuse_if(
+            self.ecn_mark_frames == 0 || self.ecn_mark_frames > self.queue_frames,
+            "--ecn-mark-frames must be 1..=--queue-frames",
+        )?;
+        refuse_if(
             !(0.0..50.0).contains(&self.loss_percent),
             "--loss-percent must be at least 0 and below 50",
         )?;
@@ -187,7 +256,7 @@ impl OooParams {
         Ok(())
     }
 
-    fn data_direction(&self) -> Impairment {
+    fn data_direction(&self, sender: SenderCc) -> Impairment {
         Impairment {
             delay: Delay::Uniform {
                 lo_ns: self.delay_min_us * 1000,
@@ -202,7 +271,7 @@ impl OooParams {
             },
             rate_bps: self.rate_mbit * 1_000_000,
             queue_frames: self.queue_frames,
-            ecn_mark_frames: None,
+            ecn_mark_frames: (sender == SenderCc::Dctcp).then_some(self.ecn_mark_frames),
         }
     }
 
@@ -223,10 +292,15 @@ pub enum FlowKind {
     Background,
 }
 
-/// One repetition of one bound.
+/// Each flow's kind and FCT in milliseconds (None: it failed or its reply
+/// was wrong).
+type Flows = Vec<(FlowKind, Option<f64>)>;
+
+/// One repetition of one sender and bound.
 #[derive(Debug, Clone, Serialize)]
 pub struct Cell {
     pub repetition: u32,
+    pub sender: SenderCc,
     pub bound: OooBound,
     /// FCT of every completed flow, milliseconds.
     pub short_fct_ms: Vec<f64>,
@@ -236,8 +310,11 @@ pub struct Cell {
     pub failed: u64,
     /// Every flow of the cell completed and matched.
     pub verified: bool,
-    /// The data path's counts (drops by reason, retransmissions).
+    /// The receiving data path's counts (drops by reason, ACKs).
     pub toe: toe::Counters,
+    /// The sending toe endpoint's counts (fast retransmits, timeouts):
+    /// DCTCP runs only (Linux's are not read here).
+    pub sender_toe: Option<toe::Counters>,
     /// The wire's data direction (policy drops are the random loss,
     /// overload drops the bottleneck queue's, reordered frames).
     pub wire: wire::sched::DirectionCounters,
@@ -276,9 +353,28 @@ pub struct BoundSummary {
     pub wire_dropped_policy: u64,
     pub wire_dropped_queue: u64,
     pub wire_reordered: u64,
+    /// Frames the bottleneck marked CE (0 when nothing was ECN-capable).
+    pub wire_ce_marked: u64,
+    /// The bottleneck's mean backlog as arriving frames found it, frames.
+    pub wire_mean_queue_frames: Option<f64>,
+    /// The toe senders' fast retransmits and timeouts (DCTCP runs; null
+    /// for Linux's senders, whose counts are not read).
+    pub sender_fast_retransmits: Option<u64>,
+    pub sender_timeouts: Option<u64>,
 }
 
-/// Table 5.3 as printed in the thesis (NewReno rows), milliseconds.
+/// One sender's results.
+#[derive(Debug, Clone, Serialize)]
+pub struct SenderSummary {
+    pub sender: SenderCc,
+    /// Every flow of this sender's cells completed and matched.
+    pub byte_exact: bool,
+    pub bounds: Vec<BoundSummary>,
+    /// CE marks over all of this sender's cells.
+    pub wire_ce_marked: u64,
+}
+
+/// A row of Table 5.3 as printed in the thesis, milliseconds.
 #[derive(Debug, Clone, Serialize)]
 pub struct ThesisRow {
     pub bound: OooBound,
@@ -304,16 +400,36 @@ pub fn thesis_newreno() -> Vec<ThesisRow> {
     ]
 }
 
+pub fn thesis_dctcp() -> Vec<ThesisRow> {
+    let row = |bound, a, b, c, d| ThesisRow {
+        bound,
+        short_p90_ms: a,
+        short_p99_9_ms: b,
+        background_p90_ms: c,
+        background_p99_9_ms: d,
+    };
+    vec![
+        row(OooBound::Unbounded, 4.69, 12.95, 62.0, 278.0),
+        row(OooBound::Intervals(0), 5.13, 28.52, 71.0, 283.0),
+        row(OooBound::Intervals(1), 4.70, 12.91, 62.0, 279.0),
+        row(OooBound::Intervals(2), 4.70, 12.98, 63.0, 275.0),
+    ]
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct OooResult {
     pub experiment: &'static str,
     pub params: OooParams,
-    /// True only if every flow of every cell completed and its reply
-    /// carried the length and digest of what was sent.
+    /// True only if every flow of every cell (every sender) completed and
+    /// its reply carried the length and digest of what was sent.
     pub byte_exact: bool,
     pub cells: Vec<Cell>,
+    /// The NewReno senders' summaries (empty when they did not run): the
+    /// field as it was before DCTCP joined; `senders` has them all.
     pub bounds: Vec<BoundSummary>,
+    pub senders: Vec<SenderSummary>,
     pub thesis_newreno: Vec<ThesisRow>,
+    pub thesis_dctcp: Vec<ThesisRow>,
     pub meta: Meta,
 }
 
@@ -349,66 +465,94 @@ pub fn run(params: &OooParams, mut progress: impl FnMut(&Cell)) -> Result<OooRes
     let lab = Lab::up(&spec)?.teardown_on_drop();
     prepare_sender(&lab, params)?;
     let mut cells = Vec::new();
+    let (n, m) = (params.bounds.len(), params.senders.len());
     for rep in 0..params.repetitions {
-        let n = params.bounds.len();
-        for i in 0..n {
-            let bound = params.bounds[(i + rep as usize) % n];
-            let cell = run_cell(&lab, params, rep, bound)?;
-            progress(&cell);
-            cells.push(cell);
+        for j in 0..m {
+            let sender = params.senders[(j + rep as usize) % m];
+            for i in 0..n {
+                let bound = params.bounds[(i + rep as usize) % n];
+                let cell = run_cell(&lab, params, rep, sender, bound)?;
+                progress(&cell);
+                cells.push(cell);
+            }
         }
     }
     Ok(summarize(params, cells))
 }
 
 /// tx checksum offload (and TSO) off on the sender (AF_XDP cannot see a
-/// checksum left to offload), its congestion control, and its minimum
+/// checksum left to offload), Linux's congestion control, and its minimum
 /// retransmission timeout on a route to the receiver.
 fn prepare_sender(lab: &Lab, params: &OooParams) -> Result<(), ExpError> {
     let snd = lab.sender().clone();
     host::link::set_tx_checksum(Some(&snd.netns), &snd.dev, false).map_err(LabError::from)?;
-    host::netns::set_sysctl(
-        &snd.netns,
-        "net.ipv4.tcp_congestion_control",
-        params.sender.sysctl_value(),
-    )
-    .map_err(LabError::from)?;
+    host::netns::set_sysctl(&snd.netns, "net.ipv4.tcp_congestion_control", "reno")
+        .map_err(LabError::from)?;
     let rto_min = Duration::from_millis(params.rto_min_ms.into());
     host::link::replace_route_rto_min(&snd.netns, toe_addr(lab), 32, &snd.dev, rto_min)
         .map_err(LabError::from)?;
     Ok(())
 }
 
-/// The data path's address: on the lab's subnet, on no interface.
+/// The receiving data path's address: on the lab's subnet, on no
+/// interface.
 fn toe_addr(lab: &Lab) -> IpAddr {
     let o = lab.receiver().ipv4.octets();
     IpAddr::V4(Ipv4Addr::new(o[0], o[1], o[2], 100))
 }
 
-fn run_cell(lab: &Lab, params: &OooParams, rep: u32, bound: OooBound) -> Result<Cell, ExpError> {
-    let rcv = lab.receiver().clone();
+/// The DCTCP senders' address, on the same subnet, on no interface either.
+fn toe_sender_addr(lab: &Lab) -> IpAddr {
+    let o = lab.receiver().ipv4.octets();
+    IpAddr::V4(Ipv4Addr::new(o[0], o[1], o[2], 101))
+}
+
+/// A toe endpoint for `addr` on an AF_XDP port on `host`'s device.
+fn endpoint(host: &lab::Host, addr: IpAddr, cfg: EndpointConfig) -> Result<Endpoint, ExpError> {
     let port_cfg = PortConfig {
         backend: Backend::Xdp,
         ..PortConfig::default()
     };
     let port =
-        Port::open(&rcv.dev, Some(&rcv.netns), &port_cfg).map_err(|e| ExpError::Program {
+        Port::open(&host.dev, Some(&host.netns), &port_cfg).map_err(|e| ExpError::Program {
             program: "AF_XDP port".into(),
             detail: e.to_string(),
         })?;
-    let mac = lab::inject::mac_address(&rcv.netns, &rcv.dev)?;
+    let mac = lab::inject::mac_address(&host.netns, &host.dev)?;
+    Endpoint::new(port, mac, addr, cfg).map_err(toe_err)
+}
+
+fn run_cell(
+    lab: &Lab,
+    params: &OooParams,
+    rep: u32,
+    sender: SenderCc,
+    bound: OooBound,
+) -> Result<Cell, ExpError> {
     let addr = toe_addr(lab);
     let cfg = EndpointConfig {
         ooo_bound: bound,
+        max_conns: SERVER_CONNS,
         ..EndpointConfig::default()
     };
-    let mut ep = Endpoint::new(port, mac, addr, cfg).map_err(toe_err)?;
+    let mut ep = endpoint(lab.receiver(), addr, cfg)?;
     ep.listen(PORT);
+    // The DCTCP senders' endpoint, before the clock starts.
+    let senders = match sender {
+        SenderCc::NewReno => None,
+        SenderCc::Dctcp => {
+            let cfg = EndpointConfig {
+                congestion: Policy::Dctcp,
+                ..EndpointConfig::default()
+            };
+            Some(endpoint(lab.sender(), toe_sender_addr(lab), cfg)?)
+        }
+    };
     let w = lab
         .wire()
         .ok_or_else(|| ExpError::Parameter("the lab has no wire".into()))?;
     let mut wcfg = WireConfig::new(Some(&w.netns), &w.sender_dev, &w.receiver_dev);
-    wcfg.a_to_b = params.data_direction();
+    wcfg.a_to_b = params.data_direction(sender);
     wcfg.b_to_a = params.ack_direction();
     wcfg.seed = u64::from(rep) + 1;
     let wire = WireHandle::spawn(&wcfg).map_err(wire_err)?;
@@ -418,13 +562,18 @@ fn run_cell(lab: &Lab, params: &OooParams, rep: u32, bound: OooBound) -> Result<
         let stop = stop.clone();
         std::thread::spawn(move || serve(&mut ep, &stop).map(|()| ep.counters()))
     };
-    let flows = run_clients(lab, params, rep, SocketAddr::new(addr, PORT));
+    let to = SocketAddr::new(addr, PORT);
+    let until = Instant::now() + Duration::from_secs_f64(params.seconds);
+    let flows = match senders {
+        None => run_clients(lab, params, rep, to, until).map(|f| (f, None)),
+        Some(ep) => dctcp::run_clients(ep, params, rep, to, until).map(|(f, c)| (f, Some(c))),
+    };
     stop.store(true, Ordering::Relaxed);
     let toe = server
         .join()
         .map_err(|_| ExpError::Parameter("the toe server thread panicked".into()))??;
     let wire_stats = wire.stop().map_err(wire_err)?;
-    let flows = flows?;
+    let (flows, sender_toe) = flows?;
     let (mut short, mut background, mut failed) = (Vec::new(), Vec::new(), 0u64);
     for f in flows {
         match f {
@@ -435,12 +584,14 @@ fn run_cell(lab: &Lab, params: &OooParams, rep: u32, bound: OooBound) -> Result<
     }
     Ok(Cell {
         repetition: rep,
+        sender,
         bound,
         verified: failed == 0 && !(short.is_empty() && background.is_empty()),
         short_fct_ms: short,
         background_fct_ms: background,
         failed,
         toe,
+        sender_toe,
         wire: wire_stats.a_to_b.counters,
     })
 }
@@ -575,18 +726,13 @@ fn run_clients(
     params: &OooParams,
     rep: u32,
     to: SocketAddr,
-) -> Result<Vec<(FlowKind, Option<f64>)>, ExpError> {
-    let until = Instant::now() + Duration::from_secs_f64(params.seconds);
+    until: Instant,
+) -> Result<Flows, ExpError> {
     let netns = lab.sender().netns.clone();
     let mut handles = Vec::new();
-    let kinds = (0..params.short_clients)
-        .map(|_| FlowKind::Short)
-        .chain((0..params.background_clients).map(|_| FlowKind::Background));
-    for (i, kind) in kinds.enumerate() {
-        let p = params.clone();
-        let seed = (u64::from(rep) << 32) | i as u64;
+    for plan in FlowPlan::for_clients(params, rep) {
         handles.push(
-            host::netns::spawn_in(&netns, move || client(kind, &p, seed, to, until))
+            host::netns::spawn_in(&netns, move || client(plan, to, until))
                 .map_err(LabError::from)?,
         );
     }
@@ -601,31 +747,72 @@ fn run_clients(
     Ok(flows)
 }
 
-/// One client: flows of its kind one after another until `until`.
-fn client(
+/// One client's flows: their requests and the pauses between them, drawn
+/// from a seed that depends on the repetition and the client only, so
+/// every sender and bound of a repetition sees the same workload.
+struct FlowPlan {
     kind: FlowKind,
-    p: &OooParams,
-    seed: u64,
-    to: SocketAddr,
-    until: Instant,
-) -> Vec<(FlowKind, Option<f64>)> {
+    rng: rand::rngs::StdRng,
+    request: (usize, usize),
+    pause_ms: u64,
+}
+
+impl FlowPlan {
+    /// The short clients', then the background clients' plans.
+    fn for_clients(p: &OooParams, rep: u32) -> Vec<FlowPlan> {
+        let kinds = (0..p.short_clients)
+            .map(|_| FlowKind::Short)
+            .chain((0..p.background_clients).map(|_| FlowKind::Background));
+        kinds
+            .enumerate()
+            .map(|(i, kind)| FlowPlan {
+                kind,
+                rng: rand::rngs::StdRng::seed_from_u64((u64::from(rep) << 32) | i as u64),
+                request: match kind {
+                    FlowKind::Short => (p.short_min, p.short_max),
+                    FlowKind::Background => (p.background_bytes, p.background_bytes),
+                },
+                pause_ms: match kind {
+                    FlowKind::Short => p.short_pause_ms,
+                    FlowKind::Background => 0,
+                },
+            })
+            .collect()
+    }
+
+    /// The next flow's request.
+    fn next_body(&mut self) -> Vec<u8> {
+        let len = self.rng.gen_range(self.request.0..=self.request.1);
+        (0..len).map(|_| self.rng.gen()).collect()
+    }
+
+    /// The pause after a flow.
+    fn pause(&mut self) -> Duration {
+        if self.pause_ms == 0 {
+            return Duration::ZERO;
+        }
+        Duration::from_micros(self.rng.gen_range(0..=self.pause_ms * 1000))
+    }
+}
+
+/// One Linux client: its flows one after another until `until`.
+fn client(mut plan: FlowPlan, to: SocketAddr, until: Instant) -> Flows {
     let _ = host::cpu::pin_current_thread(0);
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut out = Vec::new();
     while Instant::now() < until {
-        let len = match kind {
-            FlowKind::Short => rng.gen_range(p.short_min..=p.short_max),
-            FlowKind::Background => p.background_bytes,
-        };
-        let body: Vec<u8> = (0..len).map(|_| rng.gen()).collect();
-        out.push((kind, flow(to, &body).ok().flatten()));
-        if kind == FlowKind::Short && p.short_pause_ms > 0 {
-            std::thread::sleep(Duration::from_micros(
-                rng.gen_range(0..=p.short_pause_ms * 1000),
-            ));
-        }
+        let body = plan.next_body();
+        out.push((plan.kind, flow(to, &body).ok().flatten()));
+        std::thread::sleep(plan.pause());
     }
     out
+}
+
+/// The reply the server owes a request of `body`: its length and digest.
+fn expected_reply(body: &[u8]) -> [u8; REPLY_LEN] {
+    let mut want = [0u8; REPLY_LEN];
+    want[..8].copy_from_slice(&(body.len() as u64).to_be_bytes());
+    want[8..].copy_from_slice(&fnv1a(FNV_OFFSET, body).to_be_bytes());
+    want
 }
 
 /// One flow: connect, send the length and `body`, read the reply; its FCT
@@ -641,10 +828,7 @@ fn flow(to: SocketAddr, body: &[u8]) -> std::io::Result<Option<f64>> {
     let mut reply = [0u8; REPLY_LEN];
     s.read_exact(&mut reply)?;
     let fct = start.elapsed().as_secs_f64() * 1e3;
-    let mut want = [0u8; REPLY_LEN];
-    want[..8].copy_from_slice(&(body.len() as u64).to_be_bytes());
-    want[8..].copy_from_slice(&fnv1a(FNV_OFFSET, body).to_be_bytes());
-    Ok((reply == want).then_some(fct))
+    Ok((reply == expected_reply(body)).then_some(fct))
 }
 
 fn tail(cells: &[&Cell], pick: impl Fn(&Cell) -> &Vec<f64>, p: f64) -> Tail {
@@ -672,20 +856,40 @@ fn kind_summary(cells: &[&Cell], pick: impl Fn(&Cell) -> &Vec<f64> + Copy) -> Ki
 }
 
 fn summarize(params: &OooParams, cells: Vec<Cell>) -> OooResult {
-    let mut bounds: Vec<BoundSummary> = Vec::new();
-    for &bound in &params.bounds {
-        let mine: Vec<&Cell> = cells.iter().filter(|c| c.bound == bound).collect();
-        let sum = |f: fn(&Cell) -> u64| mine.iter().map(|c| f(c)).sum();
-        bounds.push(BoundSummary {
-            bound,
-            short: kind_summary(&mine, |c| &c.short_fct_ms),
-            background: kind_summary(&mine, |c| &c.background_fct_ms),
-            refused_outside_interval: sum(|c| c.toe.refused_outside_interval),
-            wire_dropped_policy: sum(|c| c.wire.dropped_policy),
-            wire_dropped_queue: sum(|c| c.wire.dropped_overload),
-            wire_reordered: sum(|c| c.wire.reordered),
-        });
+    let senders: Vec<SenderSummary> = params
+        .senders
+        .iter()
+        .map(|&sender| {
+            let mine: Vec<&Cell> = cells.iter().filter(|c| c.sender == sender).collect();
+            sender_summary(params, sender, &mine)
+        })
+        .collect();
+    let bounds = senders
+        .iter()
+        .find(|s| s.sender == SenderCc::NewReno)
+        .map_or_else(Vec::new, |s| s.bounds.clone());
+    OooResult {
+        experiment: "ooo",
+        params: params.clone(),
+        byte_exact: !cells.is_empty() && cells.iter().all(|c| c.verified),
+        cells,
+        bounds,
+        senders,
+        thesis_newreno: thesis_newreno(),
+        thesis_dctcp: thesis_dctcp(),
+        meta: Meta::collect(),
     }
+}
+
+fn sender_summary(params: &OooParams, sender: SenderCc, cells: &[&Cell]) -> SenderSummary {
+    let mut bounds: Vec<BoundSummary> = params
+        .bounds
+        .iter()
+        .map(|&bound| {
+            let mine: Vec<&Cell> = cells.iter().copied().filter(|c| c.bound == bound).collect();
+            bound_summary(bound, &mine)
+        })
+        .collect();
     let base = bounds
         .iter()
         .find(|b| b.bound == OooBound::Unbounded)
@@ -707,61 +911,86 @@ fn summarize(params: &OooParams, cells: Vec<Cell>) -> OooResult {
             against(&mut b.background, &background);
         }
     }
-    OooResult {
-        experiment: "ooo",
-        params: params.clone(),
+    SenderSummary {
+        sender,
         byte_exact: !cells.is_empty() && cells.iter().all(|c| c.verified),
-        cells,
+        wire_ce_marked: cells.iter().map(|c| c.wire.ce_marked).sum(),
         bounds,
-        thesis_newreno: thesis_newreno(),
-        meta: Meta::collect(),
     }
 }
 
-/// Short and background p90 FCT per bound against the unbounded
-/// receiver's, measured and Table 5.3's NewReno rows side by side (p90:
-/// the tail a few thousand flows per bound measure steadily; p99.9 is in
-/// the table and the JSON).
+fn bound_summary(bound: OooBound, cells: &[&Cell]) -> BoundSummary {
+    let sum = |f: fn(&Cell) -> u64| cells.iter().map(|c| f(c)).sum();
+    // The sending endpoint's counts, if every cell had one.
+    let senders: Option<Vec<&toe::Counters>> =
+        cells.iter().map(|c| c.sender_toe.as_ref()).collect();
+    let senders = senders.filter(|s| !s.is_empty());
+    let sender_sum = |f: fn(&toe::Counters) -> u64| {
+        senders
+            .as_ref()
+            .map(|s| s.iter().map(|c| f(c)).sum::<u64>())
+    };
+    let queue = wire::sched::DirectionCounters {
+        queue_samples: sum(|c| c.wire.queue_samples),
+        queue_bytes_sum: sum(|c| c.wire.queue_bytes_sum),
+        ..wire::sched::DirectionCounters::default()
+    };
+    BoundSummary {
+        bound,
+        short: kind_summary(cells, |c| &c.short_fct_ms),
+        background: kind_summary(cells, |c| &c.background_fct_ms),
+        refused_outside_interval: sum(|c| c.toe.refused_outside_interval),
+        wire_dropped_policy: sum(|c| c.wire.dropped_policy),
+        wire_dropped_queue: sum(|c| c.wire.dropped_overload),
+        wire_reordered: sum(|c| c.wire.reordered),
+        wire_ce_marked: sum(|c| c.wire.ce_marked),
+        wire_mean_queue_frames: queue.mean_queue_frames(),
+        sender_fast_retransmits: sender_sum(|c| c.fast_retransmits),
+        sender_timeouts: sender_sum(|c| c.timeouts),
+    }
+}
+
+/// Short and background p90 FCT per sender and bound against the
+/// unbounded receiver's, measured and Table 5.3's row for the same
+/// congestion control side by side (p90: the tail a few thousand flows
+/// per bound measure steadily; p99.9 is in the table and the JSON).
 pub fn svg(r: &OooResult) -> String {
-    let groups: Vec<String> = r
-        .bounds
+    let rows: Vec<(SenderCc, &BoundSummary)> = r
+        .senders
         .iter()
-        .map(|b| format!("{} intervals", b.bound))
+        .flat_map(|s| s.bounds.iter().map(move |b| (s.sender, b)))
+        .collect();
+    let groups: Vec<String> = rows
+        .iter()
+        .map(|(s, b)| format!("{s}, {} intervals", b.bound))
         .collect();
     let thesis = |f: fn(&ThesisRow) -> f64| -> Vec<Option<plot::Value>> {
-        let base = r
-            .thesis_newreno
-            .iter()
-            .find(|t| t.bound == OooBound::Unbounded);
-        r.bounds
-            .iter()
-            .map(|b| {
-                let row = r.thesis_newreno.iter().find(|t| t.bound == b.bound)?;
-                Some(plot::Value::new(f(row) / f(base?)))
+        rows.iter()
+            .map(|(s, b)| {
+                let table = s.thesis();
+                let base = table.iter().find(|t| t.bound == OooBound::Unbounded)?;
+                let row = table.iter().find(|t| t.bound == b.bound)?;
+                Some(plot::Value::new(f(row) / f(base)))
             })
             .collect()
     };
     let measured = |f: fn(&BoundSummary) -> Option<f64>| {
-        r.bounds
-            .iter()
-            .map(|b| f(b).map(plot::Value::new))
+        rows.iter()
+            .map(|(_, b)| f(b).map(plot::Value::new))
             .collect::<Vec<_>>()
     };
     plot::BarChart::new("Out-of-order fidelity: p90 FCT against the unbounded receiver")
-        .size(900.0, 380.0)
-        .x_label("receiver's out-of-order intervals")
+        .size(160.0 + 110.0 * rows.len() as f64, 380.0)
+        .x_label("sender, receiver's out-of-order intervals")
         .y_label("p90 FCT / unbounded's")
         .groups(groups)
         .series("short, measured", measured(|b| b.short.p90_vs_unbounded))
-        .series("foreground, Table 5.3 NewReno", thesis(|t| t.short_p90_ms))
+        .series("foreground, Table 5.3", thesis(|t| t.short_p90_ms))
         .series(
             "background, measured",
             measured(|b| b.background.p90_vs_unbounded),
         )
-        .series(
-            "background, Table 5.3 NewReno",
-            thesis(|t| t.background_p90_ms),
-        )
+        .series("background, Table 5.3", thesis(|t| t.background_p90_ms))
         .note("Table 5.3: ns-3, 96-node leaf-spine, SACK; measured: one lab bottleneck, no SACK")
         .svg()
 }
@@ -830,14 +1059,112 @@ mod tests {
     fn cell(bound: OooBound, short: Vec<f64>, verified: bool) -> Cell {
         Cell {
             repetition: 0,
+            sender: SenderCc::NewReno,
             bound,
             short_fct_ms: short,
             background_fct_ms: vec![100.0],
             failed: u64::from(!verified),
             verified,
             toe: toe::Counters::default(),
+            sender_toe: None,
             wire: wire::sched::DirectionCounters::default(),
         }
+    }
+
+    fn dctcp_cell(bound: OooBound, short: Vec<f64>, verified: bool) -> Cell {
+        let mut c = cell(bound, short, verified);
+        c.sender = SenderCc::Dctcp;
+        c.sender_toe = Some(toe::Counters {
+            fast_retransmits: 3,
+            ..toe::Counters::default()
+        });
+        c.wire.ce_marked = 7;
+        c
+    }
+
+    #[test]
+    fn each_sender_is_summarized_apart_and_bounds_keeps_new_reno() {
+        let params = OooParams {
+            bounds: vec![OooBound::Unbounded, OooBound::Intervals(0)],
+            ..OooParams::default()
+        };
+        let r = summarize(
+            &params,
+            vec![
+                cell(OooBound::Unbounded, vec![1.0; 10], true),
+                cell(OooBound::Intervals(0), vec![2.0; 10], true),
+                dctcp_cell(OooBound::Unbounded, vec![4.0; 10], true),
+                dctcp_cell(OooBound::Intervals(0), vec![5.0; 10], false),
+            ],
+        );
+        let (reno, dctcp) = (&r.senders[0], &r.senders[1]);
+        assert_eq!(
+            (reno.sender, dctcp.sender),
+            (SenderCc::NewReno, SenderCc::Dctcp)
+        );
+        assert_eq!(r.bounds[1].short.p90_vs_unbounded, Some(2.0));
+        assert_eq!(dctcp.bounds[1].short.p90_vs_unbounded, Some(1.25));
+        // One bad DCTCP flow spoils the whole run's byte_exact.
+        assert!(reno.byte_exact && !dctcp.byte_exact && !r.byte_exact);
+        assert_eq!(dctcp.wire_ce_marked, 14);
+        assert_eq!(dctcp.bounds[0].sender_fast_retransmits, Some(3));
+        // Linux's retransmissions are not read: absent, never 0.
+        assert_eq!(reno.bounds[0].sender_fast_retransmits, None);
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["senders"][1]["sender"], "dctcp");
+        assert_eq!(json["cells"][2]["sender"], "dctcp");
+        assert!(svg(&r).contains("dctcp, 0 intervals"));
+        // DCTCP alone: no NewReno rows under `bounds`.
+        let only = OooParams {
+            senders: vec![SenderCc::Dctcp],
+            ..params
+        };
+        let r = summarize(
+            &only,
+            vec![dctcp_cell(OooBound::Unbounded, vec![1.0], true)],
+        );
+        assert!(r.bounds.is_empty() && r.byte_exact);
+    }
+
+    #[test]
+    fn senders_parse_by_name_and_the_mark_threshold_fits_the_queue() {
+        assert_eq!("dctcp".parse::<SenderCc>().unwrap(), SenderCc::Dctcp);
+        assert_eq!("newreno".parse::<SenderCc>().unwrap(), SenderCc::NewReno);
+        assert!(matches!(
+            "cubic".parse::<SenderCc>(),
+            Err(ExpError::Parameter(_))
+        ));
+        let ok = OooParams::default();
+        assert!(ok.ecn_mark_frames < ok.queue_frames);
+        for bad in [
+            OooParams {
+                senders: vec![],
+                ..ok.clone()
+            },
+            OooParams {
+                senders: vec![SenderCc::Dctcp, SenderCc::Dctcp],
+                ..ok.clone()
+            },
+            OooParams {
+                ecn_mark_frames: 0,
+                ..ok.clone()
+            },
+            OooParams {
+                ecn_mark_frames: 49,
+                ..ok.clone()
+            },
+        ] {
+            assert!(
+                matches!(bad.check(), Err(ExpError::Parameter(_))),
+                "{bad:?}"
+            );
+        }
+        // Only the DCTCP runs' bottleneck marks.
+        assert_eq!(ok.data_direction(SenderCc::NewReno).ecn_mark_frames, None);
+        assert_eq!(
+            ok.data_direction(SenderCc::Dctcp).ecn_mark_frames,
+            Some(ECN_MARK_FRAMES)
+        );
     }
 
     #[test]

@@ -21,6 +21,23 @@ fn bad_parameters_exit_2_with_one_line() {
     refused(&["--seconds", "0"], "--seconds");
     refused(&["--rto-min-ms", "0"], "--rto-min-ms");
     refused(&["--bounds", "1,unbounded,1"], "twice");
+    refused(&["--senders", "dctcp,dctcp"], "twice");
+    refused(&["--ecn-mark-frames", "0"], "--ecn-mark-frames");
+    refused(
+        &["--queue-frames", "10", "--ecn-mark-frames", "11"],
+        "--ecn-mark-frames",
+    );
+}
+
+#[test]
+fn a_sender_that_is_not_ours_is_a_usage_error() {
+    let out = steer()
+        .args(["exp", "ooo", "--senders", "newreno,cubic"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("sender 'cubic'"), "{err}");
 }
 
 #[test]

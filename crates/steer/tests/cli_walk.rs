@@ -688,6 +688,8 @@ fn json_as_root_in_labs() {
     );
     assert_eq!(v["byte_exact"], true, "{v}");
     assert_eq!(v["bounds"][1]["bound"], "unbounded", "{v}");
+    assert_eq!(v["senders"][1]["sender"], "dctcp", "{v}");
+    assert_eq!(v["senders"][1]["byte_exact"], true, "{v}");
 
     c.all_of(Json::Root);
 }

@@ -6,15 +6,17 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use clap::Args;
-use exp::ooo::{Cell, KindSummary, OooParams, OooResult, Tail};
+use exp::ooo::{Cell, KindSummary, OooParams, OooResult, SenderCc, Tail, ThesisRow};
 use toe::ooo::OooBound;
 
 use super::exp::{write_output, Common};
 use crate::{exit, output};
 
-/// Linux NewReno senders send short requests and background uploads to
-/// the toe data path through the lab's wire (bottleneck, loss, reordering);
-/// the receiver keeps each bound of out-of-order intervals in turn.
+/// Short requests and background uploads go to the toe data path through
+/// the lab's wire (bottleneck, loss, reordering), sent by Linux NewReno
+/// and by the data path's DCTCP (a toe endpoint in the sender's namespace;
+/// the bottleneck marks CE past --ecn-mark-frames); the receiver keeps
+/// each bound of out-of-order intervals in turn (thesis Table 5.3).
 ///
 /// Example: sudo steer exp ooo --quick --svg ooo.svg
 #[derive(Debug, Args)]
@@ -33,6 +35,16 @@ pub struct OooArgs {
         default_value = "unbounded,0,1,2"
     )]
     pub bounds: Vec<OooBound>,
+    /// Senders, comma-separated: `newreno` (Linux TCP's reno) and/or
+    /// `dctcp` (the toe data path's DCTCP, RFC 8257: this kernel has no
+    /// dctcp module).
+    #[arg(
+        long,
+        value_name = "SENDERS",
+        value_delimiter = ',',
+        default_value = "newreno,dctcp"
+    )]
+    pub senders: Vec<SenderCc>,
     /// Closed-loop clients of short request/response flows.
     #[arg(long, value_name = "N", default_value_t = 6)]
     pub short_clients: u32,
@@ -54,6 +66,10 @@ pub struct OooArgs {
     /// Bottleneck queue (drop-tail), frames.
     #[arg(long, value_name = "FRAMES", default_value_t = 48)]
     pub queue_frames: u32,
+    /// DCTCP's marking threshold K: the bottleneck marks ECN-capable
+    /// frames CE while this many frames wait (DCTCP runs only).
+    #[arg(long, value_name = "FRAMES", default_value_t = exp::ooo::ECN_MARK_FRAMES)]
+    pub ecn_mark_frames: u32,
     /// Random loss of the data direction, percent.
     #[arg(long, value_name = "PERCENT", default_value_t = 0.0)]
     pub loss_percent: f64,
@@ -69,7 +85,8 @@ pub struct OooArgs {
     /// The senders' minimum RTO to the receiver, ms (Linux's default: 200).
     #[arg(long, value_name = "MS", default_value_t = 10)]
     pub rto_min_ms: u32,
-    /// Write an SVG chart: p90 FCT per bound against unbounded's.
+    /// Write an SVG chart: p90 FCT per sender and bound against the same
+    /// sender's unbounded receiver, beside Table 5.3.
     #[arg(long)]
     pub svg: Option<PathBuf>,
     #[command(flatten)]
@@ -82,6 +99,7 @@ impl OooArgs {
             repetitions: self.repetitions,
             seconds: self.seconds,
             bounds: self.bounds.clone(),
+            senders: self.senders.clone(),
             short_clients: self.short_clients,
             short_min: self.short_min,
             short_max: self.short_max,
@@ -89,6 +107,7 @@ impl OooArgs {
             background_bytes: self.background_bytes,
             rate_mbit: self.rate_mbit,
             queue_frames: self.queue_frames,
+            ecn_mark_frames: self.ecn_mark_frames,
             loss_percent: self.loss_percent,
             delay_min_us: self.delay_min_us,
             delay_max_us: self.delay_max_us,
@@ -109,11 +128,19 @@ pub fn run(args: OooArgs, json: bool) -> anyhow::Result<i32> {
     let show = !json || std::io::stderr().is_terminal();
     if show {
         output::note!(
-            "ooo: {} repetitions x {} bounds x {} s; Linux NewReno senders (this kernel has no dctcp module), {} Mbit/s bottleneck, {}% loss, delays {}-{} us",
+            "ooo: {} repetitions x {} senders ({}) x {} bounds x {} s; {} Mbit/s bottleneck, CE marks past {} frames for DCTCP, {}% loss, delays {}-{} us",
             params.repetitions,
+            params.senders.len(),
+            params
+                .senders
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
             params.bounds.len(),
             params.seconds,
             params.rate_mbit,
+            params.ecn_mark_frames,
             params.loss_percent,
             params.delay_min_us,
             params.delay_max_us
@@ -143,8 +170,9 @@ pub fn run(args: OooArgs, json: bool) -> anyhow::Result<i32> {
 fn progress_line(c: &Cell) -> String {
     let p = |v: &[f64], q| output::measured(stats::percentile(v, q), 1);
     format!(
-        "  rep {} {:>9} intervals: {} short (p90 {} ms), {} background (p90 {} ms), {} failed; wire lost {} + {} queue, reordered {}{}",
+        "  rep {} {:>7} {:>9} intervals: {} short (p90 {} ms), {} background (p90 {} ms), {} failed; wire lost {} + {} queue, reordered {}, CE marked {}{}",
         c.repetition,
+        c.sender.to_string(),
         c.bound.to_string(),
         c.short_fct_ms.len(),
         p(&c.short_fct_ms, 90.0),
@@ -154,6 +182,7 @@ fn progress_line(c: &Cell) -> String {
         c.wire.dropped_policy,
         c.wire.dropped_overload,
         c.wire.reordered,
+        c.wire.ce_marked,
         if c.verified { "" } else { " (NOT VERIFIED)" }
     )
 }
@@ -173,8 +202,9 @@ fn cell(t: &Tail, ratio: Option<f64>) -> String {
     )
 }
 
-fn row(bound: OooBound, s: &KindSummary, b: &KindSummary) -> Vec<String> {
+fn row(sender: SenderCc, bound: OooBound, s: &KindSummary, b: &KindSummary) -> Vec<String> {
     vec![
+        sender.to_string(),
         bound.to_string(),
         cell(&s.p90, s.p90_vs_unbounded),
         cell(&s.p99, s.p99_vs_unbounded),
@@ -187,12 +217,17 @@ fn row(bound: OooBound, s: &KindSummary, b: &KindSummary) -> Vec<String> {
 
 fn print_table(r: &OooResult) -> anyhow::Result<()> {
     let body: Vec<Vec<String>> = r
-        .bounds
+        .senders
         .iter()
-        .map(|b| row(b.bound, &b.short, &b.background))
+        .flat_map(|s| {
+            s.bounds
+                .iter()
+                .map(move |b| row(s.sender, b.bound, &b.short, &b.background))
+        })
         .collect();
     output::table(
         &[
+            "sender",
             "intervals",
             "short p90 ms",
             "short p99 ms",
@@ -204,30 +239,18 @@ fn print_table(r: &OooResult) -> anyhow::Result<()> {
         &body,
     )?;
     println!();
-    let base = r
-        .thesis_newreno
-        .iter()
-        .find(|t| t.bound == OooBound::Unbounded);
-    let x = |v: f64, b: Option<f64>| match b {
-        Some(b) if b > 0.0 => format!("{v} (x{:.2})", v / b),
-        _ => v.to_string(),
-    };
-    let thesis: Vec<Vec<String>> = r
-        .thesis_newreno
-        .iter()
-        .map(|t| {
-            vec![
-                t.bound.to_string(),
-                x(t.short_p90_ms, base.map(|b| b.short_p90_ms)),
-                x(t.short_p99_9_ms, base.map(|b| b.short_p99_9_ms)),
-                x(t.background_p90_ms, base.map(|b| b.background_p90_ms)),
-                x(t.background_p99_9_ms, base.map(|b| b.background_p99_9_ms)),
-            ]
-        })
-        .collect();
+    let thesis: Vec<Vec<String>> = [
+        (SenderCc::NewReno, &r.thesis_newreno),
+        (SenderCc::Dctcp, &r.thesis_dctcp),
+    ]
+    .into_iter()
+    .filter(|(s, _)| r.params.senders.contains(s))
+    .flat_map(|(s, rows)| thesis_rows(s, rows))
+    .collect();
     output::table(
         &[
-            "Table 5.3 NewReno",
+            "Table 5.3",
+            "intervals",
             "fg p90 ms",
             "fg p99.9 ms",
             "bg p90 ms",
@@ -238,9 +261,37 @@ fn print_table(r: &OooResult) -> anyhow::Result<()> {
     println!(
         "(thesis: ns-3, 96-node leaf-spine incast, SACK; here: one lab bottleneck, no SACK: compare trends)"
     );
+    for s in &r.senders {
+        println!(
+            "{}: CE marked {} frames at the bottleneck",
+            s.sender, s.wire_ce_marked
+        );
+    }
     println!(
         "byte-exact: {} (every flow's reply carried its request's length and digest)",
         if r.byte_exact { "yes" } else { "NO" }
     );
     Ok(())
+}
+
+/// Table 5.3's rows of one congestion control, with their ratios to its
+/// unbounded row.
+fn thesis_rows(sender: SenderCc, rows: &[ThesisRow]) -> Vec<Vec<String>> {
+    let base = rows.iter().find(|t| t.bound == OooBound::Unbounded);
+    let x = |v: f64, b: Option<f64>| match b {
+        Some(b) if b > 0.0 => format!("{v} (x{:.2})", v / b),
+        _ => v.to_string(),
+    };
+    rows.iter()
+        .map(|t| {
+            vec![
+                sender.to_string(),
+                t.bound.to_string(),
+                x(t.short_p90_ms, base.map(|b| b.short_p90_ms)),
+                x(t.short_p99_9_ms, base.map(|b| b.short_p99_9_ms)),
+                x(t.background_p90_ms, base.map(|b| b.background_p90_ms)),
+                x(t.background_p99_9_ms, base.map(|b| b.background_p99_9_ms)),
+            ]
+        })
+        .collect()
 }
