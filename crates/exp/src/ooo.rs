@@ -36,7 +36,7 @@
 //! bytes: NewReno without SACK repairs one hole per round trip and the
 //! kept bytes only save retransmissions after the hole. The data path's
 //! DCTCP sender goes back N on three duplicate ACKs (thesis section
-//! 4.3.1, as TAS) and its minimum RTO is 200 ms.
+//! 4.3.1, as TAS); its minimum RTO is the Linux senders' `rto_min`.
 
 mod dctcp;
 
@@ -155,7 +155,8 @@ pub struct OooParams {
     pub delay_min_us: u64,
     pub delay_max_us: u64,
     /// The senders' minimum retransmission timeout towards the receiver,
-    /// ms (a route's `rto_min`; Linux's default is 200 ms, data-center
+    /// ms (the Linux senders' route `rto_min`, the DCTCP senders'
+    /// `EndpointConfig::min_rto`; Linux's default is 200 ms, data-center
     /// stacks and simulations use a few ms).
     pub rto_min_ms: u32,
     pub quick: bool,
@@ -541,8 +542,10 @@ fn run_cell(
     let senders = match sender {
         SenderCc::NewReno => None,
         SenderCc::Dctcp => {
+            // The same minimum RTO as the Linux senders' route.
             let cfg = EndpointConfig {
                 congestion: Policy::Dctcp,
+                min_rto: Duration::from_millis(params.rto_min_ms.into()),
                 ..EndpointConfig::default()
             };
             Some(endpoint(lab.sender(), toe_sender_addr(lab), cfg)?)

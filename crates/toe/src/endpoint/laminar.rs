@@ -40,7 +40,7 @@ use order::wire::ecn::{set_ecn, Ecn};
 use rmt::laminar::segment::TcpSegment;
 use rmt::laminar::ConnectionSpec;
 
-use super::{Endpoint, Handshake, ToeError, MAX_RTO, MIN_RTO};
+use super::{Endpoint, Handshake, ToeError, MAX_RTO};
 use crate::laminar::{
     network_segment, AddressHandles, LaminarCounters, LaminarEngine, LaminarError, RxWrite, TxSync,
 };
@@ -225,7 +225,7 @@ impl Endpoint {
                 ack_high: base_seq,
                 last_sync: now,
                 last_progress: now,
-                rto: MIN_RTO,
+                rto: self.cfg.min_rto,
                 close_requested: false,
             }),
         });
@@ -441,7 +441,7 @@ impl Endpoint {
     /// acknowledged: the transmit buffer frees that space.
     fn laminar_acked(&mut self, s: &TxSync) {
         let conn = ConnIdx::from(s.conn);
-        let now = self.now;
+        let (now, min_rto) = (self.now, self.cfg.min_rto);
         let Some(tx) = self.laminar_conn(conn).and_then(|c| c.tx.as_mut()) else {
             return;
         };
@@ -455,7 +455,7 @@ impl Endpoint {
         tx.acked_bytes += u64::from(newly);
         tx.credits = s.credits;
         tx.last_progress = now;
-        tx.rto = MIN_RTO;
+        tx.rto = min_rto;
         // Acknowledged beyond what a go-back-N left to push: skip it.
         if distance(tx.pushed, tx.acked) > 0 {
             tx.pushed = tx.acked;
@@ -888,7 +888,7 @@ mod tests {
             ack_high: u32::MAX - 100,
             last_sync: now,
             last_progress: now,
-            rto: MIN_RTO,
+            rto: crate::EndpointConfig::default().min_rto,
             close_requested: false,
         }
     }

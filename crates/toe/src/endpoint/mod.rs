@@ -49,7 +49,7 @@ use crate::wheel::Wheel;
 const WSCALE: u8 = 7;
 /// RFC 6298 bounds the retransmission timeout below by 1 s; Linux uses
 /// 200 ms, which a lab's sub-millisecond RTT allows too.
-const MIN_RTO: Duration = Duration::from_millis(200);
+const DEFAULT_MIN_RTO: Duration = Duration::from_millis(200);
 const MAX_RTO: Duration = Duration::from_secs(4);
 const SYN_TRIES: u8 = 5;
 
@@ -95,6 +95,11 @@ pub struct EndpointConfig {
     /// How long the side that closed first keeps a finished connection
     /// (TIME_WAIT, 2 MSL; RFC 9293 section 3.6).
     pub time_wait: Duration,
+    /// The retransmission timeout a connection starts from and returns to
+    /// on progress (doubled per timeout up to 4 s). 200 ms, Linux's
+    /// `TCP_RTO_MIN`, by default; a datacenter path sets it lower, as
+    /// Linux's `rto_min` route metric does.
+    pub min_rto: Duration,
     /// Out-of-order intervals each connection keeps ([`crate::ooo`]; one,
     /// as FlexTOE and Laminar, by default).
     pub ooo_bound: OooBound,
@@ -115,6 +120,7 @@ impl Default for EndpointConfig {
             control_interval: Duration::from_micros(500),
             // Linux's TCP_TIMEWAIT_LEN: 60 s (RFC 9293's 2 MSL is 4 min).
             time_wait: Duration::from_secs(60),
+            min_rto: DEFAULT_MIN_RTO,
             ooo_bound: OooBound::default(),
             engine: Engine::Toe,
         }
@@ -556,7 +562,7 @@ impl Endpoint {
         if out.acked > 0 {
             if let Some(c) = self.control[conn as usize].as_mut() {
                 c.last_progress = self.now;
-                c.rto = MIN_RTO;
+                c.rto = self.cfg.min_rto;
             }
         }
         if out.send_ack {
@@ -873,7 +879,7 @@ impl Endpoint {
         self.control[conn as usize] = Some(Control {
             mss,
             last_progress: self.now,
-            rto: MIN_RTO,
+            rto: self.cfg.min_rto,
         });
         self.install_flow(conn, mss, h.ecn, h.iss.wrapping_add(1));
         self.app[conn as usize] = Some(AppConn {

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use order::seq::distance;
 
-use super::{Endpoint, ToeError, MAX_RTO, MIN_RTO};
+use super::{Endpoint, ToeError, MAX_RTO};
 use crate::app::ctl;
 use crate::buffer::PayloadBuf;
 use crate::pipeline::{
@@ -481,7 +481,7 @@ impl Endpoint {
                 app.tx_free += n;
                 if let Some(c) = self.control.get_mut(conn as usize).and_then(Option::as_mut) {
                     c.last_progress = now;
-                    c.rto = MIN_RTO;
+                    c.rto = self.cfg.min_rto;
                 }
             }
             Notice::Fin { .. } => app.eof = true,
