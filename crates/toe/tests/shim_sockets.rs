@@ -17,6 +17,8 @@
 //!   second socket bound to it gets EADDRINUSE.
 //! - TCP_INFO's retransmission counts through a lossy wire, against the
 //!   wire's own count of dropped frames.
+//! - Malformed control messages: an error reply or a closed context, and
+//!   the service serving on.
 //! - A program killed mid-transfer: the data path serves the others.
 //! - Python's http.server serving curl through the wire with loss and
 //!   reordering, byte for byte.
@@ -365,6 +367,76 @@ fn tcp_info_counts_the_retransmissions_a_lossy_wire_forced() {
     );
     // Everything is acknowledged: no timeout is outstanding.
     assert_eq!((retransmits, backoff), (0, 0));
+    svc.stop().unwrap();
+}
+
+/// Sends raw bytes on a control connection; the reply's errno, or None
+/// when the service closed the connection instead.
+fn raw_request(sock: &std::os::fd::OwnedFd, bytes: &[u8]) -> Option<i32> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: sends from a local buffer of that length.
+    let n = unsafe { libc::send(sock.as_raw_fd(), bytes.as_ptr().cast(), bytes.len(), 0) };
+    assert_eq!(n, bytes.len() as isize);
+    toe::app::ctl::recv_response(sock).ok().map(|(r, _)| r.err)
+}
+
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
+fn malformed_control_messages_get_an_error_or_a_closed_context_never_a_panic() {
+    use toe::app::request::{request_bytes, Command};
+    let (_lab, svc, socket) = lab_and_service("tctl", false);
+    let req = |c: Command| request_bytes(&c.request());
+    // A first message of the wrong size: the connection is closed.
+    let s = toe::app::ctl::connect(&socket).unwrap();
+    assert_eq!(raw_request(&s, &req(Command::Hello)[..20]), None);
+    // A first message that is no HELLO or JOIN: an error reply.
+    let s = toe::app::ctl::connect(&socket).unwrap();
+    assert_eq!(
+        raw_request(&s, &req(Command::Listen { port: 9 })),
+        Some(libc::EPROTO)
+    );
+    // In a context: each malformed request gets its errno.
+    let s = toe::app::ctl::connect(&socket).unwrap();
+    assert_eq!(raw_request(&s, &req(Command::Hello)), Some(0));
+    let mut bad = Command::Hello.request();
+    bad.op = 99;
+    assert_eq!(raw_request(&s, &request_bytes(&bad)), Some(libc::EPROTO));
+    let mut zero_port = Command::Listen { port: 1 }.request();
+    zero_port.port = 0;
+    assert_eq!(
+        raw_request(&s, &request_bytes(&zero_port)),
+        Some(libc::EINVAL)
+    );
+    let mut family = Command::Connect {
+        remote: "10.0.0.1:80".parse().unwrap(),
+        local_port: None,
+    }
+    .request();
+    family.family = 9;
+    assert_eq!(
+        raw_request(&s, &request_bytes(&family)),
+        Some(libc::EAFNOSUPPORT)
+    );
+    let mut slot = Command::Close { slot: 0 }.request();
+    slot.id = u32::MAX;
+    assert_eq!(raw_request(&s, &request_bytes(&slot)), Some(libc::EBADF));
+    assert_eq!(
+        raw_request(&s, &req(Command::Close { slot: 5 })),
+        Some(libc::EBADF),
+        "a slot that holds nothing"
+    );
+    assert_eq!(
+        raw_request(&s, &req(Command::Accept { listener: 1 << 30 })),
+        Some(libc::EBADF)
+    );
+    assert_eq!(raw_request(&s, &req(Command::Hello)), Some(libc::EPROTO));
+    // A message of the wrong size in a context: the context is closed.
+    assert_eq!(raw_request(&s, &[0u8; 40]), None);
+    // The service goes on serving.
+    assert!(!svc.is_finished());
+    let cx = Context::connect(&socket).unwrap();
+    drop(cx.listen(LISTEN_PORT).unwrap());
+    drop(cx);
     svc.stop().unwrap();
 }
 
