@@ -8,6 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicI32, Ordering};
 
 use crate::HostError;
 
@@ -66,16 +67,53 @@ pub fn ip(args: &[&str]) -> Result<String, HostError> {
     run(Command::new("ip").args(args))
 }
 
+/// The child `wait_like_system` waits for (0: none): where a SIGTERM or
+/// SIGHUP to this process is passed on.
+static WAITED_CHILD: AtomicI32 = AtomicI32::new(0);
+
+/// A SIGTERM or SIGHUP that came before the child's pid was known.
+static PENDING_SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+/// Passes SIGTERM or SIGHUP on to the waited-for child, which ends; the
+/// caller then returns from its wait and cleans up.
+extern "C" fn pass_on(sig: libc::c_int) {
+    let pid = WAITED_CHILD.load(Ordering::SeqCst);
+    if pid > 0 {
+        // SAFETY: kill() is async-signal-safe.
+        unsafe { libc::kill(pid, sig) };
+    } else {
+        PENDING_SIGNAL.store(sig, Ordering::SeqCst);
+    }
+}
+
 /// Runs `cmd` and waits for it. Meanwhile this process ignores SIGINT and
 /// SIGQUIT (the terminal's ^C goes to the child, and the caller survives to
-/// clean up); the child starts with the default handlers.
+/// clean up) and passes SIGTERM and SIGHUP on to the child (a service
+/// manager's stop reaches the program, and the caller again survives to
+/// clean up); the child starts with the default handlers. The child also
+/// dies with this process (PR_SET_PDEATHSIG), so a caller killed outright
+/// leaves no orphan behind.
 pub fn wait_like_system(cmd: &mut Command) -> io::Result<ExitStatus> {
-    // SAFETY: the pre_exec closure only calls signal(), which is
-    // async-signal-safe.
+    // SAFETY: getpid() has no memory effects.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: the pre_exec closure only calls signal(), sigprocmask(),
+    // prctl() and getppid(), which are async-signal-safe (the mask is reset
+    // as a shell resets it for the program it starts).
     unsafe {
-        cmd.pre_exec(|| {
-            libc::signal(libc::SIGINT, libc::SIG_DFL);
-            libc::signal(libc::SIGQUIT, libc::SIG_DFL);
+        cmd.pre_exec(move || {
+            for sig in [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP] {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // The parent died before the line above took effect.
+            if libc::getppid() != parent {
+                return Err(io::Error::other("the parent process is gone"));
+            }
             Ok(())
         });
     }
@@ -86,11 +124,34 @@ pub fn wait_like_system(cmd: &mut Command) -> io::Result<ExitStatus> {
             libc::signal(libc::SIGQUIT, libc::SIG_IGN),
         )
     };
-    let status = cmd.status();
+    PENDING_SIGNAL.store(0, Ordering::SeqCst);
+    // SAFETY: installs a handler that only calls kill(); restored below.
+    let (old_term, old_hup) = unsafe {
+        let handler = pass_on as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        (
+            libc::signal(libc::SIGTERM, handler),
+            libc::signal(libc::SIGHUP, handler),
+        )
+    };
+    let child = cmd.spawn();
+    if let Ok(c) = &child {
+        let pid = c.id() as i32;
+        WAITED_CHILD.store(pid, Ordering::SeqCst);
+        // A signal that came while the child was being started.
+        let early = PENDING_SIGNAL.swap(0, Ordering::SeqCst);
+        if early != 0 {
+            // SAFETY: signals our own child.
+            unsafe { libc::kill(pid, early) };
+        }
+    }
+    let status = child.and_then(|mut c| c.wait());
+    WAITED_CHILD.store(0, Ordering::SeqCst);
     // SAFETY: restores the handlers saved above.
     unsafe {
         libc::signal(libc::SIGINT, old_int);
         libc::signal(libc::SIGQUIT, old_quit);
+        libc::signal(libc::SIGTERM, old_term);
+        libc::signal(libc::SIGHUP, old_hup);
     }
     status
 }
@@ -169,5 +230,87 @@ mod tests {
             HostError::NoProgram { .. } => testkit::missing("the program ip (iproute2)"),
             other => panic!("{other}"),
         }
+    }
+
+    /// The test binary itself as a parent that waits for `sleep` the
+    /// system(3) way (run by the test below with the variable set).
+    #[test]
+    fn wait_like_system_as_a_parent() {
+        if std::env::var_os("STEER_HOST_TEST_PARENT").is_none() {
+            return;
+        }
+        let status = wait_like_system(Command::new("sleep").arg("300")).unwrap();
+        // A SIGTERM to this process ended the child, and this process
+        // lived on to say so.
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(libc::SIGTERM));
+        println!("child ended by SIGTERM");
+    }
+
+    /// The child of `parent` (its only one), once it has started: the
+    /// kernel lists children by the thread that started them.
+    fn child_of(parent: u32) -> u32 {
+        for _ in 0..1000 {
+            let tasks = std::fs::read_dir(format!("/proc/{parent}/task")).unwrap();
+            for task in tasks.flatten() {
+                let text =
+                    std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+                if let Some(pid) = text.split_whitespace().next() {
+                    return pid.parse().unwrap();
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        panic!("{parent} started no child");
+    }
+
+    fn is_gone(pid: u32) -> bool {
+        // A zombie is gone too: it runs nothing.
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => true,
+            Ok(stat) => stat
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z'),
+        }
+    }
+
+    fn parent_process() -> std::process::Child {
+        Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "command::tests::wait_like_system_as_a_parent"])
+            .args(["--nocapture", "--test-threads", "1"])
+            .env("STEER_HOST_TEST_PARENT", "1")
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    #[test]
+    fn sigterm_to_the_waiting_parent_ends_the_child_and_the_parent_lives_on() {
+        let mut parent = parent_process();
+        let child = child_of(parent.id());
+        // SAFETY: signals a process this test started.
+        unsafe { libc::kill(parent.id() as i32, libc::SIGTERM) };
+        let out = std::io::read_to_string(parent.stdout.take().unwrap()).unwrap();
+        assert!(parent.wait().unwrap().success(), "{out}");
+        assert!(out.contains("child ended by SIGTERM"), "{out}");
+        assert!(is_gone(child));
+    }
+
+    #[test]
+    fn the_child_dies_with_a_parent_killed_outright() {
+        let mut parent = parent_process();
+        let child = child_of(parent.id());
+        parent.kill().unwrap();
+        parent.wait().unwrap();
+        for _ in 0..500 {
+            if is_gone(child) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        panic!("{child} outlived its parent");
     }
 }

@@ -501,3 +501,53 @@ fn toe_run_refuses_a_pipeline_layout_without_stages() {
         "{err}"
     );
 }
+
+/// The child of `parent` running `comm`, once there is one (the kernel
+/// lists children by the thread that started them).
+fn child_named(parent: u32, comm: &str) -> u32 {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        for task in std::fs::read_dir(format!("/proc/{parent}/task"))
+            .unwrap()
+            .flatten()
+        {
+            let text = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            for pid in text.split_whitespace() {
+                let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+                if name.trim() == comm {
+                    return pid.parse().unwrap();
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("steer started no {comm}");
+}
+
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
+fn sigterm_to_steer_ends_the_program_and_removes_the_services_socket() {
+    let lab = lab();
+    let mut steer = toe_run(&lab, &["sleep", "300"]).spawn().unwrap();
+    let socket =
+        std::env::temp_dir().join(format!("steer-toe-{}-rcv-{}.sock", lab.name(), steer.id()));
+    let program = child_named(steer.id(), "sleep");
+    assert!(socket.exists(), "{} is not there", socket.display());
+    // SAFETY: a signal to a process this test started.
+    unsafe { libc::kill(steer.id() as i32, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = steer.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "steer did not end");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // The program ended by the signal, and steer said so as a shell does.
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM));
+    assert!(
+        !Path::new(&format!("/proc/{program}")).exists(),
+        "the program outlived steer"
+    );
+    assert!(!socket.exists(), "{} was left behind", socket.display());
+}

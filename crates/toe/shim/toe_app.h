@@ -26,13 +26,28 @@
  *   TX: the application writes bytes, then tx_head; the service sends them
  *       and advances tx_tail.
  *
- * Every connection and every listener has an eventfd the service writes to
- * when something the application waits for happened (bytes or EOF to read,
- * a connection to accept, the open completed or failed, and, when the
- * application set TOE_APP_WANT_TX, room to write). The shim hands that
- * eventfd to the program as the socket's descriptor, so poll, select and
- * epoll see a real kernel descriptor: it is readable exactly when the socket
- * is (the shim re-arms it after every read that leaves bytes or EOF behind).
+ * Every listener has an eventfd the service writes to when a connection
+ * waits to be accepted. Every connection has a UNIX stream socket pair
+ * whose one end the application gets (the shim hands it to the program as
+ * the socket's descriptor) and whose other end the service keeps, so the
+ * kernel's poll, select and epoll report a connection's readiness as they
+ * report a TCP socket's (tcp_poll):
+ *   POLLIN   the service wrote a byte to its end (bytes or EOF to read, or
+ *            the open completed), setting rx_armed; the application clears
+ *            rx_armed before it reads those bytes away once the RX ring is
+ *            empty, and rings the doorbell: the service writes again while
+ *            the ring holds bytes and rx_armed is 0, so no wake-up is lost.
+ *   POLLOUT  the application's end has send-buffer room. When the TX ring is
+ *            full the application fills that buffer ("plugs" its end), then
+ *            sets TOE_APP_WANT_TX; once the ring has room again (the data
+ *            path took bytes the peer acknowledged) the service clears the
+ *            flag and reads the plug away, which wakes the writer.
+ *   POLLIN|POLLRDHUP  the peer's FIN: the service shuts its end for writing.
+ *   POLLHUP  both directions shut (the peer's FIN and the application's
+ *            shutdown(SHUT_WR), which the shim also applies to its end).
+ *   POLLERR|POLLHUP  a reset: the service queues a byte on its own end and
+ *            closes it, and the kernel gives the application's end
+ *            ECONNRESET as an unread-data close does.
  */
 #ifndef TOE_APP_H
 #define TOE_APP_H
@@ -44,7 +59,7 @@
 #define TOE_DEBUG_ENV "STEER_TOE_DEBUG"
 
 #define TOE_MAGIC 0x31656f74u /* "toe1" */
-#define TOE_VERSION 1
+#define TOE_VERSION 2
 #define TOE_SLOTS 64
 #define TOE_RING_SIZE 262144 /* bytes per ring and direction: a power of two, whole pages */
 #define TOE_HEADER_SIZE 64
@@ -67,7 +82,7 @@
 
 /* struct toe_slot.app_flags (written by the application) */
 #define TOE_APP_SHUT_WR 1 /* FIN after the bytes in the TX ring */
-#define TOE_APP_WANT_TX 2 /* signal the eventfd when TX room frees up */
+#define TOE_APP_WANT_TX 2 /* the descriptor is plugged: read the plug away when TX room frees up */
 
 struct toe_header {
     uint32_t magic;
@@ -103,7 +118,10 @@ struct toe_slot {
     uint32_t snd_cwnd;   /* service: congestion window (bytes) */
     uint32_t srtt_us;    /* service: smoothed RTT (microseconds), 0 before a sample */
     uint32_t congestion; /* service: TOE_CC_* */
-    uint8_t reserved[24];
+    uint32_t rx_armed;   /* both: 1 while the service's readable byte is unread */
+    uint32_t total_retrans; /* service: data segments sent again, over the connection's life */
+    uint32_t backoffs;      /* service: retransmission timeouts since new data was last acked */
+    uint8_t reserved[12];
 };
 
 #define TOE_OFF_RX_HEAD 0
@@ -127,6 +145,9 @@ struct toe_slot {
 #define TOE_OFF_SND_CWND 92
 #define TOE_OFF_SRTT_US 96
 #define TOE_OFF_CONGESTION 100
+#define TOE_OFF_RX_ARMED 104
+#define TOE_OFF_TOTAL_RETRANS 108
+#define TOE_OFF_BACKOFFS 112
 
 /* struct toe_slot.congestion: the policy behind the window (toe::cc),
  * named as TCP_CONGESTION names it. */
@@ -137,13 +158,14 @@ struct toe_slot {
 /* Control requests (struct toe_req.op) and their replies. */
 #define TOE_OP_HELLO 1   /* -> memfd + doorbell eventfd; reply's local_addr is the data path's address */
 #define TOE_OP_LISTEN 2  /* port -> id (listener) + eventfd */
-#define TOE_OP_ACCEPT 3  /* id (listener) -> id (slot) + eventfd, or err EAGAIN */
-#define TOE_OP_CONNECT 4 /* addr, port -> id (slot, TOE_ST_CONNECTING) + eventfd */
+#define TOE_OP_ACCEPT 3  /* id (listener) -> id (slot) + socket, or err EAGAIN */
+#define TOE_OP_CONNECT 4 /* addr, port[, local_port] -> id (slot, TOE_ST_CONNECTING) + socket,
+                           or err EADDRINUSE (local_port held) */
 #define TOE_OP_CLOSE 5   /* id (slot): the application is done with it */
 #define TOE_OP_UNLISTEN 6 /* id (listener) */
 #define TOE_OP_JOIN 7    /* id (context): a forked child's control connection joins its parent's context */
 
-#define TOE_REQ_SIZE 28
+#define TOE_REQ_SIZE 32
 #define TOE_RESP_SIZE 48
 
 struct toe_req {
@@ -152,6 +174,8 @@ struct toe_req {
     uint16_t port;
     uint16_t family;
     uint8_t addr[16];
+    uint16_t local_port; /* CONNECT: the port the socket was bound to, or 0 (any) */
+    uint16_t pad;
 };
 
 /* err: 0 or a positive errno value. */

@@ -14,14 +14,16 @@
  * else (UNIX, UDP, loopback, other families) stays with the kernel. With no
  * service (no $STEER_TOE_SOCKET, or it does not answer) nothing moves.
  *
- * The descriptor: when a socket moves, the connection's or listener's
- * eventfd (from the service) is dup3()ed over the program's descriptor
- * number. The service signals it when there are bytes or an EOF to read or
- * a connection to accept, and the shim keeps it readable while that lasts,
- * so poll, select and epoll work unchanged on mixed descriptor sets. It is
- * always writable: a write that finds the TX ring full blocks (or says
- * EAGAIN) instead. connect() completes before it returns, also for a
- * non-blocking socket (POSIX allows that).
+ * The descriptor: when a socket moves, the descriptor the service gives
+ * (a listener's eventfd, a connection's end of a UNIX socket pair) is
+ * dup3()ed over the program's descriptor number, so poll, select and epoll
+ * work unchanged on mixed descriptor sets and report what the kernel would
+ * for a TCP socket (toe_app.h): a connection is readable while bytes or EOF
+ * wait, writable only while its TX ring has room (a writer that fills it
+ * plugs the descriptor; the service unplugs it when the data path frees
+ * space), POLLRDHUP at the peer's FIN, POLLHUP when both directions are
+ * shut, POLLERR|POLLHUP at a reset. connect() completes before it returns,
+ * also for a non-blocking socket (POSIX allows that).
  *
  * Bytes: each connection has an RX and a TX ring in shared memory, each
  * mapped twice back to back, so every copy in or out is one memcpy.
@@ -60,6 +62,7 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/un.h>
@@ -92,6 +95,9 @@ _Static_assert(offsetof(struct toe_slot, refs) == TOE_OFF_REFS, "refs");
 _Static_assert(offsetof(struct toe_slot, snd_cwnd) == TOE_OFF_SND_CWND, "snd_cwnd");
 _Static_assert(offsetof(struct toe_slot, srtt_us) == TOE_OFF_SRTT_US, "srtt_us");
 _Static_assert(offsetof(struct toe_slot, congestion) == TOE_OFF_CONGESTION, "congestion");
+_Static_assert(offsetof(struct toe_slot, rx_armed) == TOE_OFF_RX_ARMED, "rx_armed");
+_Static_assert(offsetof(struct toe_slot, total_retrans) == TOE_OFF_TOTAL_RETRANS, "total_retrans");
+_Static_assert(offsetof(struct toe_slot, backoffs) == TOE_OFF_BACKOFFS, "backoffs");
 
 #define EXPORT __attribute__((visibility("default")))
 #define RING_MASK (TOE_RING_SIZE - 1u)
@@ -126,6 +132,8 @@ static int (*real_fcntl)(int, int, ...);
 static int (*real_ioctl)(int, unsigned long, ...);
 static int (*real_dup)(int);
 static int (*real_dup3)(int, int, int);
+static ssize_t (*real_sendfile)(int, int, off_t *, size_t);
+static ssize_t (*real_splice)(int, loff_t *, int, loff_t *, size_t, unsigned int);
 
 static void *next(const char *name) {
     void *f = dlsym(RTLD_NEXT, name);
@@ -453,35 +461,48 @@ static int readable(const struct toe_slot *sl) {
     return LOAD(&sl->rx_head) != sl->rx_tail || (ev & (TOE_EV_EOF | TOE_EV_RESET)) != 0;
 }
 
-static void drain(int fd) {
-    uint64_t v;
-    if (real_read(fd, &v, 8) < 0) {
-        /* EAGAIN: already zero. */
+/* Reads away the service's readable bytes on a connection's descriptor:
+ * exactly those queued, for a read of an empty socket would take its
+ * pending error (a reset's ECONNRESET, which must go on polling POLLERR). */
+static void drain_notice(int fd) {
+    char buf[256];
+    int queued = 0;
+    while (real_ioctl(fd, FIONREAD, &queued) == 0 && queued > 0) {
+        size_t n = (size_t)queued < sizeof(buf) ? (size_t)queued : sizeof(buf);
+        if (real_recvfrom(fd, buf, n, MSG_DONTWAIT, NULL, NULL) <= 0) {
+            return;
+        }
     }
 }
 
-static void signal_fd(int fd) {
-    uint64_t one = 1;
-    if (real_write(fd, &one, 8) < 0) {
-        /* Only at counter overflow: readable anyway. */
-    }
-}
-
-/* Leaves the connection's eventfd readable exactly when the socket is. */
-static void rearm(int fd, const struct toe_slot *sl) {
+/* After a read: the descriptor stays readable while bytes or EOF wait (the
+ * service's byte stays unread) and is emptied once they are gone. If bytes
+ * came meanwhile, rx_armed = 0 and the doorbell make the service write its
+ * byte again: a wake-up may be early, never lost (toe_app.h). */
+static void settle(int fd, struct toe_slot *sl) {
     if (readable(sl)) {
-        signal_fd(fd);
         return;
     }
-    drain(fd);
+    __atomic_store_n(&sl->rx_armed, 0, __ATOMIC_SEQ_CST);
+    drain_notice(fd);
     if (readable(sl)) {
-        signal_fd(fd);
+        __atomic_store_n(&sl->rx_armed, 0, __ATOMIC_SEQ_CST);
+        ring_doorbell();
     }
 }
 
-/* Waits for the eventfd; 0, or -1 with EINTR or EAGAIN (timeout). */
-static int wait_fd(int fd, int timeout_ms) {
-    struct pollfd p = {.fd = fd, .events = POLLIN};
+/* Fills the descriptor's send buffer, so that it polls not writable until
+ * the service reads the plug away (toe_app.h). */
+static void plug(int fd) {
+    static const char zeros[16384];
+    while (real_sendto(fd, zeros, sizeof(zeros), MSG_DONTWAIT | MSG_NOSIGNAL, NULL, 0) > 0) {
+    }
+}
+
+/* Waits for `events` on the descriptor; 0, or -1 with EINTR or EAGAIN
+ * (timeout). */
+static int wait_fd(int fd, short events, int timeout_ms) {
+    struct pollfd p = {.fd = fd, .events = events};
     int n = poll(&p, 1, timeout_ms);
     if (n < 0) {
         return -1;
@@ -513,13 +534,13 @@ static ssize_t dp_recv(int fd, struct tsock *s, void *buf, size_t len, int flags
             ring_doorbell();
             done += n;
             if (!(flags & MSG_WAITALL) || done == len) {
-                rearm(fd, sl);
+                settle(fd, sl);
                 return (ssize_t)done;
             }
             continue;
         }
         if (done > 0 || len == 0 || s->shut_rd) {
-            rearm(fd, sl);
+            settle(fd, sl);
             return (ssize_t)done;
         }
         if (ev & TOE_EV_RESET) {
@@ -529,19 +550,17 @@ static ssize_t dp_recv(int fd, struct tsock *s, void *buf, size_t len, int flags
         if (ev & TOE_EV_EOF) {
             return 0;
         }
+        settle(fd, sl);
+        if (readable(sl)) {
+            continue;
+        }
         if (nonblock) {
-            drain(fd);
-            if (readable(sl)) {
-                signal_fd(fd);
-                continue;
-            }
             errno = EAGAIN;
             return -1;
         }
-        if (wait_fd(fd, s->rcvtimeo_ms) < 0) {
+        if (wait_fd(fd, POLLIN, s->rcvtimeo_ms) < 0) {
             return -1;
         }
-        drain(fd);
     }
 }
 
@@ -578,25 +597,23 @@ static ssize_t dp_send(int fd, struct tsock *s, const void *buf, size_t len, int
             continue;
         }
         if (done == len || (nonblock && done > 0)) {
-            __atomic_fetch_and(&sl->app_flags, ~(uint32_t)TOE_APP_WANT_TX, __ATOMIC_RELEASE);
             return (ssize_t)done;
+        }
+        /* The ring is full: the descriptor stops polling writable until the
+         * service has room again (plug first, then the flag, so that the
+         * service never reads away a plug that is still being written). */
+        plug(fd);
+        __atomic_fetch_or(&sl->app_flags, TOE_APP_WANT_TX, __ATOMIC_SEQ_CST);
+        ring_doorbell();
+        if (LOAD(&sl->tx_tail) != head - TOE_RING_SIZE) {
+            continue;
         }
         if (nonblock) {
             errno = EAGAIN;
             return -1;
         }
-        __atomic_fetch_or(&sl->app_flags, TOE_APP_WANT_TX, __ATOMIC_SEQ_CST);
-        if (LOAD(&sl->tx_tail) == head - TOE_RING_SIZE) {
-            int r = wait_fd(fd, s->sndtimeo_ms);
-            drain(fd);
-            /* The wake-up may have been for bytes to read: keep them visible. */
-            rearm(fd, sl);
-            if (r < 0) {
-                if (done > 0) {
-                    return (ssize_t)done;
-                }
-                return -1;
-            }
+        if (wait_fd(fd, POLLOUT, s->sndtimeo_ms) < 0) {
+            return done > 0 ? (ssize_t)done : -1;
         }
     }
 }
@@ -653,6 +670,8 @@ __attribute__((constructor)) static void init(void) {
     real_ioctl = next("ioctl");
     real_dup = next("dup");
     real_dup3 = next("dup3");
+    real_sendfile = next("sendfile");
+    real_splice = next("splice");
     const char *d = getenv(TOE_DEBUG_ENV);
     debug = d && *d == '1';
 }
@@ -774,7 +793,7 @@ EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags) {
         if (errno != EAGAIN || s->nonblock) {
             return -1;
         }
-        if (wait_fd(fd, -1) < 0) {
+        if (wait_fd(fd, POLLIN, -1) < 0) {
             return -1;
         }
     }
@@ -784,12 +803,33 @@ EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len) {
     return accept4(fd, addr, len, 0);
 }
 
+/* The port a socket was bound to before connect(), for the data path to use
+ * as the kernel would: 1 (req->local_port set, 0 if unbound), or 0 when it
+ * is bound to an address that is not the data path's (the kernel's then). */
+static int bound_port(int fd, const struct tsock *s, struct toe_req *req) {
+    struct sockaddr_storage a;
+    socklen_t alen = sizeof(a);
+    if (real_getsockname(fd, (struct sockaddr *)&a, &alen) < 0) {
+        return 1;
+    }
+    uint16_t port = a.ss_family == AF_INET ? ntohs(((struct sockaddr_in *)&a)->sin_port)
+                                           : ntohs(((struct sockaddr_in6 *)&a)->sin6_port);
+    if (port == 0) {
+        return 1;
+    }
+    if (!listens_on_data_path(s, (struct sockaddr *)&a, alen)) {
+        return 0;
+    }
+    req->local_port = port;
+    return 1;
+}
+
 /* An active open on the data path: 1 done (0 returned to the program), 0 not
  * ours (the kernel's connect follows), -1 failed with errno. */
 static int dp_connect(int fd, struct tsock *s, const struct sockaddr *addr, socklen_t len) {
     struct toe_req req = {.op = TOE_OP_CONNECT};
     pthread_mutex_lock(&lock);
-    if (!context() || !connects_on_data_path(addr, len, &req)) {
+    if (!context() || !connects_on_data_path(addr, len, &req) || !bound_port(fd, s, &req)) {
         pthread_mutex_unlock(&lock);
         return 0;
     }
@@ -805,7 +845,7 @@ static int dp_connect(int fd, struct tsock *s, const struct sockaddr *addr, sock
     while (LOAD(&sl->state) == TOE_ST_CONNECTING) {
         struct pollfd p = {.fd = efd, .events = POLLIN};
         poll(&p, 1, -1);
-        drain(efd);
+        drain_notice(efd);
     }
     if (LOAD(&sl->state) != TOE_ST_ESTABLISHED) {
         int e = (LOAD(&sl->events) & TOE_EV_REFUSED) ? ECONNREFUSED : ETIMEDOUT;
@@ -828,7 +868,7 @@ static int dp_connect(int fd, struct tsock *s, const struct sockaddr *addr, sock
     s->kind = K_CONN;
     s->id = resp.id;
     __atomic_store_n(&sl->refs, 1, __ATOMIC_RELEASE);
-    rearm(fd, sl);
+    settle(fd, sl);
     pthread_mutex_unlock(&lock);
     LOG("fd %d connected on the data path (connection %u, local port %u)", fd, resp.id,
         sl->local_port);
@@ -1014,6 +1054,80 @@ EXPORT ssize_t sendmsg(int fd, const struct msghdr *mh, int flags) {
     return dp_writev(fd, s, mh->msg_iov, (int)mh->msg_iovlen, flags);
 }
 
+/* sendfile to a data-path socket: the file's bytes through the TX ring
+ * (read at the file's position, which advances only by what was sent, as
+ * the kernel's does). Without this the kernel would write them into the
+ * descriptor's socket pair, where the data path never sees them. */
+static ssize_t dp_sendfile(int out, struct tsock *s, int in, off_t *offset, size_t count) {
+    off_t pos = offset ? *offset : lseek(in, 0, SEEK_CUR);
+    if (pos < 0) {
+        return -1;
+    }
+    char buf[65536];
+    size_t total = 0;
+    while (total < count) {
+        size_t want = count - total < sizeof(buf) ? count - total : sizeof(buf);
+        ssize_t n = pread(in, buf, want, pos + (off_t)total);
+        if (n <= 0) {
+            if (n < 0 && total == 0) {
+                return -1;
+            }
+            break;
+        }
+        /* After the first chunk, take only what fits without waiting. */
+        ssize_t sent = dp_send(out, s, buf, (size_t)n, total ? MSG_DONTWAIT | MSG_NOSIGNAL : 0);
+        if (sent < 0) {
+            if (total == 0) {
+                return -1;
+            }
+            break;
+        }
+        total += (size_t)sent;
+        if (sent < n) {
+            break;
+        }
+    }
+    if (offset) {
+        *offset = pos + (off_t)total;
+    } else {
+        lseek(in, pos + (off_t)total, SEEK_SET);
+    }
+    return (ssize_t)total;
+}
+
+EXPORT ssize_t sendfile(int out, int in, off_t *offset, size_t count) {
+    struct tsock *s = ours(out);
+    if (!s && !ours(in)) {
+        return real_sendfile(out, in, offset, count);
+    }
+    /* A socket is no file to send from (the kernel says EINVAL). */
+    if (ours(in)) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (s->kind != K_CONN) {
+        errno = ENOTCONN;
+        return -1;
+    }
+    return dp_sendfile(out, s, in, offset, count);
+}
+
+EXPORT ssize_t sendfile64(int out, int in, off_t *offset, size_t count) {
+    return sendfile(out, in, offset, count);
+}
+
+/* splice moves pages between a pipe and a descriptor inside the kernel,
+ * which never reaches the data path's rings: refused with the kernel's
+ * answer for a descriptor that cannot splice. */
+EXPORT ssize_t splice(int in, loff_t *off_in, int out, loff_t *off_out, size_t len,
+                      unsigned int flags) {
+    if (ours(in) || ours(out)) {
+        errno = EINVAL;
+        return -1;
+    }
+    return real_splice(in, off_in, out, off_out, len, flags);
+}
+
 EXPORT int shutdown(int fd, int how) {
     struct tsock *s = ours(fd);
     if (!s) {
@@ -1021,6 +1135,10 @@ EXPORT int shutdown(int fd, int how) {
     }
     if (s->kind != K_CONN) {
         errno = ENOTCONN;
+        return -1;
+    }
+    if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) {
+        errno = EINVAL;
         return -1;
     }
     if (how == SHUT_RD || how == SHUT_RDWR) {
@@ -1031,6 +1149,9 @@ EXPORT int shutdown(int fd, int how) {
         __atomic_fetch_or(&slots[s->id].app_flags, TOE_APP_SHUT_WR, __ATOMIC_RELEASE);
         ring_doorbell();
     }
+    /* The descriptor polls as the kernel's socket would: POLLIN|POLLRDHUP
+     * after SHUT_RD, POLLHUP once the peer's FIN came too. */
+    real_shutdown(fd, how);
     return 0;
 }
 
@@ -1224,6 +1345,14 @@ static int tcp_info(const struct tsock *s, void *val, socklen_t *len) {
         ti.tcpi_rcv_space = LOAD(&sl->rcv_wnd);
         ti.tcpi_snd_cwnd = mss ? LOAD(&sl->snd_cwnd) / mss : 0; /* segments, as Linux counts */
         ti.tcpi_rtt = LOAD(&sl->srtt_us);
+        /* The data path's own counts (Linux: icsk_retransmits, icsk_backoff,
+         * total_retrans). Fields it does not keep (tcpi_lost, tcpi_sacked,
+         * tcpi_retrans, the timestamps and byte counters) stay 0: see
+         * docs/toe.md. */
+        uint32_t backoffs = LOAD(&sl->backoffs);
+        ti.tcpi_retransmits = backoffs > 255 ? 255 : (uint8_t)backoffs;
+        ti.tcpi_backoff = ti.tcpi_retransmits;
+        ti.tcpi_total_retrans = LOAD(&sl->total_retrans);
     }
     socklen_t n = *len < sizeof(ti) ? *len : (socklen_t)sizeof(ti);
     memcpy(val, &ti, n);

@@ -91,6 +91,11 @@ impl Pre {
         self.by_tuple.get(t).copied()
     }
 
+    /// Whether an installed connection uses local port `port`.
+    pub fn uses_local_port(&self, port: u16) -> bool {
+        self.by_tuple.keys().any(|t| t.local_port == port)
+    }
+
     /// *Id*, *Sum*, *Steer*: data-path segments carry no SYN or RST and
     /// belong to an installed connection.
     pub fn steer(&self, seg: &Segment<'_>) -> Steer {

@@ -10,6 +10,15 @@
 //!   non-blocking listener whose connection a forked child serves after
 //!   the parent closed its copy, and UDP, UNIX and loopback sockets left
 //!   to the kernel.
+//! - Readiness (`programs/readiness.py`): a non-blocking writer facing a
+//!   full TX ring waits in poll() instead of spinning on EAGAIN, and sees
+//!   POLLRDHUP, POLLHUP and a reset's POLLERR as the kernel reports them.
+//! - bind() before connect(): the connection uses the bound port, and a
+//!   second socket bound to it gets EADDRINUSE.
+//! - TCP_INFO's retransmission counts through a lossy wire, against the
+//!   wire's own count of dropped frames.
+//! - Malformed control messages: an error reply or a closed context, and
+//!   the service serving on.
 //! - A program killed mid-transfer: the data path serves the others.
 //! - Python's http.server serving curl through the wire with loss and
 //!   reordering, byte for byte.
@@ -26,6 +35,7 @@ use toe::EndpointConfig;
 use wire::{Delay, Loss};
 
 const SCRIPT: &str = include_str!("programs/socket_semantics.py");
+const READINESS: &str = include_str!("programs/readiness.py");
 const ECHO_PORT: u16 = 7007;
 const LISTEN_PORT: u16 = 7008;
 
@@ -135,6 +145,299 @@ fn a_python_program_sees_kernel_socket_semantics_on_the_data_path() {
     assert_eq!(echoed, 15 + (1 << 20) + 19);
     let c = svc.stop().unwrap();
     assert_eq!((c.malformed, c.bad_checksum), (0, 0), "{c:?}");
+}
+
+/// The bytes `programs/readiness.py` sends, repeated.
+fn readiness_pattern() -> Vec<u8> {
+    (0..1u32 << 16).map(|i| (i * 7 + i / 251) as u8).collect()
+}
+
+/// A Linux reader for `programs/readiness.py`: reads `total` bytes slowly
+/// (so the writer's ring fills), checks them, closes; then resets the next
+/// connection. Returns the bytes read.
+fn slow_reader_then_reset(
+    lab: &Lab,
+    total: usize,
+) -> std::thread::JoinHandle<Result<std::io::Result<usize>, host::HostError>> {
+    let at = SocketAddr::new(IpAddr::V4(lab.sender().ipv4), ECHO_PORT);
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let handle = host::netns::spawn_in(&lab.sender().netns, move || -> std::io::Result<usize> {
+        let l = TcpListener::bind(at)?;
+        ready_tx.send(()).ok();
+        let (mut s, _) = l.accept()?;
+        s.set_read_timeout(Some(Duration::from_secs(60)))?;
+        let pattern = readiness_pattern();
+        let mut buf = vec![0u8; 65536];
+        let mut got = 0;
+        while got < total {
+            let n = s.read(&mut buf)?;
+            if n == 0 {
+                break;
+            }
+            for (k, b) in buf[..n].iter().enumerate() {
+                if *b != pattern[(got + k) % pattern.len()] {
+                    return Err(std::io::Error::other(format!("byte {} differs", got + k)));
+                }
+            }
+            got += n;
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        drop(s);
+        let (r, _) = l.accept()?;
+        // SO_LINGER with a zero timeout: close() sends a reset.
+        let linger = libc::linger {
+            l_onoff: 1,
+            l_linger: 0,
+        };
+        // SAFETY: a valid socket and a linger struct of that size.
+        let rc = unsafe {
+            libc::setsockopt(
+                std::os::fd::AsRawFd::as_raw_fd(&r),
+                libc::SOL_SOCKET,
+                libc::SO_LINGER,
+                (&linger as *const libc::linger).cast(),
+                std::mem::size_of::<libc::linger>() as libc::socklen_t,
+            )
+        };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        drop(r);
+        Ok(got)
+    })
+    .unwrap();
+    ready_rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the reader listens");
+    handle
+}
+
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
+fn a_writer_facing_a_full_ring_waits_in_poll_and_sees_hangup_and_reset() {
+    let (lab, svc, socket) = lab_and_service("tpoll", false);
+    let total = 16 << 20;
+    let reader = slow_reader_then_reset(&lab, total);
+    let args = [
+        lab.sender().ipv4.to_string(),
+        ECHO_PORT.to_string(),
+        total.to_string(),
+    ];
+    let out = python_on_toe(&lab, &socket, READINESS, &args)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{stdout}");
+    assert!(stdout.ends_with("OK\n"), "{stdout}");
+    let got = reader.join().unwrap().unwrap().unwrap();
+    assert_eq!(got, total);
+    let c = svc.stop().unwrap();
+    assert_eq!((c.malformed, c.bad_checksum), (0, 0), "{c:?}");
+}
+
+/// Binds a port, connects from it, and finds it held for a second socket.
+const BOUND: &str = r#"
+import errno, socket, sys
+host, port, local = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+a = socket.socket()
+a.bind(("", local))
+a.connect((host, port))
+assert a.getsockname()[1] == local, a.getsockname()
+b = socket.socket()
+b.bind(("", local))
+try:
+    b.connect((host, port))
+    raise AssertionError("a connect from a port the data path holds succeeded")
+except OSError as e:
+    assert e.errno == errno.EADDRINUSE, e
+a.sendall(b"bound")
+a.close()
+print("OK", flush=True)
+"#;
+
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
+fn a_port_bound_before_connect_is_the_connections_and_held_against_others() {
+    let (lab, svc, socket) = lab_and_service("tbind", false);
+    let at = SocketAddr::new(IpAddr::V4(lab.sender().ipv4), ECHO_PORT);
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let linux = host::netns::spawn_in(
+        &lab.sender().netns,
+        move || -> std::io::Result<(SocketAddr, Vec<u8>)> {
+            let l = TcpListener::bind(at)?;
+            ready_tx.send(()).ok();
+            let (mut s, peer) = l.accept()?;
+            s.set_read_timeout(Some(Duration::from_secs(30)))?;
+            let mut got = Vec::new();
+            s.read_to_end(&mut got)?;
+            Ok((peer, got))
+        },
+    )
+    .unwrap();
+    ready_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    let local = 40123u16;
+    let args = [
+        lab.sender().ipv4.to_string(),
+        ECHO_PORT.to_string(),
+        local.to_string(),
+    ];
+    let out = python_on_toe(&lab, &socket, BOUND, &args)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (peer, got) = linux.join().unwrap().unwrap().unwrap();
+    // Linux saw the connection come from the bound port, on the wire.
+    assert_eq!(peer, SocketAddr::new(toe_addr(&lab), local));
+    assert_eq!(got, b"bound");
+    svc.stop().unwrap();
+}
+
+/// Sends 4 MiB, waits for the sink to close, and prints TCP_INFO's
+/// retransmission fields: tcpi_retransmits, tcpi_backoff,
+/// tcpi_total_retrans.
+const RETRANS: &str = r#"
+import socket, struct, sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])))
+s.sendall(bytes(range(256)) * (4 << 12))
+s.shutdown(socket.SHUT_WR)
+assert s.recv(1) == b"", "the sink sent bytes"
+info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
+print(info[2], info[4], struct.unpack_from("I", info, 100)[0], flush=True)
+"#;
+
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP, AF_PACKET): `make test` runs it as root"]
+fn tcp_info_counts_the_retransmissions_a_lossy_wire_forced() {
+    let (lab, svc, socket) = lab_and_service("tretx", true);
+    let wire = common::impaired_wire(&lab, wire::Delay::default(), Loss::Uniform { p: 0.02 }, 11);
+    let at = SocketAddr::new(IpAddr::V4(lab.sender().ipv4), ECHO_PORT);
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let sink = host::netns::spawn_in(&lab.sender().netns, move || -> std::io::Result<usize> {
+        let l = TcpListener::bind(at)?;
+        ready_tx.send(()).ok();
+        let (mut s, _) = l.accept()?;
+        s.set_read_timeout(Some(Duration::from_secs(60)))?;
+        let mut got = Vec::new();
+        s.read_to_end(&mut got)?;
+        Ok(got.len())
+    })
+    .unwrap();
+    ready_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    let args = [lab.sender().ipv4.to_string(), ECHO_PORT.to_string()];
+    let out = python_on_toe(&lab, &socket, RETRANS, &args)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(sink.join().unwrap().unwrap().unwrap(), 4 << 20);
+    let st = wire.stop().unwrap();
+    let fields: Vec<u64> = stdout
+        .split_whitespace()
+        .map(|f| f.parse().unwrap())
+        .collect();
+    let [retransmits, backoff, total_retrans] = fields[..] else {
+        panic!("{stdout}")
+    };
+    // The data path's frames to Linux cross the wire from b to a; nearly
+    // all are data segments (the handshake's ACK and the FIN aside), and
+    // each one the wire dropped was sent again.
+    let dropped = st.b_to_a.counters.dropped_policy;
+    println!("wire dropped {dropped} of the data path's frames; TCP_INFO: {stdout}");
+    assert!(dropped > 0, "the wire dropped nothing");
+    assert!(
+        total_retrans + 2 >= dropped,
+        "tcpi_total_retrans {total_retrans} for {dropped} dropped frames"
+    );
+    // Everything is acknowledged: no timeout is outstanding.
+    assert_eq!((retransmits, backoff), (0, 0));
+    svc.stop().unwrap();
+}
+
+/// Sends raw bytes on a control connection; the reply's errno, or None
+/// when the service closed the connection instead.
+fn raw_request(sock: &std::os::fd::OwnedFd, bytes: &[u8]) -> Option<i32> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: sends from a local buffer of that length.
+    let n = unsafe { libc::send(sock.as_raw_fd(), bytes.as_ptr().cast(), bytes.len(), 0) };
+    assert_eq!(n, bytes.len() as isize);
+    toe::app::ctl::recv_response(sock).ok().map(|(r, _)| r.err)
+}
+
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
+fn malformed_control_messages_get_an_error_or_a_closed_context_never_a_panic() {
+    use toe::app::request::{request_bytes, Command};
+    let (_lab, svc, socket) = lab_and_service("tctl", false);
+    let req = |c: Command| request_bytes(&c.request());
+    // A first message of the wrong size: the connection is closed.
+    let s = toe::app::ctl::connect(&socket).unwrap();
+    assert_eq!(raw_request(&s, &req(Command::Hello)[..20]), None);
+    // A first message that is no HELLO or JOIN: an error reply.
+    let s = toe::app::ctl::connect(&socket).unwrap();
+    assert_eq!(
+        raw_request(&s, &req(Command::Listen { port: 9 })),
+        Some(libc::EPROTO)
+    );
+    // In a context: each malformed request gets its errno.
+    let s = toe::app::ctl::connect(&socket).unwrap();
+    assert_eq!(raw_request(&s, &req(Command::Hello)), Some(0));
+    let mut bad = Command::Hello.request();
+    bad.op = 99;
+    assert_eq!(raw_request(&s, &request_bytes(&bad)), Some(libc::EPROTO));
+    let mut zero_port = Command::Listen { port: 1 }.request();
+    zero_port.port = 0;
+    assert_eq!(
+        raw_request(&s, &request_bytes(&zero_port)),
+        Some(libc::EINVAL)
+    );
+    let mut family = Command::Connect {
+        remote: "10.0.0.1:80".parse().unwrap(),
+        local_port: None,
+    }
+    .request();
+    family.family = 9;
+    assert_eq!(
+        raw_request(&s, &request_bytes(&family)),
+        Some(libc::EAFNOSUPPORT)
+    );
+    let mut slot = Command::Close { slot: 0 }.request();
+    slot.id = u32::MAX;
+    assert_eq!(raw_request(&s, &request_bytes(&slot)), Some(libc::EBADF));
+    assert_eq!(
+        raw_request(&s, &req(Command::Close { slot: 5 })),
+        Some(libc::EBADF),
+        "a slot that holds nothing"
+    );
+    assert_eq!(
+        raw_request(&s, &req(Command::Accept { listener: 1 << 30 })),
+        Some(libc::EBADF)
+    );
+    assert_eq!(raw_request(&s, &req(Command::Hello)), Some(libc::EPROTO));
+    // A message of the wrong size in a context: the context is closed.
+    assert_eq!(raw_request(&s, &[0u8; 40]), None);
+    // The service goes on serving.
+    assert!(!svc.is_finished());
+    let cx = Context::connect(&socket).unwrap();
+    drop(cx.listen(LISTEN_PORT).unwrap());
+    drop(cx);
+    svc.stop().unwrap();
 }
 
 /// Sends to a Linux sink as fast as it can, forever.

@@ -1,8 +1,8 @@
 //! The application's side in Rust: a context connected to the service, and
 //! listeners and connections over its shared memory. Bytes move with one
 //! copy each way between the caller's buffer and the double-mapped ring;
-//! the calls block (waiting on the connection's eventfd) until they can
-//! make progress.
+//! the calls block (polling the connection's descriptor, as the shim does:
+//! [`super::notice`]) until they can make progress.
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -13,6 +13,7 @@ use std::sync::Mutex;
 
 use super::ctl;
 use super::layout::{app_flag, event, Op, Request, Response, SlotState, RING_SIZE};
+use super::notice::app as notice;
 use super::shm::{addr_bytes, ip_of, Shm};
 use crate::endpoint::TcpInfo;
 
@@ -95,13 +96,16 @@ impl Context {
         let conn = Connection {
             cx: self,
             slot: resp.id as usize,
-            efd: efd.ok_or_else(missing_fd)?,
+            fd: efd.ok_or_else(missing_fd)?,
         };
         loop {
             let s = conn.cx.shm.slot(conn.slot);
             match SlotState::of(s.state.load(Ordering::Acquire)) {
                 SlotState::Established => return Ok(conn),
-                SlotState::Connecting => conn.wait()?,
+                SlotState::Connecting => {
+                    notice::wait(conn.fd.as_raw_fd(), libc::POLLIN)?;
+                    notice::drain(conn.fd.as_raw_fd());
+                }
                 _ => {
                     let ev = s.events.load(Ordering::Acquire);
                     return Err(if ev & event::REFUSED != 0 {
@@ -125,7 +129,7 @@ fn check(resp: &Response) -> io::Result<()> {
 fn missing_fd() -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidData,
-        "the toe service's reply lacks its eventfd",
+        "the toe service's reply lacks its descriptor",
     )
 }
 
@@ -164,7 +168,7 @@ impl<'a> Listener<'a> {
         Ok(Connection {
             cx: self.cx,
             slot: resp.id as usize,
-            efd: efd.ok_or_else(missing_fd)?,
+            fd: efd.ok_or_else(missing_fd)?,
         })
     }
 }
@@ -183,14 +187,11 @@ impl Drop for Listener<'_> {
 pub struct Connection<'a> {
     cx: &'a Context,
     slot: usize,
-    efd: OwnedFd,
+    /// Its descriptor (the shim's socket descriptor).
+    fd: OwnedFd,
 }
 
 impl Connection<'_> {
-    fn wait(&self) -> io::Result<()> {
-        wait_on(&self.efd)
-    }
-
     /// Reads what arrived, waiting for something; Ok(0) after the peer's
     /// FIN once everything before it was read.
     pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
@@ -216,7 +217,14 @@ impl Connection<'_> {
             if ev & event::EOF != 0 || buf.is_empty() {
                 return Ok(0);
             }
-            self.wait()?;
+            // Empty: read the service's byte away, then wait for the next
+            // one (cleared first, so the service writes it again: no
+            // wake-up is lost).
+            s.rx_armed.store(0, Ordering::SeqCst);
+            notice::drain(self.fd.as_raw_fd());
+            if s.rx_ready() == 0 && s.events.load(Ordering::Acquire) == ev {
+                notice::wait(self.fd.as_raw_fd(), libc::POLLIN)?;
+            }
         }
     }
 
@@ -239,14 +247,16 @@ impl Connection<'_> {
                     .copy_from_slice(&data[..n]);
                 s.tx_head
                     .store(head.wrapping_add(n as u32), Ordering::Release);
-                s.app_flags.fetch_and(!app_flag::WANT_TX, Ordering::Relaxed);
                 self.cx.ring_doorbell();
                 return Ok(n);
             }
-            s.app_flags.fetch_or(app_flag::WANT_TX, Ordering::Release);
+            // Full: plug the descriptor, then ask to be woken (toe_app.h).
+            notice::plug(self.fd.as_raw_fd());
+            s.app_flags.fetch_or(app_flag::WANT_TX, Ordering::SeqCst);
+            self.cx.ring_doorbell();
             // Room may have freed up before the flag was seen.
             if s.tx_tail.load(Ordering::Acquire) == head.wrapping_sub(RING_SIZE) {
-                self.wait()?;
+                notice::wait(self.fd.as_raw_fd(), libc::POLLOUT)?;
             }
         }
     }

@@ -170,7 +170,8 @@ fn recv<T: Copy + Default>(sock: &OwnedFd) -> io::Result<Option<(T, Vec<OwnedFd>
             cm = libc::CMSG_NXTHDR(&mh, cm);
         }
     }
-    if n as usize != size_of::<T>() {
+    // A message longer than a `T` arrives cut to its size: malformed too.
+    if n as usize != size_of::<T>() || mh.msg_flags & libc::MSG_TRUNC != 0 {
         return Ok(None);
     }
     Ok(Some((msg, fds)))

@@ -61,7 +61,15 @@ pub struct Slot {
     pub snd_cwnd: AtomicU32,
     pub srtt_us: AtomicU32,
     pub congestion: AtomicU32,
-    reserved: [u8; 24],
+    /// 1 while the service's readable byte on the connection's descriptor
+    /// is unread (see toe_app.h: no wake-up is lost).
+    pub rx_armed: AtomicU32,
+    /// Data segments sent again over the connection's life, and
+    /// retransmission timeouts since new data was last acknowledged
+    /// (TCP_INFO's tcpi_total_retrans and tcpi_retransmits).
+    pub total_retrans: AtomicU32,
+    pub backoffs: AtomicU32,
+    reserved: [u8; 12],
 }
 
 /// `struct toe_req`.
@@ -73,6 +81,9 @@ pub struct Request {
     pub port: u16,
     pub family: u16,
     pub addr: [u8; 16],
+    /// CONNECT: the local port the socket was bound to, or 0 (any).
+    pub local_port: u16,
+    pub pad: u16,
 }
 
 /// `struct toe_resp`.
@@ -190,7 +201,7 @@ impl Slot {
 
 // The layout the shim was compiled with is this one.
 const _: () = {
-    assert!(c::TOE_VERSION == 1);
+    assert!(c::TOE_VERSION == 2);
     assert!(size_of::<Header>() == c::TOE_HEADER_SIZE as usize);
     assert!(size_of::<Slot>() == c::TOE_SLOT_SIZE as usize);
     assert!(size_of::<Request>() == c::TOE_REQ_SIZE as usize);
@@ -221,4 +232,7 @@ const _: () = {
     assert!(offset_of!(Slot, snd_cwnd) == c::TOE_OFF_SND_CWND as usize);
     assert!(offset_of!(Slot, srtt_us) == c::TOE_OFF_SRTT_US as usize);
     assert!(offset_of!(Slot, congestion) == c::TOE_OFF_CONGESTION as usize);
+    assert!(offset_of!(Slot, rx_armed) == c::TOE_OFF_RX_ARMED as usize);
+    assert!(offset_of!(Slot, total_retrans) == c::TOE_OFF_TOTAL_RETRANS as usize);
+    assert!(offset_of!(Slot, backoffs) == c::TOE_OFF_BACKOFFS as usize);
 };

@@ -8,6 +8,11 @@
 //!   to back (Fig. 5.7) so a wrapping copy is one copy.
 //! - [`ctl`]: the control channel (SOCK_SEQPACKET, descriptors passed as
 //!   SCM_RIGHTS) and the eventfd wake-ups.
+//! - [`notice`]: a connection's descriptor, a socket pair whose readiness
+//!   (POLLIN, POLLOUT, POLLRDHUP, POLLHUP, POLLERR) the service drives as
+//!   the kernel drives a TCP socket's.
+//! - [`request`]: a control request checked once into a command, or the
+//!   errno its reply carries.
 //! - [`service`]: the service: the endpoint, the contexts, and the moving
 //!   of bytes between connections and rings.
 //! - [`client`]: the Rust API (listen, accept, connect, send, recv, close).
@@ -17,6 +22,8 @@
 pub mod client;
 pub mod ctl;
 pub mod layout;
+pub mod notice;
+pub mod request;
 pub mod run;
 pub mod service;
 pub mod shim;

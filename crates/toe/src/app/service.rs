@@ -12,8 +12,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::ctl;
-use super::layout::{app_flag, c, event, Op, Request, Response, SlotState, RING_SIZE, SLOTS};
-use super::shm::{addr_bytes, ip_of, Shm};
+use super::layout::{app_flag, c, event, Request, Response, Slot, SlotState, RING_SIZE, SLOTS};
+use super::notice::Notice;
+use super::request::Command;
+use super::shm::{addr_bytes, Shm};
 use crate::endpoint::{Endpoint, ToeError};
 use crate::stages::ConnIdx;
 
@@ -25,7 +27,8 @@ const IDLE_WAIT: Duration = Duration::from_millis(5);
 /// A connection behind a slot.
 struct Served {
     conn: ConnIdx,
-    efd: OwnedFd,
+    /// The program's descriptor for it, and its readiness.
+    notice: Notice,
     /// The addresses, once established (to tell a reused index apart).
     addrs: Option<(SocketAddr, SocketAddr)>,
     /// EOF or reset seen: the endpoint is not asked for bytes again.
@@ -140,8 +143,8 @@ impl Service {
     }
 
     fn first_request(&mut self, fd: OwnedFd, req: &Request) {
-        match Op::of(req.op) {
-            Some(Op::Hello) => match self.hello() {
+        match Command::of(req) {
+            Ok(Command::Hello) => match self.hello() {
                 Ok((id, memfd, doorbell)) => {
                     let resp = Response {
                         id: id as u32,
@@ -157,9 +160,9 @@ impl Service {
                 }
                 Err(e) => reply_err(&fd, e.raw_os_error().unwrap_or(libc::ENOMEM)),
             },
-            Some(Op::Join) => match self
+            Ok(Command::Join { context }) => match self
                 .contexts
-                .get_mut(req.id as usize)
+                .get_mut(context as usize)
                 .and_then(Option::as_mut)
             {
                 Some(cx) if !cx.ctl.is_empty() => {
@@ -169,7 +172,9 @@ impl Service {
                 }
                 _ => reply_err(&fd, libc::ENOENT),
             },
-            _ => reply_err(&fd, libc::EPROTO),
+            // A context's requests before the context exists.
+            Ok(_) => reply_err(&fd, libc::EPROTO),
+            Err(errno) => reply_err(&fd, errno),
         }
     }
 
@@ -244,14 +249,15 @@ impl Service {
 
     /// One request of context `id` on control connection `fd`.
     fn request(&mut self, id: usize, fd: RawFd, req: &Request) {
-        let result = match Op::of(req.op) {
-            Some(Op::Listen) => self.listen(id, req.port),
-            Some(Op::Accept) => self.accept(id, req.id as usize),
-            Some(Op::Connect) => self.connect(id, req),
-            Some(Op::Close) => self.close(id, req.id as usize),
-            Some(Op::Unlisten) => self.unlisten(id, req.id as usize),
-            _ => Err(libc::EPROTO),
-        };
+        let result = Command::of(req).and_then(|command| match command {
+            Command::Listen { port } => self.listen(id, port),
+            Command::Accept { listener } => self.accept(id, listener as usize),
+            Command::Connect { remote, local_port } => self.connect(id, remote, local_port),
+            Command::Close { slot } => self.close(id, slot),
+            Command::Unlisten { listener } => self.unlisten(id, listener as usize),
+            // HELLO and JOIN come first on a control connection, once.
+            Command::Hello | Command::Join { .. } => Err(libc::EPROTO),
+        });
         let Some(cx) = self.contexts[id].as_ref() else {
             return;
         };
@@ -268,9 +274,6 @@ impl Service {
     }
 
     fn listen(&mut self, id: usize, port: u16) -> Result<(Response, Option<RawFd>), i32> {
-        if port == 0 {
-            return Err(libc::EINVAL);
-        }
         let taken = self
             .contexts
             .iter()
@@ -322,7 +325,7 @@ impl Service {
             .iter()
             .position(Option::is_none)
             .ok_or(libc::EMFILE)?;
-        let efd = ctl::eventfd().map_err(errno)?;
+        let notice = Notice::new().map_err(errno)?;
         l.pending.pop_front();
         // Keep the listener's descriptor readable while more wait.
         if l.pending.is_empty() {
@@ -334,49 +337,50 @@ impl Service {
         cx.shm.reset(i);
         copy_info(&self.ep, cx.shm.slot(i), conn);
         cx.shm.publish(i, addrs, SlotState::Established as u32);
-        let raw = efd.as_raw_fd();
+        let raw = notice.app_fd();
+        // Bytes that arrived with the handshake make it readable when the
+        // slot is next served.
         cx.slots[i] = Some(Served {
             conn,
-            efd,
+            notice,
             addrs,
             rx_done: false,
             fin_sent: false,
             app_closed: false,
         });
-        // Bytes may have arrived with the handshake.
-        if let Some(s) = cx.slots[i].as_ref() {
-            ctl::signal(&s.efd);
-        }
         Ok((response(i, addrs), Some(raw)))
     }
 
-    fn connect(&mut self, id: usize, req: &Request) -> Result<(Response, Option<RawFd>), i32> {
-        let ip = match req.family {
-            4 | 6 => ip_of(req.family, req.addr),
-            _ => return Err(libc::EAFNOSUPPORT),
-        };
+    fn connect(
+        &mut self,
+        id: usize,
+        remote: SocketAddr,
+        local_port: Option<u16>,
+    ) -> Result<(Response, Option<RawFd>), i32> {
         let cx = self.contexts[id].as_mut().ok_or(libc::EBADF)?;
         let i = cx
             .slots
             .iter()
             .position(Option::is_none)
             .ok_or(libc::EMFILE)?;
-        let efd = ctl::eventfd().map_err(errno)?;
-        let conn = self
-            .ep
-            .connect(SocketAddr::new(ip, req.port))
-            .map_err(|e| match e {
-                ToeError::Config(m) if m.contains("family") => libc::EAFNOSUPPORT,
-                ToeError::Config(m) if m.contains("port") => libc::EADDRNOTAVAIL,
-                _ => libc::ENOBUFS,
-            })?;
+        let notice = Notice::new().map_err(errno)?;
+        let opened = match local_port {
+            None => self.ep.connect(remote),
+            Some(bound) => self.ep.connect_from(bound, remote),
+        };
+        let conn = opened.map_err(|e| match e {
+            ToeError::AddrInUse(_) => libc::EADDRINUSE,
+            ToeError::Config(m) if m.contains("family") => libc::EAFNOSUPPORT,
+            ToeError::Config(m) if m.contains("port") => libc::EADDRNOTAVAIL,
+            _ => libc::ENOBUFS,
+        })?;
         let cx = self.contexts[id].as_mut().ok_or(libc::EBADF)?;
         cx.shm.reset(i);
         cx.shm.publish(i, None, SlotState::Connecting as u32);
-        let raw = efd.as_raw_fd();
+        let raw = notice.app_fd();
         cx.slots[i] = Some(Served {
             conn,
-            efd,
+            notice,
             addrs: None,
             rx_done: false,
             fin_sent: false,
@@ -529,7 +533,7 @@ fn serve_slot(ep: &mut Endpoint, shm: &Shm, i: usize, s: &mut Served, scratch: &
                 s.addrs = ep.addresses(s.conn);
                 copy_info(ep, slot, s.conn);
                 shm.publish(i, s.addrs, SlotState::Established as u32);
-                ctl::signal(&s.efd);
+                s.notice.readable();
             } else if let Err(e @ (ToeError::Refused | ToeError::TimedOut)) =
                 ep.recv(s.conn, &mut [])
             {
@@ -540,7 +544,7 @@ fn serve_slot(ep: &mut Endpoint, shm: &Shm, i: usize, s: &mut Served, scratch: &
                 };
                 slot.events.fetch_or(ev, Ordering::Release);
                 shm.publish(i, None, SlotState::Failed as u32);
-                ctl::signal(&s.efd);
+                s.notice.readable();
             }
             return step;
         }
@@ -552,7 +556,7 @@ fn serve_slot(ep: &mut Endpoint, shm: &Shm, i: usize, s: &mut Served, scratch: &
     if s.fin_sent && !s.rx_done && !same(ep, s.conn, s.addrs) {
         s.rx_done = true;
         slot.events.fetch_or(event::EOF, Ordering::Release);
-        ctl::signal(&s.efd);
+        s.notice.eof();
         step.moved = true;
     }
     let (rx, tx) = shm.rings(i);
@@ -575,6 +579,7 @@ fn serve_slot(ep: &mut Endpoint, shm: &Shm, i: usize, s: &mut Served, scratch: &
                 Ok(0) => {
                     s.rx_done = true;
                     slot.events.fetch_or(event::EOF, Ordering::Release);
+                    s.notice.eof();
                     got = true;
                     break;
                 }
@@ -589,16 +594,15 @@ fn serve_slot(ep: &mut Endpoint, shm: &Shm, i: usize, s: &mut Served, scratch: &
                 Err(_) => {
                     s.rx_done = true;
                     slot.events.fetch_or(event::RESET, Ordering::Release);
+                    s.notice.reset();
                     got = true;
                     break;
                 }
             }
         }
-        if got {
-            step.moved = true;
-            ctl::signal(&s.efd);
-        }
+        step.moved |= got;
     }
+    arm_readable(slot, &s.notice);
     let reset = slot.events.load(Ordering::Relaxed) & event::RESET != 0;
     let tail = slot.tx_tail.load(Ordering::Relaxed);
     let queued = slot.tx_head.load(Ordering::Acquire).wrapping_sub(tail);
@@ -609,22 +613,53 @@ fn serve_slot(ep: &mut Endpoint, shm: &Shm, i: usize, s: &mut Served, scratch: &
             slot.tx_tail
                 .store(tail.wrapping_add(n as u32), Ordering::Release);
             step.moved = true;
-            if slot.app_flags.load(Ordering::Acquire) & app_flag::WANT_TX != 0 {
-                ctl::signal(&s.efd);
-            }
         }
     }
     let drained = slot.tx_tail.load(Ordering::Relaxed) == slot.tx_head.load(Ordering::Acquire);
     let shut = s.app_closed || slot.app_flags.load(Ordering::Acquire) & app_flag::SHUT_WR != 0;
+    unplug_writable(slot, &s.notice, shut || reset);
     if shut && drained && !s.fin_sent && !reset {
         let _ = ep.close(s.conn);
         s.fin_sent = true;
     }
-    if !s.rx_done || !s.fin_sent {
+    // Until the endpoint frees the connection (its index may then be
+    // another's): the retransmissions of its last bytes count too.
+    if !s.rx_done || !s.fin_sent || same(ep, s.conn, s.addrs) {
         copy_info(ep, slot, s.conn);
     }
     step.finished = s.app_closed && (s.fin_sent || reset);
     step
+}
+
+/// POLLIN while the RX ring holds bytes: the service's byte is written
+/// whenever the application has cleared `rx_armed` (it does so before
+/// reading the last one away), so no wake-up is lost (toe_app.h).
+fn arm_readable(slot: &Slot, notice: &Notice) {
+    let pending = slot.rx_ready() > 0;
+    if pending && slot.rx_armed.swap(1, Ordering::SeqCst) == 0 {
+        notice.readable();
+    }
+}
+
+/// The Acked notice: a writer that found the TX ring full plugged its
+/// descriptor and set WANT_TX; once a quarter of the ring is free again
+/// (the data path took bytes the peer acknowledged), or writing is over
+/// (shut down, reset), the plug is read away and the kernel wakes the
+/// writer with POLLOUT. A quarter, as tcp_poll waits for a third of the
+/// send buffer, so a writer wakes to write a useful amount.
+fn unplug_writable(slot: &Slot, notice: &Notice, over: bool) {
+    if slot.app_flags.load(Ordering::SeqCst) & app_flag::WANT_TX == 0 {
+        return;
+    }
+    let used = slot
+        .tx_head
+        .load(Ordering::Acquire)
+        .wrapping_sub(slot.tx_tail.load(Ordering::Relaxed));
+    if over || RING_SIZE - used >= RING_SIZE / 4 {
+        slot.app_flags
+            .fetch_and(!app_flag::WANT_TX, Ordering::SeqCst);
+        notice.writable();
+    }
 }
 
 /// The protocol stage's state, for TCP_INFO.
@@ -646,6 +681,9 @@ fn copy_info(ep: &Endpoint, slot: &super::layout::Slot, conn: ConnIdx) {
         slot.srtt_us
             .store(flow.srtt_us.unwrap_or(0), Ordering::Relaxed);
         slot.congestion.store(policy, Ordering::Relaxed);
+        slot.total_retrans
+            .store(flow.retrans_segs, Ordering::Relaxed);
+        slot.backoffs.store(flow.backoffs, Ordering::Relaxed);
     }
 }
 

@@ -223,6 +223,9 @@ impl Shm {
             &s.snd_cwnd,
             &s.srtt_us,
             &s.congestion,
+            &s.rx_armed,
+            &s.total_retrans,
+            &s.backoffs,
         ] {
             a.store(0, Ordering::Relaxed);
         }

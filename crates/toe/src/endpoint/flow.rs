@@ -74,6 +74,13 @@ pub(super) struct Flow {
     seen_fretx: u32,
     /// Retransmission timeouts since the policy last ran.
     timeouts: u32,
+    /// Data segments sent again (below `sent_high`), over the
+    /// connection's life: TCP_INFO's tcpi_total_retrans.
+    retrans_segs: u32,
+    /// Retransmission timeouts since the last acknowledgement of new data
+    /// (TCP_INFO's tcpi_retransmits and tcpi_backoff, as Linux's
+    /// icsk_retransmits counts them).
+    backoffs: u32,
     /// The segment being timed for an RTT sample: its end and when it
     /// left (one at a time, and none across a retransmission: Karn).
     probe: Option<(u32, Instant)>,
@@ -95,6 +102,10 @@ pub struct FlowInfo {
     pub srtt_us: Option<u32>,
     pub ecn: bool,
     pub time_wait: bool,
+    /// Data segments sent again, over the connection's life.
+    pub retrans_segs: u32,
+    /// Retransmission timeouts since new data was last acknowledged.
+    pub backoffs: u32,
 }
 
 impl Endpoint {
@@ -130,6 +141,8 @@ impl Endpoint {
             seen_ecn: 0,
             seen_fretx: 0,
             timeouts: 0,
+            retrans_segs: 0,
+            backoffs: 0,
             probe: None,
             active_close: false,
             time_wait_until: None,
@@ -165,6 +178,8 @@ impl Endpoint {
             srtt_us: (srtt > 0).then_some(srtt),
             ecn: f.ecn,
             time_wait: f.time_wait_until.is_some(),
+            retrans_segs: f.retrans_segs,
+            backoffs: f.backoffs,
         })
     }
 
@@ -284,6 +299,8 @@ impl Endpoint {
             if f.probe.is_none() {
                 f.probe = Some((end, now));
             }
+        } else if g.len > 0 {
+            f.retrans_segs = f.retrans_segs.wrapping_add(1);
         }
         let capable = f.ecn && f.cc.ecn();
         let cwr = capable && g.len > 0 && f.cc.take_cwr();
@@ -314,6 +331,9 @@ impl Endpoint {
         };
         if out.fast_retransmit {
             f.probe = None;
+        }
+        if out.acked > 0 {
+            f.backoffs = 0;
         }
         let una = snap.seq.wrapping_sub(snap.tx_sent);
         let sample = if out.acked > 0 {
@@ -346,6 +366,16 @@ impl Endpoint {
         }
     }
 
+    /// New data was acknowledged on a path that does not go through the
+    /// protocol stage (Laminar's, the pipeline's): the timeouts in a row
+    /// start again from zero (TCP_INFO's tcpi_retransmits, as the kernel
+    /// resets `icsk_retransmits` on an ACK of new data).
+    pub(super) fn flow_progress(&mut self, conn: ConnIdx) {
+        if let Some(f) = self.flow(conn) {
+            f.backoffs = 0;
+        }
+    }
+
     /// A go-back-N: what is in flight is sent again, so the timed segment
     /// gives no sample (Karn).
     pub(super) fn flow_go_back(&mut self, conn: ConnIdx) {
@@ -360,6 +390,7 @@ impl Endpoint {
         let (_, snd_max) = self.proto.una_and_max(conn);
         if let Some(f) = self.flow(conn) {
             f.timeouts += 1;
+            f.backoffs += 1;
             f.probe = None;
             f.rto_high = Some(snd_max);
         }

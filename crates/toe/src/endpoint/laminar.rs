@@ -463,6 +463,7 @@ impl Endpoint {
         if let Some(app) = self.app.get_mut(conn as usize).and_then(Option::as_mut) {
             app.tx_free += newly;
         }
+        self.flow_progress(conn);
     }
 
     /// A segment the program built, as a frame on the connection's route.

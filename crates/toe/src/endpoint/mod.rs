@@ -66,6 +66,8 @@ pub enum ToeError {
     Refused,
     #[error("connection timed out")]
     TimedOut,
+    #[error("local port {0} is in use")]
+    AddrInUse(u16),
     #[error("{0}")]
     Config(String),
     #[error(transparent)]

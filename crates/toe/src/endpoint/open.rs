@@ -47,13 +47,33 @@ impl Endpoint {
     /// and `send` say WouldBlock until it is established
     /// ([`Endpoint::is_established`]), and Refused or TimedOut if it fails.
     pub fn connect(&mut self, remote: SocketAddr) -> Result<ConnIdx, ToeError> {
+        self.open(None, remote)
+    }
+
+    /// Opens a connection to `remote` from local port `local_port`, as a
+    /// socket bound to a port before connect(2) does (RFC 9293 section
+    /// 3.10.1, OPEN with a local port); AddrInUse if a listener or another
+    /// connection holds that port (bind(2)'s EADDRINUSE).
+    pub fn connect_from(
+        &mut self,
+        local_port: u16,
+        remote: SocketAddr,
+    ) -> Result<ConnIdx, ToeError> {
+        self.open(Some(local_port), remote)
+    }
+
+    fn open(&mut self, bound: Option<u16>, remote: SocketAddr) -> Result<ConnIdx, ToeError> {
         if remote.is_ipv4() != self.addr.is_ipv4() {
             return Err(ToeError::Config(format!(
                 "{remote}: this endpoint's address {} is of the other family",
                 self.addr
             )));
         }
-        let local_port = self.ephemeral_port(remote)?;
+        let local_port = match bound {
+            Some(p) if self.local_port_taken(p) => return Err(ToeError::AddrInUse(p)),
+            Some(p) => p,
+            None => self.ephemeral_port(remote)?,
+        };
         let conn = self.allocate().ok_or_else(|| {
             self.counters.table_full += 1;
             ToeError::Config(format!(
@@ -82,6 +102,14 @@ impl Endpoint {
     /// Whether `conn` is established (its handshake completed).
     pub fn is_established(&self, conn: ConnIdx) -> bool {
         self.app.get(conn as usize).is_some_and(Option::is_some)
+    }
+
+    /// Whether a listener, an open in progress or a connection holds
+    /// local port `port`.
+    fn local_port_taken(&self, port: u16) -> bool {
+        self.listeners.contains_key(&port)
+            || self.opening.keys().any(|t| t.local_port == port)
+            || self.pre.uses_local_port(port)
     }
 
     /// A free local port for `remote`, after the last one handed out.

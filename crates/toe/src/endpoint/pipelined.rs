@@ -483,6 +483,7 @@ impl Endpoint {
                     c.last_progress = now;
                     c.rto = self.cfg.min_rto;
                 }
+                self.flow_progress(conn);
             }
             Notice::Fin { .. } => app.eof = true,
         }
