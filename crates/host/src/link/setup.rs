@@ -265,7 +265,13 @@ pub fn replace_route_rto_min(
         vec![
             RouteAttribute::Destination(dest),
             RouteAttribute::Oif(index),
-            RouteAttribute::Metrics(vec![RouteMetric::RtoMin(ms)]),
+            // Locked, as `ip route ... rto_min` locks it: TCP reads the
+            // metric only when its lock bit is set (include/net/tcp.h
+            // `tcp_rto_min`, `dst_metric_locked`).
+            RouteAttribute::Metrics(vec![
+                RouteMetric::Lock(1 << RTAX_RTO_MIN),
+                RouteMetric::RtoMin(ms),
+            ]),
         ],
     );
     in_netns(Some(netns), &what, move |socket| {
@@ -291,6 +297,9 @@ fn unicast_route(
     message.attributes = attributes;
     message
 }
+
+/// `RTAX_RTO_MIN`'s index in a route's metrics (include/uapi/linux/rtnetlink.h).
+const RTAX_RTO_MIN: u32 = 13;
 
 /// Sends a change of an existing link (`RTM_NEWLINK` without
 /// `NLM_F_CREATE`: the kernel's setlink).
@@ -445,7 +454,7 @@ mod tests {
         let shown = crate::command::ip(&["-n", a, "route", "show", "10.9.2.7/32"]).unwrap();
         assert_eq!(shown.lines().count(), 1, "{shown}");
         assert!(
-            shown.contains("dev va") && shown.contains("rto_min 25ms"),
+            shown.contains("dev va") && shown.contains("rto_min lock 25ms"),
             "{shown}"
         );
     }
