@@ -262,43 +262,49 @@ fn http_server_and_curl_run_unmodified_on_the_data_path_byte_exactly() {
     drop(server);
 }
 
-#[test]
-#[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
-fn http_server_and_curl_run_unmodified_on_the_laminar_engine_byte_exactly() {
-    let lab = lab();
-    let dir = TempDir::new("steer-toe-laminar");
+/// Python's http.server on the data path fetched by curl on Linux, then
+/// http.server on Linux fetched by curl on the data path, 2 MiB each,
+/// byte for byte. `steer_args` choose the engine (and its layout);
+/// `port` and `port + 1` are the two servers'.
+fn http_both_ways(lab: &Lab, what: &str, steer_args: &[&str], port: u16) {
+    let on_data_path = |program: &[&str]| {
+        let mut cmd = Command::new(steer_bin());
+        cmd.args(["toe", "run", "rcv", "--lab", lab.name()])
+            .args(steer_args)
+            .arg("--")
+            .args(program);
+        cmd
+    };
+    let dir = TempDir::new("steer-toe-engine");
     let sent = blob(dir.path(), 2 << 20);
-    let to = SocketAddr::new(IpAddr::V4(lab.receiver().ipv4), 8010);
+    let (p0, p1) = (port.to_string(), (port + 1).to_string());
+    let to = SocketAddr::new(IpAddr::V4(lab.receiver().ipv4), port);
     let server = start_server(
-        toe_run_on(
-            &lab,
-            "laminar",
-            &["python3", "-m", "http.server", "8010", "--directory"],
-        ),
+        on_data_path(&["python3", "-m", "http.server", &p0, "--directory"]),
         dir.path(),
         &lab.sender().netns,
         to,
-        "http.server on the Laminar engine",
+        &format!("http.server on {what}"),
     );
     let got = fetch(
-        lab_exec(&lab, "snd", &["curl", "-sS", "--fail", "-o"]),
-        &dir.join("fetched-from-laminar.bin"),
+        lab_exec(lab, "snd", &["curl", "-sS", "--fail", "-o"]),
+        &dir.join("fetched-from-the-data-path.bin"),
         format!("http://{to}/blob.bin"),
         "curl from Linux",
     );
     assert!(
         got == sent,
-        "the file served through Laminar differs ({} bytes)",
+        "the file served on {what} differs ({} bytes)",
         got.len()
     );
     drop(server);
 
-    let from = SocketAddr::new(IpAddr::V4(lab.sender().ipv4), 8011);
+    let from = SocketAddr::new(IpAddr::V4(lab.sender().ipv4), port + 1);
     let server = start_server(
         lab_exec(
-            &lab,
+            lab,
             "snd",
-            &["python3", "-m", "http.server", "8011", "--directory"],
+            &["python3", "-m", "http.server", &p1, "--directory"],
         ),
         dir.path(),
         &lab.receiver().netns,
@@ -306,14 +312,14 @@ fn http_server_and_curl_run_unmodified_on_the_laminar_engine_byte_exactly() {
         "http.server on Linux",
     );
     let got = fetch(
-        toe_run_on(&lab, "laminar", &["curl", "-sS", "--fail", "-o"]),
-        &dir.join("fetched-by-laminar.bin"),
+        on_data_path(&["curl", "-sS", "--fail", "-o"]),
+        &dir.join("fetched-by-the-data-path.bin"),
         format!("http://{from}/blob.bin"),
-        "curl on the Laminar engine",
+        &format!("curl on {what}"),
     );
     assert!(
         got == sent,
-        "the file fetched through Laminar differs ({} bytes)",
+        "the file fetched on {what} differs ({} bytes)",
         got.len()
     );
     drop(server);
@@ -321,75 +327,33 @@ fn http_server_and_curl_run_unmodified_on_the_laminar_engine_byte_exactly() {
 
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
+fn http_server_and_curl_run_unmodified_on_the_laminar_engine_byte_exactly() {
+    let lab = lab();
+    http_both_ways(&lab, "the Laminar engine", &["--engine", "laminar"], 8010);
+}
+
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
 fn http_server_and_curl_run_unmodified_on_the_pipelined_engine_byte_exactly() {
     let lab = lab();
-    let dir = TempDir::new("steer-toe-pipeline");
-    let sent = blob(dir.path(), 2 << 20);
     // The default layout: every stage on one worker thread.
-    let to = SocketAddr::new(IpAddr::V4(lab.receiver().ipv4), 8020);
-    let server = start_server(
-        toe_run_on(
-            &lab,
-            "pipeline",
-            &["python3", "-m", "http.server", "8020", "--directory"],
-        ),
-        dir.path(),
-        &lab.sender().netns,
-        to,
-        "http.server on the pipelined engine",
-    );
-    let got = fetch(
-        lab_exec(&lab, "snd", &["curl", "-sS", "--fail", "-o"]),
-        &dir.join("fetched-from-pipeline.bin"),
-        format!("http://{to}/blob.bin"),
-        "curl from Linux",
-    );
-    assert!(
-        got == sent,
-        "the file served through the pipeline differs ({} bytes)",
-        got.len()
-    );
-    drop(server);
-
+    http_both_ways(&lab, "the pipeline", &["--engine", "pipeline"], 8020);
     // Two flow groups, two replicas of each parallel stage, two threads.
-    let from = SocketAddr::new(IpAddr::V4(lab.sender().ipv4), 8021);
-    let server = start_server(
-        lab_exec(
-            &lab,
-            "snd",
-            &["python3", "-m", "http.server", "8021", "--directory"],
-        ),
-        dir.path(),
-        &lab.receiver().netns,
-        from,
-        "http.server on Linux",
-    );
-    let mut curl = Command::new(steer_bin());
-    curl.args([
-        "toe",
-        "run",
-        "rcv",
-        "--lab",
-        lab.name(),
+    let layout = [
         "--engine",
         "pipeline",
-    ])
-    .args(["--pipeline-groups", "2", "--pipeline-pre", "2"])
-    .args(["--pipeline-post", "2", "--pipeline-copy", "2"])
-    .args(["--pipeline-threads", "2", "--"])
-    .args(["curl", "-sS", "--fail", "-o"]);
-    let got = fetch(
-        curl,
-        &dir.join("fetched-by-pipeline.bin"),
-        format!("http://{from}/blob.bin"),
-        "curl on the pipelined engine",
-    );
-    assert!(
-        got == sent,
-        "the file fetched through the pipeline differs ({} bytes)",
-        got.len()
-    );
-    drop(server);
+        "--pipeline-groups",
+        "2",
+        "--pipeline-pre",
+        "2",
+        "--pipeline-post",
+        "2",
+        "--pipeline-copy",
+        "2",
+        "--pipeline-threads",
+        "2",
+    ];
+    http_both_ways(&lab, "the two-group pipeline", &layout, 8022);
 }
 
 /// iperf3's JSON: the bytes the receiving end counted.

@@ -84,6 +84,24 @@ fn rx_bytes(netns: &str, dev: &str) -> u64 {
     .unwrap()
 }
 
+/// Keeps `conn` sending for 2.3 s and returns the byte rate `at`'s device
+/// received over the last 2 s of it (the first 300 ms let the rate settle).
+fn rate_at(ep: &mut Endpoint, conn: u32, at: &lab::Host, chunk: &[u8]) -> f64 {
+    let (ns, dev) = (at.netns.clone(), at.dev.clone());
+    let meter = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        let (b0, t0) = (rx_bytes(&ns, &dev), Instant::now());
+        std::thread::sleep(Duration::from_secs(2));
+        let (b1, t1) = (rx_bytes(&ns, &dev), Instant::now());
+        (b1 - b0) as f64 / (t1 - t0).as_secs_f64()
+    });
+    poll_until(ep, "the measurement", |ep| {
+        feed(ep, conn, chunk);
+        meter.is_finished()
+    });
+    meter.join().unwrap()
+}
+
 /// Keeps `conn`'s transmit buffer full.
 fn feed(ep: &mut Endpoint, conn: u32, chunk: &[u8]) {
     loop {
@@ -142,19 +160,7 @@ fn a_flow_given_a_rate_sends_at_that_rate() {
     for rate in [5_000_000u64, 20_000_000] {
         ep.set_rate(conn, Some(rate)).unwrap();
         assert_eq!(ep.flow_info(conn).unwrap().rate, Some(rate));
-        let (ns, dev) = (snd.netns.clone(), snd.dev.clone());
-        let meter = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(300));
-            let (b0, t0) = (rx_bytes(&ns, &dev), Instant::now());
-            std::thread::sleep(Duration::from_secs(2));
-            let (b1, t1) = (rx_bytes(&ns, &dev), Instant::now());
-            (b1 - b0) as f64 / (t1 - t0).as_secs_f64()
-        });
-        poll_until(&mut ep, "the measurement", |ep| {
-            feed(ep, conn, &chunk);
-            meter.is_finished()
-        });
-        let measured = meter.join().unwrap();
+        let measured = rate_at(&mut ep, conn, &snd, &chunk);
         let error = measured / rate as f64 - 1.0;
         eprintln!(
             "rate {rate} B/s: measured {measured:.0} B/s on the receiving device ({:+.2}%)",
@@ -434,19 +440,7 @@ fn a_laminar_flow_given_a_rate_sends_at_that_rate() {
     for rate in [5_000_000u64, 20_000_000] {
         ep.set_rate(conn, Some(rate)).unwrap();
         let before = ep.laminar_counters().expect("the Laminar engine");
-        let (ns, dev) = (snd.netns.clone(), snd.dev.clone());
-        let meter = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(300));
-            let (b0, t0) = (rx_bytes(&ns, &dev), Instant::now());
-            std::thread::sleep(Duration::from_secs(2));
-            let (b1, t1) = (rx_bytes(&ns, &dev), Instant::now());
-            (b1 - b0) as f64 / (t1 - t0).as_secs_f64()
-        });
-        poll_until(&mut ep, "the measurement", |ep| {
-            feed(ep, conn, &chunk);
-            meter.is_finished()
-        });
-        let measured = meter.join().unwrap();
+        let measured = rate_at(&mut ep, conn, &snd, &chunk);
         let after = ep.laminar_counters().expect("the Laminar engine");
         let error = measured / rate as f64 - 1.0;
         eprintln!(
@@ -696,19 +690,7 @@ fn a_paced_flow_on_the_pipelined_engine_sends_at_its_rate() {
     let snd = lab.sender().clone();
     for rate in [5_000_000u64, 20_000_000] {
         ep.set_rate(conn, Some(rate)).unwrap();
-        let (ns, dev) = (snd.netns.clone(), snd.dev.clone());
-        let meter = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(300));
-            let (b0, t0) = (rx_bytes(&ns, &dev), Instant::now());
-            std::thread::sleep(Duration::from_secs(2));
-            let (b1, t1) = (rx_bytes(&ns, &dev), Instant::now());
-            (b1 - b0) as f64 / (t1 - t0).as_secs_f64()
-        });
-        poll_until(&mut ep, "the measurement", |ep| {
-            feed(ep, conn, &chunk);
-            meter.is_finished()
-        });
-        let measured = meter.join().unwrap();
+        let measured = rate_at(&mut ep, conn, &snd, &chunk);
         let error = measured / rate as f64 - 1.0;
         eprintln!(
             "rate {rate} B/s: measured {measured:.0} B/s on the receiving device ({:+.2}%); {:?}",
