@@ -247,23 +247,6 @@ mod tests {
         println!("child ended by SIGTERM");
     }
 
-    /// The child of `parent` (its only one), once it has started: the
-    /// kernel lists children by the thread that started them.
-    fn child_of(parent: u32) -> u32 {
-        for _ in 0..1000 {
-            let tasks = std::fs::read_dir(format!("/proc/{parent}/task")).unwrap();
-            for task in tasks.flatten() {
-                let text =
-                    std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
-                if let Some(pid) = text.split_whitespace().next() {
-                    return pid.parse().unwrap();
-                }
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        panic!("{parent} started no child");
-    }
-
     fn is_gone(pid: u32) -> bool {
         // A zombie is gone too: it runs nothing.
         match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
@@ -290,7 +273,7 @@ mod tests {
     #[test]
     fn sigterm_to_the_waiting_parent_ends_the_child_and_the_parent_lives_on() {
         let mut parent = parent_process();
-        let child = child_of(parent.id());
+        let child = testkit::child_of(parent.id(), None);
         // SAFETY: signals a process this test started.
         unsafe { libc::kill(parent.id() as i32, libc::SIGTERM) };
         let out = std::io::read_to_string(parent.stdout.take().unwrap()).unwrap();
@@ -302,7 +285,7 @@ mod tests {
     #[test]
     fn the_child_dies_with_a_parent_killed_outright() {
         let mut parent = parent_process();
-        let child = child_of(parent.id());
+        let child = testkit::child_of(parent.id(), None);
         parent.kill().unwrap();
         parent.wait().unwrap();
         for _ in 0..500 {

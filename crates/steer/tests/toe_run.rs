@@ -78,17 +78,11 @@ impl Drop for Server {
     }
 }
 
-/// Stops a server: SIGTERM to the program (steer's child), then steer
-/// ends with it.
+/// Stops a server: SIGTERM to steer, which passes it on to the program
+/// and ends with it.
 fn stop(mut steer: Child) {
-    let pid = steer.id();
-    let children =
-        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
-    for child in children.split_whitespace() {
-        let child: i32 = child.parse().unwrap();
-        // SAFETY: a signal to a child process of ours.
-        unsafe { libc::kill(child, libc::SIGTERM) };
-    }
+    // SAFETY: a signal to a child process of ours.
+    unsafe { libc::kill(steer.id() as i32, libc::SIGTERM) };
     let deadline = Instant::now() + Duration::from_secs(10);
     while steer.try_wait().unwrap().is_none() {
         if Instant::now() > deadline {
@@ -466,28 +460,6 @@ fn toe_run_refuses_a_pipeline_layout_without_stages() {
     );
 }
 
-/// The child of `parent` running `comm`, once there is one (the kernel
-/// lists children by the thread that started them).
-fn child_named(parent: u32, comm: &str) -> u32 {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while Instant::now() < deadline {
-        for task in std::fs::read_dir(format!("/proc/{parent}/task"))
-            .unwrap()
-            .flatten()
-        {
-            let text = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
-            for pid in text.split_whitespace() {
-                let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-                if name.trim() == comm {
-                    return pid.parse().unwrap();
-                }
-            }
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("steer started no {comm}");
-}
-
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
 fn sigterm_to_steer_ends_the_program_and_removes_the_services_socket() {
@@ -495,7 +467,7 @@ fn sigterm_to_steer_ends_the_program_and_removes_the_services_socket() {
     let mut steer = toe_run(&lab, &["sleep", "300"]).spawn().unwrap();
     let socket =
         std::env::temp_dir().join(format!("steer-toe-{}-rcv-{}.sock", lab.name(), steer.id()));
-    let program = child_named(steer.id(), "sleep");
+    let program = testkit::child_of(steer.id(), Some("sleep"));
     assert!(socket.exists(), "{} is not there", socket.display());
     // SAFETY: a signal to a process this test started.
     unsafe { libc::kill(steer.id() as i32, libc::SIGTERM) };

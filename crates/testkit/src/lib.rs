@@ -294,6 +294,34 @@ pub fn tcp_frame(
     out
 }
 
+/// A child of process `parent` (running `comm`, if given), once there is
+/// one; panics after 60 s. The kernel lists children per thread, under
+/// the thread that started them, so every thread's list is read; a thread
+/// that ended meanwhile has none.
+pub fn child_of(parent: u32, comm: Option<&str>) -> u32 {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::time::Instant::now() < deadline {
+        let tasks = std::fs::read_dir(format!("/proc/{parent}/task"))
+            .unwrap_or_else(|e| panic!("process {parent}: {e}"));
+        for task in tasks.flatten() {
+            let Ok(children) = std::fs::read_to_string(task.path().join("children")) else {
+                continue;
+            };
+            for pid in children.split_whitespace() {
+                let named = comm.is_none_or(|comm| {
+                    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                        .is_ok_and(|name| name.trim() == comm)
+                });
+                if named {
+                    return pid.parse().expect("a pid in /proc");
+                }
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("process {parent} started no child {}", comm.unwrap_or(""));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
