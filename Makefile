@@ -18,11 +18,12 @@ RUST_VERSION := $(shell sed -n 's/^rust-version *= *"\(.*\)"/\1/p' Cargo.toml)
 # What the build and the lab need: clang and libbpf headers build the XDP
 # program; libelf/zlib/pkg-config build libbpf-sys; iperf3 is the demo's
 # traffic (and, with curl and python3, the programs the toe data path's
-# sockets shim is tested with); iproute2 and ethtool set up the namespace lab; chromium renders the
+# sockets shim is tested with); iproute2 names the lab's namespaces (`ip netns add`; devices,
+# addresses, routes, qdiscs and offloads are set over netlink and ioctls); chromium renders the
 # test matrix's report in its browser test; libdpdk-dev is the other side of
 # the DPDK comparison harnesses (bench-dpdk).
 APT_PACKAGES := clang llvm libelf-dev zlib1g-dev pkg-config libbpf-dev linux-libc-dev \
-                iperf3 curl python3 iproute2 ethtool bpftool chromium libdpdk-dev
+                iperf3 curl python3 iproute2 bpftool chromium libdpdk-dev
 
 # The public packet captures some tests and matrix cases replay
 # (docs/traces.md); they are not in the repository. Looked for in

@@ -366,18 +366,6 @@ fn client(
     Ok((run.bits_per_second / 1e9, retransmits))
 }
 
-/// Runs `program args` in `host` of the lab; its stdout.
-fn run_in_host(lab: &Lab, host: &str, program: &str, args: &[&str]) -> Result<String, ExpError> {
-    let mut cmd = lab.command(host, program)?;
-    cmd.args(args);
-    host::command::run(&mut cmd).map_err(|e| match e {
-        host::HostError::NoProgram { .. } => ExpError::MissingProgram {
-            program: program.into(),
-        },
-        other => lab::LabError::from(other).into(),
-    })
-}
-
 /// The drop counters now; the cpumap's only in software RSS mode.
 fn snapshot(lab: &Lab, mode: Mode) -> Result<Snapshot, ExpError> {
     let (snd, rcv) = (lab.sender(), lab.receiver());
@@ -391,12 +379,7 @@ fn snapshot(lab: &Lab, mode: Mode) -> Result<Snapshot, ExpError> {
         })?;
         Ok((stats.rx_dropped, stats.tx_dropped))
     };
-    let qdisc = run_in_host(
-        lab,
-        &snd.name,
-        "tc",
-        &["-s", "-j", "qdisc", "show", "dev", &snd.dev],
-    )?;
+    let qdiscs = host::link::qdiscs(Some(&snd.netns), &snd.dev).map_err(lab::LabError::from)?;
     let softnet =
         std::fs::read_to_string("/proc/net/softnet_stat").map_err(|e| ExpError::Program {
             program: "read /proc/net/softnet_stat".into(),
@@ -421,7 +404,7 @@ fn snapshot(lab: &Lab, mode: Mode) -> Result<Snapshot, ExpError> {
     Ok(Snapshot {
         sender_tx_dropped: link(snd)?.1,
         receiver_rx_dropped: link(rcv)?.0,
-        sender_qdisc: counters::parse_qdisc(&qdisc)?,
+        sender_qdisc: counters::qdisc_counters(&qdiscs)?,
         backlog_dropped: counters::parse_softnet_dropped(&softnet)?,
         cpumap,
     })
@@ -430,15 +413,7 @@ fn snapshot(lab: &Lab, mode: Mode) -> Result<Snapshot, ExpError> {
 /// A pfifo of `limit` packets as the root qdisc of the sender's veth.
 fn set_sender_pfifo(lab: &Lab, limit: u32) -> Result<(), ExpError> {
     let snd = lab.sender();
-    let limit = limit.to_string();
-    run_in_host(
-        lab,
-        &snd.name,
-        "tc",
-        &[
-            "qdisc", "replace", "dev", &snd.dev, "root", "pfifo", "limit", &limit,
-        ],
-    )?;
+    host::link::replace_root_pfifo(&snd.netns, &snd.dev, limit).map_err(lab::LabError::from)?;
     Ok(())
 }
 
@@ -489,17 +464,20 @@ impl Drop for RfsTable {
 
 /// Sets `rps_cpus` of every receive queue of the receiving veth to `cpus`
 /// (empty: RPS off) and its `rps_flow_cnt` to `flow_cnt` (0: RFS off).
-/// Written through `ip netns exec`, whose fresh /sys shows the namespace's
-/// devices.
+/// Written through the namespace's own sysfs, which shows its devices.
 fn set_rps(lab: &Lab, cpus: &[u32], flow_cnt: u32) -> Result<(), ExpError> {
     let rcv = lab.receiver();
-    let script = format!(
-        "for q in /sys/class/net/{}/queues/rx-*; do echo {} > \"$q/rps_cpus\" && \
-         echo {flow_cnt} > \"$q/rps_flow_cnt\" || exit 1; done",
-        rcv.dev,
-        cpu_mask(cpus)
-    );
-    run_in_host(lab, &rcv.name, "sh", &["-c", &script])?;
+    let sysfs = host::sysfs::Sysfs::of(&rcv.netns).map_err(lab::LabError::from)?;
+    let queues = format!("class/net/{}/queues", rcv.dev);
+    let (mask, flow_cnt) = (cpu_mask(cpus), flow_cnt.to_string());
+    for queue in sysfs.list(&queues).map_err(lab::LabError::from)? {
+        if queue.starts_with("rx-") {
+            sysfs
+                .write(&format!("{queues}/{queue}/rps_cpus"), &mask)
+                .and_then(|()| sysfs.write(&format!("{queues}/{queue}/rps_flow_cnt"), &flow_cnt))
+                .map_err(lab::LabError::from)?;
+        }
+    }
     Ok(())
 }
 

@@ -11,8 +11,6 @@ use exp::xdp_overhead::{self, Mode, XdpOverheadParams};
 fn three_modes_with_their_drop_counters() {
     testkit::require_root("network namespaces, veths, XDP");
     testkit::require_program("iperf3", "make deps installs it");
-    testkit::require_program("tc", "make deps installs it (iproute2)");
-    testkit::require_program("ethtool", "make deps installs it");
     let params = XdpOverheadParams {
         repetitions: 2,
         seconds: 1,

@@ -1,7 +1,8 @@
 //! The host's plumbing that several crates need: entering network
 //! namespaces ([`netns`]), asking the kernel about devices over netlink
-//! ([`link`], on the request loop in [`netlink`]), running tools such as
-//! `ip` ([`command`]),
+//! ([`link`], on the request loop in [`netlink`]), a namespace's own sysfs
+//! ([`sysfs`]) and protocol counters ([`snmp`]), running tools such as
+//! `ip` ([`command`]), preloading shims ([`preload`]),
 //! checking privilege ([`is_root`], [`require_root`]) and reading how busy
 //! the CPUs were ([`cpu`]).
 //!
@@ -23,6 +24,9 @@
 //! link::{link(netns, dev), links(netns), nsid_names(netns)} // RTM_GETLINK, RTM_GETNSID
 //! link::{add_veth, add_bridge, set_up, set_controller, add_address, add_route, delete}
 //! link::{tx_checksum, set_tx_checksum, set_gro}             // ethtool ioctls
+//! link::{qdiscs(netns, dev), replace_root_pfifo(netns, dev, limit)} // RTM_GETQDISC, RTM_NEWQDISC
+//! sysfs::Sysfs::of(netns).{write, list, path}             // /sys as that namespace sees it
+//! snmp::Counters::read(netns).get("TcpRetransSegs")      // /proc/net/{snmp,netstat}, nstat's names
 //! netlink::NlSocket::{open, request, request_each}       // one request, its replies
 //! command::run(&mut Command) -> Result<String, HostError> // stdout; stderr in the error
 //! command::ip(args) -> Result<String, HostError>
@@ -47,6 +51,8 @@ pub mod link;
 pub mod netlink;
 pub mod netns;
 pub mod preload;
+pub mod snmp;
+pub mod sysfs;
 
 pub use error::HostError;
 

@@ -16,7 +16,6 @@
 //! sorted block goes up the stack in one softirq).
 
 use std::collections::BTreeSet;
-use std::process::Command;
 
 use crate::WireError;
 
@@ -71,15 +70,12 @@ fn the_new_task(
 }
 
 /// Turns threaded NAPI on for `dev` in `netns` and returns the id of the
-/// kernel thread that now polls it. Written through `ip netns exec`,
-/// whose fresh /sys shows the namespace's devices.
+/// kernel thread that now polls it. Written through the namespace's own
+/// sysfs, which shows its devices.
 pub(crate) fn enable_threaded(netns: &str, dev: &str) -> Result<i32, WireError> {
     let prefix = kthread_prefix(dev);
     let before = tasks_named(&prefix)?;
-    let mut cmd = Command::new("ip");
-    cmd.args(["netns", "exec", netns, "sh", "-c"])
-        .arg(format!("echo 1 > /sys/class/net/{dev}/threaded"));
-    host::command::run(&mut cmd)?;
+    host::sysfs::Sysfs::of(netns)?.write(&format!("class/net/{dev}/threaded"), "1")?;
     the_new_task(dev, &before, &tasks_named(&prefix)?)
 }
 

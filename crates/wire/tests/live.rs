@@ -148,12 +148,8 @@ fn srpic_driver_delivers_every_frame_under_reordering() {
 /// skb as its gso_segs: net/ipv4/ip_input.c `ip_rcv_core`) and the skbs
 /// TCP received (TcpInSegs, one per skb: `tcp_v4_rcv`).
 fn segments_and_skbs(netns: &str) -> (u64, u64) {
-    let out = std::process::Command::new("ip")
-        .args(["netns", "exec", netns, "nstat", "-a", "-s", "-z", "-j"])
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let k = |n: &str| v["kernel"][n].as_u64().unwrap_or_else(|| panic!("{n}"));
+    let counters = host::snmp::Counters::read(netns).unwrap();
+    let k = |n: &str| counters.get(n).unwrap_or_else(|| panic!("no counter {n}"));
     let segs = [
         "IpExtInNoECTPkts",
         "IpExtInECT0Pkts",

@@ -11,7 +11,7 @@
 //! (tcp_reordering=3, tcp_max_reordering=3, tcp_recovery=0), the A-sender
 //! Linux's defaults. SACK is off for reordering runs and on for drop runs.
 //!
-//! Per run: iperf3 goodput; retransmitted segments (sender's nstat
+//! Per run: iperf3 goodput; retransmitted segments (sender's
 //! TcpRetransSegs); duplicate ACKs the sender received (counted by the wire
 //! on the reverse path: pure ACKs repeating the flow's last ACK number);
 //! the receiver's TcpExtTCPOFOQueue; the driver's per-flow block sizes.
@@ -247,43 +247,29 @@ fn driver_measured<T>(what: &str, value: Option<T>) -> Result<T, ExpError> {
     })
 }
 
-/// Absolute nstat counters of a host (`nstat -a -s -z -j`: `-z` lists
-/// counters that are still zero, so every counter the kernel has is there).
+/// Absolute counters `names` (nstat's names) of a host's namespace, from
+/// its /proc/net/snmp and netstat; a counter that is not there is an error
+/// naming it (0 would read as "never happened").
 fn nstat(lab: &Lab, host: &str, names: &[&str]) -> Result<Vec<u64>, ExpError> {
-    let out = lab
-        .command(host, "nstat")?
-        .args(["-a", "-s", "-z", "-j"])
-        .output()
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => ExpError::MissingProgram {
-                program: "nstat".into(),
-            },
-            _ => program_err("nstat", e),
-        })?;
-    if !out.status.success() {
-        return Err(program_err(
-            "nstat",
-            format!("{host}: {}", String::from_utf8_lossy(&out.stderr).trim()),
-        ));
-    }
-    parse_nstat(&out.stdout, host, names)
+    let netns = &lab.host(host)?.netns;
+    let counters = host::snmp::Counters::read(netns).map_err(lab::LabError::from)?;
+    pick_counters(&counters, host, names)
 }
 
-/// The counters `names` from `nstat -j` output; a counter that is not
-/// there is an error naming it (0 would read as "never happened").
-fn parse_nstat(json: &[u8], host: &str, names: &[&str]) -> Result<Vec<u64>, ExpError> {
-    let v: serde_json::Value =
-        serde_json::from_slice(json).map_err(|e| program_err("nstat", format!("{host}: {e}")))?;
+/// The counters `names` of `counters`, each or an error naming it.
+fn pick_counters(
+    counters: &host::snmp::Counters,
+    host: &str,
+    names: &[&str],
+) -> Result<Vec<u64>, ExpError> {
     names
         .iter()
         .map(|name| {
-            v["kernel"][*name]
-                .as_u64()
-                .ok_or_else(|| ExpError::MissingCounter {
-                    program: "nstat".into(),
-                    host: host.into(),
-                    counter: (*name).into(),
-                })
+            counters.get(name).ok_or_else(|| ExpError::MissingCounter {
+                program: "/proc/net/snmp and netstat".into(),
+                host: host.into(),
+                counter: (*name).into(),
+            })
         })
         .collect()
 }
@@ -833,26 +819,24 @@ mod tests {
     }
 
     #[test]
-    fn nstat_counters_are_read_and_a_missing_one_is_named() {
-        let json = br#"{"kernel":{"TcpRetransSegs":12,"TcpExtTCPOFOQueue":0}}"#;
+    fn counters_are_picked_and_a_missing_one_is_named() {
+        let text = "Tcp: RetransSegs MaxConn\nTcp: 12 -1\nTcpExt: TCPOFOQueue\nTcpExt: 0\n";
+        let counters: host::snmp::Counters = host::snmp::parse(text).unwrap().into_iter().collect();
         assert_eq!(
-            parse_nstat(json, "snd", &["TcpRetransSegs", "TcpExtTCPOFOQueue"]).unwrap(),
+            pick_counters(&counters, "snd", &["TcpRetransSegs", "TcpExtTCPOFOQueue"]).unwrap(),
             vec![12, 0]
         );
-        let lacking = br#"{"kernel":{"TcpRetransSegs":12}}"#;
-        match parse_nstat(lacking, "rcv", &["TcpRetransSegs", "TcpExtTCPOFOQueue"]) {
-            Err(e @ ExpError::MissingCounter { .. }) => {
-                let text = e.to_string();
-                assert!(
-                    text.contains("TcpExtTCPOFOQueue") && text.contains("rcv"),
-                    "{text}"
-                );
+        for (missing, why) in [("TcpExtTCPTimeouts", "absent"), ("TcpMaxConn", "negative")] {
+            match pick_counters(&counters, "rcv", &["TcpRetransSegs", missing]) {
+                Err(e @ ExpError::MissingCounter { .. }) => {
+                    let text = e.to_string();
+                    assert!(
+                        text.contains(missing) && text.contains("rcv"),
+                        "{why}: {text}"
+                    );
+                }
+                other => panic!("{why}: expected a missing counter, got {other:?}"),
             }
-            other => panic!("expected a missing counter, got {other:?}"),
         }
-        // Not a number is not a counter either; not JSON is an error.
-        let bad = br#"{"kernel":{"TcpRetransSegs":"x"}}"#;
-        assert!(parse_nstat(bad, "snd", &["TcpRetransSegs"]).is_err());
-        assert!(parse_nstat(b"nstat: error", "snd", &["TcpRetransSegs"]).is_err());
     }
 }

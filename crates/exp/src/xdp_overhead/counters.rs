@@ -1,11 +1,11 @@
 //! Where frames are lost on the lab's path, read from the datapath before
 //! and after every iperf3 run of `steer exp xdp-overhead`:
 //!
-//! - the sender's veth (`ip -s -j link`: tx dropped): with an XDP program on
+//! - the sender's veth (`IFLA_STATS64`: tx dropped): with an XDP program on
 //!   the receiving veth, frames wait in that veth's NAPI ring (256 entries,
 //!   drivers/net/veth.c `VETH_RING_SIZE`), and a full ring drops them here
 //!   unless a qdisc on the sender lets the ring stop the queue instead;
-//! - the sender's qdisc (`tc -s -j qdisc`): its drops, and its requeues, the
+//! - the sender's qdisc (`RTM_GETQDISC`): its drops, and its requeues, the
 //!   times the full ring pushed back instead of dropping;
 //! - the receiver's veth (rx dropped);
 //! - the per-CPU backlogs (`/proc/net/softnet_stat`, column 2: a full
@@ -177,13 +177,6 @@ fn unreadable(what: &str, detail: impl ToString) -> ExpError {
     }
 }
 
-fn counter(v: &serde_json::Value, path: &[&str], program: &str) -> Result<u64, ExpError> {
-    path.iter()
-        .try_fold(v, |v, key| v.get(*key))
-        .and_then(serde_json::Value::as_u64)
-        .ok_or_else(|| unreadable(program, format!("no counter {}", path.join("."))))
-}
-
 /// `a + b`, or an error when counters from `program` add up past u64 (no
 /// real counter does; the input is not what it claims to be).
 fn checked_sum(a: u64, b: u64, program: &str) -> Result<u64, ExpError> {
@@ -191,29 +184,20 @@ fn checked_sum(a: u64, b: u64, program: &str) -> Result<u64, ExpError> {
         .ok_or_else(|| unreadable(program, "counters add up past 2^64"))
 }
 
-/// Drops and requeues of the qdiscs in `tc -s -j qdisc show dev X`, or
-/// `None` when the root is `noqueue` (no queue, so nothing to stop).
-pub fn parse_qdisc(json: &str) -> Result<Option<QdiscCounters>, ExpError> {
-    let v: serde_json::Value =
-        serde_json::from_str(json).map_err(|e| unreadable("tc -s -j qdisc", e))?;
-    let qdiscs = v
-        .as_array()
-        .ok_or_else(|| unreadable("tc -s -j qdisc", "not a list"))?;
-    if qdiscs.is_empty() || qdiscs.iter().any(|q| q["kind"] == "noqueue") {
+/// Drops and requeues of a device's qdiscs (`host::link::qdiscs`), or
+/// `None` when the root is `noqueue` (no queue, so nothing to stop). A
+/// qdisc the kernel sent no queue counters for is an error, never a zero.
+pub fn qdisc_counters(qdiscs: &[host::link::Qdisc]) -> Result<Option<QdiscCounters>, ExpError> {
+    if qdiscs.is_empty() || qdiscs.iter().any(|q| q.kind == "noqueue") {
         return Ok(None);
     }
     let mut sum = QdiscCounters::default();
     for q in qdiscs {
-        sum.drops = checked_sum(
-            sum.drops,
-            counter(q, &["drops"], "tc -s qdisc")?,
-            "tc -s qdisc",
-        )?;
-        sum.requeues = checked_sum(
-            sum.requeues,
-            counter(q, &["requeues"], "tc -s qdisc")?,
-            "tc -s qdisc",
-        )?;
+        let queue = q
+            .queue
+            .ok_or_else(|| unreadable("RTM_GETQDISC", format!("{} has no TCA_STATS2", q.kind)))?;
+        sum.drops += u64::from(queue.drops);
+        sum.requeues += u64::from(queue.requeues);
     }
     Ok(Some(sum))
 }
@@ -243,20 +227,43 @@ pub fn parse_softnet_dropped(text: &str) -> Result<u64, ExpError> {
 mod tests {
     use super::*;
 
+    fn qdisc(kind: &str, queue: Option<(u32, u32)>) -> host::link::Qdisc {
+        host::link::Qdisc {
+            kind: kind.into(),
+            handle: 0x8001_0000,
+            parent: u32::MAX,
+            limit: None,
+            queue: queue.map(|(drops, requeues)| host::link::QdiscQueue {
+                qlen: 0,
+                backlog: 0,
+                drops,
+                requeues,
+                overlimits: 0,
+            }),
+        }
+    }
+
     #[test]
-    fn qdisc_counters_from_tc_json() {
-        let pfifo = r#"[{"kind":"pfifo","handle":"8001:","root":true,"refcnt":3,"options":{"limit":1000},"bytes":1,"packets":1,"drops":2,"overlimits":0,"requeues":45371,"backlog":0,"qlen":0}]"#;
+    fn qdisc_counters_sum_the_queues_and_noqueue_has_none() {
+        let pfifo = [qdisc("pfifo", Some((2, 45371)))];
+        let want = QdiscCounters {
+            drops: 2,
+            requeues: 45371,
+        };
+        assert_eq!(qdisc_counters(&pfifo).unwrap(), Some(want));
+        let two = [
+            qdisc("mq", Some((1, 1))),
+            qdisc("pfifo", Some((u32::MAX, 2))),
+        ];
+        let sum = qdisc_counters(&two).unwrap().unwrap();
+        assert_eq!((sum.drops, sum.requeues), (u64::from(u32::MAX) + 1, 3));
         assert_eq!(
-            parse_qdisc(pfifo).unwrap(),
-            Some(QdiscCounters {
-                drops: 2,
-                requeues: 45371
-            })
+            qdisc_counters(&[qdisc("noqueue", Some((0, 0)))]).unwrap(),
+            None
         );
-        let noqueue = r#"[{"kind":"noqueue","handle":"0:","root":true,"refcnt":2,"options":{},"bytes":0,"packets":0,"drops":0,"overlimits":0,"requeues":0,"backlog":0,"qlen":0}]"#;
-        assert_eq!(parse_qdisc(noqueue).unwrap(), None);
-        assert!(parse_qdisc(r#"[{"kind":"pfifo"}]"#).is_err());
-        assert!(parse_qdisc("{}").is_err());
+        assert_eq!(qdisc_counters(&[]).unwrap(), None);
+        let e = qdisc_counters(&[qdisc("pfifo", None)]).unwrap_err();
+        assert!(e.to_string().contains("TCA_STATS2"), "{e}");
     }
 
     #[test]
@@ -269,8 +276,6 @@ mod tests {
         // Found by the datapath_counters fuzz target: a sum past u64 is an
         // error, not a panic.
         assert!(parse_softnet_dropped("0 ffffffffffffffff\n0 1\n").is_err());
-        let big = r#"[{"kind":"pfifo","drops":18446744073709551615,"requeues":0},{"kind":"pfifo","drops":1,"requeues":0}]"#;
-        assert!(parse_qdisc(big).is_err());
     }
 
     #[test]

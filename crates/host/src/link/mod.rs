@@ -23,8 +23,10 @@ use crate::netlink::{NlFailure, NlSocket};
 use crate::HostError;
 
 mod offload;
+mod qdisc;
 mod setup;
 pub use offload::{set_gro, set_tx_checksum, tx_checksum};
+pub use qdisc::{qdiscs, replace_root_pfifo, Qdisc, QdiscQueue};
 pub use setup::{
     add_address, add_bridge, add_route, add_veth, delete, delete_address, replace_route_rto_min,
     set_arp, set_controller, set_mac, set_mtu, set_up,

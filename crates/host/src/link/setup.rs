@@ -205,27 +205,16 @@ pub fn set_arp(netns: &str, dev: &str, on: bool) -> Result<(), HostError> {
 /// family.
 pub fn add_route(netns: &str, dest: IpAddr, prefix_len: u8, via: IpAddr) -> Result<(), HostError> {
     let what = format!("adding a route to {dest}/{prefix_len} via {via} in {netns}");
-    let (family, dest, via) = match (dest, via) {
-        (IpAddr::V4(d), IpAddr::V4(v)) => (
-            AddressFamily::Inet,
-            RouteAddress::Inet(d),
-            RouteAddress::Inet(v),
-        ),
-        (IpAddr::V6(d), IpAddr::V6(v)) => (
-            AddressFamily::Inet6,
-            RouteAddress::Inet6(d),
-            RouteAddress::Inet6(v),
-        ),
-        _ => {
-            return Err(HostError::io(
-                what,
-                std::io::Error::new(
-                    std::io::ErrorKind::InvalidInput,
-                    "destination and gateway of different families",
-                ),
-            ))
-        }
-    };
+    let ((family, dest), (via_family, via)) = (route_address(dest), route_address(via));
+    if family != via_family {
+        return Err(HostError::io(
+            what,
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "destination and gateway of different families",
+            ),
+        ));
+    }
     let message = unicast_route(
         family,
         prefix_len,
@@ -254,10 +243,7 @@ pub fn replace_route_rto_min(
     let index = super::link(Some(netns), dev)?.ifindex;
     let ms = u32::try_from(rto_min.as_millis()).unwrap_or(u32::MAX);
     let what = format!("setting rto_min {ms}ms on the route to {dest}/{prefix_len} in {netns}");
-    let (family, dest) = match dest {
-        IpAddr::V4(d) => (AddressFamily::Inet, RouteAddress::Inet(d)),
-        IpAddr::V6(d) => (AddressFamily::Inet6, RouteAddress::Inet6(d)),
-    };
+    let (family, dest) = route_address(dest);
     let message = unicast_route(
         family,
         prefix_len,
@@ -277,6 +263,14 @@ pub fn replace_route_rto_min(
     in_netns(Some(netns), &what, move |socket| {
         socket.replace(RouteNetlinkMessage::NewRoute(message))
     })
+}
+
+/// An address as a route attribute takes it, with its family.
+fn route_address(addr: IpAddr) -> (AddressFamily, RouteAddress) {
+    match addr {
+        IpAddr::V4(a) => (AddressFamily::Inet, RouteAddress::Inet(a)),
+        IpAddr::V6(a) => (AddressFamily::Inet6, RouteAddress::Inet6(a)),
+    }
 }
 
 /// A unicast route of the main table, as `ip route` makes one (protocol

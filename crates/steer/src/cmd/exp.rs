@@ -27,7 +27,7 @@ pub enum ExpCommand {
     Crossrss(CrossrssArgs),
     /// The SRPIC paper's forward-path experiments (Table 4 reordering,
     /// Table 5 drops) with real Linux TCP through the impairment wire, with
-    /// and without sorting in the receiver (needs root, iperf3, nstat).
+    /// and without sorting in the receiver (needs root, iperf3).
     Srpic(SrpicArgs),
     /// The userspace TCP data path (after FlexTOE) against Linux TCP on the
     /// same lab path: one-connection stream and RPC latency, every byte
