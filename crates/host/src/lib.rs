@@ -72,6 +72,21 @@ pub fn require_root(what: &str) -> Result<(), HostError> {
     }
 }
 
+/// What the root tests of this crate set up.
+#[cfg(test)]
+pub(crate) mod test_lab {
+    /// Two fresh namespaces joined by veth `va` (in the first) and `vb`.
+    pub fn veth_pair(prefix: &str) -> [testkit::Netns; 2] {
+        testkit::require_root("network namespaces");
+        let ns = [
+            testkit::Netns::new(&format!("{prefix}-a")),
+            testkit::Netns::new(&format!("{prefix}-b")),
+        ];
+        crate::link::add_veth("va", ns[0].name(), "vb", ns[1].name()).unwrap();
+        ns
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

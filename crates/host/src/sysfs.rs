@@ -128,17 +128,12 @@ mod tests {
     #[test]
     #[ignore = "needs root (network namespaces, mounts)"]
     fn a_namespaces_sysfs_shows_its_devices_and_not_the_hosts() {
-        testkit::require_root("network namespaces");
-        let ns = [
-            testkit::Netns::new("hostsysfs-a"),
-            testkit::Netns::new("hostsysfs-b"),
-        ];
-        crate::link::add_veth("sysv0", ns[0].name(), "sysv1", ns[1].name()).unwrap();
+        let ns = crate::test_lab::veth_pair("hostsysfs");
         let sysfs = Sysfs::of(ns[0].name()).unwrap();
-        assert_eq!(sysfs.list("class/net").unwrap(), ["lo", "sysv0"]);
+        assert_eq!(sysfs.list("class/net").unwrap(), ["lo", "va"]);
         // The device's tx queue length, written and read back.
-        sysfs.write("class/net/sysv0/tx_queue_len", "77").unwrap();
-        let back = std::fs::read_to_string(sysfs.path("class/net/sysv0/tx_queue_len")).unwrap();
+        sysfs.write("class/net/va/tx_queue_len", "77").unwrap();
+        let back = std::fs::read_to_string(sysfs.path("class/net/va/tx_queue_len")).unwrap();
         assert_eq!(back.trim(), "77");
         let e = sysfs.write("class/net/nosuch/mtu", "1").unwrap_err();
         assert!(e.to_string().contains("class/net/nosuch/mtu"), "{e}");
@@ -149,7 +144,7 @@ mod tests {
         let stdin_was_open = stdin_open();
         for _ in 0..3 {
             let again = Sysfs::of(ns[0].name()).unwrap();
-            assert_eq!(again.list("class/net").unwrap(), ["lo", "sysv0"]);
+            assert_eq!(again.list("class/net").unwrap(), ["lo", "va"]);
         }
         assert_eq!(stdin_open(), stdin_was_open);
         let e = Sysfs::of("hostsysfs-none").unwrap_err();

@@ -269,13 +269,8 @@ mod tests {
     #[test]
     #[ignore = "needs root (network namespaces)"]
     fn a_veth_peer_in_another_namespace_is_found_by_its_nsid() {
-        testkit::require_root("network namespaces");
-        let (a, b) = (
-            testkit::Netns::new("hostlink-a"),
-            testkit::Netns::new("hostlink-b"),
-        );
-        let pair = (a.name().to_string(), b.name().to_string());
-        add_veth("va", &pair.0, "vb", &pair.1).unwrap();
+        let ns = crate::test_lab::veth_pair("hostlink");
+        let pair = (ns[0].name().to_string(), ns[1].name().to_string());
         let va = link(Some(&pair.0), "va").unwrap();
         let vb = link(Some(&pair.1), "vb").unwrap();
         assert!(va.is_veth && vb.is_veth);

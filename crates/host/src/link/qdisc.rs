@@ -131,15 +131,10 @@ fn qdisc_of(message: TcMessage) -> Qdisc {
 mod tests {
     use super::*;
 
-    /// A fresh namespace holding veth `qd0` (up), its peer in a second one.
+    /// Two namespaces joined by a veth, `va` up.
     fn veth(prefix: &str) -> [testkit::Netns; 2] {
-        testkit::require_root("network namespaces");
-        let ns = [
-            testkit::Netns::new(&format!("{prefix}-a")),
-            testkit::Netns::new(&format!("{prefix}-b")),
-        ];
-        crate::link::add_veth("qd0", ns[0].name(), "qd1", ns[1].name()).unwrap();
-        crate::link::set_up(ns[0].name(), "qd0").unwrap();
+        let ns = crate::test_lab::veth_pair(prefix);
+        crate::link::set_up(ns[0].name(), "va").unwrap();
         ns
     }
 
@@ -173,8 +168,8 @@ mod tests {
         let ns = veth("hostqdisc");
         let a = ns[0].name();
         for limit in [37, 1000] {
-            replace_root_pfifo(a, "qd0", limit).unwrap();
-            let found = qdiscs(Some(a), "qd0").unwrap();
+            replace_root_pfifo(a, "va", limit).unwrap();
+            let found = qdiscs(Some(a), "va").unwrap();
             let root = found
                 .iter()
                 .find(|q| q.parent == u32::from(TcHandle::ROOT))

@@ -205,7 +205,7 @@ pub fn set_arp(netns: &str, dev: &str, on: bool) -> Result<(), HostError> {
 /// family.
 pub fn add_route(netns: &str, dest: IpAddr, prefix_len: u8, via: IpAddr) -> Result<(), HostError> {
     let what = format!("adding a route to {dest}/{prefix_len} via {via} in {netns}");
-    let ((family, dest), (via_family, via)) = (route_address(dest), route_address(via));
+    let ((family, _), (via_family, gateway)) = (route_address(dest), route_address(via));
     if family != via_family {
         return Err(HostError::io(
             what,
@@ -216,13 +216,10 @@ pub fn add_route(netns: &str, dest: IpAddr, prefix_len: u8, via: IpAddr) -> Resu
         ));
     }
     let message = unicast_route(
-        family,
+        dest,
         prefix_len,
         RouteScope::Universe,
-        vec![
-            RouteAttribute::Destination(dest),
-            RouteAttribute::Gateway(via),
-        ],
+        [RouteAttribute::Gateway(gateway)],
     );
     in_netns(Some(netns), &what, move |socket| {
         socket.create(RouteNetlinkMessage::NewRoute(message))
@@ -243,13 +240,11 @@ pub fn replace_route_rto_min(
     let index = super::link(Some(netns), dev)?.ifindex;
     let ms = u32::try_from(rto_min.as_millis()).unwrap_or(u32::MAX);
     let what = format!("setting rto_min {ms}ms on the route to {dest}/{prefix_len} in {netns}");
-    let (family, dest) = route_address(dest);
     let message = unicast_route(
-        family,
+        dest,
         prefix_len,
         RouteScope::Link,
-        vec![
-            RouteAttribute::Destination(dest),
+        [
             RouteAttribute::Oif(index),
             // Locked, as `ip route ... rto_min` locks it: TCP reads the
             // metric only when its lock bit is set (include/net/tcp.h
@@ -273,14 +268,15 @@ fn route_address(addr: IpAddr) -> (AddressFamily, RouteAddress) {
     }
 }
 
-/// A unicast route of the main table, as `ip route` makes one (protocol
-/// boot), with `attributes` naming its destination and next hop.
+/// A unicast route to `dest/prefix_len` of the main table, as `ip route`
+/// makes one (protocol boot), with `next_hop` saying where it leads.
 fn unicast_route(
-    family: AddressFamily,
+    dest: IpAddr,
     prefix_len: u8,
     scope: RouteScope,
-    attributes: Vec<RouteAttribute>,
+    next_hop: impl IntoIterator<Item = RouteAttribute>,
 ) -> RouteMessage {
+    let (family, dest) = route_address(dest);
     let mut message = RouteMessage::default();
     message.header.address_family = family;
     message.header.destination_prefix_length = prefix_len;
@@ -288,7 +284,9 @@ fn unicast_route(
     message.header.protocol = RouteProtocol::Boot;
     message.header.scope = scope;
     message.header.kind = RouteType::Unicast;
-    message.attributes = attributes;
+    message.attributes = std::iter::once(RouteAttribute::Destination(dest))
+        .chain(next_hop)
+        .collect();
     message
 }
 
@@ -329,21 +327,10 @@ mod tests {
         assert_eq!(got, b"ping");
     }
 
-    /// Two fresh namespaces joined by veth `va` (in the first) and `vb`.
-    fn veth_pair(prefix: &str) -> [testkit::Netns; 2] {
-        testkit::require_root("network namespaces");
-        let ns = [
-            testkit::Netns::new(&format!("{prefix}-a")),
-            testkit::Netns::new(&format!("{prefix}-b")),
-        ];
-        add_veth("va", ns[0].name(), "vb", ns[1].name()).unwrap();
-        ns
-    }
-
     #[test]
     #[ignore = "needs root (network namespaces)"]
     fn a_veth_pair_with_addresses_carries_tcp_over_ipv4_and_ipv6() {
-        let ns = veth_pair("hostsetup");
+        let ns = crate::test_lab::veth_pair("hostsetup");
         let (a, b) = (ns[0].name(), ns[1].name());
         let e = add_veth("va", a, "vb", b).unwrap_err().to_string();
         assert!(
@@ -415,7 +402,7 @@ mod tests {
     #[test]
     #[ignore = "needs root (network namespaces)"]
     fn link_attributes_addresses_and_a_routes_rto_min_read_back() {
-        let ns = veth_pair("hostattr");
+        let ns = crate::test_lab::veth_pair("hostattr");
         let a = ns[0].name();
         set_mac(a, "va", [0x02, 0, 0, 0, 0xaa, 0x01]).unwrap();
         set_mtu(a, "va", 1400).unwrap();
