@@ -16,7 +16,7 @@
 //!     pub fn up(&LabSpec) -> Result<Lab, LabError>      // idempotent
 //!     pub fn open(name) / down(name) / status(name) / list()
 //!     pub fn host(&self, name) -> Result<&Host, LabError>; receiver(); sender()
-//!     pub fn command(&self, host, program) -> Result<Command, LabError>   // ip netns exec NS program
+//!     pub fn command(&self, host, program) -> Result<Command, LabError>   // program, run in the host's namespace
 //!     pub fn rss_config(&self) -> Result<RssConfig, LabError>
 //!     pub fn wire(&self) -> Option<&Wire>               // the middle host, if any
 //!     pub fn owner(&self) -> Option<&str>               // who made it

@@ -18,6 +18,26 @@ fn up_and_down_are_idempotent() {
     let again = Lab::up(&spec).unwrap();
     assert_eq!(lab.hosts(), again.hosts());
     assert_eq!(lab.rss_config().unwrap(), again.rss_config().unwrap());
+    // A program run in a host is in that host's namespace: the one whose
+    // namespace file is the host's (same inode), and it sees its devices.
+    for host in lab.hosts() {
+        let out = lab
+            .command(&host.name, "readlink")
+            .unwrap()
+            .arg("/proc/self/ns/net")
+            .output()
+            .unwrap();
+        let ino = std::fs::metadata(host::netns::path(&host.netns).unwrap())
+            .map(|m| std::os::unix::fs::MetadataExt::ino(&m))
+            .unwrap();
+        let shown = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(shown.trim(), format!("net:[{ino}]"), "{}", host.name);
+    }
+    let missing = lab
+        .command("snd", "steer-no-such-program")
+        .unwrap()
+        .status();
+    assert_eq!(missing.unwrap_err().kind(), std::io::ErrorKind::NotFound);
     let status = Lab::status(&name).unwrap();
     assert!(status.software_rss);
     assert_eq!(status.queues, Some(4));
