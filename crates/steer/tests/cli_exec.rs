@@ -1,7 +1,7 @@
 //! `steer exec` and `steer attach` through the real binary: bad input exits
 //! 2 with one line, missing privilege exits 3, and as root the cgroup binder
-//! is attached, planned, reported and detached, and `exec --bpf` passes the
-//! command's exit status through.
+//! is attached, planned, reported and detached, and `exec --bpf` and `lab
+//! exec` pass the command's exit status through.
 
 mod common;
 
@@ -286,5 +286,35 @@ fn rss_show_in_a_namespace_that_does_not_exist_is_bad_input() {
         ]),
         2,
         "no network namespace named 'steer-no-such-netns'",
+    );
+}
+
+/// `steer lab exec` runs the program in the host's namespace as system(3)
+/// would: its exit status is steer's, and SIGTERM to steer reaches the
+/// program, so stopping steer leaves no program behind.
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
+fn lab_exec_passes_the_status_and_sigterm_on() {
+    testkit::require_root("network namespaces");
+    let mut spec = lab::LabSpec::new(&lab::unique_name("lx"));
+    spec.software_rss = false;
+    let lab = lab::Lab::up(&spec).unwrap().teardown_on_drop();
+    let exec = |program: &[&str]| {
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("steer"));
+        cmd.args(["lab", "exec", "rcv", "--lab", lab.name(), "--"])
+            .args(program);
+        cmd
+    };
+    let status = exec(&["sh", "-c", "exit 7"]).status().unwrap();
+    assert_eq!(status.code(), Some(7));
+    let mut steer = exec(&["sleep", "300"]).spawn().unwrap();
+    let sleep = testkit::child_of(steer.id(), Some("sleep"));
+    // SAFETY: a signal to a child process of ours.
+    unsafe { libc::kill(steer.id() as i32, libc::SIGTERM) };
+    let status = steer.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{status:?}");
+    assert!(
+        !std::path::Path::new(&format!("/proc/{sleep}")).exists(),
+        "the program outlived steer"
     );
 }

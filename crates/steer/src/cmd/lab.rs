@@ -28,10 +28,8 @@ pub fn run(cmd: LabCommand, json: bool) -> anyhow::Result<i32> {
             }
             let lab = Lab::open(&lab.name)?;
             let (program, rest) = command.split_first().context("no command given")?;
-            let status = lab
-                .command(&host, program)?
-                .args(rest)
-                .status()
+            let mut cmd = lab.command(&host, program)?;
+            let status = host::command::wait_like_system(cmd.args(rest))
                 .with_context(|| format!("cannot run {program}"))?;
             Ok(host::command::exit_code(status))
         }
