@@ -548,13 +548,7 @@ impl Pipeline {
                 return;
             }
             Some(Err((cause, lost))) => {
-                self.record(|| TraceEvent::Lost {
-                    id: lost.id,
-                    parent: lost.parent,
-                    path: Path::Mirror,
-                    cause,
-                    phv: Some(lost.phv),
-                });
+                self.mirror_lost(cause, lost);
                 return;
             }
             None => {}
@@ -756,15 +750,20 @@ impl Pipeline {
                 },
             };
             if let Err((cause, lost)) = self.mirror.offer(self.now, copy) {
-                self.record(|| TraceEvent::Lost {
-                    id: lost.id,
-                    parent: lost.parent,
-                    path: Path::Mirror,
-                    cause,
-                    phv: Some(lost.phv),
-                });
+                self.mirror_lost(cause, lost);
             }
         }
+    }
+
+    /// Records a mirror copy the mirror path lost, offered or in flight.
+    fn mirror_lost(&mut self, cause: LossCause, lost: Packet) {
+        self.record(|| TraceEvent::Lost {
+            id: lost.id,
+            parent: lost.parent,
+            path: Path::Mirror,
+            cause,
+            phv: Some(lost.phv),
+        });
     }
 
     fn record(&mut self, event: impl FnOnce() -> TraceEvent) {
