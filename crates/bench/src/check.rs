@@ -52,7 +52,7 @@ impl Baseline {
     /// the run's machine.
     pub fn updated(mut self, run: &RunRow, rows: &[ResultRow]) -> Baseline {
         for r in rows {
-            self.cases.insert(r.case_id.clone(), r.state);
+            self.cases.insert(r.result.case_id.clone(), r.result.state);
         }
         self.about = format!(
             "states from `steer bench run{}{}` (run {}), commit {}",
@@ -126,13 +126,13 @@ pub fn check(
     let lines: Vec<CheckLine> = rows
         .iter()
         .map(|r| {
-            let base = baseline.cases.get(&r.case_id).copied();
+            let base = baseline.cases.get(&r.result.case_id).copied();
             CheckLine {
-                case_id: r.case_id.clone(),
+                case_id: r.result.case_id.clone(),
                 baseline: base,
-                now: r.state,
-                reason: r.reason.clone(),
-                regression: base == Some(State::Pass) && r.state != State::Pass,
+                now: r.result.state,
+                reason: r.result.reason.clone(),
+                regression: base == Some(State::Pass) && r.result.state != State::Pass,
             }
         })
         .collect();
@@ -140,7 +140,7 @@ pub fn check(
     let missing = baseline
         .cases
         .iter()
-        .filter(|(id, _)| selected(id) && !rows.iter().any(|r| &r.case_id == *id))
+        .filter(|(id, _)| selected(id) && !rows.iter().any(|r| &r.result.case_id == *id))
         .map(|(id, s)| MissingCase {
             case_id: id.clone(),
             baseline: *s,
@@ -162,16 +162,18 @@ mod tests {
     fn row(id: &str, state: State) -> ResultRow {
         ResultRow {
             run_id: 1,
-            case_id: id.into(),
-            name: id.split('/').next().unwrap_or(id).into(),
-            params: BTreeMap::new(),
-            command: Vec::new(),
-            state,
-            reason: String::new(),
-            samples: BTreeMap::new(),
-            repetitions: Vec::new(),
+            result: crate::runner::CaseResult {
+                case_id: id.into(),
+                name: id.split('/').next().unwrap_or(id).into(),
+                params: BTreeMap::new(),
+                command: Vec::new(),
+                state,
+                reason: String::new(),
+                metrics: BTreeMap::new(),
+                repetitions: Vec::new(),
+                seconds: 0.0,
+            },
             raw_path: None,
-            seconds: 0.0,
             timestamp: 0,
         }
     }

@@ -86,16 +86,16 @@ pub fn compare(history: &History, a: &str, b: &str) -> Result<Comparison, BenchE
 
 /// The change of every case in `a` or `b` (order: `b`'s, then `a`-only).
 pub fn compare_rows(a: &[ResultRow], b: &[ResultRow]) -> Vec<CaseChange> {
-    let mut ids: Vec<&str> = b.iter().map(|r| r.case_id.as_str()).collect();
+    let mut ids: Vec<&str> = b.iter().map(|r| r.result.case_id.as_str()).collect();
     for r in a {
-        if !ids.contains(&r.case_id.as_str()) {
-            ids.push(&r.case_id);
+        if !ids.contains(&r.result.case_id.as_str()) {
+            ids.push(&r.result.case_id);
         }
     }
     ids.into_iter()
         .map(|id| {
-            let ra = a.iter().find(|r| r.case_id == id);
-            let rb = b.iter().find(|r| r.case_id == id);
+            let ra = a.iter().find(|r| r.result.case_id == id);
+            let rb = b.iter().find(|r| r.result.case_id == id);
             case_change(id, ra, rb)
         })
         .collect()
@@ -103,8 +103,8 @@ pub fn compare_rows(a: &[ResultRow], b: &[ResultRow]) -> Vec<CaseChange> {
 
 pub fn case_change(id: &str, a: Option<&ResultRow>, b: Option<&ResultRow>) -> CaseChange {
     let empty = BTreeMap::new();
-    let sa = a.map_or(&empty, |r| &r.samples);
-    let sb = b.map_or(&empty, |r| &r.samples);
+    let sa = a.map_or(&empty, |r| &r.result.metrics);
+    let sb = b.map_or(&empty, |r| &r.result.metrics);
     let mut names: Vec<&String> = sb.keys().collect();
     names.extend(sa.keys().filter(|k| !sb.contains_key(*k)));
     let metrics: Vec<MetricChange> = names
@@ -142,7 +142,7 @@ pub fn case_change(id: &str, a: Option<&ResultRow>, b: Option<&ResultRow>) -> Ca
             }
         })
         .collect();
-    let (state_a, state_b) = (a.map(|r| r.state), b.map(|r| r.state));
+    let (state_a, state_b) = (a.map(|r| r.result.state), b.map(|r| r.result.state));
     let verdict = match (state_a, state_b) {
         (Some(x), Some(y)) if x == y => {
             let of = |v: Verdict| metrics.iter().any(|m| m.verdict == v);

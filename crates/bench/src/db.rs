@@ -20,14 +20,13 @@
 //!
 //! Every write is a transaction: an interrupted run keeps every finished case.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use rusqlite::{params, Connection, OpenFlags};
 use serde::Serialize;
 
-use crate::runner::{CaseResult, MetricSamples, RepResult};
-use crate::{BenchError, State};
+use crate::runner::CaseResult;
+use crate::BenchError;
 
 /// 'STBR' (Steer bench results).
 const APPLICATION_ID: i64 = 0x5354_4252;
@@ -86,20 +85,15 @@ pub struct RunRow {
     pub raw_dir: String,
 }
 
-/// A case x run row.
+/// A case x run row: the case's result as the runner recorded it, in the
+/// run it belongs to.
 #[derive(Debug, Clone, Serialize)]
 pub struct ResultRow {
     pub run_id: i64,
-    pub case_id: String,
-    pub name: String,
-    pub params: BTreeMap<String, String>,
-    pub command: Vec<String>,
-    pub state: State,
-    pub reason: String,
-    pub samples: BTreeMap<String, MetricSamples>,
-    pub repetitions: Vec<RepResult>,
+    #[serde(flatten)]
+    pub result: CaseResult,
+    /// The first repetition's stdout file (the case's JSON), if any.
     pub raw_path: Option<String>,
-    pub seconds: f64,
     pub timestamp: i64,
 }
 
@@ -407,21 +401,23 @@ impl History {
                     timestamp,
                 )| {
                     Ok(ResultRow {
-                        params: serde_json::from_str(&params)
-                            .map_err(|e| bad("params", e.to_string()))?,
-                        command: serde_json::from_str(&command)
-                            .map_err(|e| bad("command", e.to_string()))?,
-                        state: state.parse().map_err(|e| bad("state", e))?,
-                        samples: serde_json::from_str(&samples)
-                            .map_err(|e| bad("samples", e.to_string()))?,
-                        repetitions: serde_json::from_str(&reps)
-                            .map_err(|e| bad("repetitions", e.to_string()))?,
                         run_id,
-                        case_id,
-                        name,
-                        reason,
+                        result: CaseResult {
+                            params: serde_json::from_str(&params)
+                                .map_err(|e| bad("params", e.to_string()))?,
+                            command: serde_json::from_str(&command)
+                                .map_err(|e| bad("command", e.to_string()))?,
+                            state: state.parse().map_err(|e| bad("state", e))?,
+                            metrics: serde_json::from_str(&samples)
+                                .map_err(|e| bad("samples", e.to_string()))?,
+                            repetitions: serde_json::from_str(&reps)
+                                .map_err(|e| bad("repetitions", e.to_string()))?,
+                            case_id,
+                            name,
+                            reason,
+                            seconds,
+                        },
                         raw_path,
-                        seconds,
                         timestamp,
                     })
                 },

@@ -48,7 +48,7 @@ pub fn write_report(
     let mut links: BTreeMap<(i64, String), Vec<(String, String)>> = BTreeMap::new();
     for (run, results) in &rows {
         for r in results {
-            for rep in &r.repetitions {
+            for rep in &r.result.repetitions {
                 for (label, file) in [("json", &rep.output), ("stderr", &rep.stderr)] {
                     let Some(src) = file.as_deref().map(PathBuf::from) else {
                         continue;
@@ -71,7 +71,7 @@ pub fn write_report(
                     })?;
                     raw_files += 1;
                     links
-                        .entry((*run, r.case_id.clone()))
+                        .entry((*run, r.result.case_id.clone()))
                         .or_default()
                         .push((format!("r{} {label}", rep.repetition), rel));
                 }
@@ -102,14 +102,14 @@ fn render(
     let mut case_ids: Vec<String> = Vec::new();
     for run in runs.iter().rev() {
         for r in rows.get(&run.id).into_iter().flatten() {
-            if !case_ids.contains(&r.case_id) {
-                case_ids.push(r.case_id.clone());
+            if !case_ids.contains(&r.result.case_id) {
+                case_ids.push(r.result.case_id.clone());
             }
         }
     }
     let find = |run: i64, id: &str| {
         rows.get(&run)
-            .and_then(|v| v.iter().find(|r| r.case_id == id))
+            .and_then(|v| v.iter().find(|r| r.result.case_id == id))
     };
     let mut h = String::new();
     h.push_str(HEAD);
@@ -183,30 +183,30 @@ fn render(
                 Some(Verdict::StateChanged) | Some(Verdict::Changed) => " chg-changed",
                 _ => "",
             };
-            let value = r.samples.iter().next().and_then(|(name, m)| {
+            let value = r.result.metrics.iter().next().and_then(|(name, m)| {
                 Summary::of(&m.values)
                     .map(|s| format!("{} {} {}", esc(name), num(s.mean), esc(&m.unit)))
             });
-            let title = if r.reason.is_empty() {
-                format!("{} in {:.1} s", r.state, r.seconds)
+            let title = if r.result.reason.is_empty() {
+                format!("{} in {:.1} s", r.result.state, r.result.seconds)
             } else {
-                format!("{}: {}", r.state, r.reason)
+                format!("{}: {}", r.result.state, r.result.reason)
             };
             let _ = write!(
                 h,
                 "<td class=\"cell st-{st}{chg}\" data-state=\"{st}\" data-run=\"{run}\" title=\"{title}\"><span class=\"state\">{st}</span>",
-                st = r.state.as_str(),
+                st = r.result.state.as_str(),
                 run = run.id,
                 title = esc(&title)
             );
             if let Some(v) = value {
                 let _ = write!(h, "<br><span class=\"value\">{v}</span>");
             }
-            if !r.reason.is_empty() {
+            if !r.result.reason.is_empty() {
                 let _ = write!(
                     h,
                     "<br><span class=\"reason\">{}</span>",
-                    esc(&short(&r.reason, 70))
+                    esc(&short(&r.result.reason, 70))
                 );
             }
             if let Some(files) = links.get(&(run.id, id.clone())) {
@@ -233,7 +233,7 @@ fn render(
         let mut metric_names: Vec<String> = Vec::new();
         for run in runs {
             if let Some(r) = find(run.id, id) {
-                for k in r.samples.keys() {
+                for k in r.result.metrics.keys() {
                     if !metric_names.contains(k) {
                         metric_names.push(k.clone());
                     }
@@ -255,7 +255,7 @@ fn render(
                 let Some(r) = find(run.id, id) else {
                     continue;
                 };
-                let m = r.samples.get(metric);
+                let m = r.result.metrics.get(metric);
                 if let Some(m) = m {
                     unit = m.unit.clone();
                 }

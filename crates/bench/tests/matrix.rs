@@ -83,9 +83,9 @@ fn every_state_from_test_cases() {
     // Everything is in the history, with the raw output file.
     let rows = h.results(s.run).unwrap();
     assert_eq!(rows.len(), expect.len());
-    let ok = rows.iter().find(|r| r.case_id == "ok").unwrap();
-    assert_eq!(ok.samples["v"].values, vec![3.0]);
-    assert_eq!(ok.samples["p"].values, vec![0.5]);
+    let ok = rows.iter().find(|r| r.result.case_id == "ok").unwrap();
+    assert_eq!(ok.result.metrics["v"].values, vec![3.0]);
+    assert_eq!(ok.result.metrics["p"].values, vec![0.5]);
     let raw = ok.raw_path.as_deref().unwrap();
     assert!(std::fs::read_to_string(raw).unwrap().contains("\"v\": 3"));
     assert_eq!(h.run(s.run).unwrap().status, "complete");

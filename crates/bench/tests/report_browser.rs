@@ -154,8 +154,8 @@ fn report_renders_in_headless_chromium() {
                 let mut ids = Vec::new();
                 for run in h.runs().unwrap().iter().rev().take(30) {
                     for r in h.results(run.id).unwrap() {
-                        if !ids.contains(&r.case_id) {
-                            ids.push(r.case_id);
+                        if !ids.contains(&r.result.case_id) {
+                            ids.push(r.result.case_id);
                         }
                     }
                 }

@@ -5,7 +5,9 @@
 //! - [`BpfProgram::build`] compiles a `.bpf.c` with clang and generates its
 //!   libbpf-rs skeleton into `OUT_DIR` (never committed: libbpf-bootstrap's
 //!   and libbpf-rs's `runqslower` habit), so the Rust side uses the
-//!   skeleton's generated map and struct types, never a hand copy;
+//!   skeleton's generated map and struct types, never a hand copy; the
+//!   headers in `bpf/` (per-CPU event counters) are on every program's
+//!   include path, so programs of different crates share them;
 //! - [`PreloadShim::build`] compiles an LD_PRELOAD shim (C) into a shared
 //!   object in `OUT_DIR`, which its crate embeds with `include_bytes!` and
 //!   installs with `host::preload`;
@@ -70,6 +72,10 @@ impl PreloadShim<'_> {
     }
 }
 
+/// The directory of the BPF headers shared by programs of several crates
+/// (`bpf/`), on every program's include path.
+const SHARED_BPF_HEADERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/bpf");
+
 /// A BPF program to compile: its source, the headers it includes (watched
 /// for changes), include directories and extra clang arguments.
 pub struct BpfProgram<'a> {
@@ -90,6 +96,9 @@ impl BpfProgram<'_> {
         // The uapi headers (<linux/if_ether.h>, ...) include <asm/types.h>,
         // which Debian keeps under the multiarch directory.
         let mut args = vec![format!("-I/usr/include/{arch}-linux-gnu")];
+        // The headers every program may include (steer_counters.h), from
+        // this crate's own bpf/ directory.
+        args.push(format!("-I{SHARED_BPF_HEADERS}"));
         args.extend(
             self.include_dirs
                 .iter()
@@ -111,6 +120,7 @@ impl BpfProgram<'_> {
         for h in self.headers {
             println!("cargo:rerun-if-changed={h}");
         }
+        println!("cargo:rerun-if-changed={SHARED_BPF_HEADERS}");
     }
 }
 

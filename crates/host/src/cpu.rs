@@ -4,6 +4,8 @@
 //! the network receive path runs) is counted wherever it ran, which a
 //! thread's own rusage would miss.
 
+use std::time::Duration;
+
 use crate::HostError;
 
 /// Keeps the calling thread on CPU `cpu` (sched_setaffinity(2)), as a
@@ -28,6 +30,25 @@ pub fn last_allowed_cpu() -> Option<usize> {
     (0..nix::sched::CpuSet::count())
         .rev()
         .find(|&c| set.is_set(c).unwrap_or(false))
+}
+
+/// CPU time the calling thread has used (clock_gettime(2),
+/// CLOCK_THREAD_CPUTIME_ID): what a benchmark on a shared machine measures,
+/// since wall time also counts the time spent waiting for a core.
+pub fn thread_cpu_time() -> Result<Duration, HostError> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec the call writes into.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return Err(HostError::io(
+            "clock_gettime(CLOCK_THREAD_CPUTIME_ID)",
+            std::io::Error::last_os_error(),
+        ));
+    }
+    Ok(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
 }
 
 /// Per-CPU jiffies at one moment: (busy, total).
@@ -99,6 +120,24 @@ mod tests {
         let before = CpuTimes(vec![(10, 60), (2, 10), (5, 5)]);
         let after = CpuTimes(vec![(40, 120), (2, 20), (5, 5)]);
         assert_eq!(after.busy_since(&before), vec![Some(0.5), Some(0.0), None]);
+    }
+
+    #[test]
+    fn a_thread_s_cpu_time_grows_with_its_work_only() {
+        std::thread::spawn(|| {
+            let before = thread_cpu_time().unwrap();
+            let mut x = 0u64;
+            while thread_cpu_time().unwrap() == before {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+            let busy = thread_cpu_time().unwrap();
+            assert!(busy > before);
+            // Sleeping uses no CPU time: far less than the 50 ms slept.
+            std::thread::sleep(Duration::from_millis(50));
+            assert!(thread_cpu_time().unwrap() - busy < Duration::from_millis(25));
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]

@@ -36,13 +36,7 @@ fn replay(c: &mut Criterion) {
 fn reports(servers: u32, cores: usize, buckets: usize) -> Vec<AgentReport> {
     let mut rng = SplitMix64::new(42);
     (0..servers)
-        .map(|s| AgentReport {
-            server: s,
-            core_loads: (0..cores).map(|_| rng.below(100_000) as f64).collect(),
-            bucket_cores: (0..buckets)
-                .map(|_| rng.below(cores as u64) as u32)
-                .collect(),
-        })
+        .map(|s| AgentReport::random(s, cores, buckets, 100_000, &mut rng))
         .collect()
 }
 

@@ -19,13 +19,7 @@ fn main() {
     let (servers, cores, buckets, rounds) = (1000u32, 64usize, 512usize, 50u32);
     let mut rng = SplitMix64::new(42);
     let reports: Vec<AgentReport> = (0..servers)
-        .map(|s| AgentReport {
-            server: s,
-            core_loads: (0..cores).map(|_| rng.below(100_000) as f64).collect(),
-            bucket_cores: (0..buckets)
-                .map(|_| rng.below(cores as u64) as u32)
-                .collect(),
-        })
+        .map(|s| AgentReport::random(s, cores, buckets, 100_000, &mut rng))
         .collect();
     let new_load: Vec<f64> = (0..buckets).map(|b| (b % 17) as f64).collect();
     let mut plus = CrossRssPlus::new(buckets, PlusParams::default());

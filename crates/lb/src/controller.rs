@@ -23,7 +23,7 @@ use std::collections::HashSet;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ReportError;
-use crate::rng::mix64;
+use crate::rng::{mix64, SplitMix64};
 
 /// Largest load accepted in a report. Loads are rates in the agent's unit
 /// (packets or busy-ns per interval); 1e15 is beyond any real core.
@@ -86,6 +86,26 @@ impl AgentReport {
             });
         }
         Ok(())
+    }
+
+    /// A report of `server` with `cores` loads drawn below `max_load` and
+    /// `buckets` cores drawn uniformly, from `rng`: the synthetic agents of
+    /// the controller's tests, benchmarks and examples (the same seed gives
+    /// the same reports).
+    pub fn random(
+        server: u32,
+        cores: usize,
+        buckets: usize,
+        max_load: u64,
+        rng: &mut SplitMix64,
+    ) -> AgentReport {
+        AgentReport {
+            server,
+            core_loads: (0..cores).map(|_| rng.below(max_load) as f64).collect(),
+            bucket_cores: (0..buckets)
+                .map(|_| rng.below(cores as u64) as u32)
+                .collect(),
+        }
     }
 
     /// Load of the core serving `bucket`.
@@ -811,16 +831,10 @@ mod tests {
     }
 
     fn pseudo_reports(servers: u32, cores: usize, buckets: usize, seed: u64) -> Vec<AgentReport> {
-        let mut rng = crate::rng::SplitMix64::new(seed);
+        let mut rng = SplitMix64::new(seed);
+        // Few distinct loads, so ties happen.
         (0..servers)
-            .map(|s| AgentReport {
-                server: s * 7 + 3,
-                // Few distinct values, so ties happen.
-                core_loads: (0..cores).map(|_| rng.below(4) as f64).collect(),
-                bucket_cores: (0..buckets)
-                    .map(|_| rng.below(cores as u64) as u32)
-                    .collect(),
-            })
+            .map(|s| AgentReport::random(s * 7 + 3, cores, buckets, 4, &mut rng))
             .collect()
     }
 

@@ -6,13 +6,6 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum LbXdpError {
-    /// A BPF operation (load, map access, attach) failed.
-    #[error("{op}: {source}")]
-    Bpf {
-        op: String,
-        #[source]
-        source: libbpf_rs::Error,
-    },
     /// A system call or a command failed.
     #[error("{op}: {source}")]
     Io {
@@ -32,6 +25,10 @@ pub enum LbXdpError {
     /// An agent's report the controller refused (lb's validation).
     #[error(transparent)]
     Report(#[from] lb::ReportError),
+    /// The software RSS failed, or a BPF operation (open, map access) of
+    /// this crate's program did: nic, whose XDP parser and hash the load
+    /// balancer's program shares, owns the BPF failure and tells a refusal
+    /// (privilege) from a failed operation.
     #[error(transparent)]
     Nic(#[from] nic::NicError),
     #[error(transparent)]
@@ -55,10 +52,7 @@ pub enum LbXdpError {
 
 impl LbXdpError {
     pub(crate) fn bpf(op: impl Into<String>, source: libbpf_rs::Error) -> Self {
-        LbXdpError::Bpf {
-            op: op.into(),
-            source,
-        }
+        LbXdpError::Nic(nic::NicError::bpf(op, source))
     }
 
     pub(crate) fn io(op: impl Into<String>, source: std::io::Error) -> Self {

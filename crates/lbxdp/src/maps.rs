@@ -126,23 +126,50 @@ fn field_bits(f: HashFields) -> u32 {
 
 const ZERO: [u8; 4] = [0; 4];
 
+/// Declares [`Maps`], the maps the control plane uses, and the function
+/// that duplicates their fds from a loaded skeleton, from one list of the
+/// maps' names in lbxdp.bpf.c (errors name the map).
+macro_rules! maps {
+    ($($map:ident),* $(,)?) => {
+        /// Duplicated fds of the program's maps, one field per map, named as
+        /// in lbxdp.bpf.c.
+        struct Maps {
+            $($map: MapHandle,)*
+        }
+
+        impl Maps {
+            fn dup(maps: &skel::LbxdpMaps<'_>) -> Result<Maps, LbXdpError> {
+                Ok(Maps {
+                    $($map: MapHandle::try_from(&maps.$map).map_err(|e| {
+                        LbXdpError::bpf(concat!("dup map ", stringify!($map)), e)
+                    })?,)*
+                })
+            }
+        }
+    };
+}
+
+maps!(
+    config,
+    toeplitz,
+    buckets,
+    ring,
+    candidates,
+    bucket_core,
+    core_taken,
+    backends,
+    healthy,
+    conns,
+    stats,
+    backend_stats,
+    bucket_stats,
+);
+
 /// The loaded program and its maps.
 pub struct Datapath {
     prog: OwnedFd,
     pass_prog: OwnedFd,
-    config: MapHandle,
-    toeplitz: MapHandle,
-    buckets: MapHandle,
-    ring: MapHandle,
-    candidates: MapHandle,
-    bucket_core: MapHandle,
-    core_taken: MapHandle,
-    backends: MapHandle,
-    healthy: MapHandle,
-    conns: MapHandle,
-    stats: MapHandle,
-    backend_stats: MapHandle,
-    bucket_stats: MapHandle,
+    maps: Maps,
     cpus: usize,
 }
 
@@ -164,10 +191,6 @@ impl Datapath {
                 what: format!("loading the XDP load balancer failed: {e}"),
             },
         })?;
-        let h = |map: &libbpf_rs::Map<'_>, name: &str| {
-            MapHandle::try_from(map).map_err(|e| LbXdpError::bpf(format!("dup map {name}"), e))
-        };
-        let m = &skel.maps;
         let dup = |fd: std::os::fd::BorrowedFd<'_>, name: &str| {
             fd.try_clone_to_owned()
                 .map_err(|e| LbXdpError::io(format!("dup program {name}"), e))
@@ -175,19 +198,7 @@ impl Datapath {
         Ok(Datapath {
             prog: dup(skel.progs.lbxdp.as_fd(), "lbxdp")?,
             pass_prog: dup(skel.progs.xdp_pass.as_fd(), "xdp_pass")?,
-            config: h(&m.config, "config")?,
-            toeplitz: h(&m.toeplitz, "toeplitz")?,
-            buckets: h(&m.buckets, "buckets")?,
-            ring: h(&m.ring, "ring")?,
-            candidates: h(&m.candidates, "candidates")?,
-            bucket_core: h(&m.bucket_core, "bucket_core")?,
-            core_taken: h(&m.core_taken, "core_taken")?,
-            backends: h(&m.backends, "backends")?,
-            healthy: h(&m.healthy, "healthy")?,
-            conns: h(&m.conns, "conns")?,
-            stats: h(&m.stats, "stats")?,
-            backend_stats: h(&m.backend_stats, "backend_stats")?,
-            bucket_stats: h(&m.bucket_stats, "bucket_stats")?,
+            maps: Maps::dup(&skel.maps)?,
             cpus,
         })
     }
@@ -199,6 +210,7 @@ impl Datapath {
 
     fn read_config(&self) -> Result<types::lbxdp_config, LbXdpError> {
         let bytes = self
+            .maps
             .config
             .lookup(&ZERO, MapFlags::ANY)
             .map_err(|e| LbXdpError::bpf("read map config", e))?
@@ -207,7 +219,7 @@ impl Datapath {
     }
 
     fn write_config(&self, cfg: &types::lbxdp_config) -> Result<(), LbXdpError> {
-        Self::put(&self.config, "config", 0, bytes_of(cfg))
+        Self::put(&self.maps.config, "config", 0, bytes_of(cfg))
     }
 
     /// Sets the VIP, the backends' key and hashed fields and the bucket
@@ -247,7 +259,7 @@ impl Datapath {
             }
             input[p] = 0;
         }
-        Self::put(&self.toeplitz, "toeplitz", 0, bytes_of(&*tt))?;
+        Self::put(&self.maps.toeplitz, "toeplitz", 0, bytes_of(&*tt))?;
         let mut cfg = self.read_config()?;
         cfg.vip = u32::from_ne_bytes(vip.octets());
         cfg.buckets = buckets as u32;
@@ -275,13 +287,13 @@ impl Datapath {
                 healthy: u32::from(b.healthy),
                 ..Default::default()
             };
-            Self::put(&self.backends, "backends", slot as u32, bytes_of(&v))?;
+            Self::put(&self.maps.backends, "backends", slot as u32, bytes_of(&v))?;
         }
         let healthy: Vec<u32> = (0..backends.len() as u32)
             .filter(|&s| backends[s as usize].healthy)
             .collect();
         for (i, s) in healthy.iter().enumerate() {
-            Self::put(&self.healthy, "healthy", i as u32, &s.to_ne_bytes())?;
+            Self::put(&self.maps.healthy, "healthy", i as u32, &s.to_ne_bytes())?;
         }
         let mut cfg = self.read_config()?;
         cfg.healthy_count = healthy.len() as u32;
@@ -292,7 +304,7 @@ impl Datapath {
     pub fn write_buckets(&self, table: &[u32]) -> Result<(), LbXdpError> {
         self.check_slots(table, "bucket table")?;
         for (b, s) in table.iter().enumerate().take(MAX_BUCKETS) {
-            Self::put(&self.buckets, "buckets", b as u32, &s.to_ne_bytes())?;
+            Self::put(&self.maps.buckets, "buckets", b as u32, &s.to_ne_bytes())?;
         }
         Ok(())
     }
@@ -309,7 +321,8 @@ impl Datapath {
         self.check_slots(ring, "Maglev table")?;
         let keys: Vec<u8> = (0..RING_SIZE as u32).flat_map(u32::to_ne_bytes).collect();
         let values: Vec<u8> = ring.iter().flat_map(|s| s.to_ne_bytes()).collect();
-        self.ring
+        self.maps
+            .ring
             .update_batch(
                 &keys,
                 &values,
@@ -332,7 +345,7 @@ impl Datapath {
         }
         for (b, c) in cores.iter().enumerate() {
             let key = slot * MAX_BUCKETS as u32 + b as u32;
-            Self::put(&self.bucket_core, "bucket_core", key, &c.to_ne_bytes())?;
+            Self::put(&self.maps.bucket_core, "bucket_core", key, &c.to_ne_bytes())?;
         }
         Ok(())
     }
@@ -345,7 +358,7 @@ impl Datapath {
             for r in 0..k {
                 let s = plus.candidates.get(b * plus.k + r).copied().unwrap_or(0);
                 let key = (b * CANDIDATES + r) as u32;
-                Self::put(&self.candidates, "candidates", key, &s.to_ne_bytes())?;
+                Self::put(&self.maps.candidates, "candidates", key, &s.to_ne_bytes())?;
             }
         }
         self.write_buckets(plus.table.entries())?;
@@ -358,7 +371,7 @@ impl Datapath {
     /// Zeroes the per-core new-connection counts (start of an interval).
     pub fn reset_core_taken(&self, backends: usize) -> Result<(), LbXdpError> {
         for key in 0..(backends.min(MAX_BACKENDS) * MAX_CORES) as u32 {
-            Self::put(&self.core_taken, "core_taken", key, &ZERO)?;
+            Self::put(&self.maps.core_taken, "core_taken", key, &ZERO)?;
         }
         Ok(())
     }
@@ -412,10 +425,10 @@ impl Datapath {
         let mut out = LbStats::default();
         for slot in 0..STAT_NAMES.len() as u32 {
             out.packets
-                .push(self.sum_percpu(&self.stats, "stats", slot, 1)?[0]);
+                .push(self.sum_percpu(&self.maps.stats, "stats", slot, 1)?[0]);
         }
         for slot in 0..backends.min(MAX_BACKENDS) as u32 {
-            let v = self.sum_percpu(&self.backend_stats, "backend_stats", slot, 3)?;
+            let v = self.sum_percpu(&self.maps.backend_stats, "backend_stats", slot, 3)?;
             out.backend_packets.push(v[0]);
             out.backend_new_conns.push(v[2]);
         }
@@ -427,7 +440,7 @@ impl Datapath {
     pub fn bucket_counters(&self, buckets: usize) -> Result<Vec<(u64, u64)>, LbXdpError> {
         (0..buckets.min(MAX_BUCKETS) as u32)
             .map(|b| {
-                self.sum_percpu(&self.bucket_stats, "bucket_stats", b, 2)
+                self.sum_percpu(&self.maps.bucket_stats, "bucket_stats", b, 2)
                     .map(|v| (v[0], v[1]))
             })
             .collect()
@@ -435,10 +448,11 @@ impl Datapath {
 
     /// Entries of the connection table, with the backend of each.
     pub fn connections(&self) -> Vec<(types::lbxdp_conn_key, types::lbxdp_conn)> {
-        self.conns
+        self.maps
+            .conns
             .keys()
             .filter_map(|k| {
-                let v = self.conns.lookup(&k, MapFlags::ANY).ok()??;
+                let v = self.maps.conns.lookup(&k, MapFlags::ANY).ok()??;
                 Some((from_bytes(&k)?, from_bytes(&v)?))
             })
             .collect()

@@ -98,7 +98,11 @@ impl NicError {
         }
     }
 
-    pub(crate) fn bpf(op: impl Into<String>, source: libbpf_rs::Error) -> Self {
+    /// A failed BPF operation `op` (open, load, a map access) of a Steer
+    /// XDP program: a refusal is missing privilege, anything else the
+    /// operation's failure. The load balancer's program (crate lbxdp)
+    /// fails the same way.
+    pub fn bpf(op: impl Into<String>, source: libbpf_rs::Error) -> Self {
         let op = op.into();
         match source.kind() {
             libbpf_rs::ErrorKind::PermissionDenied => NicError::Privilege { what: op },

@@ -13,6 +13,7 @@
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use host::cpu::thread_cpu_time;
 use rmt::channel::SplitMix64;
 use rmt::laminar::example::table_5_1_connection;
 use rmt::laminar::segment::{flags, HostCommand, TcpSegment};
@@ -176,24 +177,14 @@ impl Feed {
 
     /// Sends `n` segments; returns the CPU time that took.
     fn run(&mut self, n: u64) -> Duration {
-        let start = thread_cpu_time();
+        let start = thread_cpu_time().expect("thread CPU time");
         for _ in 0..n {
             self.send_one();
         }
-        thread_cpu_time().saturating_sub(start)
+        thread_cpu_time()
+            .expect("thread CPU time")
+            .saturating_sub(start)
     }
-}
-
-/// CPU time this thread has used (CLOCK_THREAD_CPUTIME_ID).
-fn thread_cpu_time() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid timespec the call writes into.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 fn laminar(c: &mut Criterion) {

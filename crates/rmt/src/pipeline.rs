@@ -121,6 +121,14 @@ pub enum Path {
     Recirculation,
 }
 
+/// The two halves of the pipeline, each a sequence of stages, with the
+/// traffic manager between them (thesis §5.1.1).
+#[derive(Debug, Clone, Copy)]
+enum Half {
+    Ingress,
+    Egress,
+}
+
 /// A copy of a packet's PHV sent to the control plane.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Digest {
@@ -540,13 +548,7 @@ impl Pipeline {
                 return;
             }
             Some(Err((cause, lost))) => {
-                self.record(|| TraceEvent::Lost {
-                    id: lost.id,
-                    parent: lost.parent,
-                    path: Path::Mirror,
-                    cause,
-                    phv: Some(lost.phv),
-                });
+                self.mirror_lost(cause, lost);
                 return;
             }
             None => {}
@@ -632,17 +634,7 @@ impl Pipeline {
             payload: self.pool.bytes(&bytes[header_len..]),
             verdict: Verdict::default(),
         };
-        run_stages(
-            &self.ingress,
-            &mut StageState {
-                registers: &mut self.registers,
-                masks: &self.field_masks,
-                scratch: &mut self.scratch,
-                faults: &mut self.counters.register_faults,
-            },
-            &mut packet.phv,
-            &mut packet.verdict,
-        );
+        self.run_half(Half::Ingress, &mut packet);
         self.side_outputs(&packet);
         if packet.verdict.drop {
             self.counters.ingress_dropped += 1;
@@ -653,6 +645,26 @@ impl Pipeline {
         let queue = usize::from(packet.verdict.queue);
         self.enqueue(queue, packet);
         Ok(())
+    }
+
+    /// Runs `packet` through the stages of one half of the pipeline, with
+    /// the registers every stage of both halves shares.
+    fn run_half(&mut self, half: Half, packet: &mut Packet) {
+        let stages = match half {
+            Half::Ingress => &self.ingress,
+            Half::Egress => &self.egress,
+        };
+        run_stages(
+            stages,
+            &mut StageState {
+                registers: &mut self.registers,
+                masks: &self.field_masks,
+                scratch: &mut self.scratch,
+                faults: &mut self.counters.register_faults,
+            },
+            &mut packet.phv,
+            &mut packet.verdict,
+        );
     }
 
     fn enqueue(&mut self, queue: usize, packet: Packet) {
@@ -670,17 +682,7 @@ impl Pipeline {
             queue: packet.verdict.queue,
             ..Verdict::default()
         };
-        run_stages(
-            &self.egress,
-            &mut StageState {
-                registers: &mut self.registers,
-                masks: &self.field_masks,
-                scratch: &mut self.scratch,
-                faults: &mut self.counters.register_faults,
-            },
-            &mut packet.phv,
-            &mut packet.verdict,
-        );
+        self.run_half(Half::Egress, &mut packet);
         let dropped = packet.verdict.drop;
         let at_ns = self.now;
         self.record(|| TraceEvent::Egress {
@@ -748,15 +750,20 @@ impl Pipeline {
                 },
             };
             if let Err((cause, lost)) = self.mirror.offer(self.now, copy) {
-                self.record(|| TraceEvent::Lost {
-                    id: lost.id,
-                    parent: lost.parent,
-                    path: Path::Mirror,
-                    cause,
-                    phv: Some(lost.phv),
-                });
+                self.mirror_lost(cause, lost);
             }
         }
+    }
+
+    /// Records a mirror copy the mirror path lost, offered or in flight.
+    fn mirror_lost(&mut self, cause: LossCause, lost: Packet) {
+        self.record(|| TraceEvent::Lost {
+            id: lost.id,
+            parent: lost.parent,
+            path: Path::Mirror,
+            cause,
+            phv: Some(lost.phv),
+        });
     }
 
     fn record(&mut self, event: impl FnOnce() -> TraceEvent) {

@@ -292,33 +292,17 @@ pub struct Program {
 }
 
 /// The parser and the fields it produces.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct ParserDecl {
     pub produces: Vec<FieldId>,
     pub run: ParseFn,
 }
 
-impl std::fmt::Debug for ParserDecl {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ParserDecl")
-            .field("produces", &self.produces)
-            .finish()
-    }
-}
-
 /// The deparser and the fields it reads.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct DeparserDecl {
     pub reads: Vec<FieldId>,
     pub run: DeparseFn,
-}
-
-impl std::fmt::Debug for DeparserDecl {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DeparserDecl")
-            .field("reads", &self.reads)
-            .finish()
-    }
 }
 
 fn no_output(_: &Phv, _: &[u8], _: &mut Vec<Emitted>) {}

@@ -25,6 +25,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use host::cpu::thread_cpu_time;
 use rmt::laminar::ConnectionSpec;
 use toe::buffer::PayloadBuf;
 use toe::laminar::{network_segment, LaminarEngine};
@@ -292,27 +293,18 @@ impl LaminarRx {
     }
 }
 
-fn thread_cpu_time() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid timespec the call writes into.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
-
 /// Runs `iters` batches through `receive`; every byte must become
 /// readable, and the CPU time is returned.
 fn run(iters: u64, stream: &mut Stream, mut receive: impl FnMut(&[Vec<u8>]) -> u32) -> Duration {
-    let start = thread_cpu_time();
+    let start = thread_cpu_time().expect("thread CPU time");
     for _ in 0..iters {
         let batch = stream.batch();
         let readable = receive(batch);
         assert_eq!(readable as usize, BATCH * stream.payload, "bytes lost");
     }
-    thread_cpu_time().saturating_sub(start)
+    thread_cpu_time()
+        .expect("thread CPU time")
+        .saturating_sub(start)
 }
 
 fn engines(c: &mut Criterion) {

@@ -22,6 +22,7 @@
 #include <bpf/bpf_endian.h>
 
 #include "binder.h"
+#include "steer_counters.h"
 
 #define SOCK_STREAM 1
 #define SOL_SOCKET 1
@@ -52,21 +53,9 @@ struct {
 	__type(value, struct binder_counter);
 } counters SEC(".maps");
 
-/* Event counts. key: enum binder_stat; value: u64 count (per CPU).
- * writer: this program; reader: loader (stats). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, BINDER_STAT_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} stats SEC(".maps");
-
-static __always_inline void count(__u32 stat)
-{
-	__u64 *v = bpf_map_lookup_elem(&stats, &stat);
-	if (v)
-		*v += 1;
-}
+/* Event counts (steer_counters.h). key: enum binder_stat; value: u64
+ * count (per CPU). writer: this program; reader: loader (stats). */
+STEER_EVENT_COUNTERS(BINDER_STAT_MAX)
 
 /* Binds the next planned port of `dest`; `sa`/`len` is a prepared sockaddr
  * whose port is filled in per attempt through `port_be`. */

@@ -23,6 +23,7 @@
 #include <bpf/bpf_endian.h>
 
 #include "xsk.h"
+#include "steer_counters.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
@@ -50,20 +51,9 @@ struct {
 	__type(value, __u32);
 } rules SEC(".maps");
 
-/* Event counts (XSK_STAT_*). writer: this program; reader: loader. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, XSK_STAT_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} stats SEC(".maps");
-
-static __always_inline void count(__u32 stat)
-{
-	__u64 *v = bpf_map_lookup_elem(&stats, &stat);
-	if (v)
-		*v += 1;
-}
+/* Event counts (XSK_STAT_*, steer_counters.h). writer: this program;
+ * reader: loader. */
+STEER_EVENT_COUNTERS(XSK_STAT_MAX)
 
 /* The ARP payload after the 8-byte fixed header, for Ethernet/IPv4. */
 struct arp_ipv4 {

@@ -18,7 +18,7 @@ pub(super) fn parse(
 ) -> Result<usize, ParseError> {
     match port {
         Port::Mac(_) => {
-            let h = parse_tcp(bytes)?;
+            let (h, payload) = parse_tcp(bytes)?;
             out.set(PORT_KIND, PORT_MAC);
             out.set(SRC_IP, u64::from(h.src_ip));
             out.set(DST_IP, u64::from(h.dst_ip));
@@ -28,8 +28,8 @@ pub(super) fn parse(
             out.set(ACK, u64::from(h.ack));
             out.set(FLAGS, u64::from(h.flags));
             out.set(WINDOW, u64::from(h.window));
-            out.set(PLEN, h.payload_len as u64);
-            Ok(h.header_len)
+            out.set(PLEN, payload.len() as u64);
+            Ok(payload.start)
         }
         Port::Dma(ctx) => {
             let (kind, conn, word, len) = parse_command(bytes)?;

@@ -8,6 +8,8 @@
 //! IPv4 header checksum verified, since the thesis's pipeline cannot check
 //! payload checksums either (§5.4 "Limitations").
 
+use std::ops::Range;
+
 use crate::program::ParseError;
 
 /// TCP flags (RFC 9293 §3.1).
@@ -41,22 +43,6 @@ pub struct TcpSegment {
     /// One SACK block [left, right) (RFC 2018), if the segment carries one.
     pub sack: Option<(u32, u32)>,
     pub payload: Vec<u8>,
-}
-
-/// Where the headers of a parsed segment end, and its fields.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TcpHeader {
-    pub src_ip: u32,
-    pub dst_ip: u32,
-    pub src_port: u16,
-    pub dst_port: u16,
-    pub seq: u32,
-    pub ack: u32,
-    pub flags: u8,
-    pub window: u16,
-    pub header_len: usize,
-    pub payload_len: usize,
-    pub sack: Option<(u32, u32)>,
 }
 
 fn be16(b: &[u8], at: usize) -> u16 {
@@ -102,8 +88,11 @@ fn ones_complement(mut sum: u32, bytes: &[u8]) -> u16 {
 }
 
 /// Parses an IPv4 packet carrying TCP: checks versions, lengths, the IPv4
-/// header checksum and the TCP header length; reads a SACK option.
-pub fn parse_tcp(bytes: &[u8]) -> Result<TcpHeader, ParseError> {
+/// header checksum and the TCP header length; reads a SACK option. Returns
+/// the segment with its payload left empty (the parser's fast path copies
+/// no bytes) and where the payload lies in `bytes` (it starts where the
+/// headers end).
+pub fn parse_tcp(bytes: &[u8]) -> Result<(TcpSegment, Range<usize>), ParseError> {
     need("IPv4", bytes, IPV4_LEN)?;
     if bytes[0] >> 4 != 4 {
         return Err(malformed("IPv4", format!("version {}", bytes[0] >> 4)));
@@ -141,7 +130,7 @@ pub fn parse_tcp(bytes: &[u8]) -> Result<TcpHeader, ParseError> {
             format!("data offset {data_offset} in {} bytes", tcp.len()),
         ));
     }
-    Ok(TcpHeader {
+    let segment = TcpSegment {
         src_ip: be32(bytes, 12),
         dst_ip: be32(bytes, 16),
         src_port: be16(tcp, 0),
@@ -150,10 +139,10 @@ pub fn parse_tcp(bytes: &[u8]) -> Result<TcpHeader, ParseError> {
         ack: be32(tcp, 8),
         flags: tcp[13],
         window: be16(tcp, 14),
-        header_len: ihl + data_offset,
-        payload_len: tcp.len() - data_offset,
         sack: parse_sack(&tcp[TCP_LEN..data_offset])?,
-    })
+        payload: Vec::new(),
+    };
+    Ok((segment, ihl + data_offset..total))
 }
 
 /// The first SACK block of the options, if any (RFC 2018 §3).
@@ -184,19 +173,9 @@ fn parse_sack(mut options: &[u8]) -> Result<Option<(u32, u32)>, ParseError> {
 impl TcpSegment {
     /// Parses a whole segment (headers and payload).
     pub fn parse(bytes: &[u8]) -> Result<Self, ParseError> {
-        let h = parse_tcp(bytes)?;
-        Ok(TcpSegment {
-            src_ip: h.src_ip,
-            dst_ip: h.dst_ip,
-            src_port: h.src_port,
-            dst_port: h.dst_port,
-            seq: h.seq,
-            ack: h.ack,
-            flags: h.flags,
-            window: h.window,
-            sack: h.sack,
-            payload: bytes[h.header_len..h.header_len + h.payload_len].to_vec(),
-        })
+        let (mut segment, payload) = parse_tcp(bytes)?;
+        segment.payload = bytes[payload].to_vec();
+        Ok(segment)
     }
 
     /// The segment as IPv4 + TCP bytes with both checksums filled in.

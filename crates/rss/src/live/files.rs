@@ -41,6 +41,21 @@ impl Roots {
         }
     }
 
+    /// The file at `path` parsed by `parse` (None if absent); a parse
+    /// failure names the file.
+    fn read_parsed<T>(
+        &self,
+        path: PathBuf,
+        parse: impl FnOnce(&str) -> Result<T, String>,
+    ) -> Result<Option<T>, LiveError> {
+        match self.read(path.clone())? {
+            None => Ok(None),
+            Some(text) => parse(&text)
+                .map(Some)
+                .map_err(|reason| LiveError::Parse { path, reason }),
+        }
+    }
+
     fn net_dev(&self, dev: &str) -> PathBuf {
         self.sys.join("class/net").join(dev)
     }
@@ -55,13 +70,9 @@ impl Roots {
     pub fn irq_affinity(&self, irq: u32) -> Result<(Vec<u32>, Vec<u32>), LiveError> {
         let dir = self.proc.join("irq").join(irq.to_string());
         let list = |name: &str| -> Result<Vec<u32>, LiveError> {
-            let path = dir.join(name);
-            match self.read(path.clone())? {
-                Some(text) => {
-                    parse_cpu_list(&text).map_err(|reason| LiveError::Parse { path, reason })
-                }
-                None => Ok(Vec::new()),
-            }
+            Ok(self
+                .read_parsed(dir.join(name), parse_cpu_list)?
+                .unwrap_or_default())
         };
         Ok((list("smp_affinity_list")?, list("effective_affinity_list")?))
     }
@@ -103,10 +114,10 @@ impl Roots {
         let count = queues.last().map_or(0, |q| *q as usize + 1);
         let mut out = vec![Vec::new(); count];
         for q in queues {
-            let path = dir.join(format!("rx-{q}/rps_cpus"));
-            if let Some(text) = self.read(path.clone())? {
-                out[q as usize] =
-                    parse_cpu_mask(&text).map_err(|reason| LiveError::Parse { path, reason })?;
+            if let Some(cpus) =
+                self.read_parsed(dir.join(format!("rx-{q}/rps_cpus")), parse_cpu_mask)?
+            {
+                out[q as usize] = cpus;
             }
         }
         Ok(out)
@@ -114,24 +125,15 @@ impl Roots {
 
     /// `/proc/sys/net/core/netdev_rss_key` as bytes (None if absent).
     pub fn netdev_rss_key(&self) -> Result<Option<Vec<u8>>, LiveError> {
-        let path = self.proc.join("sys/net/core/netdev_rss_key");
-        match self.read(path.clone())? {
-            None => Ok(None),
-            Some(text) => parse_colon_hex(&text)
-                .map(Some)
-                .map_err(|reason| LiveError::Parse { path, reason }),
-        }
+        self.read_parsed(
+            self.proc.join("sys/net/core/netdev_rss_key"),
+            parse_colon_hex,
+        )
     }
 
     /// Online CPUs from `/sys/devices/system/cpu/online`.
     pub fn online_cpus(&self) -> Result<Option<Vec<u32>>, LiveError> {
-        let path = self.sys.join("devices/system/cpu/online");
-        match self.read(path.clone())? {
-            None => Ok(None),
-            Some(text) => parse_cpu_list(&text)
-                .map(Some)
-                .map_err(|reason| LiveError::Parse { path, reason }),
-        }
+        self.read_parsed(self.sys.join("devices/system/cpu/online"), parse_cpu_list)
     }
 }
 

@@ -293,7 +293,10 @@ fn history(args: DbArgs, json: bool) -> anyhow::Result<i32> {
     let mut body = Vec::new();
     for r in &runs {
         let rows = h.results(r.id)?;
-        let pass = rows.iter().filter(|x| x.state == State::Pass).count();
+        let pass = rows
+            .iter()
+            .filter(|x| x.result.state == State::Pass)
+            .count();
         body.push(vec![
             r.id.to_string(),
             r.status.clone(),
