@@ -26,6 +26,19 @@ mod skel {
 
 use skel::types;
 
+// SAFETY: the map keys and values of `bpf/binder.h`, as libbpf-cargo generates
+// them from the program's BTF: repr(C) structs of integers and byte arrays
+// with every padding byte written out as a field, so no byte is
+// uninitialised and any bit pattern is a valid value (bytemuck::Pod).
+unsafe impl bytemuck::Zeroable for types::binder_dest {}
+unsafe impl bytemuck::Pod for types::binder_dest {}
+unsafe impl bytemuck::Zeroable for types::binder_plan {}
+unsafe impl bytemuck::Pod for types::binder_plan {}
+unsafe impl bytemuck::Zeroable for types::binder_host {}
+unsafe impl bytemuck::Pod for types::binder_host {}
+unsafe impl bytemuck::Zeroable for types::binder_counter {}
+unsafe impl bytemuck::Pod for types::binder_counter {}
+
 /// The constants of `bpf/binder.h`, generated from it by build.rs.
 mod abi {
     include!(concat!(env!("OUT_DIR"), "/binder_h.rs"));
@@ -67,12 +80,6 @@ impl BinderStats {
             skipped: self.skipped.saturating_sub(before.skipped),
         }
     }
-}
-
-fn pod_bytes<T: Copy>(value: &T) -> &[u8] {
-    // SAFETY: T is one of binder.h's repr(C) integer-only structs, whose
-    // padding is explicit; the slice borrows `value`.
-    unsafe { std::slice::from_raw_parts((value as *const T).cast::<u8>(), size_of::<T>()) }
 }
 
 fn addr_bytes(ip: IpAddr) -> ([u8; 16], u8) {
@@ -308,7 +315,11 @@ impl CgroupBinder {
         };
         value.ports[..ports.len()].copy_from_slice(ports);
         self.plans
-            .update(pod_bytes(&dest), pod_bytes(&value), MapFlags::ANY)
+            .update(
+                bytemuck::bytes_of(&dest),
+                bytemuck::bytes_of(&value),
+                MapFlags::ANY,
+            )
             .map_err(|e| BinderError::bpf("write map plans", e))?;
         let host = types::binder_host {
             addr: remote,
@@ -316,10 +327,11 @@ impl CgroupBinder {
             pad: [0; 3],
         };
         let zero = types::binder_counter { next: 0 };
-        match self
-            .counters
-            .update(pod_bytes(&host), pod_bytes(&zero), MapFlags::NO_EXIST)
-        {
+        match self.counters.update(
+            bytemuck::bytes_of(&host),
+            bytemuck::bytes_of(&zero),
+            MapFlags::NO_EXIST,
+        ) {
             Err(e) if e.kind() != libbpf_rs::ErrorKind::AlreadyExists => {
                 Err(BinderError::bpf("write map counters", e))
             }

@@ -22,6 +22,21 @@ mod skel {
 
 pub use skel::types;
 
+// SAFETY: the map keys and values of `lbxdp.h`, as libbpf-cargo generates
+// them from the program's BTF: repr(C) structs of integers and byte arrays
+// with every padding byte written out as a field, so no byte is
+// uninitialised and any bit pattern is a valid value (bytemuck::Pod).
+unsafe impl bytemuck::Zeroable for types::lbxdp_config {}
+unsafe impl bytemuck::Pod for types::lbxdp_config {}
+unsafe impl bytemuck::Zeroable for types::lbxdp_toeplitz {}
+unsafe impl bytemuck::Pod for types::lbxdp_toeplitz {}
+unsafe impl bytemuck::Zeroable for types::lbxdp_backend {}
+unsafe impl bytemuck::Pod for types::lbxdp_backend {}
+unsafe impl bytemuck::Zeroable for types::lbxdp_conn_key {}
+unsafe impl bytemuck::Pod for types::lbxdp_conn_key {}
+unsafe impl bytemuck::Zeroable for types::lbxdp_conn {}
+unsafe impl bytemuck::Pod for types::lbxdp_conn {}
+
 /// The constants of `lbxdp.h`, generated from it by build.rs (all of
 /// them; Rust uses those it needs).
 #[allow(dead_code)]
@@ -99,21 +114,6 @@ impl LbStats {
 pub struct BackendEntry {
     pub mac: [u8; 6],
     pub healthy: bool,
-}
-
-fn bytes_of<T: Copy>(value: &T) -> &[u8] {
-    // SAFETY: T is one of the repr(C) integer-only structs of lbxdp.h (or a
-    // u32), whose padding is explicit; the slice borrows `value`.
-    unsafe { std::slice::from_raw_parts((value as *const T).cast::<u8>(), size_of::<T>()) }
-}
-
-fn from_bytes<T: Copy>(bytes: &[u8]) -> Option<T> {
-    if bytes.len() != size_of::<T>() {
-        return None;
-    }
-    // SAFETY: the length matches and every bit pattern is valid for the
-    // integer-only structs of lbxdp.h.
-    Some(unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<T>()) })
 }
 
 fn field_bits(f: HashFields) -> u32 {
@@ -215,11 +215,13 @@ impl Datapath {
             .lookup(&ZERO, MapFlags::ANY)
             .map_err(|e| LbXdpError::bpf("read map config", e))?
             .unwrap_or_default();
-        from_bytes(&bytes).ok_or_else(|| LbXdpError::config("map config has the wrong size"))
+        bytemuck::try_pod_read_unaligned(&bytes)
+            .ok()
+            .ok_or_else(|| LbXdpError::config("map config has the wrong size"))
     }
 
     fn write_config(&self, cfg: &types::lbxdp_config) -> Result<(), LbXdpError> {
-        Self::put(&self.maps.config, "config", 0, bytes_of(cfg))
+        Self::put(&self.maps.config, "config", 0, bytemuck::bytes_of(cfg))
     }
 
     /// Sets the VIP, the backends' key and hashed fields and the bucket
@@ -259,7 +261,7 @@ impl Datapath {
             }
             input[p] = 0;
         }
-        Self::put(&self.maps.toeplitz, "toeplitz", 0, bytes_of(&*tt))?;
+        Self::put(&self.maps.toeplitz, "toeplitz", 0, bytemuck::bytes_of(&*tt))?;
         let mut cfg = self.read_config()?;
         cfg.vip = u32::from_ne_bytes(vip.octets());
         cfg.buckets = buckets as u32;
@@ -287,7 +289,12 @@ impl Datapath {
                 healthy: u32::from(b.healthy),
                 ..Default::default()
             };
-            Self::put(&self.maps.backends, "backends", slot as u32, bytes_of(&v))?;
+            Self::put(
+                &self.maps.backends,
+                "backends",
+                slot as u32,
+                bytemuck::bytes_of(&v),
+            )?;
         }
         let healthy: Vec<u32> = (0..backends.len() as u32)
             .filter(|&s| backends[s as usize].healthy)
@@ -453,7 +460,10 @@ impl Datapath {
             .keys()
             .filter_map(|k| {
                 let v = self.maps.conns.lookup(&k, MapFlags::ANY).ok()??;
-                Some((from_bytes(&k)?, from_bytes(&v)?))
+                Some((
+                    bytemuck::try_pod_read_unaligned(&k).ok()?,
+                    bytemuck::try_pod_read_unaligned(&v).ok()?,
+                ))
             })
             .collect()
     }

@@ -14,7 +14,6 @@ use rss::{FlowTuple, HashFields, HashFunction, InputTransform, L4Proto, RssConfi
 
 use crate::error::NicError;
 use crate::state;
-use crate::sys::{pod_bytes, pod_from_bytes};
 
 #[allow(clippy::all, clippy::pedantic, unsafe_op_in_unsafe_fn)]
 mod skel {
@@ -22,6 +21,25 @@ mod skel {
 }
 
 pub(crate) use skel::types;
+
+// SAFETY: the map keys and values of `softrss.h`, as libbpf-cargo generates
+// them from the program's BTF: repr(C) structs of integers and byte arrays
+// with every padding byte written out as a field, so no byte is
+// uninitialised and any bit pattern is a valid value (bytemuck::Pod).
+unsafe impl bytemuck::Zeroable for types::softrss_config {}
+unsafe impl bytemuck::Pod for types::softrss_config {}
+unsafe impl bytemuck::Zeroable for types::softrss_toeplitz {}
+unsafe impl bytemuck::Pod for types::softrss_toeplitz {}
+unsafe impl bytemuck::Zeroable for types::softrss_indir_entry {}
+unsafe impl bytemuck::Pod for types::softrss_indir_entry {}
+unsafe impl bytemuck::Zeroable for types::softrss_cpumap_counters {}
+unsafe impl bytemuck::Pod for types::softrss_cpumap_counters {}
+unsafe impl bytemuck::Zeroable for types::softrss_flow_key {}
+unsafe impl bytemuck::Pod for types::softrss_flow_key {}
+unsafe impl bytemuck::Zeroable for types::softrss_flow_value {}
+unsafe impl bytemuck::Pod for types::softrss_flow_value {}
+unsafe impl bytemuck::Zeroable for types::softrss_counters {}
+unsafe impl bytemuck::Pod for types::softrss_counters {}
 
 /// The constants of `softrss.h`, generated from it by build.rs (all of
 /// them; Rust uses those it needs).
@@ -221,10 +239,12 @@ impl Maps {
             .lookup(&ZERO, MapFlags::ANY)
             .map_err(|e| NicError::bpf("read map config", e))?
             .unwrap_or_default();
-        pod_from_bytes(&bytes).ok_or_else(|| NicError::State {
-            path: "map config".into(),
-            reason: format!("value of {} bytes", bytes.len()),
-        })
+        bytemuck::try_pod_read_unaligned(&bytes)
+            .ok()
+            .ok_or_else(|| NicError::State {
+                path: "map config".into(),
+                reason: format!("value of {} bytes", bytes.len()),
+            })
     }
 
     /// Writes a plan. The `config` entry goes last, so a running program
@@ -233,7 +253,7 @@ impl Maps {
     pub fn write(&self, plan: &Plan) -> Result<(), NicError> {
         let err = |map: &'static str| move |e| NicError::bpf(format!("write map {map}"), e);
         self.toeplitz
-            .update(&ZERO, pod_bytes(&*plan.toeplitz), MapFlags::ANY)
+            .update(&ZERO, bytemuck::bytes_of(&*plan.toeplitz), MapFlags::ANY)
             .map_err(err("toeplitz"))?;
         for &cpu in &plan.cpus {
             // struct bpf_cpumap_val (uapi/linux/bpf.h): qsize, then the fd of
@@ -255,13 +275,13 @@ impl Maps {
             self.indir
                 .update(
                     &(index as u32).to_ne_bytes(),
-                    pod_bytes(entry),
+                    bytemuck::bytes_of(entry),
                     MapFlags::ANY,
                 )
                 .map_err(err("indir"))?;
         }
         self.config
-            .update(&ZERO, pod_bytes(&plan.config), MapFlags::ANY)
+            .update(&ZERO, bytemuck::bytes_of(&plan.config), MapFlags::ANY)
             .map_err(err("config"))?;
         Ok(())
     }
@@ -287,7 +307,9 @@ impl Maps {
             .unwrap_or_default();
         let mut sum = types::softrss_cpumap_counters::default();
         for bytes in values {
-            if let Some(c) = pod_from_bytes::<types::softrss_cpumap_counters>(&bytes) {
+            if let Ok(c) =
+                bytemuck::try_pod_read_unaligned::<types::softrss_cpumap_counters>(&bytes)
+            {
                 sum.enqueued += c.enqueued;
                 sum.enqueue_drops += c.enqueue_drops;
                 sum.kthread_processed += c.kthread_processed;
@@ -329,8 +351,8 @@ impl Maps {
                 continue; // evicted between keys() and lookup()
             };
             let (Some(k), Some(v)) = (
-                pod_from_bytes::<types::softrss_flow_key>(&key),
-                pod_from_bytes::<types::softrss_flow_value>(&value),
+                bytemuck::try_pod_read_unaligned::<types::softrss_flow_key>(&key).ok(),
+                bytemuck::try_pod_read_unaligned::<types::softrss_flow_value>(&value).ok(),
             ) else {
                 continue;
             };
@@ -362,7 +384,7 @@ fn sum_percpu(map: &MapHandle, key: u32, name: &str) -> Result<types::softrss_co
         .unwrap_or_default();
     let mut sum = types::softrss_counters::default();
     for bytes in values {
-        if let Some(c) = pod_from_bytes::<types::softrss_counters>(&bytes) {
+        if let Ok(c) = bytemuck::try_pod_read_unaligned::<types::softrss_counters>(&bytes) {
             sum.packets += c.packets;
             sum.bytes += c.bytes;
         }

@@ -1,30 +1,7 @@
-//! The few calls that need `unsafe`: byte views of the skeleton's `#[repr(C)]`
-//! map types. Everything else uses safe wrappers.
+//! The few calls that need `unsafe`. Everything else uses safe wrappers.
 
 use std::io;
-use std::mem::size_of;
 use std::path::Path;
-
-/// The bytes of a map key or value type generated from the BPF program's BTF.
-///
-/// Only for the `#[repr(C)]` types of `softrss.h`, whose padding is explicit,
-/// so every byte is initialized.
-pub(crate) fn pod_bytes<T: Copy>(value: &T) -> &[u8] {
-    // SAFETY: T is a repr(C) plain-old-data type without implicit padding
-    // (softrss.h spells out every pad field); the slice borrows `value`.
-    unsafe { std::slice::from_raw_parts((value as *const T).cast::<u8>(), size_of::<T>()) }
-}
-
-/// A map key or value read back from the kernel; `None` if the size is wrong.
-pub(crate) fn pod_from_bytes<T: Copy>(bytes: &[u8]) -> Option<T> {
-    if bytes.len() != size_of::<T>() {
-        return None;
-    }
-    // SAFETY: the length matches and every bit pattern is valid for the
-    // integer-only structs of softrss.h; read_unaligned copes with any
-    // alignment of the Vec the bytes came in.
-    Some(unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<T>()) })
-}
 
 /// Mounts bpffs at `/sys/fs/bpf` unless it is mounted there already.
 pub(crate) fn ensure_bpffs(dir: &Path) -> io::Result<()> {

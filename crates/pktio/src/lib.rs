@@ -48,7 +48,9 @@
 //! (`/run/netns/NAME`, with [`host::netns::run_in`]); the port is then used
 //! from any thread.
 //!
-//! All `unsafe` (mmap, socket options, the rings) lives in `sys` and `xsk`.
+//! All `unsafe` (mmap, socket options, the rings) lives in `sys` and `xsk`,
+//! but for the declaration that the XDP program's map types are plain data
+//! (`xdp::pod`).
 
 #![deny(unsafe_code)]
 

@@ -26,6 +26,20 @@ mod abi {
 
 use skel::types;
 
+#[allow(unsafe_code)]
+mod pod {
+    use super::types;
+
+    // SAFETY: the map keys and values of `bpf/xsk.h`, as libbpf-cargo generates
+    // them from the program's BTF: repr(C) structs of integers and byte arrays
+    // with every padding byte written out as a field, so no byte is
+    // uninitialised and any bit pattern is a valid value (bytemuck::Pod).
+    unsafe impl bytemuck::Zeroable for types::xsk_rule {}
+    unsafe impl bytemuck::Pod for types::xsk_rule {}
+    unsafe impl bytemuck::Zeroable for types::xsk_config {}
+    unsafe impl bytemuck::Pod for types::xsk_config {}
+}
+
 // The layouts the program reads, pinned on the Rust side (xsk.h spells out
 // the padding on the C side).
 const _: () = assert!(std::mem::size_of::<types::xsk_rule>() == 20);
@@ -145,7 +159,11 @@ impl XdpIo {
         };
         self.program
             .config
-            .update(&0u32.to_ne_bytes(), xsk::pod_bytes(&config), MapFlags::ANY)
+            .update(
+                &0u32.to_ne_bytes(),
+                bytemuck::bytes_of(&config),
+                MapFlags::ANY,
+            )
             .map_err(|e| bpf_error("write config", e))
     }
 
@@ -166,7 +184,7 @@ impl XdpIo {
             self.program
                 .rules
                 .update(
-                    xsk::pod_bytes(&rule.key()),
+                    bytemuck::bytes_of(&rule.key()),
                     &1u32.to_ne_bytes(),
                     MapFlags::ANY,
                 )

@@ -572,13 +572,3 @@ pub(crate) fn ifindex(dev: &str) -> Option<u32> {
     let i = unsafe { libc::if_nametoindex(name.as_ptr()) };
     (i != 0).then_some(i)
 }
-
-/// The bytes of a plain C struct shared with the XDP program (a map key or
-/// value).
-pub(crate) fn pod_bytes<T: Copy>(value: &T) -> &[u8] {
-    // SAFETY: T is one of xsk.h's integer-only structs, whose padding is
-    // spelled out (no uninitialised bytes); the slice borrows `value`.
-    unsafe {
-        std::slice::from_raw_parts((value as *const T).cast::<u8>(), std::mem::size_of::<T>())
-    }
-}
