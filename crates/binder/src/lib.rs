@@ -31,6 +31,7 @@
 //!                        set_ports(local, remote, &[port]), stats()}
 //! cgroup::{detach_pinned(cgroup), TempCgroup::{create(), enter_in_child(&mut Command)}}
 //! plans::{plan(Receiver, seen_from, bind, to, ports) -> Planned, install(&binder, &[Planned]),
+//!         plan_hosts(&[to], ports, from, learn, route_from) -> Vec<Planned>,
 //!         plan_and_install(&binder, config, netns, from, &[to], ports)}
 //! ```
 

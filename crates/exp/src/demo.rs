@@ -19,7 +19,7 @@
 //! flows' packets went to; /proc/stat says how busy each CPU was. The RSS
 //! model's prediction is recorded beside the measurement as a cross-check only.
 
-use crate::refuse_if;
+use crate::{check_flows_and_queues, refuse_if};
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -82,15 +82,14 @@ pub struct DemoParams {
 }
 
 impl DemoParams {
+    /// The reduced run for CI and the matrix: 3 repetitions per way.
+    pub fn quick(mut self) -> Self {
+        self.repetitions = 3;
+        self
+    }
+
     pub fn check(&self) -> Result<(), ExpError> {
-        refuse_if(
-            self.flows == 0 || self.flows > 128,
-            "--flows must be 1..=128",
-        )?;
-        refuse_if(
-            self.queues == 0 || self.queues > 256,
-            "--queues must be 1..=256",
-        )?;
+        check_flows_and_queues(self.flows, self.queues)?;
         refuse_if(self.repetitions == 0, "--repetitions must be at least 1")?;
         refuse_if(self.seconds == 0, "--seconds must be at least 1")?;
         refuse_if(self.ways.is_empty(), "--ways names no way")?;

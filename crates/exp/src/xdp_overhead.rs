@@ -27,7 +27,7 @@
 
 pub mod counters;
 
-use crate::refuse_if;
+use crate::{check_flows_and_queues, refuse_if};
 use std::time::Duration;
 
 use lab::{Lab, LabSpec};
@@ -93,14 +93,7 @@ impl XdpOverheadParams {
     pub fn check(&self) -> Result<(), ExpError> {
         refuse_if(self.repetitions == 0, "--repetitions must be at least 1")?;
         refuse_if(self.seconds == 0, "--seconds must be at least 1")?;
-        refuse_if(
-            self.streams == 0 || self.streams > 128,
-            "--flows must be 1..=128",
-        )?;
-        refuse_if(
-            self.queues == 0 || self.queues > 256,
-            "--queues must be 1..=256",
-        )?;
+        check_flows_and_queues(self.streams, self.queues)?;
         refuse_if(
             self.queue_size == 0 || self.queue_size > nic::MAX_CPUMAP_QSIZE,
             "--qsize must be 1..=16384",

@@ -494,10 +494,7 @@ pub fn run(
     mut progress: impl FnMut(&Sample),
 ) -> Result<SrpicResult, ExpError> {
     params.check()?;
-    let mut spec = LabSpec::new(&lab::unique_name("sp"));
-    spec.wire = true;
-    spec.software_rss = false;
-    spec.ipv6 = false;
+    let spec = LabSpec::wired(&lab::unique_name("sp"));
     let lab = Lab::up(&spec)?.teardown_on_drop();
     let cells = cells(params);
     let mut samples = Vec::new();
