@@ -28,6 +28,18 @@ impl Cli {
     }
 }
 
+/// `items` in order, each once: a list flag that names a value twice (or
+/// names it and `all`) runs it once.
+pub fn each_once<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut out = Vec::new();
+    for item in items {
+        if !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    out
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// The RSS model: inspect a NIC, predict where a flow lands, write configs.
@@ -357,12 +369,8 @@ pub struct DemoArgs {
     /// One iperf3 client process per flow instead of one `iperf3 -P FLOWS`.
     #[arg(long)]
     pub processes: bool,
-    /// A reduced run (3 repetitions per way) for CI and the test matrix.
-    #[arg(long)]
-    pub quick: bool,
-    /// Write the JSON result to this file as well.
-    #[arg(long, short = 'o')]
-    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub common: crate::cmd::exp::Common,
     /// Leave the lab up afterwards.
     #[arg(long)]
     pub keep_lab: bool,

@@ -2,14 +2,13 @@
 //! many out-of-order intervals at the toe receiver, beside the thesis's
 //! Table 5.3 (exp::ooo, docs/ooo.md).
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use clap::Args;
 use exp::ooo::{Cell, KindSummary, OooParams, OooResult, SenderCc, Tail, ThesisRow};
 use toe::ooo::OooBound;
 
-use super::exp::{write_output, Common};
+use super::exp::Common;
 use crate::{exit, output};
 
 /// Short requests and background uploads go to the toe data path through
@@ -114,57 +113,38 @@ impl OooArgs {
             rto_min_ms: self.rto_min_ms,
             ..OooParams::default()
         };
-        if self.common.quick {
-            p.quick()
-        } else {
-            p
-        }
+        self.common.sized(p, OooParams::quick)
     }
 }
 
 pub fn run(args: OooArgs, json: bool) -> anyhow::Result<i32> {
     let params = args.params();
     params.check()?;
-    let show = !json || std::io::stderr().is_terminal();
-    if show {
-        output::note!(
-            "ooo: {} repetitions x {} senders ({}) x {} bounds x {} s; {} Mbit/s bottleneck, CE marks past {} frames for DCTCP, {}% loss, delays {}-{} us",
-            params.repetitions,
-            params.senders.len(),
-            params
-                .senders
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", "),
-            params.bounds.len(),
-            params.seconds,
-            params.rate_mbit,
-            params.ecn_mark_frames,
-            params.loss_percent,
-            params.delay_min_us,
-            params.delay_max_us
-        );
-    }
-    let result = exp::ooo::run(&params, |c| {
-        if show {
-            output::note!("{}", progress_line(c));
-        }
-    })?;
-    write_output(&args.common, &result)?;
+    let progress = output::progress(json);
+    progress(&format!(
+        "ooo: {} repetitions x {} senders ({}) x {} bounds x {} s; {} Mbit/s bottleneck, CE marks past {} frames for DCTCP, {}% loss, delays {}-{} us",
+        params.repetitions,
+        params.senders.len(),
+        params
+            .senders
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        params.bounds.len(),
+        params.seconds,
+        params.rate_mbit,
+        params.ecn_mark_frames,
+        params.loss_percent,
+        params.delay_min_us,
+        params.delay_max_us
+    ));
+    let result = exp::ooo::run(&params, |c| progress(&progress_line(c)))?;
     if let Some(path) = &args.svg {
         std::fs::write(path, exp::ooo::svg(&result))?;
     }
-    if json {
-        output::json(&result)?;
-    } else {
-        print_table(&result)?;
-    }
-    Ok(if result.byte_exact {
-        exit::OK
-    } else {
-        exit::FAILED
-    })
+    args.common.finish(json, &result, print_table)?;
+    Ok(exit::ok_unless(!result.byte_exact))
 }
 
 fn progress_line(c: &Cell) -> String {

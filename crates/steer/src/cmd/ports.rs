@@ -338,19 +338,18 @@ fn plan(args: &PlanArgs, json: bool) -> anyhow::Result<i32> {
         })?;
         return Ok(exit::OK);
     }
-    let body: Vec<Vec<String>> = plan
-        .entries
-        .iter()
-        .map(|e| {
+    output::table_of(
+        &["port", "queue", "cpu", "hash"],
+        plan.entries.iter(),
+        |e| {
             vec![
                 e.port.to_string(),
                 e.queue.to_string(),
                 e.cpu.to_string(),
                 format!("{:#010x}", e.hash),
             ]
-        })
-        .collect();
-    output::table(&["port", "queue", "cpu", "hash"], &body)?;
+        },
+    )?;
     println!();
     let mut rows = vec![
         (
@@ -470,22 +469,7 @@ fn status(args: &SocketArg, json: bool) -> anyhow::Result<i32> {
     }
     let remotes: Vec<String> = status.remotes.iter().map(IpAddr::to_string).collect();
     output::rows(&[("receivers", remotes.join(" "))])?;
-    let body: Vec<Vec<String>> = status
-        .leases
-        .iter()
-        .map(|l| {
-            vec![
-                l.lease.to_string(),
-                format!("{}:{}", l.local, l.port),
-                format!("{}:{}", l.remote, l.remote_port),
-                l.queue.to_string(),
-                l.cpu.to_string(),
-                l.age_ms.to_string(),
-                if l.connected { "yes" } else { "no" }.into(),
-            ]
-        })
-        .collect();
-    output::table(
+    output::table_of(
         &[
             "lease",
             "local",
@@ -495,7 +479,18 @@ fn status(args: &SocketArg, json: bool) -> anyhow::Result<i32> {
             "age ms",
             "connected",
         ],
-        &body,
+        status.leases.iter(),
+        |l| {
+            vec![
+                l.lease.to_string(),
+                format!("{}:{}", l.local, l.port),
+                format!("{}:{}", l.remote, l.remote_port),
+                l.queue.to_string(),
+                l.cpu.to_string(),
+                l.age_ms.to_string(),
+                if l.connected { "yes" } else { "no" }.into(),
+            ]
+        },
     )?;
     Ok(exit::OK)
 }

@@ -265,9 +265,10 @@ fn where_sockets(source: &ConfigSource, json: bool) -> anyhow::Result<i32> {
         output::json(&rows)?;
         return Ok(exit::OK);
     }
-    let body: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| {
+    output::table_of(
+        &["remote", "local", "hash", "queue", "cpu", "rx bytes", ""],
+        rows.iter(),
+        |r| {
             vec![
                 r.socket.remote.to_string(),
                 r.socket.local.to_string(),
@@ -279,11 +280,7 @@ fn where_sockets(source: &ConfigSource, json: bool) -> anyhow::Result<i32> {
                     .map_or("?".into(), |b| b.to_string()),
                 if r.shares_cpu { "SHARED CPU" } else { "" }.into(),
             ]
-        })
-        .collect();
-    output::table(
-        &["remote", "local", "hash", "queue", "cpu", "rx bytes", ""],
-        &body,
+        },
     )?;
     Ok(exit::OK)
 }

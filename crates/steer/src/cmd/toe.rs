@@ -8,7 +8,6 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
 use lab::Lab;
-use pktio::{Backend, Port, PortConfig};
 use toe::app::Program;
 use toe::{Endpoint, EndpointConfig, Engine, PipelineLayout};
 
@@ -124,18 +123,13 @@ fn run_program(args: RunArgs, json: bool) -> anyhow::Result<i32> {
         host::link::set_tx_checksum(Some(&other.netns), &other.dev, false)
             .with_context(|| format!("turning off tx checksum offload on {}", other.name))?;
     }
-    let xdp = PortConfig {
-        backend: Backend::Xdp,
-        ..PortConfig::default()
-    };
-    let port = Port::open(&host.dev, Some(&host.netns), &xdp).with_context(|| {
+    let (port, mac) = lab::inject::xdp_port(&host).with_context(|| {
         format!(
             "the data path needs {}'s device for itself (a lab made with \
              `steer lab up --no-software-rss` leaves it free)",
             host.name
         )
     })?;
-    let mac = lab::inject::mac_address(&host.netns, &host.dev)?;
     let config = EndpointConfig {
         engine: match args.engine {
             EngineArg::Toe => Engine::Toe,
