@@ -136,6 +136,16 @@ pub struct Repetition {
     pub binder: Option<BinderStats>,
 }
 
+/// How many queues carry 0, 1, 2, and 3 or more flows, from flows per
+/// queue (the demo's table).
+pub fn queue_histogram(flows_per_queue: &[u32]) -> [usize; 4] {
+    let mut counts = [0; 4];
+    for &n in flows_per_queue {
+        counts[(n as usize).min(3)] += 1;
+    }
+    counts
+}
+
 /// One way over all repetitions.
 #[derive(Debug, Clone, Serialize)]
 pub struct WayResult {
@@ -625,6 +635,12 @@ mod tests {
     fn a_queue_outside_the_receiver_is_an_error() {
         assert_eq!(count_per_queue(&[0, 2, 2], 4).unwrap(), vec![1, 0, 2, 0]);
         assert!(count_per_queue(&[0, 4], 4).is_err());
+    }
+
+    #[test]
+    fn the_histogram_folds_three_and_more_flows_into_one_bin() {
+        assert_eq!(queue_histogram(&[0, 1, 1, 2, 3, 7, 0]), [2, 2, 1, 2]);
+        assert_eq!(queue_histogram(&[]), [0; 4]);
     }
 
     #[test]

@@ -433,8 +433,8 @@ fn summarize(
 
 /// tx checksum (and TSO) off on the sender, GRO off on the receiver.
 fn offloads_off(lab: &Lab) -> Result<(), ExpError> {
-    let (snd, rcv) = (lab.sender(), lab.receiver());
-    host::link::set_tx_checksum(Some(&snd.netns), &snd.dev, false).map_err(LabError::from)?;
+    let rcv = lab.receiver();
+    lab::inject::checksums_in_software_towards(lab, rcv)?;
     host::link::set_gro(Some(&rcv.netns), &rcv.dev, false).map_err(LabError::from)?;
     Ok(())
 }

@@ -122,9 +122,6 @@ fn print_summary(result: &DemoResult) -> anyhow::Result<()> {
 
 /// "a/b/c/d": how many queues hold 0, 1, 2, and 3 or more flows.
 fn histogram(flows_per_queue: &[u32]) -> String {
-    let mut counts = [0u32; 4];
-    for &n in flows_per_queue {
-        counts[(n as usize).min(3)] += 1;
-    }
-    format!("{}/{}/{}/{}", counts[0], counts[1], counts[2], counts[3])
+    let [a, b, c, d] = exp::demo::queue_histogram(flows_per_queue);
+    format!("{a}/{b}/{c}/{d}")
 }

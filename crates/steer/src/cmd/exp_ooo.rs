@@ -257,21 +257,17 @@ fn print_table(r: &OooResult) -> anyhow::Result<()> {
 /// Table 5.3's rows of one congestion control, with their ratios to its
 /// unbounded row.
 fn thesis_rows(sender: SenderCc, rows: &[ThesisRow]) -> Vec<Vec<String>> {
-    let base = rows.iter().find(|t| t.bound == OooBound::Unbounded);
-    let x = |v: f64, b: Option<f64>| match b {
-        Some(b) if b > 0.0 => format!("{v} (x{:.2})", v / b),
-        _ => v.to_string(),
-    };
     rows.iter()
-        .map(|t| {
-            vec![
-                sender.to_string(),
-                t.bound.to_string(),
-                x(t.short_p90_ms, base.map(|b| b.short_p90_ms)),
-                x(t.short_p99_9_ms, base.map(|b| b.short_p99_9_ms)),
-                x(t.background_p90_ms, base.map(|b| b.background_p90_ms)),
-                x(t.background_p99_9_ms, base.map(|b| b.background_p99_9_ms)),
-            ]
+        .zip(exp::ooo::thesis_ratios(rows))
+        .map(|(t, ratios)| {
+            let times = t.times_ms().into_iter().zip(ratios).map(|(v, x)| match x {
+                Some(x) => format!("{v} (x{x:.2})"),
+                None => v.to_string(),
+            });
+            [sender.to_string(), t.bound.to_string()]
+                .into_iter()
+                .chain(times)
+                .collect()
         })
         .collect()
 }

@@ -1,7 +1,5 @@
 //! `steer rss show|where|config`.
 
-use std::collections::BTreeMap;
-
 use anyhow::{bail, Context};
 use rss::live::{Channels, DeviceReport, QueueIrq, TcpSocket};
 use rss::{
@@ -125,11 +123,11 @@ fn fields_summary(f: &HashFieldsByFlow) -> String {
 }
 
 fn table_summary(t: &IndirectionTable) -> String {
-    let mut per_queue: BTreeMap<u32, usize> = BTreeMap::new();
-    for &q in t.entries() {
-        *per_queue.entry(q).or_default() += 1;
-    }
-    let shares: Vec<String> = per_queue.iter().map(|(q, n)| format!("q{q}:{n}")).collect();
+    let shares: Vec<String> = t
+        .entries_per_queue()
+        .iter()
+        .map(|(q, n)| format!("q{q}:{n}"))
+        .collect();
     format!("{} entries ({})", t.len(), shares.join(" "))
 }
 
