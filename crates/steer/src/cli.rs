@@ -141,10 +141,20 @@ pub struct WhereArgs {
     pub source: ConfigSource,
 }
 
+/// A transport protocol on the command line (`--proto`).
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum Proto {
     Tcp,
     Udp,
+}
+
+impl Proto {
+    pub fn l4(self) -> rss::L4Proto {
+        match self {
+            Proto::Tcp => rss::L4Proto::Tcp,
+            Proto::Udp => rss::L4Proto::Udp,
+        }
+    }
 }
 
 /// Where the RSS configuration comes from (exactly one).

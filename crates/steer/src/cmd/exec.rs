@@ -7,7 +7,7 @@ use std::process::Command;
 
 use anyhow::{bail, Context};
 use binder::plans::{LearnedReceiver, Planned};
-use binder::{BinderError, CgroupBinder, Plan, TempCgroup};
+use binder::{CgroupBinder, Plan, TempCgroup};
 use clap::Args;
 
 use super::ports::{self, ReceiverArgs};
@@ -231,15 +231,7 @@ pub fn run_attach(args: AttachArgs, json: bool) -> anyhow::Result<i32> {
         return Ok(exit::OK);
     }
     let plans = plans(&args.plan, args.netns.as_deref(), "steer attach")?;
-    let binder = match CgroupBinder::open_pinned(&args.cgroup) {
-        Ok(b) => b,
-        Err(BinderError::NotAttached { .. }) => {
-            let mut b = CgroupBinder::attach(&args.cgroup)?;
-            b.pin()?;
-            b
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let binder = CgroupBinder::open_or_attach_pinned(&args.cgroup)?;
     binder::plans::install(&binder, &plans)?;
     let plans: Vec<&Plan> = plans.iter().map(|p| &p.plan).collect();
     if json {

@@ -7,12 +7,13 @@ use std::time::Duration;
 
 use agent::ReceiverSource;
 use anyhow::{bail, Context};
-use clap::{Args, Subcommand, ValueEnum};
-use rss::{L4Proto, RssConfig, RssKey, StatedConfig};
+use clap::{Args, Subcommand};
+use rss::{RssConfig, RssKey, StatedConfig};
 use serde::Serialize;
 use srap::alloc::{AllocClient, Server, ServerOptions};
 use srap::{Plan, PortRange};
 
+use crate::cli::Proto;
 use crate::{exit, output};
 
 pub use agent::receiver::{source_address, Receiver};
@@ -61,21 +62,6 @@ pub struct OddsArgs {
     /// Seed of the Monte Carlo run.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum Proto {
-    Tcp,
-    Udp,
-}
-
-impl Proto {
-    fn l4(self) -> L4Proto {
-        match self {
-            Proto::Tcp => L4Proto::Tcp,
-            Proto::Udp => L4Proto::Udp,
-        }
-    }
 }
 
 /// The receiver's config: a file, its agent, or stated assumptions. Shared

@@ -3,12 +3,12 @@
 use anyhow::{bail, Context};
 use rss::live::{Channels, DeviceReport, QueueIrq, TcpSocket};
 use rss::{
-    Endpoint, FlowTuple, HashFieldsByFlow, IndirectionTable, InputTransform, L4Proto, Placement,
-    Predictor, RssConfig, RssKey, StatedConfig,
+    Endpoint, FlowTuple, HashFieldsByFlow, IndirectionTable, InputTransform, Placement, Predictor,
+    RssConfig, RssKey, StatedConfig,
 };
 use serde::Serialize;
 
-use crate::cli::{Assumptions, ConfigSource, Proto, RssCommand, Transform, WhereArgs};
+use crate::cli::{Assumptions, ConfigSource, RssCommand, Transform, WhereArgs};
 use crate::{exit, output};
 
 pub fn run(cmd: RssCommand, json: bool) -> anyhow::Result<i32> {
@@ -204,11 +204,7 @@ fn where_flow(args: &WhereArgs, json: bool) -> anyhow::Result<i32> {
     };
     let src: Endpoint = src.parse()?;
     let dst: Endpoint = dst.parse()?;
-    let proto = match args.proto {
-        Proto::Tcp => L4Proto::Tcp,
-        Proto::Udp => L4Proto::Udp,
-    };
-    let flow = Endpoint::flow(src, dst, proto)?;
+    let flow = Endpoint::flow(src, dst, args.proto.l4())?;
     let config = load_config(&args.source)?;
     let placement = config.place(&flow)?;
     let result = placement_row(&config, flow, placement)?;
