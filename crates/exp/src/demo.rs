@@ -632,6 +632,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn way_names_are_the_json_names() {
+        for way in Way::ALL {
+            assert_eq!(serde_json::to_value(way).unwrap(), way.name());
+        }
+    }
+
+    #[test]
     fn a_queue_outside_the_receiver_is_an_error() {
         assert_eq!(count_per_queue(&[0, 2, 2], 4).unwrap(), vec![1, 0, 2, 0]);
         assert!(count_per_queue(&[0, 4], 4).is_err());

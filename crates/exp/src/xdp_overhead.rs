@@ -123,6 +123,29 @@ pub enum ReceiverGro {
 }
 
 impl ReceiverGro {
+    pub const ALL: [ReceiverGro; 3] =
+        [ReceiverGro::Off, ReceiverGro::SoftwareRss, ReceiverGro::All];
+
+    /// "off", "software-rss" or "all" (as in the JSON).
+    pub fn name(self) -> &'static str {
+        match self {
+            ReceiverGro::Off => "off",
+            ReceiverGro::SoftwareRss => "software-rss",
+            ReceiverGro::All => "all",
+        }
+    }
+
+    /// Where GRO is on, in one line without a full stop.
+    pub fn about(self) -> &'static str {
+        match self {
+            ReceiverGro::Off => "Off in every mode (veth's default)",
+            ReceiverGro::SoftwareRss => {
+                "On while the software RSS is attached, veth's default otherwise"
+            }
+            ReceiverGro::All => "On in every mode",
+        }
+    }
+
     fn on_in(self, mode: Mode) -> bool {
         match self {
             ReceiverGro::Off => false,
@@ -549,6 +572,14 @@ fn ratio(a: f64, b: f64) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn receiver_gro_names_are_the_json_names() {
+        for gro in ReceiverGro::ALL {
+            assert_eq!(serde_json::to_value(gro).unwrap(), gro.name());
+            assert!(!gro.about().ends_with('.'));
+        }
+    }
 
     fn sample(repetition: u32, mode: Mode, gbit_per_s: f64, retransmits: u64) -> Sample {
         Sample {

@@ -2,6 +2,9 @@
 
 use std::path::PathBuf;
 
+use exp::demo::Way;
+
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Steer: predict, enforce and measure which CPU core each flow lands on.
@@ -26,6 +29,25 @@ impl Cli {
     pub fn parse_from_env_or_exit() -> Self {
         Cli::parse()
     }
+}
+
+/// The value parser of a flag whose values a library names: each value's
+/// name and one-line help are the library's (`all`, `name`, `about`), so
+/// neither is written again here.
+pub fn named<T: Copy + Send + Sync + 'static>(
+    all: &'static [T],
+    name: fn(T) -> &'static str,
+    about: fn(T) -> &'static str,
+) -> impl TypedValueParser<Value = T> {
+    let values = all
+        .iter()
+        .map(move |&v| PossibleValue::new(name(v)).help(about(v)));
+    PossibleValuesParser::new(values).try_map(move |given| {
+        all.iter()
+            .copied()
+            .find(|&v| name(v) == given)
+            .ok_or_else(|| format!("no value named '{given}'"))
+    })
 }
 
 /// `items` in order, each once: a list flag that names a value twice (or
@@ -371,11 +393,11 @@ pub struct DemoArgs {
     /// Ways of choosing source ports to compare.
     #[arg(
         long,
-        value_enum,
         value_delimiter = ',',
-        default_value = "random,preload,bpf"
+        default_value = "random,preload,bpf",
+        value_parser = named(&Way::ALL, Way::name, Way::describe)
     )]
-    pub ways: Vec<DemoWay>,
+    pub ways: Vec<Way>,
     /// One iperf3 client process per flow instead of one `iperf3 -P FLOWS`.
     #[arg(long)]
     pub processes: bool,
@@ -387,14 +409,4 @@ pub struct DemoArgs {
     /// Name of the lab the demo builds (and removes).
     #[arg(long, value_name = "NAME", default_value = "steer-demo")]
     pub lab: String,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum DemoWay {
-    /// Kernel-chosen source ports (iperf3 as it is).
-    Random,
-    /// `steer exec`: the LD_PRELOAD binder with the allocator.
-    Preload,
-    /// `steer exec --bpf`: the cgroup connect4 binder.
-    Bpf,
 }

@@ -6,21 +6,12 @@ use crate::cli::DemoArgs;
 use crate::{exit, output};
 
 pub fn run(args: DemoArgs, json: bool) -> anyhow::Result<i32> {
-    let ways = args
-        .ways
-        .iter()
-        .map(|w| match w {
-            crate::cli::DemoWay::Random => Way::Random,
-            crate::cli::DemoWay::Preload => Way::Preload,
-            crate::cli::DemoWay::Bpf => Way::Bpf,
-        })
-        .collect();
     let params = DemoParams {
         flows: args.flows,
         queues: args.queues,
         repetitions: args.repetitions,
         seconds: args.seconds,
-        ways,
+        ways: args.ways,
         processes: args.processes,
         lab: args.lab,
         keep_lab: args.keep_lab,

@@ -9,9 +9,10 @@
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
+use exp::srpic::SenderKind;
 use exp::xdp_overhead::{ReceiverGro, Sample, XdpOverheadParams, XdpOverheadResult};
 
-use crate::cli::each_once;
+use crate::cli::{each_once, named};
 use crate::{exit, output};
 
 #[derive(Debug, Subcommand)]
@@ -122,8 +123,12 @@ pub struct XdpOverheadArgs {
     /// Where GRO is on on the receiving veth: `software-rss` (while the
     /// program is attached, so the cpumap kthread coalesces each flow's
     /// frames; the other modes keep veth's default), `all`, or `off`.
-    #[arg(long, value_enum, default_value_t = ReceiverGroArg::SoftwareRss)]
-    pub receiver_gro: ReceiverGroArg,
+    #[arg(
+        long,
+        default_value = "software-rss",
+        value_parser = named(&ReceiverGro::ALL, ReceiverGro::name, ReceiverGro::about)
+    )]
+    pub receiver_gro: ReceiverGro,
     /// Add RFS (RPS plus steering to the reader's CPU) as a fourth mode. It
     /// sets the machine-wide net.core.rps_sock_flow_entries for the run
     /// (restored after), so every namespace's steering changes meanwhile.
@@ -131,14 +136,6 @@ pub struct XdpOverheadArgs {
     pub rfs: bool,
     #[command(flatten)]
     pub common: Common,
-}
-
-/// `--receiver-gro` (exp::xdp_overhead::ReceiverGro).
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum ReceiverGroArg {
-    Off,
-    SoftwareRss,
-    All,
 }
 
 fn xdp_overhead(args: XdpOverheadArgs, json: bool) -> anyhow::Result<i32> {
@@ -150,11 +147,7 @@ fn xdp_overhead(args: XdpOverheadArgs, json: bool) -> anyhow::Result<i32> {
         same_cpu_pass: args.same_cpu_pass,
         queue_size: args.qsize,
         sender_pfifo: args.sender_pfifo,
-        receiver_gro: match args.receiver_gro {
-            ReceiverGroArg::Off => ReceiverGro::Off,
-            ReceiverGroArg::SoftwareRss => ReceiverGro::SoftwareRss,
-            ReceiverGroArg::All => ReceiverGro::All,
-        },
+        receiver_gro: args.receiver_gro,
         rfs: args.rfs,
         quick: false,
     };
@@ -436,11 +429,11 @@ pub struct SrpicArgs {
     /// Sender kinds, comma-separated.
     #[arg(
         long,
-        value_enum,
         value_delimiter = ',',
-        default_value = "static,adaptive"
+        default_value = "static,adaptive",
+        value_parser = named(&SenderKind::ALL, SenderKind::name, SenderKind::about)
     )]
-    pub senders: Vec<SenderArg>,
+    pub senders: Vec<SenderKind>,
     /// Receive path, comma-separated: on = the GRO path (GRO merges each
     /// delivered batch; merge ratio = segments per skb reaching TCP), off =
     /// the plain TAP path (no GRO); both = off,on.
@@ -454,15 +447,6 @@ pub struct SrpicArgs {
     pub merge_svg: Option<PathBuf>,
     #[command(flatten)]
     pub common: Common,
-}
-
-/// An SRPIC sender kind on the command line (exp::srpic::SenderKind).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SenderArg {
-    /// Static dupthresh 3 (the paper's S-sender).
-    Static,
-    /// Linux's adaptive reordering threshold (the paper's A-sender).
-    Adaptive,
 }
 
 /// The SRPIC driver's receive path (GRO path or plain TAP path).
@@ -488,11 +472,8 @@ fn gro_settings(args: &[GroArg]) -> Vec<bool> {
 }
 
 fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
-    use exp::srpic::{SenderKind, SrpicParams};
-    let senders = each_once(args.senders.iter().map(|s| match s {
-        SenderArg::Static => SenderKind::Static,
-        SenderArg::Adaptive => SenderKind::Adaptive,
-    }));
+    use exp::srpic::SrpicParams;
+    let senders = each_once(args.senders);
     let gro = gro_settings(&args.gro);
     let params = SrpicParams {
         senders,
@@ -556,7 +537,7 @@ fn print_srpic(result: &exp::srpic::SrpicResult) -> anyhow::Result<()> {
             let pm = |st: stats::Stat, digits: usize| pm(st, 1.0, digits);
             vec![
                 c.kind.to_string(),
-                format!("{:?}", c.sender).to_lowercase(),
+                c.sender.name().to_string(),
                 c.streams.to_string(),
                 format!("{}%", c.spread * 100.0),
                 format!("{}%", c.drop * 100.0),
