@@ -229,6 +229,19 @@ impl CgroupBinder {
         })
     }
 
+    /// The binder pinned for `cgroup`, or, when none is, one attached and
+    /// pinned there now (`steer attach`, run again to add destinations).
+    pub fn open_or_attach_pinned(cgroup: &Path) -> Result<CgroupBinder, BinderError> {
+        match CgroupBinder::open_pinned(cgroup) {
+            Err(BinderError::NotAttached { .. }) => {
+                let mut binder = CgroupBinder::attach(cgroup)?;
+                binder.pin()?;
+                Ok(binder)
+            }
+            opened => opened,
+        }
+    }
+
     /// Pins links and maps so the attachment outlives this process.
     pub fn pin(&mut self) -> Result<PathBuf, BinderError> {
         let dir = pin_dir(&self.cgroup)?;
@@ -484,5 +497,32 @@ impl Drop for TempCgroup {
             "steer: cgroup {} still has processes; not removed",
             self.path.display()
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[ignore = "needs root (cgroup BPF)"]
+    fn a_pinned_binder_is_opened_again_until_detached() {
+        testkit::require_root("cgroup BPF");
+        let cgroup = TempCgroup::create().unwrap();
+        let first = CgroupBinder::open_or_attach_pinned(cgroup.path()).unwrap();
+        let to = "10.0.0.2:80".parse().unwrap();
+        first
+            .set_ports("10.0.0.1".parse().unwrap(), to, &[40000])
+            .unwrap();
+        drop(first);
+        // The pinned attachment, with its plan; not a second one.
+        let again = CgroupBinder::open_or_attach_pinned(cgroup.path()).unwrap();
+        assert_eq!(again.plan_count(), 1);
+        drop(again);
+        detach_pinned(cgroup.path()).unwrap();
+        assert!(matches!(
+            CgroupBinder::open_pinned(cgroup.path()),
+            Err(BinderError::NotAttached { .. })
+        ));
     }
 }

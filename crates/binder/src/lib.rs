@@ -27,10 +27,12 @@
 //!
 //! ```text
 //! preload::{SHIM, install_shim(), configure(&mut Command, shim, socket)}
-//! cgroup::CgroupBinder::{attach(cgroup), open_pinned(cgroup), pin(), set_plan(&srap::Plan),
+//! cgroup::CgroupBinder::{attach(cgroup), open_pinned(cgroup), open_or_attach_pinned(cgroup),
+//!                        pin(), set_plan(&srap::Plan),
 //!                        set_ports(local, remote, &[port]), stats()}
 //! cgroup::{detach_pinned(cgroup), TempCgroup::{create(), enter_in_child(&mut Command)}}
 //! plans::{plan(Receiver, seen_from, bind, to, ports) -> Planned, install(&binder, &[Planned]),
+//!         plan_hosts(&[to], ports, from, learn, route_from) -> Vec<Planned>,
 //!         plan_and_install(&binder, config, netns, from, &[to], ports)}
 //! ```
 

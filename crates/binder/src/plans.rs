@@ -5,7 +5,8 @@
 //! `steer exec --bpf`, `steer attach` and the collision demo plan through
 //! here once they know the receiver (docs/binders.md).
 
-use std::collections::BTreeMap;
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, SocketAddr};
 
 use rss::{L4Proto, RssConfig};
@@ -63,6 +64,54 @@ pub fn plan(
         |_| {},
     )?;
     Ok(Planned { plan, bind })
+}
+
+/// What a caller learned of one receiver host (from its agent, a file or
+/// stated assumptions): its config and load, and the source address it
+/// sees from us when its agent told (NAT).
+#[derive(Debug, Clone)]
+pub struct LearnedReceiver {
+    pub config: RssConfig,
+    pub loads: BTreeMap<u32, f64>,
+    pub seen_from: Option<IpAddr>,
+}
+
+/// Plans `ports` ports for each destination of `to` (`steer exec --bpf`,
+/// `steer attach`). Each receiver host is learned once (`learn`), so every
+/// port of a host gets the same queue sequence and the binder's per-host
+/// slot counter keeps spreading. The binder binds `from` when given, else
+/// the address the route towards the destination leaves from
+/// (`route_from`); the plan predicts with the address the receiver sees:
+/// the one its agent reported (NAT), unless `from` was given.
+pub fn plan_hosts<E: From<BinderError>>(
+    to: &[SocketAddr],
+    ports: usize,
+    from: Option<IpAddr>,
+    mut learn: impl FnMut(SocketAddr) -> Result<LearnedReceiver, E>,
+    mut route_from: impl FnMut(SocketAddr) -> Result<IpAddr, E>,
+) -> Result<Vec<Planned>, E> {
+    let mut learned: HashMap<IpAddr, LearnedReceiver> = HashMap::new();
+    let mut out = Vec::with_capacity(to.len());
+    for &dest in to {
+        let receiver = match learned.entry(dest.ip()) {
+            Entry::Occupied(known) => known.into_mut(),
+            Entry::Vacant(new) => new.insert(learn(dest)?),
+        };
+        let bind = match from {
+            Some(given) => given,
+            None => route_from(dest)?,
+        };
+        let seen_from = match (from, receiver.seen_from) {
+            (None, Some(seen)) => seen,
+            _ => bind,
+        };
+        let target = Receiver {
+            config: &receiver.config,
+            loads: &receiver.loads,
+        };
+        out.push(plan(target, seen_from, bind, dest, ports)?);
+    }
+    Ok(out)
 }
 
 /// Writes `planned` into `binder`, one destination each (replacing a plan
@@ -152,6 +201,61 @@ mod tests {
             assert!(e.is_bad_input(), "{ports}: {e}");
             assert!(e.to_string().contains(&ports.to_string()), "{e}");
         }
+    }
+
+    #[test]
+    fn each_host_is_learned_once_and_nat_changes_only_the_prediction() {
+        let to: Vec<SocketAddr> = ["10.0.0.2:5201", "10.0.0.2:5202", "10.0.0.3:80"]
+            .iter()
+            .map(|s| s.parse().unwrap())
+            .collect();
+        let nat = addr("198.51.100.7");
+        let mut learned = Vec::new();
+        let mut routed = Vec::new();
+        let planned = plan_hosts::<BinderError>(
+            &to,
+            4,
+            None,
+            |dest| {
+                learned.push(dest.ip());
+                Ok(LearnedReceiver {
+                    config: config(4),
+                    loads: BTreeMap::new(),
+                    seen_from: (dest.ip() == addr("10.0.0.3")).then_some(nat),
+                })
+            },
+            |dest| {
+                routed.push(dest);
+                Ok(addr("10.0.0.1"))
+            },
+        )
+        .unwrap();
+        assert_eq!(learned, [addr("10.0.0.2"), addr("10.0.0.3")]);
+        assert_eq!(routed, to);
+        assert!(planned.iter().all(|p| p.bind == addr("10.0.0.1")));
+        let predicted: Vec<IpAddr> = planned.iter().map(|p| p.plan.local).collect();
+        assert_eq!(predicted, [addr("10.0.0.1"), addr("10.0.0.1"), nat]);
+        // The same host's ports follow the same queue sequence.
+        let queues = |p: &Planned| p.plan.entries.iter().map(|e| e.queue).collect::<Vec<_>>();
+        assert_eq!(queues(&planned[0]), queues(&planned[1]));
+        // A source named by the caller is bound and predicted with, NAT or
+        // not, and no route is asked.
+        let given = addr("192.0.2.9");
+        let planned = plan_hosts::<BinderError>(
+            &to[2..],
+            4,
+            Some(given),
+            |_| {
+                Ok(LearnedReceiver {
+                    config: config(4),
+                    loads: BTreeMap::new(),
+                    seen_from: Some(nat),
+                })
+            },
+            |_| panic!("no route is needed for a given source"),
+        )
+        .unwrap();
+        assert_eq!((planned[0].bind, planned[0].plan.local), (given, given));
     }
 
     #[test]

@@ -19,7 +19,7 @@
 //! flows' packets went to; /proc/stat says how busy each CPU was. The RSS
 //! model's prediction is recorded beside the measurement as a cross-check only.
 
-use crate::refuse_if;
+use crate::{check_flows_and_queues, refuse_if};
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -82,15 +82,14 @@ pub struct DemoParams {
 }
 
 impl DemoParams {
+    /// The reduced run for CI and the matrix: 3 repetitions per way.
+    pub fn quick(mut self) -> Self {
+        self.repetitions = 3;
+        self
+    }
+
     pub fn check(&self) -> Result<(), ExpError> {
-        refuse_if(
-            self.flows == 0 || self.flows > 128,
-            "--flows must be 1..=128",
-        )?;
-        refuse_if(
-            self.queues == 0 || self.queues > 256,
-            "--queues must be 1..=256",
-        )?;
+        check_flows_and_queues(self.flows, self.queues)?;
         refuse_if(self.repetitions == 0, "--repetitions must be at least 1")?;
         refuse_if(self.seconds == 0, "--seconds must be at least 1")?;
         refuse_if(self.ways.is_empty(), "--ways names no way")?;
@@ -135,6 +134,16 @@ pub struct Repetition {
     /// binds, fallbacks to a kernel-chosen port); null for ways without it.
     /// A fallback explains a collision under the bpf way.
     pub binder: Option<BinderStats>,
+}
+
+/// How many queues carry 0, 1, 2, and 3 or more flows, from flows per
+/// queue (the demo's table).
+pub fn queue_histogram(flows_per_queue: &[u32]) -> [usize; 4] {
+    let mut counts = [0; 4];
+    for &n in flows_per_queue {
+        counts[(n as usize).min(3)] += 1;
+    }
+    counts
 }
 
 /// One way over all repetitions.
@@ -623,9 +632,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn way_names_are_the_json_names() {
+        for way in Way::ALL {
+            assert_eq!(serde_json::to_value(way).unwrap(), way.name());
+        }
+    }
+
+    #[test]
     fn a_queue_outside_the_receiver_is_an_error() {
         assert_eq!(count_per_queue(&[0, 2, 2], 4).unwrap(), vec![1, 0, 2, 0]);
         assert!(count_per_queue(&[0, 4], 4).is_err());
+    }
+
+    #[test]
+    fn the_histogram_folds_three_and_more_flows_into_one_bin() {
+        assert_eq!(queue_histogram(&[0, 1, 1, 2, 3, 7, 0]), [2, 2, 1, 2]);
+        assert_eq!(queue_histogram(&[]), [0; 4]);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Steer's experiments. Each writes one JSON result (parameters, every raw
 //! sample, summary, and the machine it ran on) and prints a table.
 
+mod datapath;
 pub mod demo;
 pub mod iperf;
 pub mod ooo;
@@ -46,6 +47,14 @@ pub(crate) fn refuse_if(bad: bool, message: &str) -> Result<(), ExpError> {
     } else {
         Ok(())
     }
+}
+
+/// The limits of iperf3 flows into a software-RSS receiver, which the
+/// demo and xdp-overhead share: at most 128 flows (iperf3 -P) and 256
+/// queues.
+pub(crate) fn check_flows_and_queues(flows: u32, queues: u32) -> Result<(), ExpError> {
+    refuse_if(flows == 0 || flows > 128, "--flows must be 1..=128")?;
+    refuse_if(queues == 0 || queues > 256, "--queues must be 1..=256")
 }
 
 impl ExpError {

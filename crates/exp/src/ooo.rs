@@ -48,7 +48,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lab::{Lab, LabError, LabSpec};
-use pktio::{Backend, Port, PortConfig};
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use stats::{Meta, Stat};
@@ -58,6 +57,7 @@ use toe::stages::ConnIdx;
 use toe::{Endpoint, EndpointConfig, ToeError};
 use wire::{Delay, Impairment, Loss, WireConfig, WireHandle};
 
+use crate::datapath::{endpoint, toe_err};
 use crate::ExpError;
 
 const PORT: u16 = 5301;
@@ -385,35 +385,69 @@ pub struct ThesisRow {
     pub background_p99_9_ms: f64,
 }
 
-pub fn thesis_newreno() -> Vec<ThesisRow> {
-    let row = |bound, a, b, c, d| ThesisRow {
+/// One row of Table 5.3: the bound, then short p90, short p99.9,
+/// background p90 and background p99.9 (ms).
+fn thesis_row(
+    bound: OooBound,
+    [short_p90_ms, short_p99_9_ms, background_p90_ms, background_p99_9_ms]: [f64; 4],
+) -> ThesisRow {
+    ThesisRow {
         bound,
-        short_p90_ms: a,
-        short_p99_9_ms: b,
-        background_p90_ms: c,
-        background_p99_9_ms: d,
-    };
+        short_p90_ms,
+        short_p99_9_ms,
+        background_p90_ms,
+        background_p99_9_ms,
+    }
+}
+
+impl ThesisRow {
+    /// Short p90, short p99.9, background p90, background p99.9 (ms).
+    pub fn times_ms(&self) -> [f64; 4] {
+        [
+            self.short_p90_ms,
+            self.short_p99_9_ms,
+            self.background_p90_ms,
+            self.background_p99_9_ms,
+        ]
+    }
+}
+
+/// Each of `rows`' times against the unbounded row's (Table 5.3's "x"
+/// columns, in [`ThesisRow::times_ms`] order); None without an unbounded
+/// row.
+pub fn thesis_ratios(rows: &[ThesisRow]) -> Vec<[Option<f64>; 4]> {
+    let base = rows.iter().find(|t| t.bound == OooBound::Unbounded);
+    rows.iter()
+        .map(|t| {
+            let mut ratios = [None; 4];
+            if let Some(b) = base {
+                for (r, (v, b)) in ratios
+                    .iter_mut()
+                    .zip(t.times_ms().into_iter().zip(b.times_ms()))
+                {
+                    *r = (b > 0.0).then(|| v / b);
+                }
+            }
+            ratios
+        })
+        .collect()
+}
+
+pub fn thesis_newreno() -> Vec<ThesisRow> {
     vec![
-        row(OooBound::Unbounded, 4.97, 17.05, 68.0, 283.0),
-        row(OooBound::Intervals(0), 5.80, 18.49, 91.0, 317.0),
-        row(OooBound::Intervals(1), 5.03, 17.05, 84.0, 300.0),
-        row(OooBound::Intervals(2), 4.97, 17.05, 78.0, 295.0),
+        thesis_row(OooBound::Unbounded, [4.97, 17.05, 68.0, 283.0]),
+        thesis_row(OooBound::Intervals(0), [5.80, 18.49, 91.0, 317.0]),
+        thesis_row(OooBound::Intervals(1), [5.03, 17.05, 84.0, 300.0]),
+        thesis_row(OooBound::Intervals(2), [4.97, 17.05, 78.0, 295.0]),
     ]
 }
 
 pub fn thesis_dctcp() -> Vec<ThesisRow> {
-    let row = |bound, a, b, c, d| ThesisRow {
-        bound,
-        short_p90_ms: a,
-        short_p99_9_ms: b,
-        background_p90_ms: c,
-        background_p99_9_ms: d,
-    };
     vec![
-        row(OooBound::Unbounded, 4.69, 12.95, 62.0, 278.0),
-        row(OooBound::Intervals(0), 5.13, 28.52, 71.0, 283.0),
-        row(OooBound::Intervals(1), 4.70, 12.91, 62.0, 279.0),
-        row(OooBound::Intervals(2), 4.70, 12.98, 63.0, 275.0),
+        thesis_row(OooBound::Unbounded, [4.69, 12.95, 62.0, 278.0]),
+        thesis_row(OooBound::Intervals(0), [5.13, 28.52, 71.0, 283.0]),
+        thesis_row(OooBound::Intervals(1), [4.70, 12.91, 62.0, 279.0]),
+        thesis_row(OooBound::Intervals(2), [4.70, 12.98, 63.0, 275.0]),
     ]
 }
 
@@ -442,13 +476,6 @@ fn fnv1a(h: u64, bytes: &[u8]) -> u64 {
 }
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 
-fn toe_err(e: ToeError) -> ExpError {
-    ExpError::Program {
-        program: "the toe data path".into(),
-        detail: e.to_string(),
-    }
-}
-
 fn wire_err(e: wire::WireError) -> ExpError {
     ExpError::Program {
         program: "the lab's wire".into(),
@@ -459,10 +486,7 @@ fn wire_err(e: wire::WireError) -> ExpError {
 /// Runs the experiment; `progress` sees every cell.
 pub fn run(params: &OooParams, mut progress: impl FnMut(&Cell)) -> Result<OooResult, ExpError> {
     params.check()?;
-    let mut spec = LabSpec::new(&lab::unique_name("ooo"));
-    spec.software_rss = false;
-    spec.ipv6 = false;
-    spec.wire = true;
+    let spec = LabSpec::wired(&lab::unique_name("ooo"));
     let lab = Lab::up(&spec)?.teardown_on_drop();
     prepare_sender(&lab, params)?;
     let mut cells = Vec::new();
@@ -486,7 +510,7 @@ pub fn run(params: &OooParams, mut progress: impl FnMut(&Cell)) -> Result<OooRes
 /// retransmission timeout on a route to the receiver.
 fn prepare_sender(lab: &Lab, params: &OooParams) -> Result<(), ExpError> {
     let snd = lab.sender().clone();
-    host::link::set_tx_checksum(Some(&snd.netns), &snd.dev, false).map_err(LabError::from)?;
+    lab::inject::checksums_in_software_towards(lab, lab.receiver())?;
     host::netns::set_sysctl(&snd.netns, "net.ipv4.tcp_congestion_control", "reno")
         .map_err(LabError::from)?;
     let rto_min = Duration::from_millis(params.rto_min_ms.into());
@@ -506,21 +530,6 @@ fn toe_addr(lab: &Lab) -> IpAddr {
 fn toe_sender_addr(lab: &Lab) -> IpAddr {
     let o = lab.receiver().ipv4.octets();
     IpAddr::V4(Ipv4Addr::new(o[0], o[1], o[2], 101))
-}
-
-/// A toe endpoint for `addr` on an AF_XDP port on `host`'s device.
-fn endpoint(host: &lab::Host, addr: IpAddr, cfg: EndpointConfig) -> Result<Endpoint, ExpError> {
-    let port_cfg = PortConfig {
-        backend: Backend::Xdp,
-        ..PortConfig::default()
-    };
-    let port =
-        Port::open(&host.dev, Some(&host.netns), &port_cfg).map_err(|e| ExpError::Program {
-            program: "AF_XDP port".into(),
-            detail: e.to_string(),
-        })?;
-    let mac = lab::inject::mac_address(&host.netns, &host.dev)?;
-    Endpoint::new(port, mac, addr, cfg).map_err(toe_err)
 }
 
 fn run_cell(
@@ -1003,6 +1012,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn thesis_ratios_are_against_the_unbounded_row() {
+        let rows = thesis_newreno();
+        let ratios = thesis_ratios(&rows);
+        assert_eq!(ratios[0], [Some(1.0); 4]);
+        // 0 intervals: 5.80 ms against 4.97 ms at p90 of short flows.
+        assert_eq!(ratios[1][0], Some(5.80 / 4.97));
+        assert_eq!(ratios[1][3], Some(317.0 / 283.0));
+        assert_eq!(thesis_ratios(&rows[1..]), vec![[None; 4]; 3]);
+    }
+
+    #[test]
     fn bad_parameters_are_refused() {
         let ok = OooParams::default();
         assert!(ok.check().is_ok());
@@ -1085,20 +1105,35 @@ mod tests {
         c
     }
 
-    #[test]
-    fn each_sender_is_summarized_apart_and_bounds_keeps_new_reno() {
-        let params = OooParams {
+    /// An unbounded receiver and one keeping no interval.
+    fn unbounded_and_none() -> OooParams {
+        OooParams {
             bounds: vec![OooBound::Unbounded, OooBound::Intervals(0)],
             ..OooParams::default()
-        };
+        }
+    }
+
+    /// NewReno cells of both bounds, the bounded one's flows twice as slow.
+    fn reno_cells_twice_as_slow() -> Vec<Cell> {
+        vec![
+            cell(OooBound::Unbounded, vec![1.0; 10], true),
+            cell(OooBound::Intervals(0), vec![2.0; 10], true),
+        ]
+    }
+
+    #[test]
+    fn each_sender_is_summarized_apart_and_bounds_keeps_new_reno() {
+        let params = unbounded_and_none();
         let r = summarize(
             &params,
-            vec![
-                cell(OooBound::Unbounded, vec![1.0; 10], true),
-                cell(OooBound::Intervals(0), vec![2.0; 10], true),
-                dctcp_cell(OooBound::Unbounded, vec![4.0; 10], true),
-                dctcp_cell(OooBound::Intervals(0), vec![5.0; 10], false),
-            ],
+            [
+                reno_cells_twice_as_slow(),
+                vec![
+                    dctcp_cell(OooBound::Unbounded, vec![4.0; 10], true),
+                    dctcp_cell(OooBound::Intervals(0), vec![5.0; 10], false),
+                ],
+            ]
+            .concat(),
         );
         let (reno, dctcp) = (&r.senders[0], &r.senders[1]);
         assert_eq!(
@@ -1172,17 +1207,8 @@ mod tests {
 
     #[test]
     fn ratios_are_against_the_unbounded_receiver_and_one_bad_flow_spoils_byte_exact() {
-        let params = OooParams {
-            bounds: vec![OooBound::Unbounded, OooBound::Intervals(0)],
-            ..OooParams::default()
-        };
-        let r = summarize(
-            &params,
-            vec![
-                cell(OooBound::Unbounded, vec![1.0; 10], true),
-                cell(OooBound::Intervals(0), vec![2.0; 10], true),
-            ],
-        );
+        let params = unbounded_and_none();
+        let r = summarize(&params, reno_cells_twice_as_slow());
         assert!(r.byte_exact);
         assert_eq!(r.bounds[1].short.p99_9_vs_unbounded, Some(2.0));
         assert_eq!(r.bounds[0].short.p90_vs_unbounded, Some(1.0));

@@ -32,7 +32,6 @@ use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 use lab::{Lab, LabError, LabSpec};
-use pktio::{Backend, Port, PortConfig};
 use serde::Serialize;
 use stats::Meta;
 use toe::ablation::{AblationConfig, AblationResult};
@@ -40,6 +39,7 @@ use toe::cycles::StageCycles;
 use toe::input::{InputRun, Locking, Workload};
 use toe::{Endpoint, EndpointConfig, ToeError};
 
+use crate::datapath::{endpoint, toe_err};
 use crate::ExpError;
 
 const STREAM_PORT: u16 = 5201;
@@ -248,13 +248,6 @@ fn io_err(what: &str) -> impl Fn(std::io::Error) -> ExpError + '_ {
     }
 }
 
-fn toe_err(e: ToeError) -> ExpError {
-    ExpError::Program {
-        program: "the toe data path".into(),
-        detail: e.to_string(),
-    }
-}
-
 /// Runs the experiment; `progress` sees every sample.
 pub fn run(
     params: &ToeParams,
@@ -440,8 +433,8 @@ fn summarize(
 
 /// tx checksum (and TSO) off on the sender, GRO off on the receiver.
 fn offloads_off(lab: &Lab) -> Result<(), ExpError> {
-    let (snd, rcv) = (lab.sender(), lab.receiver());
-    host::link::set_tx_checksum(Some(&snd.netns), &snd.dev, false).map_err(LabError::from)?;
+    let rcv = lab.receiver();
+    lab::inject::checksums_in_software_towards(lab, rcv)?;
     host::link::set_gro(Some(&rcv.netns), &rcv.dev, false).map_err(LabError::from)?;
     Ok(())
 }
@@ -452,18 +445,8 @@ fn toe_round(
     params: &ToeParams,
     rep: u32,
 ) -> Result<(StreamSample, RpcSample, (toe::Counters, StageCycles)), ExpError> {
-    let rcv = lab.receiver().clone();
-    let cfg = PortConfig {
-        backend: Backend::Xdp,
-        ..PortConfig::default()
-    };
-    let port = Port::open(&rcv.dev, Some(&rcv.netns), &cfg).map_err(|e| ExpError::Program {
-        program: "AF_XDP port".into(),
-        detail: e.to_string(),
-    })?;
-    let mac = lab::inject::mac_address(&rcv.netns, &rcv.dev)?;
     let addr = toe_addr(lab);
-    let mut ep = Endpoint::new(port, mac, addr, EndpointConfig::default()).map_err(toe_err)?;
+    let mut ep = endpoint(lab.receiver(), addr, EndpointConfig::default())?;
     ep.listen(STREAM_PORT);
     ep.listen(RPC_PORT);
     let (bytes, rpcs, size) = (params.bytes, params.rpcs, params.rpc_size);
@@ -525,25 +508,48 @@ fn toe_stream_server(ep: &mut Endpoint, expect: u64) -> Result<(u64, f64, bool),
         Ok(conn.is_some())
     })?;
     let conn = conn.expect("accepted above");
-    let (mut got, mut ok, mut first) = (0u64, true, None);
+    let mut stream = StreamCheck::default();
     let mut buf = vec![0u8; 1 << 16];
     poll_until(ep, "the stream", |ep| match ep.recv(conn, &mut buf) {
         Ok(0) => Ok(true),
         Ok(n) => {
-            first.get_or_insert_with(Instant::now);
-            ok &= buf[..n]
-                .iter()
-                .enumerate()
-                .all(|(i, &b)| b == pattern(got + i as u64));
-            got += n as u64;
+            stream.take(&buf[..n]);
             Ok(false)
         }
         Err(ToeError::WouldBlock) => Ok(false),
         Err(e) => Err(toe_err(e)),
     })?;
-    let secs = first.map_or(0.0, |t| t.elapsed().as_secs_f64());
+    let (got, secs, ok) = stream.finish();
     ep.close(conn).map_err(toe_err)?;
     Ok((got, secs, ok && got == expect))
+}
+
+/// What a stream server has received: bytes, whether each matched
+/// [`pattern`], and when the first arrived.
+#[derive(Default)]
+struct StreamCheck {
+    got: u64,
+    mismatched: bool,
+    first: Option<Instant>,
+}
+
+impl StreamCheck {
+    /// Checks the next received bytes against the pattern.
+    fn take(&mut self, bytes: &[u8]) {
+        self.first.get_or_insert_with(Instant::now);
+        let got = self.got;
+        self.mismatched |= !bytes
+            .iter()
+            .enumerate()
+            .all(|(i, &b)| b == pattern(got + i as u64));
+        self.got += bytes.len() as u64;
+    }
+
+    /// (bytes, seconds from the first byte, all matched).
+    fn finish(&self) -> (u64, f64, bool) {
+        let secs = self.first.map_or(0.0, |t| t.elapsed().as_secs_f64());
+        (self.got, secs, !self.mismatched)
+    }
 }
 
 /// Echoes `size`-byte requests until the client closes.
@@ -607,21 +613,16 @@ fn linux_round(
     let server = std::thread::spawn(move || -> std::io::Result<(u64, f64, bool)> {
         pin(1);
         let (mut s, _) = stream_l.accept()?;
-        let (mut got, mut ok, mut first) = (0u64, true, None);
+        let mut stream = StreamCheck::default();
         let mut buf = vec![0u8; 1 << 16];
         loop {
             let n = s.read(&mut buf)?;
             if n == 0 {
                 break;
             }
-            first.get_or_insert_with(Instant::now);
-            ok &= buf[..n]
-                .iter()
-                .enumerate()
-                .all(|(i, &b)| b == pattern(got + i as u64));
-            got += n as u64;
+            stream.take(&buf[..n]);
         }
-        let secs = first.map_or(0.0, |t| t.elapsed().as_secs_f64());
+        let (got, secs, ok) = stream.finish();
         // Our FIN tells the client everything was read.
         drop(s);
         let (mut r, _) = rpc_l.accept()?;
@@ -754,6 +755,24 @@ fn rpc_sample(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stream_check_counts_bytes_and_catches_one_wrong_byte() {
+        let sent: Vec<u8> = (0..1000).map(pattern).collect();
+        let mut stream = StreamCheck::default();
+        stream.take(&sent[..300]);
+        stream.take(&sent[300..]);
+        let (got, _, ok) = stream.finish();
+        assert_eq!((got, ok), (1000, true));
+        let mut wrong = sent.clone();
+        wrong[700] ^= 1;
+        let mut stream = StreamCheck::default();
+        stream.take(&wrong[..500]);
+        stream.take(&wrong[500..]);
+        assert!(!stream.finish().2);
+        let (got, secs, ok) = StreamCheck::default().finish();
+        assert_eq!((got, secs, ok), (0, 0.0, true));
+    }
 
     fn stream(stack: Stack, gbit: f64, verified: bool) -> StreamSample {
         StreamSample {

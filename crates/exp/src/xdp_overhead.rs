@@ -27,7 +27,7 @@
 
 pub mod counters;
 
-use crate::refuse_if;
+use crate::{check_flows_and_queues, refuse_if};
 use std::time::Duration;
 
 use lab::{Lab, LabSpec};
@@ -93,14 +93,7 @@ impl XdpOverheadParams {
     pub fn check(&self) -> Result<(), ExpError> {
         refuse_if(self.repetitions == 0, "--repetitions must be at least 1")?;
         refuse_if(self.seconds == 0, "--seconds must be at least 1")?;
-        refuse_if(
-            self.streams == 0 || self.streams > 128,
-            "--flows must be 1..=128",
-        )?;
-        refuse_if(
-            self.queues == 0 || self.queues > 256,
-            "--queues must be 1..=256",
-        )?;
+        check_flows_and_queues(self.streams, self.queues)?;
         refuse_if(
             self.queue_size == 0 || self.queue_size > nic::MAX_CPUMAP_QSIZE,
             "--qsize must be 1..=16384",
@@ -130,6 +123,29 @@ pub enum ReceiverGro {
 }
 
 impl ReceiverGro {
+    pub const ALL: [ReceiverGro; 3] =
+        [ReceiverGro::Off, ReceiverGro::SoftwareRss, ReceiverGro::All];
+
+    /// "off", "software-rss" or "all" (as in the JSON).
+    pub fn name(self) -> &'static str {
+        match self {
+            ReceiverGro::Off => "off",
+            ReceiverGro::SoftwareRss => "software-rss",
+            ReceiverGro::All => "all",
+        }
+    }
+
+    /// Where GRO is on, in one line without a full stop.
+    pub fn about(self) -> &'static str {
+        match self {
+            ReceiverGro::Off => "Off in every mode (veth's default)",
+            ReceiverGro::SoftwareRss => {
+                "On while the software RSS is attached, veth's default otherwise"
+            }
+            ReceiverGro::All => "On in every mode",
+        }
+    }
+
     fn on_in(self, mode: Mode) -> bool {
         match self {
             ReceiverGro::Off => false,
@@ -534,6 +550,14 @@ fn ratio(a: f64, b: f64) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn receiver_gro_names_are_the_json_names() {
+        for gro in ReceiverGro::ALL {
+            assert_eq!(serde_json::to_value(gro).unwrap(), gro.name());
+            assert!(!gro.about().ends_with('.'));
+        }
+    }
 
     fn sample(repetition: u32, mode: Mode, gbit_per_s: f64, retransmits: u64) -> Sample {
         Sample {

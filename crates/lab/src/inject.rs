@@ -44,3 +44,28 @@ pub fn mac_address(netns: &str, dev: &str) -> Result<[u8; 6], LabError> {
             stderr: "the device has no Ethernet address".into(),
         })
 }
+
+/// An AF_XDP port on `host`'s lab device, and the device's MAC: what a
+/// userspace data path (the `toe` endpoint) serving the host sends and
+/// receives with. The device must carry no other XDP program (a lab built
+/// without software RSS leaves it free).
+pub fn xdp_port(host: &crate::Host) -> Result<(Port, [u8; 6]), LabError> {
+    let config = PortConfig {
+        backend: pktio::Backend::Xdp,
+        ..PortConfig::default()
+    };
+    let port = Port::open(&host.dev, Some(&host.netns), &config)?;
+    Ok((port, mac_address(&host.netns, &host.dev)?))
+}
+
+/// Turns tx checksum offload (and with it TSO) off on every host of `lab`
+/// but `host`: a data path on `host`'s AF_XDP port ([`xdp_port`]) sees
+/// their frames before the checksums left to offload are filled in, so
+/// they compute them in software ("The checksum pitfall" in the crate
+/// docs).
+pub fn checksums_in_software_towards(lab: &crate::Lab, host: &crate::Host) -> Result<(), LabError> {
+    for other in lab.hosts().iter().filter(|h| h.name != host.name) {
+        host::link::set_tx_checksum(Some(&other.netns), &other.dev, false)?;
+    }
+    Ok(())
+}

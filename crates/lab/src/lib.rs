@@ -12,6 +12,7 @@
 //! pub struct LabSpec { name, hosts, queues, table, key, fields, ipv6, track_flows,
 //!                      wire, software_rss, owner }     // owner: $STEER_LAB_OWNER by default
 //! impl LabSpec { pub fn new(name) -> Self }       // hosts snd,rcv; 4 queues; IPv6 on
+//! impl LabSpec { pub fn wired(name) -> Self }     // through a wire; IPv4; no software RSS
 //! impl Lab {
 //!     pub fn up(&LabSpec) -> Result<Lab, LabError>      // idempotent
 //!     pub fn open(name) / down(name) / status(name) / list()
@@ -26,6 +27,8 @@
 //! // code that runs inside a host's namespace: host::netns::run_in(Some(netns), f)
 //! pub fn unique_name(prefix) -> String                  // prefix + pid + counter
 //! pub mod packet  // Ethernet/IP/TCP/UDP frame builders; inject::send_frames (through pktio)
+//! // a userspace data path on a host: inject::xdp_port(host) -> (AF_XDP port, MAC),
+//! // inject::checksums_in_software_towards(lab, host)
 //! ```
 //!
 //! # The wire (optional)

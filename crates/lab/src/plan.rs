@@ -89,4 +89,14 @@ mod tests {
         spec.hosts.push("c".into());
         assert!(spec.validate().is_err());
     }
+
+    #[test]
+    fn a_wired_lab_has_a_wire_and_leaves_the_receiver_free() {
+        let spec = LabSpec::wired("lab9");
+        assert!(spec.validate().is_ok());
+        assert!(spec.wire && !spec.software_rss && !spec.ipv6);
+        let state = Lab::plan(&spec);
+        assert_eq!(state.wire.unwrap().netns, "lab9-wire");
+        assert!(state.hosts.iter().all(|h| h.ipv6.is_none()));
+    }
 }

@@ -60,6 +60,19 @@ impl LabSpec {
         }
     }
 
+    /// A lab whose two hosts are joined through a wire namespace (snd
+    /// —veth— NAME-wire —veth— rcv) for the impairment wire and the SRPIC
+    /// driver: IPv4 only, and no software RSS, so the receiver's device is
+    /// free for the driver's or a data path's XDP program.
+    pub fn wired(name: &str) -> Self {
+        LabSpec {
+            wire: true,
+            software_rss: false,
+            ipv6: false,
+            ..LabSpec::new(name)
+        }
+    }
+
     /// This spec with the receiver's software RSS set to `config` exactly
     /// (e.g. `steer lab up --config`, a file from `steer rss config`).
     pub fn with_config(mut self, config: rss::RssConfig) -> Self {

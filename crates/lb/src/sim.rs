@@ -96,6 +96,41 @@ impl Policy {
             Policy::CrossrssPlus => "crossrss-plus",
         }
     }
+
+    /// What the policy does, in one line without a full stop (a command
+    /// line's help for [`name`](Self::name)).
+    pub fn about(self) -> &'static str {
+        match self {
+            Policy::Rr => "Per-connection round robin over servers",
+            Policy::Hash => "Hash of the 5-tuple modulo the number of servers",
+            Policy::Pow2 => "Power of two choices on server load",
+            Policy::Maglev => "Maglev consistent hashing",
+            Policy::Crossrss => "CrossRSS as published",
+            Policy::CrossrssPlus => "Steer's CrossRSS (docs/crossrss.md)",
+        }
+    }
+
+    /// The name that stands for every policy in [`named`](Self::named).
+    pub const ALL_NAME: &'static str = "all";
+
+    /// The policies `names` name, in order, each once: a policy's
+    /// [`name`](Self::name), or [`ALL_NAME`](Self::ALL_NAME) for every
+    /// policy. None when a name names no policy.
+    pub fn named<S: AsRef<str>>(names: &[S]) -> Option<Vec<Policy>> {
+        let mut out: Vec<Policy> = Vec::new();
+        for name in names {
+            let named = match name.as_ref() {
+                Self::ALL_NAME => Policy::ALL.to_vec(),
+                one => vec![*Policy::ALL.iter().find(|p| p.name() == one)?],
+            };
+            for p in named {
+                if !out.contains(&p) {
+                    out.push(p);
+                }
+            }
+        }
+        Some(out)
+    }
 }
 
 /// How the simulation is set up.
@@ -357,6 +392,18 @@ pub struct PolicyResult {
     pub throughput: Vec<ThroughputPoint>,
     /// Packets per core over the whole replay (server-major).
     pub core_totals: Vec<u64>,
+}
+
+impl PolicyResult {
+    /// The share of the offered packets processed when the offered load
+    /// equals the aggregate core capacity (Fig. 2b at 100%); None without
+    /// a throughput curve.
+    pub fn processed_at_capacity(&self) -> Option<f64> {
+        self.throughput
+            .iter()
+            .find(|t| (t.offered - 1.0).abs() < 1e-9)
+            .map(|t| t.processed_pps / t.offered_pps)
+    }
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -836,6 +883,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn named_policies_expand_all_and_drop_repeats() {
+        assert_eq!(Policy::named(&["all"]), Some(Policy::ALL.to_vec()));
+        assert_eq!(
+            Policy::named(&["rr", "crossrss-plus", "rr"]),
+            Some(vec![Policy::Rr, Policy::CrossrssPlus])
+        );
+        assert_eq!(Policy::named(&["pow2", "all"]).map(|p| p.len()), Some(6));
+        assert_eq!(Policy::named(&["rr", "fastest"]), None);
+        for p in Policy::ALL {
+            assert_eq!(Policy::named(&[p.name()]), Some(vec![p]));
+            assert!(!p.about().is_empty() && !p.about().ends_with('.'));
+        }
+    }
+
+    #[test]
     fn variance_of_equal_counts_is_zero() {
         assert_eq!(normalized_variance([5u64, 5, 5, 5].into_iter()), Some(0.0));
         assert_eq!(normalized_variance([0u64, 0].into_iter()), None);
@@ -899,6 +961,29 @@ mod tests {
         // Its only (partial) window has packets: the variance is measured.
         assert_eq!(r.policies[0].windows, 1);
         assert!(r.policies[0].core_variance.is_some());
+    }
+
+    #[test]
+    fn processed_at_capacity_reads_the_point_at_100_percent() {
+        // Two cores, one of them idle half the time: at 100% offered load
+        // the busy windows lose what exceeds the capacity.
+        let w = vec![vec![10, 0], vec![5, 5]];
+        let mut p = PolicyResult {
+            name: "rr",
+            server_variance: None,
+            core_variance: None,
+            core_variance_max: None,
+            peak_to_mean: None,
+            windows: 2,
+            connections: 1,
+            table_changes: 0,
+            throughput: throughput_curve(&w, 1.0),
+            core_totals: vec![15, 5],
+        };
+        // Capacity 5 per core and window: 5 + 0 + 5 + 5 of 20 offered.
+        assert_eq!(p.processed_at_capacity(), Some(0.75));
+        p.throughput.clear();
+        assert_eq!(p.processed_at_capacity(), None);
     }
 
     #[test]

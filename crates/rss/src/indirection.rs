@@ -3,6 +3,8 @@
 //! The fills are ethtool's (`ethtool -X DEV default|equal N|weight W...`,
 //! `start N`), so a table made here is the table the kernel would program.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::RssError;
@@ -102,6 +104,16 @@ impl IndirectionTable {
     pub fn queues_used(&self) -> u32 {
         self.0.iter().max().map_or(0, |q| q + 1)
     }
+
+    /// How many entries name each queue, by queue (queues with no entry
+    /// are absent): each queue's share of the hash space.
+    pub fn entries_per_queue(&self) -> BTreeMap<u32, usize> {
+        let mut per_queue = BTreeMap::new();
+        for &q in &self.0 {
+            *per_queue.entry(q).or_default() += 1;
+        }
+        per_queue
+    }
 }
 
 #[cfg(test)]
@@ -122,6 +134,10 @@ mod tests {
         // A zero weight gets no entries.
         let t = IndirectionTable::weighted(4, &[1, 0, 1], 0).unwrap();
         assert_eq!(t.entries(), &[0, 0, 2, 2]);
+        assert_eq!(
+            t.entries_per_queue().into_iter().collect::<Vec<_>>(),
+            [(0, 2), (2, 2)]
+        );
     }
 
     #[test]

@@ -2,6 +2,9 @@
 
 use std::path::PathBuf;
 
+use exp::demo::Way;
+
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Steer: predict, enforce and measure which CPU core each flow lands on.
@@ -26,6 +29,37 @@ impl Cli {
     pub fn parse_from_env_or_exit() -> Self {
         Cli::parse()
     }
+}
+
+/// The value parser of a flag whose values a library names: each value's
+/// name and one-line help are the library's (`all`, `name`, `about`), so
+/// neither is written again here.
+pub fn named<T: Copy + Send + Sync + 'static>(
+    all: &'static [T],
+    name: fn(T) -> &'static str,
+    about: fn(T) -> &'static str,
+) -> impl TypedValueParser<Value = T> {
+    let values = all
+        .iter()
+        .map(move |&v| PossibleValue::new(name(v)).help(about(v)));
+    PossibleValuesParser::new(values).try_map(move |given| {
+        all.iter()
+            .copied()
+            .find(|&v| name(v) == given)
+            .ok_or_else(|| format!("no value named '{given}'"))
+    })
+}
+
+/// `items` in order, each once: a list flag that names a value twice (or
+/// names it and `all`) runs it once.
+pub fn each_once<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut out = Vec::new();
+    for item in items {
+        if !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    out
 }
 
 #[derive(Debug, Subcommand)]
@@ -129,10 +163,20 @@ pub struct WhereArgs {
     pub source: ConfigSource,
 }
 
+/// A transport protocol on the command line (`--proto`).
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum Proto {
     Tcp,
     Udp,
+}
+
+impl Proto {
+    pub fn l4(self) -> rss::L4Proto {
+        match self {
+            Proto::Tcp => rss::L4Proto::Tcp,
+            Proto::Udp => rss::L4Proto::Udp,
+        }
+    }
 }
 
 /// Where the RSS configuration comes from (exactly one).
@@ -349,34 +393,20 @@ pub struct DemoArgs {
     /// Ways of choosing source ports to compare.
     #[arg(
         long,
-        value_enum,
         value_delimiter = ',',
-        default_value = "random,preload,bpf"
+        default_value = "random,preload,bpf",
+        value_parser = named(&Way::ALL, Way::name, Way::describe)
     )]
-    pub ways: Vec<DemoWay>,
+    pub ways: Vec<Way>,
     /// One iperf3 client process per flow instead of one `iperf3 -P FLOWS`.
     #[arg(long)]
     pub processes: bool,
-    /// A reduced run (3 repetitions per way) for CI and the test matrix.
-    #[arg(long)]
-    pub quick: bool,
-    /// Write the JSON result to this file as well.
-    #[arg(long, short = 'o')]
-    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub common: crate::cmd::exp::Common,
     /// Leave the lab up afterwards.
     #[arg(long)]
     pub keep_lab: bool,
     /// Name of the lab the demo builds (and removes).
     #[arg(long, value_name = "NAME", default_value = "steer-demo")]
     pub lab: String,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum DemoWay {
-    /// Kernel-chosen source ports (iperf3 as it is).
-    Random,
-    /// `steer exec`: the LD_PRELOAD binder with the allocator.
-    Preload,
-    /// `steer exec --bpf`: the cgroup connect4 binder.
-    Bpf,
 }

@@ -112,8 +112,9 @@ fn class_of(cause: &(dyn std::error::Error + 'static)) -> Option<i32> {
         binder::BinderError,
         order::CaptureError,
         order::sorter::ConfigError,
-        // pktio::PktIoError reaches the binary only inside WireError::PktIo,
-        // which classifies it (is_environment/is_bad_input delegate).
+        // pktio::PktIoError reaches the binary only inside WireError::PktIo
+        // and LabError::PktIo, which classify it (is_environment and
+        // is_bad_input delegate).
         wire::WireError,
         wire::impair::SpecError,
         lb::TraceError,

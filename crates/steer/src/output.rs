@@ -24,6 +24,30 @@ pub fn shows_progress(json: bool) -> bool {
     !json || std::io::stderr().is_terminal()
 }
 
+/// What prints a long command's progress lines: each to stderr when
+/// [`shows_progress`], else nothing.
+pub fn progress(json: bool) -> impl Fn(&str) {
+    let show = shows_progress(json);
+    move |line| {
+        if show {
+            note!("{line}");
+        }
+    }
+}
+
+/// Prints `result` as JSON with `--json`, else with `table`.
+pub fn json_or<T: Serialize>(
+    json: bool,
+    result: &T,
+    table: impl FnOnce(&T) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    if json {
+        self::json(result)
+    } else {
+        table(result)
+    }
+}
+
 /// Prints `value` as pretty JSON on stdout.
 pub fn json<T: Serialize>(value: &T) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
@@ -83,6 +107,16 @@ pub fn table(header: &[&str], body: &[Vec<String>]) -> anyhow::Result<()> {
         writeln!(out, "{}", line(row.iter().map(String::as_str).collect()))?;
     }
     Ok(())
+}
+
+/// Prints a [`table`] of one `row` per item.
+pub fn table_of<T>(
+    header: &[&str],
+    items: impl IntoIterator<Item = T>,
+    row: impl FnMut(T) -> Vec<String>,
+) -> anyhow::Result<()> {
+    let body: Vec<Vec<String>> = items.into_iter().map(row).collect();
+    table(header, &body)
 }
 
 /// `tcp 10.0.0.1:40000 -> 10.0.0.2:5201`, `[v6]:port`, or `ip a -> b (2-tuple)`.

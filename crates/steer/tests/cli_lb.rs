@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::steer;
+use common::{steer, success_json};
 use predicates::prelude::*;
 use testkit::TempDir;
 use testkit::{shared_trace, traces_search_path};
@@ -27,12 +27,9 @@ fn json_lists_every_policy_with_fractions() {
         ])
         .args(["--speedup", "10", "--amplify", "4", "--svg"])
         .arg(dir.path())
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        .output()
+        .unwrap();
+    let v = success_json(&out);
     let names: Vec<&str> = v["policies"]
         .as_array()
         .unwrap()
@@ -65,12 +62,9 @@ fn window_sweep_reports_policies_oracles_and_floor() {
         .args(["--json", "lb", "sim", "--trace", trace.to_str().unwrap()])
         .args(["--max-packets", "5000", "--sweep-window", "0.5,2", "--svg"])
         .arg(dir.path())
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        .output()
+        .unwrap();
+    let v = success_json(&out);
     let points = v["points"].as_array().unwrap();
     assert_eq!(points.len(), 2);
     assert_eq!(points[0]["window_s"], 0.5);

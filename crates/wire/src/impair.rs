@@ -169,6 +169,40 @@ impl Default for Impairment {
     }
 }
 
+impl Impairment {
+    /// The impairment written as specs (`steer wire run`'s flags): a
+    /// [`Delay`], a [`Loss`], a rate for [`parse_rate_bps`], the rate
+    /// limiter's queue, and the queue length past which ECN-capable frames
+    /// are marked, which needs a rate limiter to queue in.
+    pub fn from_specs(
+        delay: &str,
+        loss: &str,
+        rate: &str,
+        queue_frames: u32,
+        ecn_mark_frames: Option<u32>,
+    ) -> Result<Impairment, SpecError> {
+        let rate_bps = parse_rate_bps(rate).ok_or_else(|| SpecError {
+            what: "rate",
+            text: rate.to_string(),
+            expected: "use 1gbit, 500mbit, 0",
+        })?;
+        if let (Some(k), 0) = (ecn_mark_frames, rate_bps) {
+            return Err(SpecError {
+                what: "ecn-mark",
+                text: k.to_string(),
+                expected: "a --rate above 0 (frames are marked in the rate limiter's queue)",
+            });
+        }
+        Ok(Impairment {
+            delay: delay.parse()?,
+            loss: loss.parse()?,
+            rate_bps,
+            queue_frames,
+            ecn_mark_frames,
+        })
+    }
+}
+
 /// A bad impairment spec.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{what} '{text}': {expected}")]
@@ -325,6 +359,22 @@ impl fmt::Display for Delay {
 mod tests {
     use super::*;
     use rand::SeedableRng;
+
+    #[test]
+    fn specs_make_an_impairment_and_marking_needs_a_rate() {
+        let i = Impairment::from_specs("const:2ms", "1%", "100mbit", 48, Some(20)).unwrap();
+        assert_eq!(i.delay.mean_ns(), 2_000_000);
+        assert!((i.loss.mean_rate() - 0.01).abs() < 1e-12);
+        assert_eq!((i.rate_bps, i.queue_frames), (100_000_000, 48));
+        assert_eq!(i.ecn_mark_frames, Some(20));
+        let what = |d, l, r, k| Impairment::from_specs(d, l, r, 1000, k).unwrap_err().what;
+        assert_eq!(what("0", "none", "fast", None), "rate");
+        assert_eq!(what("0", "none", "0", Some(20)), "ecn-mark");
+        assert_eq!(what("soon", "none", "0", None), "delay");
+        assert_eq!(what("0", "often", "0", None), "loss");
+        let e = Impairment::from_specs("0", "none", "fast", 1000, None).unwrap_err();
+        assert_eq!(e.to_string(), "rate 'fast': use 1gbit, 500mbit, 0");
+    }
 
     #[test]
     fn parse_specs() {

@@ -11,11 +11,9 @@ use lab::{unique_name, Lab, LabSpec};
 use wire::{Delay, DriverConfig, DriverHandle, Impairment, Loss, WireConfig, WireHandle};
 
 fn wire_lab(prefix: &str) -> lab::LabGuard {
-    let mut spec = LabSpec::new(&unique_name(prefix));
-    spec.wire = true;
-    spec.software_rss = false;
-    spec.ipv6 = false;
-    Lab::up(&spec).unwrap().teardown_on_drop()
+    Lab::up(&LabSpec::wired(&unique_name(prefix)))
+        .unwrap()
+        .teardown_on_drop()
 }
 
 /// Sends `bytes` from the sender to the receiver over TCP; returns what arrived.

@@ -48,6 +48,26 @@ pub enum SenderKind {
     Adaptive,
 }
 
+impl SenderKind {
+    pub const ALL: [SenderKind; 2] = [SenderKind::Static, SenderKind::Adaptive];
+
+    /// "static" or "adaptive" (as in the JSON).
+    pub fn name(self) -> &'static str {
+        match self {
+            SenderKind::Static => "static",
+            SenderKind::Adaptive => "adaptive",
+        }
+    }
+
+    /// What the sender does, in one line without a full stop.
+    pub fn about(self) -> &'static str {
+        match self {
+            SenderKind::Static => "Static dupthresh 3 (the paper's S-sender)",
+            SenderKind::Adaptive => "Linux's adaptive reordering threshold (the paper's A-sender)",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct SrpicParams {
     pub senders: Vec<SenderKind>,
@@ -480,10 +500,7 @@ pub fn run(
     mut progress: impl FnMut(&Sample),
 ) -> Result<SrpicResult, ExpError> {
     params.check()?;
-    let mut spec = LabSpec::new(&lab::unique_name("sp"));
-    spec.wire = true;
-    spec.software_rss = false;
-    spec.ipv6 = false;
+    let spec = LabSpec::wired(&lab::unique_name("sp"));
     let lab = Lab::up(&spec)?.teardown_on_drop();
     let cells = cells(params);
     let mut samples = Vec::new();
@@ -642,6 +659,14 @@ fn chart(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sender_names_are_the_json_names() {
+        for kind in SenderKind::ALL {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.name());
+            assert!(!kind.about().ends_with('.'));
+        }
+    }
 
     #[test]
     fn quick_is_small_and_valid() {

@@ -128,45 +128,24 @@ pub fn delta(before: &Snapshot, after: &Snapshot) -> Result<Drops, ExpError> {
             format!("{what} appeared or vanished during a run"),
         )),
     };
-    let q = |f: fn(&QdiscCounters) -> u64, s: &Snapshot| s.sender_qdisc.as_ref().map(f);
-    let c = |f: fn(&CpumapCounters) -> u64, s: &Snapshot| s.cpumap.as_ref().map(f);
+    let total = |what: &str, f: fn(&Snapshot) -> u64| sub(what, f(after), f(before));
+    let qdisc = |what: &str, f: fn(&QdiscCounters) -> u64| {
+        let of = |s: &Snapshot| s.sender_qdisc.as_ref().map(f);
+        opt(what, of(after), of(before))
+    };
+    let cpumap = |what: &str, f: fn(&CpumapCounters) -> u64| {
+        let of = |s: &Snapshot| s.cpumap.as_ref().map(f);
+        opt(what, of(after), of(before))
+    };
     Ok(Drops {
-        sender_tx_dropped: sub(
-            "sender tx dropped",
-            after.sender_tx_dropped,
-            before.sender_tx_dropped,
-        )?,
-        receiver_rx_dropped: sub(
-            "receiver rx dropped",
-            after.receiver_rx_dropped,
-            before.receiver_rx_dropped,
-        )?,
-        sender_qdisc_dropped: opt("qdisc drops", q(|q| q.drops, after), q(|q| q.drops, before))?,
-        sender_qdisc_requeues: opt(
-            "qdisc requeues",
-            q(|q| q.requeues, after),
-            q(|q| q.requeues, before),
-        )?,
-        backlog_dropped: sub(
-            "softnet dropped",
-            after.backlog_dropped,
-            before.backlog_dropped,
-        )?,
-        cpumap_enqueued: opt(
-            "cpumap enqueued",
-            c(|c| c.enqueued, after),
-            c(|c| c.enqueued, before),
-        )?,
-        cpumap_enqueue_drops: opt(
-            "cpumap enqueue drops",
-            c(|c| c.enqueue_drops, after),
-            c(|c| c.enqueue_drops, before),
-        )?,
-        cpumap_kthread_drops: opt(
-            "cpumap kthread drops",
-            c(|c| c.kthread_drops, after),
-            c(|c| c.kthread_drops, before),
-        )?,
+        sender_tx_dropped: total("sender tx dropped", |s| s.sender_tx_dropped)?,
+        receiver_rx_dropped: total("receiver rx dropped", |s| s.receiver_rx_dropped)?,
+        sender_qdisc_dropped: qdisc("qdisc drops", |q| q.drops)?,
+        sender_qdisc_requeues: qdisc("qdisc requeues", |q| q.requeues)?,
+        backlog_dropped: total("softnet dropped", |s| s.backlog_dropped)?,
+        cpumap_enqueued: cpumap("cpumap enqueued", |c| c.enqueued)?,
+        cpumap_enqueue_drops: cpumap("cpumap enqueue drops", |c| c.enqueue_drops)?,
+        cpumap_kthread_drops: cpumap("cpumap kthread drops", |c| c.kthread_drops)?,
     })
 }
 

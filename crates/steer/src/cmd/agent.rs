@@ -116,9 +116,10 @@ pub fn run(args: AgentArgs, json: bool) -> anyhow::Result<i32> {
             "devices": served,
         }))?;
     } else {
-        let body: Vec<Vec<String>> = served
-            .iter()
-            .map(|e| {
+        output::table_of(
+            &["dev", "addrs", "origin", "queues", "note"],
+            served.iter(),
+            |e| {
                 vec![
                     e.dev.clone().unwrap_or_else(|| "-".into()),
                     e.addrs
@@ -130,9 +131,8 @@ pub fn run(args: AgentArgs, json: bool) -> anyhow::Result<i32> {
                     e.queues.map_or("-".into(), |q| q.to_string()),
                     e.error.clone().unwrap_or_default(),
                 ]
-            })
-            .collect();
-        output::table(&["dev", "addrs", "origin", "queues", "note"], &body)?;
+            },
+        )?;
     }
     server.wait();
     Ok(exit::OK)

@@ -211,10 +211,10 @@ fn first_metric(
 }
 
 fn print_run(s: &RunSummary) -> anyhow::Result<()> {
-    let body: Vec<Vec<String>> = s
-        .results
-        .iter()
-        .map(|r| {
+    output::table_of(
+        &["case", "state", "seconds", "first metric", "reason"],
+        s.results.iter(),
+        |r| {
             vec![
                 r.case_id.clone(),
                 r.state.to_string(),
@@ -222,11 +222,7 @@ fn print_run(s: &RunSummary) -> anyhow::Result<()> {
                 first_metric(&r.metrics),
                 r.reason.clone(),
             ]
-        })
-        .collect();
-    output::table(
-        &["case", "state", "seconds", "first metric", "reason"],
-        &body,
+        },
     )?;
     let counts: Vec<String> = State::ALL
         .iter()
@@ -263,9 +259,10 @@ fn list(args: ListArgs, json: bool) -> anyhow::Result<i32> {
         output::json(&v)?;
         return Ok(exit::OK);
     }
-    let body: Vec<Vec<String>> = cases
-        .iter()
-        .map(|c| {
+    output::table_of(
+        &["case", "timeout", "metrics", "command"],
+        cases.iter(),
+        |c| {
             vec![
                 c.id.clone(),
                 c.timeout(args.quick).to_string(),
@@ -277,9 +274,8 @@ fn list(args: ListArgs, json: bool) -> anyhow::Result<i32> {
                     .join(","),
                 c.argv(args.quick, "steer", ".").join(" "),
             ]
-        })
-        .collect();
-    output::table(&["case", "timeout", "metrics", "command"], &body)?;
+        },
+    )?;
     Ok(exit::OK)
 }
 

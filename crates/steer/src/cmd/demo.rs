@@ -6,26 +6,18 @@ use crate::cli::DemoArgs;
 use crate::{exit, output};
 
 pub fn run(args: DemoArgs, json: bool) -> anyhow::Result<i32> {
-    let ways = args
-        .ways
-        .iter()
-        .map(|w| match w {
-            crate::cli::DemoWay::Random => Way::Random,
-            crate::cli::DemoWay::Preload => Way::Preload,
-            crate::cli::DemoWay::Bpf => Way::Bpf,
-        })
-        .collect();
     let params = DemoParams {
         flows: args.flows,
         queues: args.queues,
-        repetitions: if args.quick { 3 } else { args.repetitions },
+        repetitions: args.repetitions,
         seconds: args.seconds,
-        ways,
+        ways: args.ways,
         processes: args.processes,
         lab: args.lab,
         keep_lab: args.keep_lab,
     };
-    let show_progress = output::shows_progress(json);
+    let params = args.common.sized(params, DemoParams::quick);
+    let progress = output::progress(json);
     output::note!(
         "demo: {} TCP flows ({}) to a receiver with {} software-RSS queues; {} repetitions per way",
         params.flows,
@@ -37,19 +29,8 @@ pub fn run(args: DemoArgs, json: bool) -> anyhow::Result<i32> {
         params.queues,
         params.repetitions
     );
-    let result = exp::demo::run(&params, |way, rep| {
-        if show_progress {
-            output::note!("{}", progress_line(way, rep));
-        }
-    })?;
-    if let Some(path) = &args.output {
-        std::fs::write(path, serde_json::to_string_pretty(&result)?)?;
-    }
-    if json {
-        output::json(&result)?;
-    } else {
-        print_summary(&result)?;
-    }
+    let result = exp::demo::run(&params, |way, rep| progress(&progress_line(way, rep)))?;
+    args.common.finish(json, &result, print_summary)?;
     Ok(exit::OK)
 }
 
@@ -80,10 +61,18 @@ fn print_summary(result: &DemoResult) -> anyhow::Result<()> {
     let ideal = result.params.ideal_max();
     for way in &result.ways {
         println!("\nway: {} ({})", way.name, way.description);
-        let body: Vec<Vec<String>> = way
-            .runs
-            .iter()
-            .map(|r| {
+        output::table_of(
+            &[
+                "rep",
+                "queues with 0/1/2/3+ flows",
+                "max on a queue",
+                "perfect",
+                "Gbit/s",
+                "slowest flow",
+                "cpu busy",
+            ],
+            way.runs.iter(),
+            |r| {
                 vec![
                     r.repetition.to_string(),
                     histogram(&r.flows_per_queue),
@@ -97,39 +86,23 @@ fn print_summary(result: &DemoResult) -> anyhow::Result<()> {
                         .collect::<Vec<_>>()
                         .join(" "),
                 ]
-            })
-            .collect();
-        output::table(
-            &[
-                "rep",
-                "queues with 0/1/2/3+ flows",
-                "max on a queue",
-                "perfect",
-                "Gbit/s",
-                "slowest flow",
-                "cpu busy",
-            ],
-            &body,
+            },
         )?;
     }
     println!(
         "\nsummary (perfect: no queue carries more than {ideal} flow(s); measured on the datapath)"
     );
-    let body: Vec<Vec<String>> = result
-        .ways
-        .iter()
-        .map(|w| {
+    output::table_of(
+        &["way", "perfect", "worst max on a queue", "mean Gbit/s"],
+        result.ways.iter(),
+        |w| {
             vec![
                 w.name.to_string(),
                 format!("{:.0}%", w.perfect_fraction * 100.0),
                 w.max_flows_on_a_queue.to_string(),
                 format!("{:.2}", w.aggregate_gbps),
             ]
-        })
-        .collect();
-    output::table(
-        &["way", "perfect", "worst max on a queue", "mean Gbit/s"],
-        &body,
+        },
     )?;
     println!(
         "theory for random ports: perfect with probability {:.2}%",
@@ -140,9 +113,6 @@ fn print_summary(result: &DemoResult) -> anyhow::Result<()> {
 
 /// "a/b/c/d": how many queues hold 0, 1, 2, and 3 or more flows.
 fn histogram(flows_per_queue: &[u32]) -> String {
-    let mut counts = [0u32; 4];
-    for &n in flows_per_queue {
-        counts[(n as usize).min(3)] += 1;
-    }
-    format!("{}/{}/{}/{}", counts[0], counts[1], counts[2], counts[3])
+    let [a, b, c, d] = exp::demo::queue_histogram(flows_per_queue);
+    format!("{a}/{b}/{c}/{d}")
 }

@@ -1,18 +1,16 @@
 //! `steer exec` and `steer attach`: the transparent binders (crate `binder`,
 //! docs/binders.md). Arguments are defined here; the work is in `binder`.
 
-use std::collections::HashMap;
-use std::net::IpAddr;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::Command;
 
 use anyhow::{bail, Context};
-use binder::plans::Planned;
-use binder::{BinderError, CgroupBinder, Plan, TempCgroup};
+use binder::plans::{LearnedReceiver, Planned};
+use binder::{CgroupBinder, Plan, TempCgroup};
 use clap::Args;
 
-use super::ports::{self, Receiver, ReceiverArgs};
+use super::ports::{self, ReceiverArgs};
 use crate::exit;
 use crate::output;
 
@@ -92,10 +90,9 @@ pub struct AttachArgs {
     pub detach: bool,
 }
 
-/// One plan per --to, by [`binder::plans::plan`], for the receiver from
-/// [`ports::receiver`] (one lookup per host, so every port of a host gets
-/// the same queue sequence and the binder's per-host slot counter keeps
-/// spreading) and the source address from [`ports::source_address`].
+/// One plan per --to ([`binder::plans::plan_hosts`]), for the receiver
+/// from [`ports::receiver`] and the source address the route gives in
+/// network namespace `netns`.
 fn plans(args: &PlanArgs, netns: Option<&str>, what: &str) -> anyhow::Result<Vec<Planned>> {
     if args.to.is_empty() {
         bail!("{what} needs --to HOST:PORT (the destinations to plan ports for)");
@@ -112,32 +109,25 @@ fn plans(args: &PlanArgs, netns: Option<&str>, what: &str) -> anyhow::Result<Vec
             binder::cgroup::MAX_PORTS
         );
     }
-    let mut receivers: HashMap<IpAddr, Receiver> = HashMap::new();
-    let mut out = Vec::new();
-    for to in &args.to {
-        let dest = ports::resolve(to)?;
-        let receiver = match receivers.get(&dest.ip()) {
-            Some(r) => r.clone(),
-            None => {
-                let r = ports::receiver(&args.receiver, dest)?;
-                receivers.insert(dest.ip(), r.clone());
-                r
-            }
-        };
-        let (bind, _) = ports::source_address(args.from, None, dest, netns)?;
-        let seen_from = match (args.from, receiver.seen_from) {
-            (None, Some(seen)) => seen,
-            _ => bind,
-        };
-        let target = binder::plans::Receiver {
-            config: &receiver.config,
-            loads: &receiver.loads,
-        };
-        out.push(binder::plans::plan(
-            target, seen_from, bind, dest, args.ports,
-        )?);
-    }
-    Ok(out)
+    let to = args
+        .to
+        .iter()
+        .map(|to| ports::resolve(to))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    binder::plans::plan_hosts(
+        &to,
+        args.ports,
+        args.from,
+        |dest| {
+            let r = ports::receiver(&args.receiver, dest)?;
+            Ok(LearnedReceiver {
+                config: r.config,
+                loads: r.loads,
+                seen_from: r.seen_from,
+            })
+        },
+        |dest| Ok(ports::source_address(None, None, dest, netns)?.0),
+    )
 }
 
 /// The LD_PRELOAD binder takes its ports from the allocator, which holds
@@ -241,15 +231,7 @@ pub fn run_attach(args: AttachArgs, json: bool) -> anyhow::Result<i32> {
         return Ok(exit::OK);
     }
     let plans = plans(&args.plan, args.netns.as_deref(), "steer attach")?;
-    let binder = match CgroupBinder::open_pinned(&args.cgroup) {
-        Ok(b) => b,
-        Err(BinderError::NotAttached { .. }) => {
-            let mut b = CgroupBinder::attach(&args.cgroup)?;
-            b.pin()?;
-            b
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let binder = CgroupBinder::open_or_attach_pinned(&args.cgroup)?;
     binder::plans::install(&binder, &plans)?;
     let plans: Vec<&Plan> = plans.iter().map(|p| &p.plan).collect();
     if json {
@@ -263,20 +245,18 @@ pub fn run_attach(args: AttachArgs, json: bool) -> anyhow::Result<i32> {
                 plan.remote_port,
                 plan.entries.len()
             );
-            let body: Vec<Vec<String>> = plan
-                .entries
-                .iter()
-                .enumerate()
-                .map(|(i, e)| {
+            output::table_of(
+                &["slot", "port", "queue", "cpu"],
+                plan.entries.iter().enumerate(),
+                |(i, e)| {
                     vec![
                         i.to_string(),
                         e.port.to_string(),
                         e.queue.to_string(),
                         e.cpu.to_string(),
                     ]
-                })
-                .collect();
-            output::table(&["slot", "port", "queue", "cpu"], &body)?;
+                },
+            )?;
         }
         crate::output::note!(
             "cgroup binder attached to {} (pinned in {})",

@@ -9,8 +9,10 @@
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
+use exp::srpic::SenderKind;
 use exp::xdp_overhead::{ReceiverGro, Sample, XdpOverheadParams, XdpOverheadResult};
 
+use crate::cli::{each_once, named};
 use crate::{exit, output};
 
 #[derive(Debug, Subcommand)]
@@ -62,6 +64,31 @@ pub struct Common {
     pub output: Option<PathBuf>,
 }
 
+impl Common {
+    /// `params`, or their reduced run (`quick`) with `--quick`.
+    pub fn sized<P>(&self, params: P, quick: fn(P) -> P) -> P {
+        if self.quick {
+            quick(params)
+        } else {
+            params
+        }
+    }
+
+    /// Writes `result` to `-o FILE` as well, then prints it: JSON with
+    /// `--json`, else with `table`.
+    pub fn finish<T: serde::Serialize>(
+        &self,
+        json: bool,
+        result: &T,
+        table: impl FnOnce(&T) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        if let Some(path) = &self.output {
+            std::fs::write(path, serde_json::to_string_pretty(result)? + "\n")?;
+        }
+        output::json_or(json, result, table)
+    }
+}
+
 /// Where each mode loses frames is shown per sample and per mode: the
 /// cpumap (enqueue drops into a full CPU queue), the veth ring (tx drops on
 /// the sender's veth), the sender's qdisc (drops; requeues are the ring
@@ -96,8 +123,12 @@ pub struct XdpOverheadArgs {
     /// Where GRO is on on the receiving veth: `software-rss` (while the
     /// program is attached, so the cpumap kthread coalesces each flow's
     /// frames; the other modes keep veth's default), `all`, or `off`.
-    #[arg(long, value_enum, default_value_t = ReceiverGroArg::SoftwareRss)]
-    pub receiver_gro: ReceiverGroArg,
+    #[arg(
+        long,
+        default_value = "software-rss",
+        value_parser = named(&ReceiverGro::ALL, ReceiverGro::name, ReceiverGro::about)
+    )]
+    pub receiver_gro: ReceiverGro,
     /// Add RFS (RPS plus steering to the reader's CPU) as a fourth mode. It
     /// sets the machine-wide net.core.rps_sock_flow_entries for the run
     /// (restored after), so every namespace's steering changes meanwhile.
@@ -107,16 +138,8 @@ pub struct XdpOverheadArgs {
     pub common: Common,
 }
 
-/// `--receiver-gro` (exp::xdp_overhead::ReceiverGro).
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum ReceiverGroArg {
-    Off,
-    SoftwareRss,
-    All,
-}
-
 fn xdp_overhead(args: XdpOverheadArgs, json: bool) -> anyhow::Result<i32> {
-    let mut params = XdpOverheadParams {
+    let params = XdpOverheadParams {
         repetitions: args.repetitions,
         seconds: args.seconds,
         streams: args.streams,
@@ -124,49 +147,22 @@ fn xdp_overhead(args: XdpOverheadArgs, json: bool) -> anyhow::Result<i32> {
         same_cpu_pass: args.same_cpu_pass,
         queue_size: args.qsize,
         sender_pfifo: args.sender_pfifo,
-        receiver_gro: match args.receiver_gro {
-            ReceiverGroArg::Off => ReceiverGro::Off,
-            ReceiverGroArg::SoftwareRss => ReceiverGro::SoftwareRss,
-            ReceiverGroArg::All => ReceiverGro::All,
-        },
+        receiver_gro: args.receiver_gro,
         rfs: args.rfs,
         quick: false,
     };
-    if args.common.quick {
-        params = params.quick();
-    }
+    let params = args.common.sized(params, XdpOverheadParams::quick);
     // Bad parameters fail before anything is printed or built.
     params.check()?;
-    let show = output::shows_progress(json);
-    if show {
-        output::note!(
-            "xdp-overhead: {} iperf3 flows, {} queues, {} repetitions x {} s per mode \
-             (software RSS, no program, RPS)",
-            params.streams,
-            params.queues,
-            params.repetitions,
-            params.seconds
-        );
-    }
-    let result = exp::xdp_overhead::run(&params, |s| {
-        if show {
-            output::note!("{}", sample_line(s));
-        }
-    })?;
-    write_output(&args.common, &result)?;
-    if json {
-        output::json(&result)?;
-    } else {
-        print_table(&result)?;
-    }
+    let progress = output::progress(json);
+    progress(&format!(
+        "xdp-overhead: {} iperf3 flows, {} queues, {} repetitions x {} s per mode \
+         (software RSS, no program, RPS)",
+        params.streams, params.queues, params.repetitions, params.seconds
+    ));
+    let result = exp::xdp_overhead::run(&params, |s| progress(&sample_line(s)))?;
+    args.common.finish(json, &result, print_table)?;
     Ok(exit::OK)
-}
-
-pub(crate) fn write_output<T: serde::Serialize>(common: &Common, result: &T) -> anyhow::Result<()> {
-    if let Some(path) = &common.output {
-        std::fs::write(path, serde_json::to_string_pretty(result)? + "\n")?;
-    }
-    Ok(())
 }
 
 fn sample_line(s: &Sample) -> String {
@@ -191,19 +187,7 @@ fn print_table(r: &XdpOverheadResult) -> anyhow::Result<()> {
         modes.push(("RFS", rfs));
     }
     modes.push(("software RSS", &r.with_software_rss));
-    let body: Vec<Vec<String>> = modes
-        .iter()
-        .map(|(name, s)| {
-            vec![
-                name.to_string(),
-                s.n.to_string(),
-                format!("{:.2}", s.mean_gbit),
-                output::measured(s.ci95_gbit, 2),
-                format!("{:.0}", s.median_retransmits),
-            ]
-        })
-        .collect();
-    output::table(
+    output::table_of(
         &[
             "mode",
             "samples",
@@ -211,12 +195,31 @@ fn print_table(r: &XdpOverheadResult) -> anyhow::Result<()> {
             "95% CI ±",
             "median retransmits",
         ],
-        &body,
+        modes.iter(),
+        |(name, s)| {
+            vec![
+                name.to_string(),
+                s.n.to_string(),
+                format!("{:.2}", s.mean_gbit),
+                output::measured(s.ci95_gbit, 2),
+                format!("{:.0}", s.median_retransmits),
+            ]
+        },
     )?;
     println!("\nframes dropped, summed over each mode's samples:");
-    let drops: Vec<Vec<String>> = modes
-        .iter()
-        .map(|(name, s)| {
+    output::table_of(
+        &[
+            "mode",
+            "cpumap enqueue",
+            "cpumap kthread",
+            "veth ring (sender tx)",
+            "sender qdisc",
+            "qdisc requeues",
+            "receiver rx",
+            "backlog",
+        ],
+        modes.iter(),
+        |(name, s)| {
             let d = &s.drops;
             vec![
                 name.to_string(),
@@ -228,20 +231,7 @@ fn print_table(r: &XdpOverheadResult) -> anyhow::Result<()> {
                 d.receiver_rx_dropped.to_string(),
                 d.backlog_dropped.to_string(),
             ]
-        })
-        .collect();
-    output::table(
-        &[
-            "mode",
-            "cpumap enqueue",
-            "cpumap kthread",
-            "veth ring (sender tx)",
-            "sender qdisc",
-            "qdisc requeues",
-            "receiver rx",
-            "backlog",
-        ],
-        &drops,
+        },
     )?;
     println!(
         "ratio {} (software RSS / no program; goal >= 0.70), {} (software RSS / RPS; goal >= 1.0), \
@@ -342,73 +332,42 @@ pub enum LivePolicyArg {
 /// The policies named, in order, each once.
 pub fn live_policies(args: &[LivePolicyArg]) -> Vec<lbxdp::LivePolicy> {
     use lbxdp::LivePolicy;
-    let mut out: Vec<LivePolicy> = Vec::new();
-    for arg in args {
-        let named = match arg {
-            LivePolicyArg::All => LivePolicy::ALL.to_vec(),
-            LivePolicyArg::Rr => vec![LivePolicy::Rr],
-            LivePolicyArg::Hash => vec![LivePolicy::Hash],
-            LivePolicyArg::Maglev => vec![LivePolicy::Maglev],
-            LivePolicyArg::Crossrss => vec![LivePolicy::CrossRss],
-            LivePolicyArg::CrossrssPlus => vec![LivePolicy::CrossRssPlus],
-        };
-        for p in named {
-            if !out.contains(&p) {
-                out.push(p);
-            }
-        }
-    }
-    out
+    each_once(args.iter().flat_map(|arg| match arg {
+        LivePolicyArg::All => LivePolicy::ALL.to_vec(),
+        LivePolicyArg::Rr => vec![LivePolicy::Rr],
+        LivePolicyArg::Hash => vec![LivePolicy::Hash],
+        LivePolicyArg::Maglev => vec![LivePolicy::Maglev],
+        LivePolicyArg::Crossrss => vec![LivePolicy::CrossRss],
+        LivePolicyArg::CrossrssPlus => vec![LivePolicy::CrossRssPlus],
+    }))
 }
 
 fn crossrss(args: CrossrssArgs, json: bool) -> anyhow::Result<i32> {
     let policies = live_policies(&args.policy);
-    let mut params = args.live.params(policies, args.repetitions);
-    if args.common.quick {
-        params = params.quick();
-    }
-    let show = output::shows_progress(json);
+    let params = args.common.sized(
+        args.live.params(policies, args.repetitions),
+        lbxdp::experiment::CrossRssParams::quick,
+    );
+    let progress = output::progress(json);
     let result = lbxdp::experiment::run(&params, |rep, p| {
-        if show {
-            let v = |x: Option<f64>| output::measured(x, 4);
-            output::note!(
-                "  rep {rep} {:<14} core variance {} server variance {} {} connections, {} failed",
-                p.name,
-                v(p.core_variance),
-                v(p.server_variance),
-                p.connections,
-                p.failures
-            );
-        }
+        let v = |x: Option<f64>| output::measured(x, 4);
+        progress(&format!(
+            "  rep {rep} {:<14} core variance {} server variance {} {} connections, {} failed",
+            p.name,
+            v(p.core_variance),
+            v(p.server_variance),
+            p.connections,
+            p.failures
+        ));
     })?;
-    write_output(&args.common, &result)?;
     if let Some(path) = &args.svg {
         std::fs::write(path, lbxdp::experiment::svg(&result))?;
     }
-    if json {
-        output::json(&result)?;
-    } else {
-        let pm = |s: stats::Stat, scale: f64, digits: usize| pm(s, scale, digits);
-        let pm_or_na = |s: Option<stats::Stat>, scale: f64, digits: usize| {
-            output::or_na(s, |s| pm(s, scale, digits))
-        };
-        let body: Vec<Vec<String>> = result
-            .policies
-            .iter()
-            .map(|p| {
-                vec![
-                    p.name.to_string(),
-                    p.stats.n.to_string(),
-                    pm_or_na(p.stats.core_variance, 100.0, 3),
-                    pm_or_na(p.stats.server_variance, 100.0, 3),
-                    pm(p.stats.throughput_mbit, 1.0, 1),
-                    format!("{:.0}", p.lb_packets_per_s),
-                    p.connections.to_string(),
-                    pm(p.stats.failures, 1.0, 1),
-                ]
-            })
-            .collect();
-        output::table(
+    let pm_or_na = |s: Option<stats::Stat>, scale: f64, digits: usize| {
+        output::or_na(s, |s| pm(s, scale, digits))
+    };
+    args.common.finish(json, &result, |result| {
+        output::table_of(
             &[
                 "policy",
                 "reps",
@@ -419,9 +378,21 @@ fn crossrss(args: CrossrssArgs, json: bool) -> anyhow::Result<i32> {
                 "connections",
                 "failures",
             ],
-            &body,
-        )?;
-    }
+            result.policies.iter(),
+            |p| {
+                vec![
+                    p.name.to_string(),
+                    p.stats.n.to_string(),
+                    pm_or_na(p.stats.core_variance, 100.0, 3),
+                    pm_or_na(p.stats.server_variance, 100.0, 3),
+                    pm(p.stats.throughput_mbit, 1.0, 1),
+                    format!("{:.0}", p.lb_packets_per_s),
+                    p.connections.to_string(),
+                    pm(p.stats.failures, 1.0, 1),
+                ]
+            },
+        )
+    })?;
     Ok(exit::ok_unless(result.failures > 0))
 }
 
@@ -458,11 +429,11 @@ pub struct SrpicArgs {
     /// Sender kinds, comma-separated.
     #[arg(
         long,
-        value_enum,
         value_delimiter = ',',
-        default_value = "static,adaptive"
+        default_value = "static,adaptive",
+        value_parser = named(&SenderKind::ALL, SenderKind::name, SenderKind::about)
     )]
-    pub senders: Vec<SenderArg>,
+    pub senders: Vec<SenderKind>,
     /// Receive path, comma-separated: on = the GRO path (GRO merges each
     /// delivered batch; merge ratio = segments per skb reaching TCP), off =
     /// the plain TAP path (no GRO); both = off,on.
@@ -478,15 +449,6 @@ pub struct SrpicArgs {
     pub common: Common,
 }
 
-/// An SRPIC sender kind on the command line (exp::srpic::SenderKind).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SenderArg {
-    /// Static dupthresh 3 (the paper's S-sender).
-    Static,
-    /// Linux's adaptive reordering threshold (the paper's A-sender).
-    Adaptive,
-}
-
 /// The SRPIC driver's receive path (GRO path or plain TAP path).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum GroArg {
@@ -498,36 +460,22 @@ pub enum GroArg {
 
 /// The GRO settings named, in order, each once.
 fn gro_settings(args: &[GroArg]) -> Vec<bool> {
-    let mut out = Vec::new();
-    for arg in args {
-        let named: &[bool] = match arg {
-            GroArg::Off => &[false],
-            GroArg::On => &[true],
-            GroArg::Both => &[false, true],
-        };
-        for g in named {
-            if !out.contains(g) {
-                out.push(*g);
-            }
-        }
-    }
-    out
+    each_once(
+        args.iter()
+            .flat_map(|arg| match arg {
+                GroArg::Off => &[false][..],
+                GroArg::On => &[true],
+                GroArg::Both => &[false, true],
+            })
+            .copied(),
+    )
 }
 
 fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
-    use exp::srpic::{SenderKind, SrpicParams};
-    let mut senders = Vec::new();
-    for s in &args.senders {
-        let kind = match s {
-            SenderArg::Static => SenderKind::Static,
-            SenderArg::Adaptive => SenderKind::Adaptive,
-        };
-        if !senders.contains(&kind) {
-            senders.push(kind);
-        }
-    }
+    use exp::srpic::SrpicParams;
+    let senders = each_once(args.senders);
     let gro = gro_settings(&args.gro);
-    let mut params = SrpicParams {
+    let params = SrpicParams {
         senders,
         streams: args.streams,
         spreads: args.spreads,
@@ -537,29 +485,22 @@ fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
         seconds: args.seconds,
         ..SrpicParams::default()
     };
-    if args.common.quick {
-        params = params.quick();
-    }
-    let show = output::shows_progress(json);
-    if show {
-        output::note!(
-            "srpic: {} configurations x {} repetitions x {} s",
-            exp::srpic::cells(&params).len(),
-            params.repetitions,
-            params.seconds
-        );
-    }
+    let params = args.common.sized(params, SrpicParams::quick);
+    let progress = output::progress(json);
+    progress(&format!(
+        "srpic: {} configurations x {} repetitions x {} s",
+        exp::srpic::cells(&params).len(),
+        params.repetitions,
+        params.seconds
+    ));
     let result = exp::srpic::run(&params, |s| {
-        if show {
-            output::note!(
-                "  rep {} {} {:?} {} streams spread {} drop {} gro {} srpic {}: {:.0} Mbit/s, {:.2} retrans/Mbit, {:.1} dup ACKs/Mbit, block {:.1}, merge {}",
-                s.repetition, s.cell.kind, s.cell.sender, s.cell.streams, s.cell.spread, s.cell.drop,
-                s.cell.gro, s.cell.srpic, s.mbit_per_s, s.retrans_per_mbit, s.dup_acks_per_mbit, s.mean_block,
-                output::or_na(s.merge_ratio, |m| format!("{m:.2}"))
-            );
-        }
+        progress(&format!(
+            "  rep {} {} {:?} {} streams spread {} drop {} gro {} srpic {}: {:.0} Mbit/s, {:.2} retrans/Mbit, {:.1} dup ACKs/Mbit, block {:.1}, merge {}",
+            s.repetition, s.cell.kind, s.cell.sender, s.cell.streams, s.cell.spread, s.cell.drop,
+            s.cell.gro, s.cell.srpic, s.mbit_per_s, s.retrans_per_mbit, s.dup_acks_per_mbit, s.mean_block,
+            output::or_na(s.merge_ratio, |m| format!("{m:.2}"))
+        ));
     })?;
-    write_output(&args.common, &result)?;
     if let Some(path) = &args.svg {
         std::fs::write(path, exp::srpic::svg(&result))?;
     }
@@ -569,34 +510,12 @@ fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
             None => output::note!("--merge-svg: no cell ran on the GRO path, nothing written"),
         }
     }
-    if json {
-        output::json(&result)?;
-        return Ok(exit::OK);
-    }
-    let body: Vec<Vec<String>> = result
-        .summaries
-        .iter()
-        .map(|s| {
-            let c = s.cell;
-            let pm = |st: stats::Stat, digits: usize| pm(st, 1.0, digits);
-            vec![
-                c.kind.to_string(),
-                format!("{:?}", c.sender).to_lowercase(),
-                c.streams.to_string(),
-                format!("{}%", c.spread * 100.0),
-                format!("{}%", c.drop * 100.0),
-                if c.gro { "on" } else { "off" }.into(),
-                if c.srpic { "SRPIC" } else { "none" }.into(),
-                pm(s.mbit_per_s, 0),
-                pm(s.retrans_per_mbit, 2),
-                pm(s.dup_acks_per_mbit, 1),
-                pm(s.ofo_per_mbit, 1),
-                format!("{:.1}", s.mean_block.mean),
-                output::or_na(s.merge_ratio, |m| pm(m, 2)),
-            ]
-        })
-        .collect();
-    output::table(
+    args.common.finish(json, &result, print_srpic)?;
+    Ok(exit::OK)
+}
+
+fn print_srpic(result: &exp::srpic::SrpicResult) -> anyhow::Result<()> {
+    output::table_of(
         &[
             "runs",
             "sender",
@@ -612,7 +531,26 @@ fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
             "block",
             "segs/skb",
         ],
-        &body,
+        result.summaries.iter(),
+        |s| {
+            let c = s.cell;
+            let pm = |st: stats::Stat, digits: usize| pm(st, 1.0, digits);
+            vec![
+                c.kind.to_string(),
+                c.sender.name().to_string(),
+                c.streams.to_string(),
+                format!("{}%", c.spread * 100.0),
+                format!("{}%", c.drop * 100.0),
+                if c.gro { "on" } else { "off" }.into(),
+                if c.srpic { "SRPIC" } else { "none" }.into(),
+                pm(s.mbit_per_s, 0),
+                pm(s.retrans_per_mbit, 2),
+                pm(s.dup_acks_per_mbit, 1),
+                pm(s.ofo_per_mbit, 1),
+                format!("{:.1}", s.mean_block.mean),
+                output::or_na(s.merge_ratio, |m| pm(m, 2)),
+            ]
+        },
     )?;
     let x = |r: Option<f64>| output::or_na(r, |r| format!("x{r:.2}"));
     println!(
@@ -641,7 +579,7 @@ fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
     };
     effect("most reordered", &result.gro_effect.reordered);
     effect("in order", &result.gro_effect.in_order);
-    Ok(exit::OK)
+    Ok(())
 }
 
 /// "mean ± ci" scaled, or "mean ± n/a" with one sample (no interval).

@@ -2,14 +2,13 @@
 //! many out-of-order intervals at the toe receiver, beside the thesis's
 //! Table 5.3 (exp::ooo, docs/ooo.md).
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use clap::Args;
 use exp::ooo::{Cell, KindSummary, OooParams, OooResult, SenderCc, Tail, ThesisRow};
 use toe::ooo::OooBound;
 
-use super::exp::{write_output, Common};
+use super::exp::Common;
 use crate::{exit, output};
 
 /// Short requests and background uploads go to the toe data path through
@@ -114,57 +113,38 @@ impl OooArgs {
             rto_min_ms: self.rto_min_ms,
             ..OooParams::default()
         };
-        if self.common.quick {
-            p.quick()
-        } else {
-            p
-        }
+        self.common.sized(p, OooParams::quick)
     }
 }
 
 pub fn run(args: OooArgs, json: bool) -> anyhow::Result<i32> {
     let params = args.params();
     params.check()?;
-    let show = !json || std::io::stderr().is_terminal();
-    if show {
-        output::note!(
-            "ooo: {} repetitions x {} senders ({}) x {} bounds x {} s; {} Mbit/s bottleneck, CE marks past {} frames for DCTCP, {}% loss, delays {}-{} us",
-            params.repetitions,
-            params.senders.len(),
-            params
-                .senders
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", "),
-            params.bounds.len(),
-            params.seconds,
-            params.rate_mbit,
-            params.ecn_mark_frames,
-            params.loss_percent,
-            params.delay_min_us,
-            params.delay_max_us
-        );
-    }
-    let result = exp::ooo::run(&params, |c| {
-        if show {
-            output::note!("{}", progress_line(c));
-        }
-    })?;
-    write_output(&args.common, &result)?;
+    let progress = output::progress(json);
+    progress(&format!(
+        "ooo: {} repetitions x {} senders ({}) x {} bounds x {} s; {} Mbit/s bottleneck, CE marks past {} frames for DCTCP, {}% loss, delays {}-{} us",
+        params.repetitions,
+        params.senders.len(),
+        params
+            .senders
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        params.bounds.len(),
+        params.seconds,
+        params.rate_mbit,
+        params.ecn_mark_frames,
+        params.loss_percent,
+        params.delay_min_us,
+        params.delay_max_us
+    ));
+    let result = exp::ooo::run(&params, |c| progress(&progress_line(c)))?;
     if let Some(path) = &args.svg {
         std::fs::write(path, exp::ooo::svg(&result))?;
     }
-    if json {
-        output::json(&result)?;
-    } else {
-        print_table(&result)?;
-    }
-    Ok(if result.byte_exact {
-        exit::OK
-    } else {
-        exit::FAILED
-    })
+    args.common.finish(json, &result, print_table)?;
+    Ok(exit::ok_unless(!result.byte_exact))
 }
 
 fn progress_line(c: &Cell) -> String {
@@ -277,21 +257,17 @@ fn print_table(r: &OooResult) -> anyhow::Result<()> {
 /// Table 5.3's rows of one congestion control, with their ratios to its
 /// unbounded row.
 fn thesis_rows(sender: SenderCc, rows: &[ThesisRow]) -> Vec<Vec<String>> {
-    let base = rows.iter().find(|t| t.bound == OooBound::Unbounded);
-    let x = |v: f64, b: Option<f64>| match b {
-        Some(b) if b > 0.0 => format!("{v} (x{:.2})", v / b),
-        _ => v.to_string(),
-    };
     rows.iter()
-        .map(|t| {
-            vec![
-                sender.to_string(),
-                t.bound.to_string(),
-                x(t.short_p90_ms, base.map(|b| b.short_p90_ms)),
-                x(t.short_p99_9_ms, base.map(|b| b.short_p99_9_ms)),
-                x(t.background_p90_ms, base.map(|b| b.background_p90_ms)),
-                x(t.background_p99_9_ms, base.map(|b| b.background_p99_9_ms)),
-            ]
+        .zip(exp::ooo::thesis_ratios(rows))
+        .map(|(t, ratios)| {
+            let times = t.times_ms().into_iter().zip(ratios).map(|(v, x)| match x {
+                Some(x) => format!("{v} (x{x:.2})"),
+                None => v.to_string(),
+            });
+            [sender.to_string(), t.bound.to_string()]
+                .into_iter()
+                .chain(times)
+                .collect()
         })
         .collect()
 }

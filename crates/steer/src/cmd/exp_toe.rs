@@ -5,7 +5,7 @@ use clap::Args;
 use exp::toe::{Progress, Stack, ToeParams, ToeResult};
 use toe::input::Locking;
 
-use super::exp::{write_output, Common};
+use super::exp::Common;
 use crate::{exit, output};
 
 #[derive(Debug, Args)]
@@ -27,37 +27,24 @@ pub struct ToeArgs {
 }
 
 pub fn run(args: ToeArgs, json: bool) -> anyhow::Result<i32> {
-    let mut params = ToeParams {
+    let params = ToeParams {
         repetitions: args.repetitions,
         bytes: args.bytes,
         rpcs: args.rpcs,
         rpc_size: args.rpc_size,
         quick: false,
     };
-    if args.common.quick {
-        params = params.quick();
-    }
-    let show = output::shows_progress(json);
-    if show {
-        output::note!(
-            "toe: {} repetitions of a {} MiB stream and {} {}-byte RPCs, toe data path vs Linux TCP",
-            params.repetitions,
-            params.bytes >> 20,
-            params.rpcs,
-            params.rpc_size
-        );
-    }
-    let result = exp::toe::run(&params, |p| {
-        if show {
-            output::note!("{}", progress_line(&p));
-        }
-    })?;
-    write_output(&args.common, &result)?;
-    if json {
-        output::json(&result)?;
-    } else {
-        print_table(&result)?;
-    }
+    let params = args.common.sized(params, ToeParams::quick);
+    let progress = output::progress(json);
+    progress(&format!(
+        "toe: {} repetitions of a {} MiB stream and {} {}-byte RPCs, toe data path vs Linux TCP",
+        params.repetitions,
+        params.bytes >> 20,
+        params.rpcs,
+        params.rpc_size
+    ));
+    let result = exp::toe::run(&params, |p| progress(&progress_line(&p)))?;
+    args.common.finish(json, &result, print_table)?;
     Ok(exit::ok_unless(!result.byte_exact))
 }
 
@@ -147,20 +134,7 @@ fn print_table(r: &ToeResult) -> anyhow::Result<()> {
         )?;
     }
     println!();
-    let ablation: Vec<Vec<String>> = r
-        .ablation
-        .iter()
-        .map(|a| {
-            vec![
-                a.design.into(),
-                output::measured(Some(a.result.mbit_per_s), 1),
-                output::measured(a.result.p50_us, 0),
-                output::measured(a.result.p99_us, 0),
-                output::measured(a.result.p9999_us, 0),
-            ]
-        })
-        .collect();
-    output::table(
+    output::table_of(
         &[
             "Table 4.4 design",
             "Mbit/s",
@@ -168,24 +142,29 @@ fn print_table(r: &ToeResult) -> anyhow::Result<()> {
             "p99 us",
             "p99.99 us",
         ],
-        &ablation,
+        r.ablation.iter(),
+        |a| {
+            vec![
+                a.design.into(),
+                output::measured(Some(a.result.mbit_per_s), 1),
+                output::measured(a.result.p50_us, 0),
+                output::measured(a.result.p99_us, 0),
+                output::measured(a.result.p9999_us, 0),
+            ]
+        },
     )?;
     println!();
-    let locking: Vec<Vec<String>> = r
-        .locking_summary
-        .iter()
-        .map(|s| {
+    output::table_of(
+        &["streams", "input locking", "M segments/s", "vs exclusive"],
+        r.locking_summary.iter(),
+        |s| {
             vec![
                 s.streams.to_string(),
                 locking_name(s.locking).into(),
                 output::or_na(s.mean_segments_per_s, |m| format!("{:.2}", m / 1e6)),
                 output::measured(s.vs_exclusive, 2),
             ]
-        })
-        .collect();
-    output::table(
-        &["streams", "input locking", "M segments/s", "vs exclusive"],
-        &locking,
+        },
     )?;
     println!(
         "byte-exact: {} (every transfer checked byte for byte)",

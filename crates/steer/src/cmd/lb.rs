@@ -5,7 +5,8 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use clap::{Args, Subcommand, ValueEnum};
+use clap::builder::{PossibleValue, PossibleValuesParser};
+use clap::{Args, Subcommand};
 use lb::sim::{simulate, Policy, SimConfig, SimReport};
 use lb::Trace;
 
@@ -51,34 +52,8 @@ fn live_run(args: RunArgs, json: bool) -> anyhow::Result<i32> {
     let policies = crate::cmd::exp::live_policies(&args.policy);
     let params = args.live.params(policies, 1);
     let result = lbxdp::experiment::run(&params, |_, _| {})?;
-    if json {
-        output::json(&result)?;
-    } else {
-        let body: Vec<Vec<String>> = result
-            .policies
-            .iter()
-            .map(|p| {
-                vec![
-                    p.name.to_string(),
-                    percent(p.core_variance, ""),
-                    percent(p.server_variance, ""),
-                    format!(
-                        "{:?}",
-                        p.repetitions
-                            .first()
-                            .map(|r| r.per_backend.clone())
-                            .unwrap_or_default()
-                    ),
-                    p.repetitions
-                        .first()
-                        .map_or(0, |r| r.controller.steps)
-                        .to_string(),
-                    p.connections.to_string(),
-                    p.failures.to_string(),
-                ]
-            })
-            .collect();
-        output::table(
+    output::json_or(json, &result, |result| {
+        output::table_of(
             &[
                 "policy",
                 "core var %",
@@ -88,9 +63,24 @@ fn live_run(args: RunArgs, json: bool) -> anyhow::Result<i32> {
                 "connections",
                 "failures",
             ],
-            &body,
-        )?;
-    }
+            result.policies.iter(),
+            |p| {
+                let first = p.repetitions.first();
+                vec![
+                    p.name.to_string(),
+                    percent(p.core_variance, ""),
+                    percent(p.server_variance, ""),
+                    format!(
+                        "{:?}",
+                        first.map(|r| r.per_backend.clone()).unwrap_or_default()
+                    ),
+                    first.map_or(0, |r| r.controller.steps).to_string(),
+                    p.connections.to_string(),
+                    p.failures.to_string(),
+                ]
+            },
+        )
+    })?;
     Ok(exit::ok_unless(result.failures > 0))
 }
 
@@ -106,8 +96,8 @@ pub struct SimArgs {
     #[arg(long, default_value_t = 4)]
     pub cores: u32,
     /// Policies, comma-separated, or all.
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "all")]
-    pub policy: Vec<SimPolicyArg>,
+    #[arg(long, value_delimiter = ',', default_value = Policy::ALL_NAME, value_parser = policy_names())]
+    pub policy: Vec<String>,
     /// Agent report / controller rate (Hz).
     #[arg(long, default_value_t = 10.0)]
     pub rate_hz: f64,
@@ -156,48 +146,20 @@ pub struct SimArgs {
     pub sweep_window: Option<Vec<f64>>,
 }
 
-/// A simulated policy on the command line (lb::sim::Policy), or all.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SimPolicyArg {
-    /// Every policy below.
-    All,
-    /// Per-connection round robin over servers.
-    Rr,
-    /// Hash of the 5-tuple modulo the number of servers.
-    Hash,
-    /// Power of two choices on server load.
-    Pow2,
-    /// Maglev consistent hashing.
-    Maglev,
-    /// CrossRSS as published.
-    Crossrss,
-    /// Steer's CrossRSS (docs/crossrss.md).
-    CrossrssPlus,
+/// `--policy`: a policy's name (its help is the library's
+/// [`Policy::about`]), or `all`.
+fn policy_names() -> PossibleValuesParser {
+    let all = PossibleValue::new(Policy::ALL_NAME).help("Every policy below");
+    let each = Policy::ALL
+        .iter()
+        .map(|p| PossibleValue::new(p.name()).help(p.about()));
+    PossibleValuesParser::new(std::iter::once(all).chain(each))
 }
 
-impl SimPolicyArg {
-    fn policies(self) -> Vec<Policy> {
-        match self {
-            SimPolicyArg::All => Policy::ALL.to_vec(),
-            SimPolicyArg::Rr => vec![Policy::Rr],
-            SimPolicyArg::Hash => vec![Policy::Hash],
-            SimPolicyArg::Pow2 => vec![Policy::Pow2],
-            SimPolicyArg::Maglev => vec![Policy::Maglev],
-            SimPolicyArg::Crossrss => vec![Policy::Crossrss],
-            SimPolicyArg::CrossrssPlus => vec![Policy::CrossrssPlus],
-        }
-    }
-}
-
-/// The policies named, in order, each once.
-fn sim_policies(args: &[SimPolicyArg]) -> Vec<Policy> {
-    let mut out: Vec<Policy> = Vec::new();
-    for p in args.iter().flat_map(|a| a.policies()) {
-        if !out.contains(&p) {
-            out.push(p);
-        }
-    }
-    out
+/// The policies `--policy` names, in order, each once.
+fn sim_policies(names: &[String]) -> anyhow::Result<Vec<Policy>> {
+    Policy::named(names)
+        .ok_or_else(|| exit::usage(format!("--policy {}: no such policy", names.join(","))))
 }
 
 /// A fraction as a percentage, or "n/a" when it was not measured.
@@ -213,7 +175,7 @@ pub fn run(cmd: LbCommand, json: bool) -> anyhow::Result<i32> {
 }
 
 fn sim(args: SimArgs, json: bool) -> anyhow::Result<i32> {
-    let policies = sim_policies(&args.policy);
+    let policies = sim_policies(&args.policy)?;
     let key = rss::RssKey::from_arg(&args.key).context("--key")?;
     key.check_input_len(rss::toeplitz::V6_TUPLE_LEN)
         .context("--key")?;
@@ -331,31 +293,7 @@ fn print_report(r: &SimReport) -> anyhow::Result<()> {
         ("metric", r.metric.to_string()),
     ])?;
     println!();
-    let body: Vec<Vec<String>> = r
-        .policies
-        .iter()
-        .map(|p| {
-            let at_capacity = p
-                .throughput
-                .iter()
-                .find(|t| (t.offered - 1.0).abs() < 1e-9)
-                .map_or("-".to_string(), |t| {
-                    format!("{:.1}%", 100.0 * t.processed_pps / t.offered_pps)
-                });
-            vec![
-                p.name.to_string(),
-                percent(p.server_variance, "%"),
-                percent(p.core_variance, "%"),
-                percent(p.core_variance_max, "%"),
-                output::measured(p.peak_to_mean, 3),
-                at_capacity,
-                p.windows.to_string(),
-                p.connections.to_string(),
-                p.table_changes.to_string(),
-            ]
-        })
-        .collect();
-    output::table(
+    output::table_of(
         &[
             "policy",
             "server var",
@@ -367,7 +305,23 @@ fn print_report(r: &SimReport) -> anyhow::Result<()> {
             "connections",
             "table changes",
         ],
-        &body,
+        r.policies.iter(),
+        |p| {
+            let at_capacity = p
+                .processed_at_capacity()
+                .map_or("-".to_string(), |share| format!("{:.1}%", 100.0 * share));
+            vec![
+                p.name.to_string(),
+                percent(p.server_variance, "%"),
+                percent(p.core_variance, "%"),
+                percent(p.core_variance_max, "%"),
+                output::measured(p.peak_to_mean, 3),
+                at_capacity,
+                p.windows.to_string(),
+                p.connections.to_string(),
+                p.table_changes.to_string(),
+            ]
+        },
     )
 }
 
@@ -436,7 +390,7 @@ mod tests {
     fn sim_policies_expand_all_and_drop_repeats() {
         let parse = |policy: &str| {
             let t = Sim::try_parse_from(["t", "--trace", "x.pcap", "--policy", policy]).unwrap();
-            sim_policies(&t.args.policy)
+            sim_policies(&t.args.policy).unwrap()
         };
         assert_eq!(parse("all"), Policy::ALL.to_vec());
         assert_eq!(

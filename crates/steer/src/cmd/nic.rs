@@ -94,18 +94,14 @@ pub fn run(cmd: NicCommand, json: bool) -> anyhow::Result<i32> {
             if json {
                 output::json(&flows)?;
             } else {
-                let body: Vec<Vec<String>> = flows
-                    .iter()
-                    .map(|f| {
-                        vec![
-                            output::flow(&f.tuple),
-                            f.queue.to_string(),
-                            f.packets.to_string(),
-                            f.bytes.to_string(),
-                        ]
-                    })
-                    .collect();
-                output::table(&["flow", "queue", "packets", "bytes"], &body)?;
+                output::table_of(&["flow", "queue", "packets", "bytes"], flows.iter(), |f| {
+                    vec![
+                        output::flow(&f.tuple),
+                        f.queue.to_string(),
+                        f.packets.to_string(),
+                        f.bytes.to_string(),
+                    ]
+                })?;
             }
         }
     }
@@ -116,36 +112,20 @@ fn print_stats(stats: &nic::NicStats, json: bool) -> anyhow::Result<()> {
     if json {
         return output::json(stats);
     }
-    let queues: Vec<Vec<String>> = stats
-        .queues
-        .iter()
-        .map(|q| {
+    output::table_of(
+        &["queue", "cpu", "packets", "bytes"],
+        stats.queues.iter(),
+        |q| {
             vec![
                 q.queue.to_string(),
                 q.cpu.to_string(),
                 q.packets.to_string(),
                 q.bytes.to_string(),
             ]
-        })
-        .collect();
-    output::table(&["queue", "cpu", "packets", "bytes"], &queues)?;
+        },
+    )?;
     println!();
-    let cpus: Vec<Vec<String>> = stats
-        .cpus
-        .iter()
-        .zip(&stats.cpumap)
-        .map(|(c, m)| {
-            vec![
-                c.cpu.to_string(),
-                c.packets.to_string(),
-                c.bytes.to_string(),
-                m.enqueued.to_string(),
-                m.enqueue_drops.to_string(),
-                m.kthread_drops.to_string(),
-            ]
-        })
-        .collect();
-    output::table(
+    output::table_of(
         &[
             "cpu",
             "packets",
@@ -154,7 +134,17 @@ fn print_stats(stats: &nic::NicStats, json: bool) -> anyhow::Result<()> {
             "cpumap dropped (queue full)",
             "kthread dropped",
         ],
-        &cpus,
+        stats.cpus.iter().zip(&stats.cpumap),
+        |(c, m)| {
+            vec![
+                c.cpu.to_string(),
+                c.packets.to_string(),
+                c.bytes.to_string(),
+                m.enqueued.to_string(),
+                m.enqueue_drops.to_string(),
+                m.kthread_drops.to_string(),
+            ]
+        },
     )?;
     println!("\nnon-IP frames (not hashed): {}", stats.non_ip_packets);
     Ok(())

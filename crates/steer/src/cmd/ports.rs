@@ -7,12 +7,13 @@ use std::time::Duration;
 
 use agent::ReceiverSource;
 use anyhow::{bail, Context};
-use clap::{Args, Subcommand, ValueEnum};
-use rss::{L4Proto, RssConfig, RssKey, StatedConfig};
+use clap::{Args, Subcommand};
+use rss::{RssConfig, RssKey, StatedConfig};
 use serde::Serialize;
 use srap::alloc::{AllocClient, Server, ServerOptions};
 use srap::{Plan, PortRange};
 
+use crate::cli::Proto;
 use crate::{exit, output};
 
 pub use agent::receiver::{source_address, Receiver};
@@ -61,21 +62,6 @@ pub struct OddsArgs {
     /// Seed of the Monte Carlo run.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum Proto {
-    Tcp,
-    Udp,
-}
-
-impl Proto {
-    fn l4(self) -> L4Proto {
-        match self {
-            Proto::Tcp => L4Proto::Tcp,
-            Proto::Udp => L4Proto::Udp,
-        }
-    }
 }
 
 /// The receiver's config: a file, its agent, or stated assumptions. Shared
@@ -338,19 +324,18 @@ fn plan(args: &PlanArgs, json: bool) -> anyhow::Result<i32> {
         })?;
         return Ok(exit::OK);
     }
-    let body: Vec<Vec<String>> = plan
-        .entries
-        .iter()
-        .map(|e| {
+    output::table_of(
+        &["port", "queue", "cpu", "hash"],
+        plan.entries.iter(),
+        |e| {
             vec![
                 e.port.to_string(),
                 e.queue.to_string(),
                 e.cpu.to_string(),
                 format!("{:#010x}", e.hash),
             ]
-        })
-        .collect();
-    output::table(&["port", "queue", "cpu", "hash"], &body)?;
+        },
+    )?;
     println!();
     let mut rows = vec![
         (
@@ -470,22 +455,7 @@ fn status(args: &SocketArg, json: bool) -> anyhow::Result<i32> {
     }
     let remotes: Vec<String> = status.remotes.iter().map(IpAddr::to_string).collect();
     output::rows(&[("receivers", remotes.join(" "))])?;
-    let body: Vec<Vec<String>> = status
-        .leases
-        .iter()
-        .map(|l| {
-            vec![
-                l.lease.to_string(),
-                format!("{}:{}", l.local, l.port),
-                format!("{}:{}", l.remote, l.remote_port),
-                l.queue.to_string(),
-                l.cpu.to_string(),
-                l.age_ms.to_string(),
-                if l.connected { "yes" } else { "no" }.into(),
-            ]
-        })
-        .collect();
-    output::table(
+    output::table_of(
         &[
             "lease",
             "local",
@@ -495,7 +465,18 @@ fn status(args: &SocketArg, json: bool) -> anyhow::Result<i32> {
             "age ms",
             "connected",
         ],
-        &body,
+        status.leases.iter(),
+        |l| {
+            vec![
+                l.lease.to_string(),
+                format!("{}:{}", l.local, l.port),
+                format!("{}:{}", l.remote, l.remote_port),
+                l.queue.to_string(),
+                l.cpu.to_string(),
+                l.age_ms.to_string(),
+                if l.connected { "yes" } else { "no" }.into(),
+            ]
+        },
     )?;
     Ok(exit::OK)
 }

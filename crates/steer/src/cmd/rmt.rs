@@ -88,9 +88,19 @@ pub fn run(cmd: RmtCommand, json: bool) -> anyhow::Result<i32> {
 
 fn print_rows(rows: &[Row]) -> anyhow::Result<()> {
     let n = |v: Option<u32>| output::or_na(v, |v| v.to_string());
-    let body: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| {
+    output::table_of(
+        &[
+            "segment",
+            "seq",
+            "plen",
+            "rx-next-seq",
+            "rx-avail",
+            "rx-ooo-tail",
+            "rx-ooo-head",
+            "",
+        ],
+        rows.iter(),
+        |r| {
             let lost = r.seq.is_some() && r.rx_next_seq.is_none();
             vec![
                 r.segment.clone(),
@@ -102,20 +112,7 @@ fn print_rows(rows: &[Row]) -> anyhow::Result<()> {
                 n(r.rx_ooo_head),
                 if lost { "lost on the mirror path" } else { "" }.into(),
             ]
-        })
-        .collect();
-    output::table(
-        &[
-            "segment",
-            "seq",
-            "plen",
-            "rx-next-seq",
-            "rx-avail",
-            "rx-ooo-tail",
-            "rx-ooo-head",
-            "",
-        ],
-        &body,
+        },
     )
 }
 
@@ -146,10 +143,17 @@ fn print_report(r: &ProgramReport) -> anyhow::Result<()> {
             ),
         ),
     ])?;
-    let body: Vec<Vec<String>> = r
-        .stages
-        .iter()
-        .map(|s| {
+    output::table_of(
+        &[
+            "stage",
+            "name",
+            "tables",
+            "registers",
+            "bytes/connection",
+            "bytes",
+        ],
+        r.stages.iter(),
+        |s| {
             let registers: Vec<&str> = s.registers.iter().map(|g| g.name.as_str()).collect();
             vec![
                 format!("{} {}", s.gress, s.number),
@@ -159,18 +163,7 @@ fn print_report(r: &ProgramReport) -> anyhow::Result<()> {
                 s.state_bytes_per_connection.to_string(),
                 s.state_bytes.to_string(),
             ]
-        })
-        .collect();
-    output::table(
-        &[
-            "stage",
-            "name",
-            "tables",
-            "registers",
-            "bytes/connection",
-            "bytes",
-        ],
-        &body,
+        },
     )?;
     println!();
     Ok(())

@@ -1,16 +1,14 @@
 //! `steer rss show|where|config`.
 
-use std::collections::BTreeMap;
-
 use anyhow::{bail, Context};
 use rss::live::{Channels, DeviceReport, QueueIrq, TcpSocket};
 use rss::{
-    Endpoint, FlowTuple, HashFieldsByFlow, IndirectionTable, InputTransform, L4Proto, Placement,
-    Predictor, RssConfig, RssKey, StatedConfig,
+    Endpoint, FlowTuple, HashFieldsByFlow, IndirectionTable, InputTransform, Placement, Predictor,
+    RssConfig, RssKey, StatedConfig,
 };
 use serde::Serialize;
 
-use crate::cli::{Assumptions, ConfigSource, Proto, RssCommand, Transform, WhereArgs};
+use crate::cli::{Assumptions, ConfigSource, RssCommand, Transform, WhereArgs};
 use crate::{exit, output};
 
 pub fn run(cmd: RssCommand, json: bool) -> anyhow::Result<i32> {
@@ -125,11 +123,11 @@ fn fields_summary(f: &HashFieldsByFlow) -> String {
 }
 
 fn table_summary(t: &IndirectionTable) -> String {
-    let mut per_queue: BTreeMap<u32, usize> = BTreeMap::new();
-    for &q in t.entries() {
-        *per_queue.entry(q).or_default() += 1;
-    }
-    let shares: Vec<String> = per_queue.iter().map(|(q, n)| format!("q{q}:{n}")).collect();
+    let shares: Vec<String> = t
+        .entries_per_queue()
+        .iter()
+        .map(|(q, n)| format!("q{q}:{n}"))
+        .collect();
     format!("{} entries ({})", t.len(), shares.join(" "))
 }
 
@@ -206,11 +204,7 @@ fn where_flow(args: &WhereArgs, json: bool) -> anyhow::Result<i32> {
     };
     let src: Endpoint = src.parse()?;
     let dst: Endpoint = dst.parse()?;
-    let proto = match args.proto {
-        Proto::Tcp => L4Proto::Tcp,
-        Proto::Udp => L4Proto::Udp,
-    };
-    let flow = Endpoint::flow(src, dst, proto)?;
+    let flow = Endpoint::flow(src, dst, args.proto.l4())?;
     let config = load_config(&args.source)?;
     let placement = config.place(&flow)?;
     let result = placement_row(&config, flow, placement)?;
@@ -265,9 +259,10 @@ fn where_sockets(source: &ConfigSource, json: bool) -> anyhow::Result<i32> {
         output::json(&rows)?;
         return Ok(exit::OK);
     }
-    let body: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| {
+    output::table_of(
+        &["remote", "local", "hash", "queue", "cpu", "rx bytes", ""],
+        rows.iter(),
+        |r| {
             vec![
                 r.socket.remote.to_string(),
                 r.socket.local.to_string(),
@@ -279,11 +274,7 @@ fn where_sockets(source: &ConfigSource, json: bool) -> anyhow::Result<i32> {
                     .map_or("?".into(), |b| b.to_string()),
                 if r.shares_cpu { "SHARED CPU" } else { "" }.into(),
             ]
-        })
-        .collect();
-    output::table(
-        &["remote", "local", "hash", "queue", "cpu", "rx bytes", ""],
-        &body,
+        },
     )?;
     Ok(exit::OK)
 }

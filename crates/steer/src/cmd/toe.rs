@@ -8,7 +8,6 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
 use lab::Lab;
-use pktio::{Backend, Port, PortConfig};
 use toe::app::Program;
 use toe::{Endpoint, EndpointConfig, Engine, PipelineLayout};
 
@@ -118,24 +117,14 @@ fn run_program(args: RunArgs, json: bool) -> anyhow::Result<i32> {
     let lab = Lab::open(&args.lab.name)?;
     let host = lab.host(&args.host)?.clone();
     let addr = args.addr.unwrap_or(IpAddr::V4(host.ipv4));
-    // AF_XDP on a veth sees the other hosts' frames before their checksums
-    // are completed: the other hosts compute them in software.
-    for other in lab.hosts().iter().filter(|h| h.name != host.name) {
-        host::link::set_tx_checksum(Some(&other.netns), &other.dev, false)
-            .with_context(|| format!("turning off tx checksum offload on {}", other.name))?;
-    }
-    let xdp = PortConfig {
-        backend: Backend::Xdp,
-        ..PortConfig::default()
-    };
-    let port = Port::open(&host.dev, Some(&host.netns), &xdp).with_context(|| {
+    lab::inject::checksums_in_software_towards(&lab, &host)?;
+    let (port, mac) = lab::inject::xdp_port(&host).with_context(|| {
         format!(
             "the data path needs {}'s device for itself (a lab made with \
              `steer lab up --no-software-rss` leaves it free)",
             host.name
         )
     })?;
-    let mac = lab::inject::mac_address(&host.netns, &host.dev)?;
     let config = EndpointConfig {
         engine: match args.engine {
             EngineArg::Toe => Engine::Toe,

@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use lab::{Lab, LabSpec};
-use wire::{Delay, DirectionStats, DriverConfig, Impairment, Loss, WireConfig};
+use wire::{DirectionStats, DriverConfig, Impairment, WireConfig};
 
 use crate::{exit, output};
 
@@ -128,11 +128,7 @@ pub fn run(cmd: WireCommand, json: bool) -> anyhow::Result<i32> {
 }
 
 fn up(name: &str, json: bool) -> anyhow::Result<i32> {
-    let mut spec = LabSpec::new(name);
-    spec.wire = true;
-    spec.software_rss = false;
-    spec.ipv6 = false;
-    let lab = Lab::up(&spec)?;
+    let lab = Lab::up(&LabSpec::wired(name))?;
     let status = Lab::status(lab.name())?;
     if json {
         output::json(&serde_json::json!({ "lab": status, "wire": lab.wire() }))?;
@@ -148,42 +144,16 @@ fn up(name: &str, json: bool) -> anyhow::Result<i32> {
     Ok(exit::OK)
 }
 
-fn impairment(
-    delay: &str,
-    loss: &str,
-    rate: &str,
-    queue: u32,
-    ecn_mark: Option<u32>,
-) -> anyhow::Result<Impairment> {
-    let rate_bps = wire::impair::parse_rate_bps(rate)
-        .with_context(|| format!("rate '{rate}': use 1gbit, 500mbit, 0"))?;
-    if let (Some(k), 0) = (ecn_mark, rate_bps) {
-        return Err(wire::impair::SpecError {
-            what: "ecn-mark",
-            text: k.to_string(),
-            expected: "a --rate above 0 (frames are marked in the rate limiter's queue)",
-        }
-        .into());
-    }
-    Ok(Impairment {
-        delay: delay.parse::<Delay>()?,
-        loss: loss.parse::<Loss>()?,
-        rate_bps,
-        queue_frames: queue,
-        ecn_mark_frames: ecn_mark,
-    })
-}
-
 fn forward(args: RunArgs, json: bool) -> anyhow::Result<i32> {
     // Bad specs are refused before anything is touched.
-    let a_to_b = impairment(
+    let a_to_b = Impairment::from_specs(
         &args.delay,
         &args.loss,
         &args.rate,
         args.queue,
         args.ecn_mark,
     )?;
-    let b_to_a = impairment(
+    let b_to_a = Impairment::from_specs(
         &args.rev_delay,
         &args.rev_loss,
         &args.rate,
