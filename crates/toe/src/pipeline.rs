@@ -566,7 +566,7 @@ struct PreStage {
 }
 
 impl PreStage {
-    fn summarise(&self, input: Input) -> Summarised {
+    fn summarise(shared: &Shared, input: Input) -> Summarised {
         let f = match input {
             Input::Control(c) => return Summarised::Control(c),
             Input::Frame(f) => f,
@@ -574,7 +574,7 @@ impl PreStage {
         let Ok(Frame::Tcp(seg)) = segment::parse(&f) else {
             return Summarised::Skip;
         };
-        let pre = self.shared.pre.read().expect("pre table lock");
+        let pre = shared.pre.read().expect("pre table lock");
         match pre.steer(&seg) {
             Steer::DataPath { conn, summary } => match pre.route(conn) {
                 Some(route) => Summarised::Segment {
@@ -594,23 +594,39 @@ impl PreStage {
 
 impl Stage for PreStage {
     fn run(&mut self) -> usize {
-        if !self.outs.iter_mut().all(Out::flush) {
-            return 0;
-        }
-        let mut n = 0;
-        while let Ok(t) = self.input.pop() {
-            self.jitter.stall();
-            let group = t.group;
-            let t = t.map(|i| self.summarise(i));
-            self.outs[group].send(t);
-            n += 1;
-            if n == 64 {
-                break;
-            }
-        }
+        let shared = &self.shared;
+        let n = parallel_turn(&mut self.input, &mut self.outs, &mut self.jitter, |t| {
+            (t.group, t.map(|i| PreStage::summarise(shared, i)))
+        });
         CounterCells::add(&self.counters.pre, n);
         n
     }
+}
+
+/// A turn of a replicated stage (a pre- or post-processor): once its
+/// outputs took what was pending, up to 64 items from `input`, each after
+/// the jitter's stall, through `step`, which names the output it goes to.
+/// How many items it took.
+fn parallel_turn<I, O>(
+    input: &mut Consumer<I>,
+    outs: &mut [Out<O>],
+    jitter: &mut Jitter,
+    mut step: impl FnMut(I) -> (usize, O),
+) -> usize {
+    if !outs.iter_mut().all(Out::flush) {
+        return 0;
+    }
+    let mut n = 0;
+    while let Ok(item) = input.pop() {
+        jitter.stall();
+        let (out, item) = step(item);
+        outs[out].send(item);
+        n += 1;
+        if n == 64 {
+            break;
+        }
+    }
+    n
 }
 
 /// A flow group's protocol stage, behind its reorder buffer.
@@ -963,8 +979,8 @@ struct PostStage {
 }
 
 impl PostStage {
-    fn prepare(&self, work: Work) -> Copy {
-        let now = self.clock.elapsed().as_millis() as u32;
+    fn prepare(shared: &Shared, clock: Instant, work: Work) -> Copy {
+        let now = clock.elapsed().as_millis() as u32;
         if let Work::Rx {
             conn, out, ce, ece, ..
         } = &work
@@ -972,11 +988,11 @@ impl PostStage {
             // *Stats*: the counts the control plane's congestion control
             // reads; they commute, so replicas may add them in any order.
             if out.acked > 0 || out.fast_retransmit {
-                let mut post = self.shared.post.write().expect("post table lock");
+                let mut post = shared.post.write().expect("post table lock");
                 post.account(*conn, out, *ce, *ece);
             }
         }
-        let post = self.shared.post.read().expect("post table lock");
+        let post = shared.post.read().expect("post table lock");
         match work {
             Work::Rx {
                 conn,
@@ -1044,21 +1060,15 @@ impl PostStage {
 
 impl Stage for PostStage {
     fn run(&mut self) -> usize {
-        if !self.outs.iter_mut().all(Out::flush) {
-            return 0;
-        }
-        let mut n = 0;
-        while let Ok(t) = self.input.pop() {
-            self.jitter.stall();
-            let t = t.map(|w| self.prepare(w));
-            let k = self.outs.len();
-            self.outs[self.next % k].send(t);
-            self.next += 1;
-            n += 1;
-            if n == 64 {
-                break;
-            }
-        }
+        let (shared, clock, next) = (&self.shared, self.clock, &mut self.next);
+        let k = self.outs.len();
+        let n = parallel_turn(&mut self.input, &mut self.outs, &mut self.jitter, |t| {
+            *next += 1;
+            (
+                (*next - 1) % k,
+                t.map(|w| PostStage::prepare(shared, clock, w)),
+            )
+        });
         CounterCells::add(&self.counters.post, n);
         n
     }

@@ -371,6 +371,20 @@ pub struct Route {
     pub dst_port: u16,
 }
 
+impl Route {
+    /// The other direction of the connection.
+    pub fn reversed(&self) -> Route {
+        Route {
+            src_mac: self.dst_mac,
+            dst_mac: self.src_mac,
+            src: self.dst,
+            dst: self.src,
+            src_port: self.dst_port,
+            dst_port: self.src_port,
+        }
+    }
+}
+
 /// The header fields of a segment to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header {

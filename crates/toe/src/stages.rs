@@ -126,15 +126,7 @@ impl Pre {
 
     /// *Head*: the addresses of what this connection sends.
     pub fn route(&self, conn: ConnIdx) -> Option<Route> {
-        let id = self.ids.get(conn as usize)?.as_ref()?;
-        Some(Route {
-            src_mac: id.local_mac,
-            dst_mac: id.peer_mac,
-            src: id.local_ip,
-            dst: id.peer_ip,
-            src_port: id.local_port,
-            dst_port: id.remote_port,
-        })
+        Some(self.ids.get(conn as usize)?.as_ref()?.route())
     }
 }
 

@@ -7,6 +7,7 @@
 use std::net::IpAddr;
 
 use crate::ooo::OooIntervals;
+use crate::segment::Route;
 
 /// Pre-processor partition: connection identification (Table 4.1, 15 B).
 /// Written by the control plane at setup, read by pre-processing to find a
@@ -21,6 +22,20 @@ pub struct ConnId {
     pub remote_port: u16,
     /// hash(4-tuple) % groups: which pipeline replica serves it.
     pub flow_group: u8,
+}
+
+impl ConnId {
+    /// *Head*: the addresses of what this connection sends.
+    pub fn route(&self) -> Route {
+        Route {
+            src_mac: self.local_mac,
+            dst_mac: self.peer_mac,
+            src: self.local_ip,
+            dst: self.peer_ip,
+            src_port: self.local_port,
+            dst_port: self.remote_port,
+        }
+    }
 }
 
 /// Protocol partition: the TCP state machine of an established connection

@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use common::{pattern, poll_until, toe_addr, toe_addr6};
+use common::{pattern, poll_until, recv_to_fin, send_all, toe_addr, toe_addr6};
 use lab::Lab;
 use pktio::{Port, PortConfig};
 use toe::{Endpoint, EndpointConfig, Engine, PipelineLayout, ToeError};
@@ -18,16 +18,35 @@ mod common;
 
 const PORT: u16 = 5555;
 
+const LIMIT: Duration = Duration::from_secs(60);
+
 fn endpoint(lab: &Lab) -> Endpoint {
-    endpoint_on(lab, toe_addr(lab))
+    endpoint_on(lab, toe_addr(lab), Engine::Toe)
 }
 
-fn endpoint_on(lab: &Lab, addr: IpAddr) -> Endpoint {
-    common::endpoint(lab, addr, EndpointConfig::default())
+/// An endpoint on `addr` whose established connections run on `engine`.
+fn endpoint_on(lab: &Lab, addr: IpAddr, engine: Engine) -> Endpoint {
+    let cfg = EndpointConfig {
+        engine,
+        ..EndpointConfig::default()
+    };
+    common::endpoint(lab, addr, cfg)
 }
 
 fn run_until(ep: &mut Endpoint, what: &str, done: impl FnMut(&mut Endpoint) -> bool) {
-    poll_until(ep, what, Duration::from_secs(60), done)
+    poll_until(ep, what, LIMIT, done)
+}
+
+/// The endpoint's address and the Linux sender's, over IPv4 and IPv6.
+fn both_families(lab: &Lab) -> [(IpAddr, IpAddr); 2] {
+    let snd = lab.sender();
+    [
+        (toe_addr(lab), IpAddr::V4(snd.ipv4)),
+        (
+            toe_addr6(lab),
+            IpAddr::V6(snd.ipv6.expect("a lab with IPv6")),
+        ),
+    ]
 }
 
 /// Linux sends `up` bytes to the endpoint on `port` and reads what comes
@@ -42,41 +61,26 @@ fn exchange_at(lab: &Lab, ep: &mut Endpoint, addr: IpAddr, port: u16, up: usize,
     let to = SocketAddr::new(addr, port);
     let linux = common::linux_upload(lab, to, up);
 
-    let mut conn = None;
-    run_until(ep, "accept", |ep| {
-        conn = ep.accept(port);
-        conn.is_some()
-    });
-    let conn = conn.unwrap();
-    let mut got = Vec::new();
-    let mut buf = vec![0u8; 65536];
-    run_until(ep, "the whole upload", |ep| match ep.recv(conn, &mut buf) {
-        Ok(0) => true,
-        Ok(n) => {
-            got.extend_from_slice(&buf[..n]);
-            false
-        }
-        Err(ToeError::WouldBlock) => false,
-        Err(e) => panic!("{e}"),
-    });
+    let conn = common::accept(ep, port, LIMIT);
+    let got = recv_to_fin(ep, conn, "the whole upload", LIMIT);
     assert_eq!(got.len(), up);
     assert!(got == pattern(up, 1), "the upload differs");
 
     let sent = pattern(down, 2);
-    let mut at = 0;
-    run_until(ep, "queue the download", |ep| {
-        match ep.send(conn, &sent[at..]) {
-            Ok(n) => at += n,
-            Err(ToeError::WouldBlock) => {}
-            Err(e) => panic!("{e}"),
-        }
-        at == down
-    });
+    send_all(ep, conn, &sent, "queue the download", LIMIT);
     ep.close(conn).unwrap();
     run_until(ep, "Linux reads the download", |_| linux.is_finished());
     let back = linux.join().unwrap().unwrap().unwrap();
     assert_eq!(back.len(), down);
     assert!(back == sent, "the download differs");
+}
+
+/// [`exchange`], and no frame the endpoint took was broken.
+fn clean_exchange(lab: &Lab, ep: &mut Endpoint, port: u16, up: usize, down: usize) {
+    exchange(lab, ep, port, up, down);
+    let c = ep.counters();
+    eprintln!("{c:?}");
+    assert_eq!((c.bad_checksum, c.malformed), (0, 0), "{c:?}");
 }
 
 #[test]
@@ -85,11 +89,94 @@ fn bulk_both_ways_with_linux_is_byte_exact() {
     testkit::require_root("network namespaces, veths, XDP, AF_XDP");
     let lab = common::lab("toe", false, false);
     let mut ep = endpoint(&lab);
-    exchange(&lab, &mut ep, PORT, 3 << 20, 2 << 20);
+    clean_exchange(&lab, &mut ep, PORT, 3 << 20, 2 << 20);
     let c = ep.counters();
-    eprintln!("{c:?}");
-    assert_eq!((c.bad_checksum, c.malformed), (0, 0), "{c:?}");
     assert!(c.arp_replies >= 1, "{c:?}");
+}
+
+/// Loss and reordering the lab's wire applies both ways, and how many
+/// bytes each way an exchange through it moves.
+#[derive(Clone, Copy)]
+struct WireCase {
+    what: &'static str,
+    delay: Delay,
+    loss: Loss,
+    bytes: usize,
+}
+
+/// Independent uniform delays of up to 100 us reorder about a third of
+/// the frames at the rates the tests run.
+const REORDER: Delay = Delay::Uniform {
+    lo_ns: 0,
+    hi_ns: 100_000,
+};
+
+impl WireCase {
+    const fn loss(what: &'static str, p: f64, bytes: usize) -> WireCase {
+        WireCase {
+            what,
+            delay: Delay::Constant { ns: 0 },
+            loss: Loss::Uniform { p },
+            bytes,
+        }
+    }
+
+    const fn reordering(bytes: usize) -> WireCase {
+        WireCase {
+            what: "reordering",
+            delay: REORDER,
+            loss: Loss::None,
+            bytes,
+        }
+    }
+
+    const fn reordering_and_one_percent_loss(bytes: usize) -> WireCase {
+        WireCase {
+            what: "reordering and 1% loss",
+            delay: REORDER,
+            loss: Loss::Uniform { p: 0.01 },
+            bytes,
+        }
+    }
+}
+
+/// An [`exchange`] of `case.bytes` each way through the wire impaired as
+/// `case` says (seeded with `seed`): the wire lost frames where it was
+/// to, and what it took from the endpoint's stream the endpoint sent
+/// again (by fast retransmit or timeout). The wire's statistics.
+fn exchange_through(
+    lab: &Lab,
+    ep: &mut Endpoint,
+    case: WireCase,
+    port: u16,
+    seed: u64,
+) -> wire::WireStats {
+    let WireCase {
+        what,
+        delay,
+        loss,
+        bytes,
+    } = case;
+    let wire = common::impaired_wire(lab, delay, loss, seed);
+    let before = ep.counters();
+    exchange(lab, ep, port, bytes, bytes);
+    let st = wire.stop().unwrap();
+    let c = ep.counters();
+    eprintln!(
+        "{what}: wire to toe {:?}\n  wire to linux {:?}\n  endpoint {c:?}",
+        st.a_to_b.counters, st.b_to_a.counters
+    );
+    if loss != Loss::None {
+        let lost = st.a_to_b.counters.dropped_policy + st.b_to_a.counters.dropped_policy;
+        assert!(lost > 0, "{what}: the wire lost nothing");
+    }
+    if st.b_to_a.counters.dropped_policy > 0 {
+        assert!(
+            c.timeouts + c.fast_retransmits > before.timeouts + before.fast_retransmits,
+            "{what}: the endpoint never retransmitted"
+        );
+    }
+    st
 }
 
 #[test]
@@ -98,63 +185,18 @@ fn loss_and_reordering_on_the_wire_keep_both_streams_exact() {
     testkit::require_root("network namespaces, veths, XDP, AF_XDP, AF_PACKET");
     let lab = common::lab("toew", true, false);
     let mut ep = endpoint(&lab);
-    // Independent uniform delays of up to 100 us reorder about a third of
-    // the frames at these rates; with one out-of-order interval (thesis
-    // section 4.3.1) and no SACK, a segment beyond it is dropped and sent
-    // again, so the reordered cases move less data to stay quick.
-    let reorder = Delay::Uniform {
-        lo_ns: 0,
-        hi_ns: 100_000,
-    };
+    // With one out-of-order interval (thesis section 4.3.1) and no SACK, a
+    // segment beyond it is dropped and sent again, so the reordered cases
+    // move less data to stay quick.
     let cases = [
-        (
-            "0.1% loss",
-            Delay::default(),
-            Loss::Uniform { p: 0.001 },
-            1 << 20,
-        ),
-        (
-            "1% loss",
-            Delay::default(),
-            Loss::Uniform { p: 0.01 },
-            1 << 20,
-        ),
-        (
-            "2% loss",
-            Delay::default(),
-            Loss::Uniform { p: 0.02 },
-            1 << 20,
-        ),
-        ("reordering", reorder, Loss::None, 512 << 10),
-        (
-            "reordering and 1% loss",
-            reorder,
-            Loss::Uniform { p: 0.01 },
-            256 << 10,
-        ),
+        WireCase::loss("0.1% loss", 0.001, 1 << 20),
+        WireCase::loss("1% loss", 0.01, 1 << 20),
+        WireCase::loss("2% loss", 0.02, 1 << 20),
+        WireCase::reordering(512 << 10),
+        WireCase::reordering_and_one_percent_loss(256 << 10),
     ];
-    for (i, (what, delay, loss, bytes)) in cases.into_iter().enumerate() {
-        let wire = common::impaired_wire(&lab, delay, loss, i as u64 + 1);
-        let before = ep.counters();
-        exchange(&lab, &mut ep, PORT + 1 + i as u16, bytes, bytes);
-        let st = wire.stop().unwrap();
-        let c = ep.counters();
-        eprintln!(
-            "{what}: wire to toe {:?}\n  wire to linux {:?}\n  endpoint {c:?}",
-            st.a_to_b.counters, st.b_to_a.counters
-        );
-        if loss != Loss::None {
-            let lost = st.a_to_b.counters.dropped_policy + st.b_to_a.counters.dropped_policy;
-            assert!(lost > 0, "{what}: the wire lost nothing");
-        }
-        // What the wire took from the endpoint's stream, the endpoint sent
-        // again.
-        if st.b_to_a.counters.dropped_policy > 0 {
-            assert!(
-                c.timeouts + c.fast_retransmits > before.timeouts + before.fast_retransmits,
-                "{what}: the endpoint never retransmitted"
-            );
-        }
+    for (i, case) in cases.into_iter().enumerate() {
+        exchange_through(&lab, &mut ep, case, PORT + 1 + i as u16, i as u64 + 1);
     }
     let c = ep.counters();
     assert_eq!((c.bad_checksum, c.malformed), (0, 0), "{c:?}");
@@ -178,27 +220,9 @@ fn open_to_linux(lab: &Lab, ep: &mut Endpoint, server: SocketAddr, up: usize, do
     let conn = ep.connect(server).unwrap();
     run_until(ep, "the handshake", |ep| ep.is_established(conn));
     let sent = pattern(up, 3);
-    let mut at = 0;
-    run_until(ep, "queue the upload", |ep| {
-        match ep.send(conn, &sent[at..]) {
-            Ok(n) => at += n,
-            Err(ToeError::WouldBlock) => {}
-            Err(e) => panic!("{e}"),
-        }
-        at == up
-    });
+    send_all(ep, conn, &sent, "queue the upload", LIMIT);
     ep.close(conn).unwrap();
-    let mut back = Vec::new();
-    let mut buf = vec![0u8; 65536];
-    run_until(ep, "the answer", |ep| match ep.recv(conn, &mut buf) {
-        Ok(0) => true,
-        Ok(n) => {
-            back.extend_from_slice(&buf[..n]);
-            false
-        }
-        Err(ToeError::WouldBlock) => false,
-        Err(e) => panic!("{e} after {} bytes: {:?}", back.len(), ep.counters()),
-    });
+    let back = recv_to_fin(ep, conn, "the answer", LIMIT);
     let got = linux.join().unwrap().unwrap();
     assert!(
         got.len() == up && got == sent,
@@ -216,12 +240,8 @@ fn open_to_linux(lab: &Lab, ep: &mut Endpoint, server: SocketAddr, up: usize, do
 fn both_opens_over_ipv4_and_ipv6_and_a_refusal() {
     testkit::require_root("network namespaces, veths, XDP, AF_XDP");
     let lab = common::lab("toe6", false, true);
-    let snd = lab.sender().clone();
-    for (addr, server) in [
-        (toe_addr(&lab), IpAddr::V4(snd.ipv4)),
-        (toe_addr6(&lab), IpAddr::V6(snd.ipv6.unwrap())),
-    ] {
-        let mut ep = endpoint_on(&lab, addr);
+    for (addr, server) in both_families(&lab) {
+        let mut ep = endpoint_on(&lab, addr, Engine::Toe);
         exchange_at(&lab, &mut ep, addr, PORT, 1 << 20, 1 << 20);
         open_to_linux(
             &lab,
@@ -306,22 +326,24 @@ fn take_an_aborted_peers_reset(lab: &Lab, ep: &mut Endpoint) {
         let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(10))?;
         s.write_all(&pattern(256 << 10, 9))?;
         std::thread::sleep(Duration::from_millis(100));
-        socket2_linger_zero(&s);
-        Ok(())
+        common::linger_zero(&s)
     })
     .unwrap();
-    let mut conn = None;
-    run_until(ep, "accepting the doomed connection", |ep| {
-        conn = ep.accept(PORT);
-        conn.is_some()
-    });
-    let conn = conn.unwrap();
+    let conn = common::accept(ep, PORT, LIMIT);
     let mut buf = vec![0u8; 65536];
     run_until(ep, "the reset", |ep| {
         matches!(ep.recv(conn, &mut buf), Err(ToeError::Reset))
     });
     aborted.join().unwrap().unwrap().unwrap();
     ep.close(conn).unwrap();
+}
+
+/// The endpoint takes an aborted peer's reset (its only one) and then
+/// serves the next connection byte for byte.
+fn reset_then_serve(lab: &Lab, ep: &mut Endpoint) {
+    take_an_aborted_peers_reset(lab, ep);
+    assert_eq!(ep.counters().resets_received, 1);
+    exchange(lab, ep, PORT + 50, 1 << 20, 1 << 20);
 }
 
 #[test]
@@ -371,27 +393,6 @@ fn floods_bad_segments_and_an_aborted_peer_leave_the_endpoint_serving() {
     exchange(&lab, &mut ep, PORT + 50, 1 << 20, 1 << 20);
 }
 
-/// Closes `s` with a reset (SO_LINGER 0), as the kernel does for a
-/// process killed with unread data.
-fn socket2_linger_zero(s: &TcpStream) {
-    use std::os::fd::AsRawFd;
-    let linger = libc::linger {
-        l_onoff: 1,
-        l_linger: 0,
-    };
-    // SAFETY: setsockopt with a valid linger struct on our own socket.
-    let rc = unsafe {
-        libc::setsockopt(
-            s.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            (&linger as *const libc::linger).cast(),
-            std::mem::size_of::<libc::linger>() as libc::socklen_t,
-        )
-    };
-    assert_eq!(rc, 0, "SO_LINGER: {}", std::io::Error::last_os_error());
-}
-
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
 fn a_full_connection_table_refuses_and_counts_the_next_connection() {
@@ -410,12 +411,7 @@ fn a_full_connection_table_refuses_and_counts_the_next_connection() {
         Ok(s)
     };
     let first = host::netns::spawn_in(&lab.sender().netns, connect).unwrap();
-    let mut conn = None;
-    run_until(&mut ep, "the first connection", |ep| {
-        conn = ep.accept(PORT);
-        conn.is_some()
-    });
-    let conn = conn.unwrap();
+    let conn = common::accept(&mut ep, PORT, LIMIT);
     let mut first = first.join().unwrap().unwrap().unwrap();
     // The table holds one connection: the second handshake is answered
     // with a reset, which Linux reports when it reads.
@@ -446,7 +442,7 @@ fn a_full_connection_table_refuses_and_counts_the_next_connection() {
 /// An endpoint whose established connections receive through Laminar's
 /// program in the match-action emulator.
 fn laminar_endpoint(lab: &Lab) -> Endpoint {
-    laminar_endpoint_on(lab, toe_addr(lab))
+    endpoint_on(lab, toe_addr(lab), Engine::Laminar)
 }
 
 /// The Laminar engine carried at least `up` bytes in and `down` bytes out:
@@ -470,10 +466,7 @@ fn laminar_engine_bulk_both_ways_with_linux_is_byte_exact() {
     testkit::require_root("network namespaces, veths, XDP, AF_XDP");
     let lab = common::lab("lam", false, false);
     let mut ep = laminar_endpoint(&lab);
-    exchange(&lab, &mut ep, PORT, 4 << 20, 4 << 20);
-    let c = ep.counters();
-    eprintln!("{c:?}");
-    assert_eq!((c.bad_checksum, c.malformed), (0, 0), "{c:?}");
+    clean_exchange(&lab, &mut ep, PORT, 4 << 20, 4 << 20);
     assert_through_laminar(&ep, 4 << 20, 4 << 20);
 }
 
@@ -483,62 +476,37 @@ fn laminar_engine_through_loss_and_reordering_is_byte_exact_both_ways() {
     testkit::require_root("network namespaces, veths, XDP, AF_XDP, AF_PACKET");
     let lab = common::lab("lamw", true, false);
     let mut ep = laminar_endpoint(&lab);
-    let reorder = Delay::Uniform {
-        lo_ns: 0,
-        hi_ns: 100_000,
-    };
     let cases = [
-        (
-            "1% loss",
-            Delay::default(),
-            Loss::Uniform { p: 0.01 },
-            2 << 20,
-        ),
-        ("reordering", reorder, Loss::None, 1 << 20),
-        (
-            "reordering and 1% loss",
-            reorder,
-            Loss::Uniform { p: 0.01 },
-            512 << 10,
-        ),
+        WireCase::loss("1% loss", 0.01, 2 << 20),
+        WireCase::reordering(1 << 20),
+        WireCase::reordering_and_one_percent_loss(512 << 10),
     ];
     let mut total = 0;
-    for (i, (what, delay, loss, bytes)) in cases.into_iter().enumerate() {
-        let wire = common::impaired_wire(&lab, delay, loss, i as u64 + 1);
+    for (i, case) in cases.into_iter().enumerate() {
         let before = ep.laminar_counters().expect("the Laminar engine");
-        let before_ep = ep.counters();
-        exchange(&lab, &mut ep, PORT + 1 + i as u16, bytes, bytes);
-        let st = wire.stop().unwrap();
+        // What the wire took from the endpoint's stream, it sent again:
+        // on the program's fast retransmit or the control plane's timeout.
+        exchange_through(&lab, &mut ep, case, PORT + 1 + i as u16, i as u64 + 1);
         let after = ep.laminar_counters().expect("the Laminar engine");
-        eprintln!(
-            "{what}: wire to toe {:?}\n  wire to linux {:?}\n  laminar {after:?}",
-            st.a_to_b.counters, st.b_to_a.counters
-        );
-        if loss != Loss::None {
-            let lost = st.a_to_b.counters.dropped_policy + st.b_to_a.counters.dropped_policy;
-            assert!(lost > 0, "{what}: the wire lost nothing");
-        }
+        eprintln!("laminar {after:?}");
         // Loss and reordering leave gaps the program's one interval and its
         // pseudo segments close, and segments it drops (duplicates,
         // outside the interval).
         assert!(
             after.egress_drops > before.egress_drops,
-            "{what}: the program dropped nothing: {after:?}"
+            "{}: the program dropped nothing: {after:?}",
+            case.what
         );
-        // What the wire took from the endpoint's stream, it sent again:
-        // on the program's fast retransmit or the control plane's timeout.
-        if st.b_to_a.counters.dropped_policy > 0 {
-            let c = ep.counters();
-            assert!(
-                c.timeouts + c.fast_retransmits > before_ep.timeouts + before_ep.fast_retransmits,
-                "{what}: the endpoint never retransmitted"
-            );
-        }
-        total += bytes;
+        total += case.bytes;
     }
     let c = ep.counters();
     assert_eq!((c.bad_checksum, c.malformed), (0, 0), "{c:?}");
     assert_through_laminar(&ep, total, total);
+}
+
+/// The size of the `i`th request of [`rpc_echo`].
+fn request_len(i: usize) -> usize {
+    1 + (i * 997) % 6000
 }
 
 /// Linux sends `requests` requests of varied sizes, each answered before
@@ -553,7 +521,7 @@ fn rpc_echo(lab: &Lab, ep: &mut Endpoint, port: u16, requests: usize) {
         s.set_nodelay(true)?;
         let mut exact = 0;
         for i in 0..requests {
-            let request = pattern(1 + (i * 997) % 6000, i as u8);
+            let request = pattern(request_len(i), i as u8);
             s.write_all(&request)?;
             let mut answer = vec![0; request.len()];
             s.read_exact(&mut answer)?;
@@ -565,12 +533,7 @@ fn rpc_echo(lab: &Lab, ep: &mut Endpoint, port: u16, requests: usize) {
         Ok(exact)
     })
     .unwrap();
-    let mut conn = None;
-    run_until(ep, "accept", |ep| {
-        conn = ep.accept(port);
-        conn.is_some()
-    });
-    let conn = conn.unwrap();
+    let conn = common::accept(ep, port, LIMIT);
     let mut pending = Vec::new();
     let mut buf = vec![0u8; 65536];
     let mut eof = false;
@@ -600,26 +563,23 @@ fn rpc_echo(lab: &Lab, ep: &mut Endpoint, port: u16, requests: usize) {
     assert_eq!(exact, requests, "answers that differ from their request");
 }
 
-#[test]
-#[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
-fn laminar_engine_echoes_linux_rpcs_byte_exact_with_loss_and_reordering() {
-    testkit::require_root("network namespaces, veths, XDP, AF_XDP, AF_PACKET");
-    let lab = common::lab("lamr", true, false);
-    let mut ep = laminar_endpoint(&lab);
+/// [`rpc_echo`] of `requests` through a clean wire, then through one
+/// with reordering and 1% loss, on ports from `port` with seeds from
+/// `seed`; the bytes that moved each way.
+fn rpc_echo_clean_and_impaired(
+    lab: &Lab,
+    ep: &mut Endpoint,
+    port: u16,
+    seed: u64,
+    requests: usize,
+) -> usize {
     let cases = [
         ("clean", Delay::default(), Loss::None),
-        (
-            "reordering and 1% loss",
-            Delay::Uniform {
-                lo_ns: 0,
-                hi_ns: 100_000,
-            },
-            Loss::Uniform { p: 0.01 },
-        ),
+        ("reordering and 1% loss", REORDER, Loss::Uniform { p: 0.01 }),
     ];
     for (i, (what, delay, loss)) in cases.into_iter().enumerate() {
-        let wire = common::impaired_wire(&lab, delay, loss, i as u64 + 7);
-        rpc_echo(&lab, &mut ep, PORT + 10 + i as u16, 300);
+        let wire = common::impaired_wire(lab, delay, loss, seed + i as u64);
+        rpc_echo(lab, ep, port + i as u16, requests);
         let st = wire.stop().unwrap();
         eprintln!(
             "{what}: lost {} + {}, reordered {} + {}; {:?}",
@@ -630,18 +590,17 @@ fn laminar_engine_echoes_linux_rpcs_byte_exact_with_loss_and_reordering() {
             ep.counters()
         );
     }
-    let bytes: usize = (0..300).map(|i| 1 + (i * 997) % 6000).sum::<usize>() * 2;
-    assert_through_laminar(&ep, bytes, bytes);
+    (0..requests).map(request_len).sum::<usize>() * cases.len()
 }
 
-/// An endpoint on `addr` whose established connections run through
-/// Laminar's program.
-fn laminar_endpoint_on(lab: &Lab, addr: IpAddr) -> Endpoint {
-    let cfg = EndpointConfig {
-        engine: Engine::Laminar,
-        ..EndpointConfig::default()
-    };
-    common::endpoint(lab, addr, cfg)
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
+fn laminar_engine_echoes_linux_rpcs_byte_exact_with_loss_and_reordering() {
+    testkit::require_root("network namespaces, veths, XDP, AF_XDP, AF_PACKET");
+    let lab = common::lab("lamr", true, false);
+    let mut ep = laminar_endpoint(&lab);
+    let bytes = rpc_echo_clean_and_impaired(&lab, &mut ep, PORT + 10, 7, 300);
+    assert_through_laminar(&ep, bytes, bytes);
 }
 
 /// Over IPv4 and IPv6 (the program carries IPv6 connections with 32-bit
@@ -652,12 +611,8 @@ fn laminar_endpoint_on(lab: &Lab, addr: IpAddr) -> Endpoint {
 fn laminar_engine_opens_and_accepts_over_ipv4_and_ipv6_byte_exact() {
     testkit::require_root("network namespaces, veths, XDP, AF_XDP");
     let lab = common::lab("lamo", false, true);
-    let snd = lab.sender().clone();
-    for (addr, server) in [
-        (toe_addr(&lab), IpAddr::V4(snd.ipv4)),
-        (toe_addr6(&lab), IpAddr::V6(snd.ipv6.unwrap())),
-    ] {
-        let mut ep = laminar_endpoint_on(&lab, addr);
+    for (addr, server) in both_families(&lab) {
+        let mut ep = endpoint_on(&lab, addr, Engine::Laminar);
         exchange_at(&lab, &mut ep, addr, PORT, 2 << 20, 2 << 20);
         // The endpoint closes first: its FIN goes out while Laminar still
         // receives the answer.
@@ -718,22 +673,8 @@ fn linux_sends_to_laminar(
         },
     )
     .unwrap();
-    let mut conn = None;
-    run_until(ep, "accept", |ep| {
-        conn = ep.accept(port);
-        conn.is_some()
-    });
-    let conn = conn.unwrap();
-    let (mut got, mut buf) = (Vec::new(), vec![0u8; 65536]);
-    run_until(ep, "the stream", |ep| match ep.recv(conn, &mut buf) {
-        Ok(0) => true,
-        Ok(n) => {
-            got.extend_from_slice(&buf[..n]);
-            false
-        }
-        Err(ToeError::WouldBlock) => false,
-        Err(e) => panic!("{e}"),
-    });
+    let conn = common::accept(ep, port, LIMIT);
+    let got = recv_to_fin(ep, conn, "the stream", LIMIT);
     assert!(
         got == pattern(bytes, 9),
         "the stream differs ({} bytes)",
@@ -788,39 +729,27 @@ fn laminar_engine_takes_an_aborted_peers_reset_and_serves_the_next() {
     let lab = common::lab("lama", false, false);
     let mut ep = laminar_endpoint(&lab);
     // The reset comes at the sequence number only Laminar's registers know.
-    take_an_aborted_peers_reset(&lab, &mut ep);
-    assert_eq!(ep.counters().resets_received, 1);
-    exchange(&lab, &mut ep, PORT + 50, 1 << 20, 1 << 20);
+    reset_then_serve(&lab, &mut ep);
 }
 
 /// The pipelined engine's layouts the tests run: every stage on one
 /// worker thread, and two flow groups with two replicas of each parallel
 /// stage (whose reorder buffers then have work) on two threads.
-const PIPELINE_LAYOUTS: [PipelineLayout; 2] = [
-    PipelineLayout {
-        groups: 1,
-        pre: 1,
-        post: 1,
-        copy: 1,
-        threads: 1,
-    },
-    PipelineLayout {
+fn pipeline_layouts() -> [PipelineLayout; 2] {
+    let spread = PipelineLayout {
         groups: 2,
         pre: 2,
         post: 2,
         copy: 2,
         threads: 2,
-    },
-];
+    };
+    [PipelineLayout::default(), spread]
+}
 
 /// An endpoint whose established connections run through the pipelined
 /// engine laid out as `layout`.
 fn pipeline_endpoint(lab: &Lab, layout: PipelineLayout) -> Endpoint {
-    let cfg = EndpointConfig {
-        engine: Engine::Pipeline(layout),
-        ..EndpointConfig::default()
-    };
-    common::endpoint(lab, toe_addr(lab), cfg)
+    endpoint_on(lab, toe_addr(lab), Engine::Pipeline(layout))
 }
 
 /// The pipeline carried at least `up` bytes in and `down` bytes out, as
@@ -845,12 +774,10 @@ fn assert_through_pipeline(ep: &Endpoint, up: usize, down: usize) {
 fn pipeline_engine_bulk_both_ways_with_linux_is_byte_exact() {
     testkit::require_root("network namespaces, veths, XDP, AF_XDP");
     let lab = common::lab("pipe", false, false);
-    for (i, layout) in PIPELINE_LAYOUTS.into_iter().enumerate() {
+    for (i, layout) in pipeline_layouts().into_iter().enumerate() {
         let mut ep = pipeline_endpoint(&lab, layout);
-        exchange(&lab, &mut ep, PORT + i as u16, 4 << 20, 4 << 20);
-        let c = ep.counters();
-        eprintln!("{layout:?}: {c:?}");
-        assert_eq!((c.bad_checksum, c.malformed), (0, 0), "{c:?}");
+        eprintln!("{layout:?}");
+        clean_exchange(&lab, &mut ep, PORT + i as u16, 4 << 20, 4 << 20);
         assert_through_pipeline(&ep, 4 << 20, 4 << 20);
     }
 }
@@ -860,58 +787,26 @@ fn pipeline_engine_bulk_both_ways_with_linux_is_byte_exact() {
 fn pipeline_engine_through_loss_and_reordering_is_byte_exact_both_ways() {
     testkit::require_root("network namespaces, veths, XDP, AF_XDP, AF_PACKET");
     let lab = common::lab("pipw", true, false);
-    let reorder = Delay::Uniform {
-        lo_ns: 0,
-        hi_ns: 100_000,
-    };
     let cases = [
-        (
-            "1% loss",
-            Delay::default(),
-            Loss::Uniform { p: 0.01 },
-            2 << 20,
-        ),
+        WireCase::loss("1% loss", 0.01, 2 << 20),
         // Under reordering Linux recovers the segments beyond the one
         // out-of-order interval slowly (the run-to-completion engine shows
         // the same): smaller streams keep the test inside its limits on
         // a loaded host.
-        ("reordering", reorder, Loss::None, 512 << 10),
-        (
-            "reordering and 1% loss",
-            reorder,
-            Loss::Uniform { p: 0.01 },
-            256 << 10,
-        ),
+        WireCase::reordering(512 << 10),
+        WireCase::reordering_and_one_percent_loss(256 << 10),
     ];
-    for (l, layout) in PIPELINE_LAYOUTS.into_iter().enumerate() {
+    for (l, layout) in pipeline_layouts().into_iter().enumerate() {
         let mut ep = pipeline_endpoint(&lab, layout);
         let mut total = 0;
-        for (i, (what, delay, loss, bytes)) in cases.into_iter().enumerate() {
-            let wire = common::impaired_wire(&lab, delay, loss, (l * 10 + i) as u64 + 1);
-            let before = ep.counters();
-            exchange(&lab, &mut ep, PORT + (l * 10 + i) as u16, bytes, bytes);
-            let st = wire.stop().unwrap();
-            eprintln!(
-                "{layout:?} {what}: wire to toe {:?}\n  wire to linux {:?}\n  {:?}",
-                st.a_to_b.counters,
-                st.b_to_a.counters,
-                ep.pipeline_counters()
-            );
-            if loss != Loss::None {
-                let lost = st.a_to_b.counters.dropped_policy + st.b_to_a.counters.dropped_policy;
-                assert!(lost > 0, "{what}: the wire lost nothing");
-            }
+        for (i, case) in cases.into_iter().enumerate() {
             // What the wire took from the endpoint's stream, it sent again:
             // on the protocol stage's fast retransmit or the control
             // plane's timeout.
-            if st.b_to_a.counters.dropped_policy > 0 {
-                let c = ep.counters();
-                assert!(
-                    c.timeouts + c.fast_retransmits > before.timeouts + before.fast_retransmits,
-                    "{what}: the endpoint never retransmitted"
-                );
-            }
-            total += bytes;
+            let at = l * 10 + i;
+            exchange_through(&lab, &mut ep, case, PORT + at as u16, at as u64 + 1);
+            eprintln!("{layout:?}: {:?}", ep.pipeline_counters());
+            total += case.bytes;
         }
         let c = ep.counters();
         assert_eq!((c.bad_checksum, c.malformed), (0, 0), "{c:?}");
@@ -924,31 +819,12 @@ fn pipeline_engine_through_loss_and_reordering_is_byte_exact_both_ways() {
 fn pipeline_engine_echoes_linux_rpcs_byte_exact_with_loss_and_reordering() {
     testkit::require_root("network namespaces, veths, XDP, AF_XDP, AF_PACKET");
     let lab = common::lab("pipr", true, false);
-    let cases = [
-        ("clean", Delay::default(), Loss::None),
-        (
-            "reordering and 1% loss",
-            Delay::Uniform {
-                lo_ns: 0,
-                hi_ns: 100_000,
-            },
-            Loss::Uniform { p: 0.01 },
-        ),
-    ];
-    for (l, layout) in PIPELINE_LAYOUTS.into_iter().enumerate() {
+    for (l, layout) in pipeline_layouts().into_iter().enumerate() {
         let mut ep = pipeline_endpoint(&lab, layout);
-        for (i, (what, delay, loss)) in cases.into_iter().enumerate() {
-            let wire = common::impaired_wire(&lab, delay, loss, (l * 10 + i) as u64 + 7);
-            rpc_echo(&lab, &mut ep, PORT + 10 + (l * 10 + i) as u16, 200);
-            let st = wire.stop().unwrap();
-            eprintln!(
-                "{layout:?} {what}: lost {} + {}; {:?}",
-                st.a_to_b.counters.dropped_policy,
-                st.b_to_a.counters.dropped_policy,
-                ep.counters()
-            );
-        }
-        let bytes: usize = (0..200).map(|i| 1 + (i * 997) % 6000).sum::<usize>() * 2;
+        eprintln!("{layout:?}");
+        let at = l * 10;
+        let bytes =
+            rpc_echo_clean_and_impaired(&lab, &mut ep, PORT + 10 + at as u16, at as u64 + 7, 200);
         assert_through_pipeline(&ep, bytes, bytes);
         let p = ep.pipeline_counters().expect("the pipelined engine");
         assert!(p.notices > 0, "{p:?}");
@@ -960,7 +836,7 @@ fn pipeline_engine_echoes_linux_rpcs_byte_exact_with_loss_and_reordering() {
 fn pipeline_engine_opens_to_linux_closes_and_takes_an_aborted_peers_reset() {
     testkit::require_root("network namespaces, veths, XDP, AF_XDP");
     let lab = common::lab("pipo", false, false);
-    for (l, layout) in PIPELINE_LAYOUTS.into_iter().enumerate() {
+    for (l, layout) in pipeline_layouts().into_iter().enumerate() {
         let server = SocketAddr::new(IpAddr::V4(lab.sender().ipv4), 6001 + l as u16);
         let mut ep = pipeline_endpoint(&lab, layout);
         // The endpoint closes first: its FIN goes out of the pipeline
@@ -969,8 +845,6 @@ fn pipeline_engine_opens_to_linux_closes_and_takes_an_aborted_peers_reset() {
         assert_through_pipeline(&ep, 512 << 10, 1 << 20);
         // The reset comes at the sequence number the protocol stage
         // published.
-        take_an_aborted_peers_reset(&lab, &mut ep);
-        assert_eq!(ep.counters().resets_received, 1);
-        exchange(&lab, &mut ep, PORT + 50, 1 << 20, 1 << 20);
+        reset_then_serve(&lab, &mut ep);
     }
 }

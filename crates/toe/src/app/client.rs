@@ -270,6 +270,17 @@ impl Connection<'_> {
         Ok(())
     }
 
+    /// Reads everything to the peer's FIN.
+    pub fn recv_to_end(&self) -> io::Result<Vec<u8>> {
+        let (mut got, mut buf) = (Vec::new(), vec![0u8; 1 << 16]);
+        loop {
+            match self.recv(&mut buf)? {
+                0 => return Ok(got),
+                n => got.extend_from_slice(&buf[..n]),
+            }
+        }
+    }
+
     /// Our FIN follows the bytes queued so far.
     pub fn shutdown_write(&self) {
         let s = self.cx.shm.slot(self.slot);

@@ -43,6 +43,12 @@ struct Listener {
     pending: VecDeque<ConnIdx>,
 }
 
+/// Entry `i` of a context's table (or of the contexts), or EBADF: what
+/// the kernel answers for a descriptor that names nothing.
+fn entry<T>(table: &mut [Option<T>], i: usize) -> Result<&mut T, i32> {
+    table.get_mut(i).and_then(Option::as_mut).ok_or(libc::EBADF)
+}
+
 /// One application context: its shared memory and the connections and
 /// listeners it holds.
 struct Context {
@@ -160,10 +166,7 @@ impl Service {
                 }
                 Err(e) => reply_err(&fd, e.raw_os_error().unwrap_or(libc::ENOMEM)),
             },
-            Ok(Command::Join { context }) => match self
-                .contexts
-                .get_mut(context as usize)
-                .and_then(Option::as_mut)
+            Ok(Command::Join { context }) => match entry(&mut self.contexts, context as usize).ok()
             {
                 Some(cx) if !cx.ctl.is_empty() => {
                     if ctl::send_response(&fd, &Response::default(), &[]).is_ok() {
@@ -285,7 +288,7 @@ impl Service {
         }
         let efd = ctl::eventfd().map_err(errno)?;
         self.ep.listen(port);
-        let cx = self.contexts[id].as_mut().ok_or(libc::EBADF)?;
+        let cx = entry(&mut self.contexts, id)?;
         let l = Listener {
             port,
             efd,
@@ -311,12 +314,8 @@ impl Service {
     }
 
     fn accept(&mut self, id: usize, lid: usize) -> Result<(Response, Option<RawFd>), i32> {
-        let cx = self.contexts[id].as_mut().ok_or(libc::EBADF)?;
-        let l = cx
-            .listeners
-            .get_mut(lid)
-            .and_then(Option::as_mut)
-            .ok_or(libc::EBADF)?;
+        let cx = entry(&mut self.contexts, id)?;
+        let l = entry(&mut cx.listeners, lid)?;
         let Some(&conn) = l.pending.front() else {
             return Err(libc::EAGAIN);
         };
@@ -357,7 +356,7 @@ impl Service {
         remote: SocketAddr,
         local_port: Option<u16>,
     ) -> Result<(Response, Option<RawFd>), i32> {
-        let cx = self.contexts[id].as_mut().ok_or(libc::EBADF)?;
+        let cx = entry(&mut self.contexts, id)?;
         let i = cx
             .slots
             .iter()
@@ -374,7 +373,7 @@ impl Service {
             ToeError::Config(m) if m.contains("port") => libc::EADDRNOTAVAIL,
             _ => libc::ENOBUFS,
         })?;
-        let cx = self.contexts[id].as_mut().ok_or(libc::EBADF)?;
+        let cx = entry(&mut self.contexts, id)?;
         cx.shm.reset(i);
         cx.shm.publish(i, None, SlotState::Connecting as u32);
         let raw = notice.app_fd();
@@ -390,12 +389,8 @@ impl Service {
     }
 
     fn close(&mut self, id: usize, i: usize) -> Result<(Response, Option<RawFd>), i32> {
-        let cx = self.contexts[id].as_mut().ok_or(libc::EBADF)?;
-        let s = cx
-            .slots
-            .get_mut(i)
-            .and_then(Option::as_mut)
-            .ok_or(libc::EBADF)?;
+        let cx = entry(&mut self.contexts, id)?;
+        let s = entry(&mut cx.slots, i)?;
         s.app_closed = true;
         let state = SlotState::of(cx.shm.slot(i).state.load(Ordering::Relaxed));
         let reset = cx.shm.slot(i).events.load(Ordering::Relaxed) & event::RESET != 0;
@@ -410,7 +405,7 @@ impl Service {
     }
 
     fn unlisten(&mut self, id: usize, lid: usize) -> Result<(Response, Option<RawFd>), i32> {
-        let cx = self.contexts[id].as_mut().ok_or(libc::EBADF)?;
+        let cx = entry(&mut self.contexts, id)?;
         let l = cx
             .listeners
             .get_mut(lid)
