@@ -86,11 +86,11 @@ _Static_assert(offsetof(struct toe_slot, snd_nxt) == TOE_OFF_SND_NXT, "snd_nxt")
 _Static_assert(offsetof(struct toe_slot, rcv_nxt) == TOE_OFF_RCV_NXT, "rcv_nxt");
 _Static_assert(offsetof(struct toe_slot, rcv_wnd) == TOE_OFF_RCV_WND, "rcv_wnd");
 _Static_assert(offsetof(struct toe_slot, snd_mss) == TOE_OFF_SND_MSS, "snd_mss");
-_Static_assert(offsetof(struct toe_slot, family) == TOE_OFF_FAMILY, "family");
-_Static_assert(offsetof(struct toe_slot, local_port) == TOE_OFF_LOCAL_PORT, "local_port");
-_Static_assert(offsetof(struct toe_slot, remote_port) == TOE_OFF_REMOTE_PORT, "remote_port");
-_Static_assert(offsetof(struct toe_slot, local_addr) == TOE_OFF_LOCAL_ADDR, "local_addr");
-_Static_assert(offsetof(struct toe_slot, remote_addr) == TOE_OFF_REMOTE_ADDR, "remote_addr");
+_Static_assert(offsetof(struct toe_slot, addrs.family) == TOE_OFF_FAMILY, "family");
+_Static_assert(offsetof(struct toe_slot, addrs.local_port) == TOE_OFF_LOCAL_PORT, "local_port");
+_Static_assert(offsetof(struct toe_slot, addrs.remote_port) == TOE_OFF_REMOTE_PORT, "remote_port");
+_Static_assert(offsetof(struct toe_slot, addrs.local_addr) == TOE_OFF_LOCAL_ADDR, "local_addr");
+_Static_assert(offsetof(struct toe_slot, addrs.remote_addr) == TOE_OFF_REMOTE_ADDR, "remote_addr");
 _Static_assert(offsetof(struct toe_slot, refs) == TOE_OFF_REFS, "refs");
 _Static_assert(offsetof(struct toe_slot, snd_cwnd) == TOE_OFF_SND_CWND, "snd_cwnd");
 _Static_assert(offsetof(struct toe_slot, srtt_us) == TOE_OFF_SRTT_US, "srtt_us");
@@ -356,8 +356,8 @@ static int context(void) {
     real_close(fds[0]);
     doorbell = fds[1];
     ctx_id = resp.id;
-    dp_family = resp.family;
-    memcpy(dp_addr, resp.local_addr, 16);
+    dp_family = resp.addrs.family;
+    memcpy(dp_addr, resp.addrs.local_addr, 16);
     ctx_state = 1;
     LOG("context %u on the data path", ctx_id);
     return 1;
@@ -799,7 +799,7 @@ EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags) {
             c->sndtimeo_ms = -1;
             __atomic_store_n(&slots[resp.id].refs, 1, __ATOMIC_RELEASE);
             pthread_mutex_unlock(&lock);
-            to_sockaddr(s->family, resp.family, resp.remote_addr, resp.remote_port, addr, len);
+            to_sockaddr(s->family, resp.addrs.family, resp.addrs.remote_addr, resp.addrs.remote_port, addr, len);
             LOG("fd %d accepted connection %u as fd %d", fd, resp.id, efd);
             return efd;
         }
@@ -885,7 +885,7 @@ static int dp_connect(int fd, struct tsock *s, const struct sockaddr *addr, sock
     settle(fd, sl);
     pthread_mutex_unlock(&lock);
     LOG("fd %d connected on the data path (connection %u, local port %u)", fd, resp.id,
-        sl->local_port);
+        sl->addrs.local_port);
     return 1;
 }
 
@@ -1449,14 +1449,14 @@ EXPORT int getsockname(int fd, struct sockaddr *addr, socklen_t *len) {
         return 0;
     }
     const struct toe_slot *sl = &slots[s->id];
-    to_sockaddr(s->family, sl->family, sl->local_addr, sl->local_port, addr, len);
+    to_sockaddr(s->family, sl->addrs.family, sl->addrs.local_addr, sl->addrs.local_port, addr, len);
     return 0;
 }
 
 EXPORT int getpeername(int fd, struct sockaddr *addr, socklen_t *len) {
     CONN_OR_REAL(fd, real_getpeername(fd, addr, len));
     const struct toe_slot *sl = &slots[s->id];
-    to_sockaddr(s->family, sl->family, sl->remote_addr, sl->remote_port, addr, len);
+    to_sockaddr(s->family, sl->addrs.family, sl->addrs.remote_addr, sl->addrs.remote_port, addr, len);
     return 0;
 }
 
@@ -1481,27 +1481,17 @@ static int dp_fcntl(int fd, struct tsock *s, int cmd, long arg) {
     }
 }
 
-/* fcntl and fcntl64 once their argument is read. */
-static int any_fcntl(int fd, int cmd, long arg) {
-    OURS_OR_REAL(fd, real_fcntl(fd, cmd, arg));
-    return dp_fcntl(fd, s, cmd, arg);
-}
-
 EXPORT int fcntl(int fd, int cmd, ...) {
     va_list ap;
     va_start(ap, cmd);
     long arg = va_arg(ap, long);
     va_end(ap);
-    return any_fcntl(fd, cmd, arg);
+    OURS_OR_REAL(fd, real_fcntl(fd, cmd, arg));
+    return dp_fcntl(fd, s, cmd, arg);
 }
 
-EXPORT int fcntl64(int fd, int cmd, ...) {
-    va_list ap;
-    va_start(ap, cmd);
-    long arg = va_arg(ap, long);
-    va_end(ap);
-    return any_fcntl(fd, cmd, arg);
-}
+/* With 64-bit file offsets fcntl64 is fcntl (as in glibc on LP64). */
+EXPORT int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
 
 EXPORT int ioctl(int fd, unsigned long req, ...) {
     va_list ap;

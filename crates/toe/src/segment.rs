@@ -407,23 +407,20 @@ pub fn build(route: &Route, h: &Header, payload: &[u8], out: &mut Vec<u8>) {
     if f.has(Flags::ACK) {
         tcp = tcp.ack(h.ack);
     }
-    if f.has(Flags::SYN) {
-        tcp = tcp.syn();
-    }
-    if f.has(Flags::FIN) {
-        tcp = tcp.fin();
-    }
-    if f.has(Flags::RST) {
-        tcp = tcp.rst();
-    }
-    if f.has(Flags::PSH) {
-        tcp = tcp.psh();
-    }
-    if f.has(Flags::ECE) {
-        tcp = tcp.ece();
-    }
-    if f.has(Flags::CWR) {
-        tcp = tcp.cwr();
+    type Step = etherparse::PacketBuilderStep<etherparse::TcpHeader>;
+    type SetFlag = fn(Step) -> Step;
+    let setters: [(u8, SetFlag); 6] = [
+        (Flags::SYN, Step::syn),
+        (Flags::FIN, Step::fin),
+        (Flags::RST, Step::rst),
+        (Flags::PSH, Step::psh),
+        (Flags::ECE, Step::ece),
+        (Flags::CWR, Step::cwr),
+    ];
+    for (flag, set) in setters {
+        if f.has(flag) {
+            tcp = set(tcp);
+        }
     }
     let opts = option_elements(&h.options);
     let tcp = tcp

@@ -14,7 +14,7 @@ use std::sync::Mutex;
 use super::ctl;
 use super::layout::{app_flag, event, Op, Request, Response, SlotState, RING_SIZE};
 use super::notice::app as notice;
-use super::shm::{addr_bytes, ip_of, Shm};
+use super::shm::{addr_bytes, Shm};
 use crate::endpoint::TcpInfo;
 
 /// A connection to the data path's service.
@@ -49,7 +49,7 @@ impl Context {
             ctl: Mutex::new(sock),
             doorbell,
             shm: Shm::open(memfd)?,
-            local: ip_of(resp.family, resp.local_addr),
+            local: resp.addrs.sockets().0.ip(),
         })
     }
 

@@ -5,17 +5,19 @@
 //! application in another process).
 
 use std::collections::VecDeque;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::ctl;
-use super::layout::{app_flag, c, event, Request, Response, Slot, SlotState, RING_SIZE, SLOTS};
+use super::layout::{
+    app_flag, c, event, Addresses, Request, Response, Slot, SlotState, RING_SIZE, SLOTS,
+};
 use super::notice::Notice;
 use super::request::Command;
-use super::shm::{addr_bytes, Shm};
+use super::shm::Shm;
 use crate::endpoint::{Endpoint, ToeError};
 use crate::stages::ConnIdx;
 
@@ -47,6 +49,14 @@ struct Listener {
 /// the kernel answers for a descriptor that names nothing.
 fn entry<T>(table: &mut [Option<T>], i: usize) -> Result<&mut T, i32> {
     table.get_mut(i).and_then(Option::as_mut).ok_or(libc::EBADF)
+}
+
+/// A free connection slot of a context and the notice descriptor for it; or
+/// EMFILE when every slot is taken (the kernel's answer when a process's
+/// descriptors are used up), or the errno of making the descriptor.
+fn free_slot(slots: &[Option<Served>]) -> Result<(usize, Notice), i32> {
+    let i = slots.iter().position(Option::is_none).ok_or(libc::EMFILE)?;
+    Ok((i, Notice::new().map_err(errno)?))
 }
 
 /// One application context: its shared memory and the connections and
@@ -154,8 +164,7 @@ impl Service {
                 Ok((id, memfd, doorbell)) => {
                     let resp = Response {
                         id: id as u32,
-                        family: family(self.ep.local_addr()),
-                        local_addr: addr_bytes(self.ep.local_addr()),
+                        addrs: Addresses::local(self.ep.local_addr(), 0),
                         ..Response::default()
                     };
                     if ctl::send_response(&fd, &resp, &[memfd, doorbell]).is_ok() {
@@ -305,9 +314,7 @@ impl Service {
         cx.listeners[lid] = Some(l);
         let resp = Response {
             id: lid as u32,
-            family: family(self.ep.local_addr()),
-            local_port: port,
-            local_addr: addr_bytes(self.ep.local_addr()),
+            addrs: Addresses::local(self.ep.local_addr(), port),
             ..Response::default()
         };
         Ok((resp, Some(raw)))
@@ -319,12 +326,7 @@ impl Service {
         let Some(&conn) = l.pending.front() else {
             return Err(libc::EAGAIN);
         };
-        let i = cx
-            .slots
-            .iter()
-            .position(Option::is_none)
-            .ok_or(libc::EMFILE)?;
-        let notice = Notice::new().map_err(errno)?;
+        let (i, notice) = free_slot(&cx.slots)?;
         l.pending.pop_front();
         // Keep the listener's descriptor readable while more wait.
         if l.pending.is_empty() {
@@ -357,12 +359,7 @@ impl Service {
         local_port: Option<u16>,
     ) -> Result<(Response, Option<RawFd>), i32> {
         let cx = entry(&mut self.contexts, id)?;
-        let i = cx
-            .slots
-            .iter()
-            .position(Option::is_none)
-            .ok_or(libc::EMFILE)?;
-        let notice = Notice::new().map_err(errno)?;
+        let (i, notice) = free_slot(&cx.slots)?;
         let opened = match local_port {
             None => self.ep.connect(remote),
             Some(bound) => self.ep.connect_from(bound, remote),
@@ -682,25 +679,13 @@ fn copy_info(ep: &Endpoint, slot: &super::layout::Slot, conn: ConnIdx) {
     }
 }
 
-fn family(ip: IpAddr) -> u16 {
-    if ip.is_ipv4() {
-        4
-    } else {
-        6
-    }
-}
-
 fn response(i: usize, addrs: Option<(SocketAddr, SocketAddr)>) -> Response {
     let mut r = Response {
         id: i as u32,
         ..Response::default()
     };
     if let Some((l, p)) = addrs {
-        r.family = family(l.ip());
-        r.local_port = l.port();
-        r.remote_port = p.port();
-        r.local_addr = addr_bytes(l.ip());
-        r.remote_addr = addr_bytes(p.ip());
+        r.addrs = Addresses::of(l, p);
     }
     r
 }
