@@ -445,6 +445,8 @@ enum Work {
         /// ECT(0) on the frame and CWR in its header (RFC 3168).
         ect: bool,
         cwr: bool,
+        /// The data was sent before (go-back-N): counted per connection.
+        again: bool,
     },
 }
 
@@ -889,18 +891,19 @@ impl ProtocolStage {
     /// 6.1.5), as the run-to-completion path marks it: ECT(0) on new data
     /// of a flow whose policy reacts to ECN-Echo (never a retransmission),
     /// and CWR once on the first data segment after the policy cut its
-    /// window. `grant` was just taken, so new data reaches SND.MAX.
-    fn ecn_marks(&mut self, conn: ConnIdx, grant: &TxGrant) -> (bool, bool) {
+    /// window. `grant` was just taken, so new data reaches SND.MAX. Also
+    /// whether the data was sent before.
+    fn data_marks(&mut self, conn: ConnIdx, grant: &TxGrant) -> (bool, bool, bool) {
         let (_, snd_max) = self.proto.una_and_max(conn);
         let Some(l) = self.limits.get_mut(&conn).filter(|_| grant.len > 0) else {
-            return (false, false);
+            return (false, false, false);
         };
         let end = grant.seq.wrapping_add(grant.len);
         let new_data = end == snd_max && l.high.is_none_or(|h| distance(h, end) > 0);
         if new_data {
             l.high = Some(end);
         }
-        (l.ect && new_data, std::mem::take(&mut l.cwr))
+        (l.ect && new_data, std::mem::take(&mut l.cwr), !new_data)
     }
 
     /// *Seq*: the segments the peer's window and the control plane's
@@ -919,7 +922,7 @@ impl ProtocolStage {
                     *c -= i64::from(grant.len + l.frame_overhead);
                 }
             }
-            let (ect, cwr) = self.ecn_marks(conn, &grant);
+            let (ect, cwr, again) = self.data_marks(conn, &grant);
             self.emit(Work::Tx {
                 conn,
                 grant,
@@ -927,6 +930,7 @@ impl ProtocolStage {
                 route,
                 ect,
                 cwr,
+                again,
             });
         }
     }
@@ -981,16 +985,23 @@ struct PostStage {
 impl PostStage {
     fn prepare(shared: &Shared, clock: Instant, work: Work) -> Copy {
         let now = clock.elapsed().as_millis() as u32;
-        if let Work::Rx {
-            conn, out, ce, ece, ..
-        } = &work
-        {
-            // *Stats*: the counts the control plane's congestion control
-            // reads; they commute, so replicas may add them in any order.
-            if out.acked > 0 || out.fast_retransmit {
+        // *Stats*: the counts the control plane's congestion control and
+        // TCP_INFO read; they commute, so replicas may add them in any
+        // order.
+        match &work {
+            Work::Rx {
+                conn, out, ce, ece, ..
+            } if out.acked > 0 || out.fast_retransmit => {
                 let mut post = shared.post.write().expect("post table lock");
                 post.account(*conn, out, *ce, *ece);
             }
+            Work::Tx {
+                conn, again: true, ..
+            } => {
+                let mut post = shared.post.write().expect("post table lock");
+                post.retransmitted(*conn);
+            }
+            _ => {}
         }
         let post = shared.post.read().expect("post table lock");
         match work {
@@ -1037,6 +1048,7 @@ impl PostStage {
                 route,
                 ect,
                 cwr,
+                ..
             } => {
                 let mut flags = Flags::PSH;
                 if grant.fin {

@@ -291,6 +291,13 @@ impl Post {
         s.ece |= ce;
     }
 
+    /// *Stats*: a data segment sent again (counted, like the others, in
+    /// any order).
+    pub fn retransmitted(&mut self, conn: ConnIdx) {
+        let s = &mut self.conns[conn as usize];
+        s.cnt_retx = s.cnt_retx.wrapping_add(1);
+    }
+
     /// *Stats*: an RTT sample, microseconds, into the smoothed estimate
     /// (RFC 6298 section 2: the first sample as is, then 7/8 old + 1/8
     /// new).

@@ -99,6 +99,9 @@ pub struct PostState {
     pub cnt_ecnb: u64,
     /// Fast retransmits.
     pub cnt_fretx: u32,
+    /// Data segments sent again (not new data), over the connection's
+    /// life: TCP_INFO's tcpi_total_retrans.
+    pub cnt_retx: u32,
     /// Smoothed RTT estimate, microseconds (from timestamps).
     pub rtt_est: u32,
     /// Transmit rate the control plane set, bytes per second (0: no limit).

@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use lab::Lab;
 use toe::app::{shim, Context, Service, ServiceHandle};
-use toe::EndpointConfig;
+use toe::{EndpointConfig, Engine, PipelineLayout};
 use wire::{Delay, Loss};
 
 const SCRIPT: &str = include_str!("programs/socket_semantics.py");
@@ -88,9 +88,22 @@ fn linux_sink(
 /// A lab without software RSS and a service on the receiver's device, on
 /// its own thread; the socket path.
 fn lab_and_service(prefix: &str, wire: bool) -> (lab::LabGuard, ServiceHandle, PathBuf) {
+    lab_and_service_on(prefix, wire, Engine::Toe)
+}
+
+/// The same with the data path's connections on `engine`.
+fn lab_and_service_on(
+    prefix: &str,
+    wire: bool,
+    engine: Engine,
+) -> (lab::LabGuard, ServiceHandle, PathBuf) {
     testkit::require_root("AF_XDP and network namespaces");
     let lab = common::lab(prefix, wire, false);
-    let ep = common::endpoint(&lab, toe_addr(&lab), EndpointConfig::default());
+    let cfg = EndpointConfig {
+        engine,
+        ..EndpointConfig::default()
+    };
+    let ep = common::endpoint(&lab, toe_addr(&lab), cfg);
     let socket = std::env::temp_dir().join(format!("{}.toe.sock", lab.name()));
     let svc = Service::new(ep, &socket).unwrap().spawn();
     (lab, svc, socket)
@@ -294,10 +307,19 @@ info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
 print(info[2], info[4], struct.unpack_from("I", info, 100)[0], flush=True)
 "#;
 
+/// On the run-to-completion stages and on the pipelined engine (whose
+/// post-processors count a data segment the protocol stage sends again).
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, AF_XDP, AF_PACKET): `make test` runs it as root"]
 fn tcp_info_counts_the_retransmissions_a_lossy_wire_forced() {
-    let (lab, svc, socket) = lab_and_service("tretx", true);
+    for engine in [Engine::Toe, Engine::Pipeline(PipelineLayout::default())] {
+        eprintln!("{engine:?}");
+        tcp_info_counts_retransmissions_on(engine);
+    }
+}
+
+fn tcp_info_counts_retransmissions_on(engine: Engine) {
+    let (lab, svc, socket) = lab_and_service_on("tretx", true, engine);
     let wire = common::impaired_wire(&lab, wire::Delay::default(), Loss::Uniform { p: 0.02 }, 11);
     let sink = linux_sink(&lab);
     let args = [lab.sender().ipv4.to_string(), ECHO_PORT.to_string()];
