@@ -413,14 +413,21 @@ impl<T> Ticketed<T> {
     }
 }
 
+/// What of a received segment goes past the protocol stage: the
+/// addresses its ACK goes to, the payload to place, and its ECN marks (a
+/// window update the protocol stage makes has no payload and no marks).
+struct Inbound {
+    route: Route,
+    payload: Vec<u8>,
+    ce: bool,
+    ece: bool,
+}
+
 enum Summarised {
     Segment {
         conn: ConnIdx,
         summary: RxSummary,
-        route: Route,
-        payload: Vec<u8>,
-        ce: bool,
-        ece: bool,
+        inbound: Inbound,
     },
     Control(Control),
     /// Not the data path's (or malformed): keeps the ticket stream whole.
@@ -432,10 +439,7 @@ enum Work {
         conn: ConnIdx,
         out: RxOutcome,
         snap: Snapshot,
-        route: Route,
-        payload: Vec<u8>,
-        ce: bool,
-        ece: bool,
+        inbound: Inbound,
     },
     Tx {
         conn: ConnIdx,
@@ -582,10 +586,12 @@ impl PreStage {
                 Some(route) => Summarised::Segment {
                     conn,
                     summary,
-                    route,
-                    payload: seg.payload.to_vec(),
-                    ce: seg.ce,
-                    ece: seg.flags.has(Flags::ECE),
+                    inbound: Inbound {
+                        route,
+                        payload: seg.payload.to_vec(),
+                        ce: seg.ce,
+                        ece: seg.flags.has(Flags::ECE),
+                    },
                 },
                 None => Summarised::Skip,
             },
@@ -695,10 +701,7 @@ impl ProtocolStage {
             Summarised::Segment {
                 conn,
                 summary,
-                route,
-                payload,
-                ce,
-                ece,
+                inbound,
             } => {
                 if let Some(trace) = &self.shared.trace {
                     trace
@@ -711,15 +714,12 @@ impl ProtocolStage {
                 }
                 let (out, snap) = self.proto.rx(conn, &summary);
                 self.counters.verdict(&out);
-                self.routes.insert(conn, route);
+                self.routes.insert(conn, inbound.route);
                 self.emit(Work::Rx {
                     conn,
                     out,
                     snap,
-                    route,
-                    payload,
-                    ce,
-                    ece,
+                    inbound,
                 });
                 self.transmit(conn);
                 self.publish(conn);
@@ -822,14 +822,17 @@ impl ProtocolStage {
             send_ack: true,
             ..RxOutcome::default()
         };
-        self.emit(Work::Rx {
-            conn,
-            out,
-            snap,
+        let inbound = Inbound {
             route,
             payload: Vec::new(),
             ce: false,
             ece: false,
+        };
+        self.emit(Work::Rx {
+            conn,
+            out,
+            snap,
+            inbound,
         });
     }
 
@@ -990,10 +993,10 @@ impl PostStage {
         // order.
         match &work {
             Work::Rx {
-                conn, out, ce, ece, ..
+                conn, out, inbound, ..
             } if out.acked > 0 || out.fast_retransmit => {
                 let mut post = shared.post.write().expect("post table lock");
-                post.account(*conn, out, *ce, *ece);
+                post.account(*conn, out, inbound.ce, inbound.ece);
             }
             Work::Tx {
                 conn, again: true, ..
@@ -1009,10 +1012,9 @@ impl PostStage {
                 conn,
                 out,
                 snap,
-                route,
-                payload,
-                ce,
-                ..
+                inbound: Inbound {
+                    route, payload, ce, ..
+                },
             } => {
                 let mut notices = Vec::new();
                 if out.readable > 0 {

@@ -46,12 +46,8 @@ pub struct TcpOptions {
 /// A received TCP segment, borrowing the frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Segment<'a> {
-    pub src_mac: [u8; 6],
-    pub dst_mac: [u8; 6],
-    pub src: IpAddr,
-    pub dst: IpAddr,
-    pub src_port: u16,
-    pub dst_port: u16,
+    /// Its addresses, as it came: from the peer to us.
+    pub route: Route,
     pub seq: u32,
     pub ack: u32,
     pub flags: Flags,
@@ -148,12 +144,14 @@ pub fn parse(frame: &[u8]) -> Result<Frame<'_>, SegmentError> {
         return Err(SegmentError::BadTcpChecksum);
     }
     Ok(Frame::Tcp(Segment {
-        src_mac: eth.source(),
-        dst_mac: eth.destination(),
-        src,
-        dst,
-        src_port: tcp.source_port(),
-        dst_port: tcp.destination_port(),
+        route: Route {
+            src_mac: eth.source(),
+            dst_mac: eth.destination(),
+            src,
+            dst,
+            src_port: tcp.source_port(),
+            dst_port: tcp.destination_port(),
+        },
         seq: tcp.sequence_number(),
         ack: tcp.acknowledgment_number(),
         flags: Flags(tcp.header_slice()[13]),
@@ -500,9 +498,9 @@ mod tests {
             let Frame::Tcp(s) = parse(&f).unwrap() else {
                 panic!("not TCP")
             };
-            assert_eq!((s.src, s.dst), (r.src, r.dst));
+            assert_eq!(s.route, r);
             assert_eq!(
-                (s.src_port, s.dst_port, s.seq, s.ack),
+                (s.route.src_port, s.route.dst_port, s.seq, s.ack),
                 (40000, 5201, 1000, 2000)
             );
             assert_eq!(s.flags, Flags(Flags::ACK | Flags::PSH));
@@ -530,7 +528,10 @@ mod tests {
         let Frame::Tcp(s) = parse(&frame).unwrap() else {
             panic!("not TCP")
         };
-        assert_eq!((s.src_port, s.dst_port, s.window), (0x9668, 5555, 0x01fc));
+        assert_eq!(
+            (s.route.src_port, s.route.dst_port, s.window),
+            (0x9668, 5555, 0x01fc)
+        );
         // Either zero in the field: accepted.
         let mut other = frame;
         other[50..52].copy_from_slice(&[0, 0]);

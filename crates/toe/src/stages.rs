@@ -35,10 +35,10 @@ impl FourTuple {
     /// The tuple a received segment belongs to.
     pub fn of(seg: &Segment<'_>) -> Self {
         FourTuple {
-            local: seg.dst,
-            local_port: seg.dst_port,
-            remote: seg.src,
-            remote_port: seg.src_port,
+            local: seg.route.dst,
+            local_port: seg.route.dst_port,
+            remote: seg.route.src,
+            remote_port: seg.route.src_port,
         }
     }
 
