@@ -446,12 +446,18 @@ enum Work {
         grant: TxGrant,
         snap: Snapshot,
         route: Route,
-        /// ECT(0) on the frame and CWR in its header (RFC 3168).
-        ect: bool,
-        cwr: bool,
-        /// The data was sent before (go-back-N): counted per connection.
-        again: bool,
+        marks: TxMarks,
     },
+}
+
+/// What the protocol stage tells the post-processor about a data segment.
+#[derive(Debug, Clone, Copy, Default)]
+struct TxMarks {
+    /// ECT(0) on the frame and CWR in its header (RFC 3168).
+    ect: bool,
+    cwr: bool,
+    /// The data was sent before (go-back-N): counted per connection.
+    again: bool,
 }
 
 /// What leaves the copy stage: a frame to send and notices to give, both
@@ -896,17 +902,21 @@ impl ProtocolStage {
     /// and CWR once on the first data segment after the policy cut its
     /// window. `grant` was just taken, so new data reaches SND.MAX. Also
     /// whether the data was sent before.
-    fn data_marks(&mut self, conn: ConnIdx, grant: &TxGrant) -> (bool, bool, bool) {
+    fn data_marks(&mut self, conn: ConnIdx, grant: &TxGrant) -> TxMarks {
         let (_, snd_max) = self.proto.una_and_max(conn);
         let Some(l) = self.limits.get_mut(&conn).filter(|_| grant.len > 0) else {
-            return (false, false, false);
+            return TxMarks::default();
         };
         let end = grant.seq.wrapping_add(grant.len);
         let new_data = end == snd_max && l.high.is_none_or(|h| distance(h, end) > 0);
         if new_data {
             l.high = Some(end);
         }
-        (l.ect && new_data, std::mem::take(&mut l.cwr), !new_data)
+        TxMarks {
+            ect: l.ect && new_data,
+            cwr: std::mem::take(&mut l.cwr),
+            again: !new_data,
+        }
     }
 
     /// *Seq*: the segments the peer's window and the control plane's
@@ -925,15 +935,13 @@ impl ProtocolStage {
                     *c -= i64::from(grant.len + l.frame_overhead);
                 }
             }
-            let (ect, cwr, again) = self.data_marks(conn, &grant);
+            let marks = self.data_marks(conn, &grant);
             self.emit(Work::Tx {
                 conn,
                 grant,
                 snap,
                 route,
-                ect,
-                cwr,
-                again,
+                marks,
             });
         }
     }
@@ -998,9 +1006,7 @@ impl PostStage {
                 let mut post = shared.post.write().expect("post table lock");
                 post.account(*conn, out, inbound.ce, inbound.ece);
             }
-            Work::Tx {
-                conn, again: true, ..
-            } => {
+            Work::Tx { conn, marks, .. } if marks.again => {
                 let mut post = shared.post.write().expect("post table lock");
                 post.retransmitted(*conn);
             }
@@ -1048,15 +1054,13 @@ impl PostStage {
                 grant,
                 snap,
                 route,
-                ect,
-                cwr,
-                ..
+                marks,
             } => {
                 let mut flags = Flags::PSH;
                 if grant.fin {
                     flags |= Flags::FIN;
                 }
-                if cwr {
+                if marks.cwr {
                     flags |= Flags::CWR;
                 }
                 let h = post.header_for(conn, grant.seq, flags, &snap, now, false);
@@ -1065,7 +1069,7 @@ impl PostStage {
                     place: None,
                     notices: Vec::new(),
                     frame: None,
-                    segment: Some((route, h, grant, ect)),
+                    segment: Some((route, h, grant, marks.ect)),
                 }
             }
         }
