@@ -80,9 +80,41 @@ pub fn preload(cmd: &mut Command, shim: &Path) {
     cmd.env("LD_PRELOAD", ld_preload_value(shim, existing.as_deref()));
 }
 
+/// Makes `cmd` preload `shim` (see [`preload`]) and, when given, tells
+/// the shim in `socket_env` the socket of the service it talks to.
+pub fn preload_with_socket(
+    cmd: &mut Command,
+    shim: &Path,
+    socket_env: &str,
+    socket: Option<&Path>,
+) {
+    preload(cmd, shim);
+    if let Some(socket) = socket {
+        cmd.env(socket_env, socket);
+    }
+}
+
+/// Whether `bytes` are an ELF shared object (the magic, then e_type
+/// ET_DYN): what an embedded shim must be for the dynamic loader.
+pub fn is_shared_object(bytes: &[u8]) -> bool {
+    bytes.len() > 17 && bytes[..4] == *b"\x7fELF" && u16::from_le_bytes([bytes[16], bytes[17]]) == 3
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shared_object_is_told_from_other_bytes() {
+        let mut elf = vec![0u8; 64];
+        elf[..4].copy_from_slice(b"\x7fELF");
+        elf[16] = 3;
+        assert!(is_shared_object(&elf));
+        elf[16] = 2; // ET_EXEC
+        assert!(!is_shared_object(&elf));
+        assert!(!is_shared_object(b"\x7fELF"));
+        assert!(!is_shared_object(b"#!/bin/sh\nexit 0\n"));
+    }
 
     #[test]
     fn preload_keeps_existing_libraries() {

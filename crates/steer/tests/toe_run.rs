@@ -142,81 +142,26 @@ fn start_server(
     server
 }
 
-/// Runs `curl` (its arguments ending in `-o`) to fetch `url` into `out`;
-/// returns what arrived.
-fn fetch(mut curl: Command, out: &Path, url: String, what: &str) -> Vec<u8> {
+/// Runs `curl` (its arguments ending in `-o`) to fetch `url` into `out`:
+/// what arrived must be `sent`, byte for byte.
+fn fetch(mut curl: Command, out: &Path, url: String, what: &str, sent: &[u8]) {
     let status = curl.arg(out).arg(url).status().unwrap();
     assert!(status.success(), "{what}: {status}");
-    std::fs::read(out).unwrap()
+    let got = std::fs::read(out).unwrap();
+    assert!(
+        got == sent,
+        "{what}: the file differs ({} bytes)",
+        got.len()
+    );
 }
 
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
 fn http_server_and_curl_run_unmodified_on_the_data_path_byte_exactly() {
     let lab = lab();
+    http_both_ways(&lab, "the data path", &[], &["--bind", "::"], 8000, 3 << 20);
     let dir = TempDir::new("steer-toe-www");
     let sent = blob(dir.path(), 3 << 20);
-    let rcv = IpAddr::V4(lab.receiver().ipv4);
-    let snd = IpAddr::V4(lab.sender().ipv4);
-
-    // The data path serves; Linux fetches.
-    let to = SocketAddr::new(rcv, 8000);
-    let server = start_server(
-        toe_run(
-            &lab,
-            &[
-                "python3",
-                "-m",
-                "http.server",
-                "8000",
-                "--bind",
-                "::",
-                "--directory",
-            ],
-        ),
-        dir.path(),
-        &lab.sender().netns,
-        to,
-        "http.server on the data path",
-    );
-    let got = fetch(
-        lab_exec(&lab, "snd", &["curl", "-sS", "--fail", "-o"]),
-        &dir.join("fetched-from-toe.bin"),
-        format!("http://{to}/blob.bin"),
-        "curl from Linux",
-    );
-    assert!(
-        got == sent,
-        "the file served by the data path differs ({} bytes)",
-        got.len()
-    );
-    drop(server);
-
-    // Linux serves; the data path fetches.
-    let from = SocketAddr::new(snd, 8001);
-    let server = start_server(
-        lab_exec(
-            &lab,
-            "snd",
-            &["python3", "-m", "http.server", "8001", "--directory"],
-        ),
-        dir.path(),
-        &lab.receiver().netns,
-        from,
-        "http.server on Linux",
-    );
-    let got = fetch(
-        toe_run(&lab, &["curl", "-sS", "--fail", "-o"]),
-        &dir.join("fetched-by-toe.bin"),
-        format!("http://{from}/blob.bin"),
-        "curl on the data path",
-    );
-    assert!(
-        got == sent,
-        "the file fetched by the data path differs ({} bytes)",
-        got.len()
-    );
-    drop(server);
 
     // An IPv6 data path serves curl over IPv6.
     let rcv6 = IpAddr::V6(lab.receiver().ipv6.expect("a lab with IPv6"));
@@ -242,25 +187,29 @@ fn http_server_and_curl_run_unmodified_on_the_data_path_byte_exactly() {
         to,
         "http.server on the IPv6 data path",
     );
-    let got = fetch(
+    fetch(
         lab_exec(&lab, "snd", &["curl", "-sS", "--fail", "-g", "-o"]),
         &dir.join("fetched-over-ipv6.bin"),
         format!("http://{to}/blob.bin"),
         "curl over IPv6",
-    );
-    assert!(
-        got == sent,
-        "the file served over IPv6 differs ({} bytes)",
-        got.len()
+        &sent,
     );
     drop(server);
 }
 
 /// Python's http.server on the data path fetched by curl on Linux, then
-/// http.server on Linux fetched by curl on the data path, 2 MiB each,
-/// byte for byte. `steer_args` choose the engine (and its layout);
-/// `port` and `port + 1` are the two servers'.
-fn http_both_ways(lab: &Lab, what: &str, steer_args: &[&str], port: u16) {
+/// http.server on Linux fetched by curl on the data path, `len` bytes
+/// each, byte for byte. `steer_args` choose the engine (and its layout),
+/// `server_args` go to the data path's http.server (before its
+/// directory); `port` and `port + 1` are the two servers'.
+fn http_both_ways(
+    lab: &Lab,
+    what: &str,
+    steer_args: &[&str],
+    server_args: &[&str],
+    port: u16,
+    len: usize,
+) {
     let on_data_path = |program: &[&str]| {
         let mut cmd = Command::new(steer_bin());
         cmd.args(["toe", "run", "rcv", "--lab", lab.name()])
@@ -270,26 +219,28 @@ fn http_both_ways(lab: &Lab, what: &str, steer_args: &[&str], port: u16) {
         cmd
     };
     let dir = TempDir::new("steer-toe-engine");
-    let sent = blob(dir.path(), 2 << 20);
+    let sent = blob(dir.path(), len);
     let (p0, p1) = (port.to_string(), (port + 1).to_string());
     let to = SocketAddr::new(IpAddr::V4(lab.receiver().ipv4), port);
+    let server_on_data_path = [
+        &["python3", "-m", "http.server", &p0],
+        server_args,
+        &["--directory"],
+    ]
+    .concat();
     let server = start_server(
-        on_data_path(&["python3", "-m", "http.server", &p0, "--directory"]),
+        on_data_path(&server_on_data_path),
         dir.path(),
         &lab.sender().netns,
         to,
         &format!("http.server on {what}"),
     );
-    let got = fetch(
+    fetch(
         lab_exec(lab, "snd", &["curl", "-sS", "--fail", "-o"]),
         &dir.join("fetched-from-the-data-path.bin"),
         format!("http://{to}/blob.bin"),
-        "curl from Linux",
-    );
-    assert!(
-        got == sent,
-        "the file served on {what} differs ({} bytes)",
-        got.len()
+        &format!("curl from Linux, served on {what}"),
+        &sent,
     );
     drop(server);
 
@@ -305,16 +256,12 @@ fn http_both_ways(lab: &Lab, what: &str, steer_args: &[&str], port: u16) {
         from,
         "http.server on Linux",
     );
-    let got = fetch(
+    fetch(
         on_data_path(&["curl", "-sS", "--fail", "-o"]),
         &dir.join("fetched-by-the-data-path.bin"),
         format!("http://{from}/blob.bin"),
         &format!("curl on {what}"),
-    );
-    assert!(
-        got == sent,
-        "the file fetched on {what} differs ({} bytes)",
-        got.len()
+        &sent,
     );
     drop(server);
 }
@@ -323,7 +270,14 @@ fn http_both_ways(lab: &Lab, what: &str, steer_args: &[&str], port: u16) {
 #[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
 fn http_server_and_curl_run_unmodified_on_the_laminar_engine_byte_exactly() {
     let lab = lab();
-    http_both_ways(&lab, "the Laminar engine", &["--engine", "laminar"], 8010);
+    http_both_ways(
+        &lab,
+        "the Laminar engine",
+        &["--engine", "laminar"],
+        &[],
+        8010,
+        2 << 20,
+    );
 }
 
 #[test]
@@ -331,7 +285,14 @@ fn http_server_and_curl_run_unmodified_on_the_laminar_engine_byte_exactly() {
 fn http_server_and_curl_run_unmodified_on_the_pipelined_engine_byte_exactly() {
     let lab = lab();
     // The default layout: every stage on one worker thread.
-    http_both_ways(&lab, "the pipeline", &["--engine", "pipeline"], 8020);
+    http_both_ways(
+        &lab,
+        "the pipeline",
+        &["--engine", "pipeline"],
+        &[],
+        8020,
+        2 << 20,
+    );
     // Two flow groups, two replicas of each parallel stage, two threads.
     let layout = [
         "--engine",
@@ -347,7 +308,7 @@ fn http_server_and_curl_run_unmodified_on_the_pipelined_engine_byte_exactly() {
         "--pipeline-threads",
         "2",
     ];
-    http_both_ways(&lab, "the two-group pipeline", &layout, 8022);
+    http_both_ways(&lab, "the two-group pipeline", &layout, &[], 8022, 2 << 20);
 }
 
 /// iperf3's JSON: the bytes the receiving end counted.

@@ -253,7 +253,7 @@ impl LaminarRx {
             };
             let s = network_segment(
                 (u32::from(PEER), u32::from(US)),
-                (seg.src_port, seg.dst_port),
+                (seg.route.src_port, seg.route.dst_port),
                 seg.seq,
                 None,
                 seg.payload,

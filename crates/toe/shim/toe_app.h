@@ -92,8 +92,18 @@ struct toe_header {
     uint8_t reserved[48];
 };
 
-/* One connection. Addresses in network order, ports in host order; a
- * family of 4 or 6. The TCP_INFO fields are the protocol stage's state,
+/* A connection's two ends: addresses in network order, ports in host
+ * order, a family of 4 or 6 (the slot's and the reply's). */
+struct toe_addrs {
+    uint16_t family;
+    uint16_t local_port;
+    uint16_t remote_port;
+    uint16_t pad;
+    uint8_t local_addr[16];
+    uint8_t remote_addr[16];
+};
+
+/* One connection. The TCP_INFO fields are the protocol stage's state,
  * copied by the service each time it serves the connection. */
 struct toe_slot {
     uint32_t rx_head;   /* service */
@@ -108,12 +118,7 @@ struct toe_slot {
     uint32_t rcv_nxt;   /* service: next sequence number expected */
     uint32_t rcv_wnd;   /* service: receive window offered (bytes) */
     uint32_t snd_mss;   /* service: payload bytes per segment */
-    uint16_t family;
-    uint16_t local_port;
-    uint16_t remote_port;
-    uint16_t pad;
-    uint8_t local_addr[16];
-    uint8_t remote_addr[16];
+    struct toe_addrs addrs; /* service */
     uint32_t refs; /* application: descriptors open on it, across forks */
     uint32_t snd_cwnd;   /* service: congestion window (bytes) */
     uint32_t srtt_us;    /* service: smoothed RTT (microseconds), 0 before a sample */
@@ -182,12 +187,7 @@ struct toe_req {
 struct toe_resp {
     int32_t err;
     uint32_t id;
-    uint16_t family;
-    uint16_t local_port;
-    uint16_t remote_port;
-    uint16_t pad;
-    uint8_t local_addr[16];
-    uint8_t remote_addr[16];
+    struct toe_addrs addrs;
 };
 
 #endif

@@ -86,11 +86,11 @@ _Static_assert(offsetof(struct toe_slot, snd_nxt) == TOE_OFF_SND_NXT, "snd_nxt")
 _Static_assert(offsetof(struct toe_slot, rcv_nxt) == TOE_OFF_RCV_NXT, "rcv_nxt");
 _Static_assert(offsetof(struct toe_slot, rcv_wnd) == TOE_OFF_RCV_WND, "rcv_wnd");
 _Static_assert(offsetof(struct toe_slot, snd_mss) == TOE_OFF_SND_MSS, "snd_mss");
-_Static_assert(offsetof(struct toe_slot, family) == TOE_OFF_FAMILY, "family");
-_Static_assert(offsetof(struct toe_slot, local_port) == TOE_OFF_LOCAL_PORT, "local_port");
-_Static_assert(offsetof(struct toe_slot, remote_port) == TOE_OFF_REMOTE_PORT, "remote_port");
-_Static_assert(offsetof(struct toe_slot, local_addr) == TOE_OFF_LOCAL_ADDR, "local_addr");
-_Static_assert(offsetof(struct toe_slot, remote_addr) == TOE_OFF_REMOTE_ADDR, "remote_addr");
+_Static_assert(offsetof(struct toe_slot, addrs.family) == TOE_OFF_FAMILY, "family");
+_Static_assert(offsetof(struct toe_slot, addrs.local_port) == TOE_OFF_LOCAL_PORT, "local_port");
+_Static_assert(offsetof(struct toe_slot, addrs.remote_port) == TOE_OFF_REMOTE_PORT, "remote_port");
+_Static_assert(offsetof(struct toe_slot, addrs.local_addr) == TOE_OFF_LOCAL_ADDR, "local_addr");
+_Static_assert(offsetof(struct toe_slot, addrs.remote_addr) == TOE_OFF_REMOTE_ADDR, "remote_addr");
 _Static_assert(offsetof(struct toe_slot, refs) == TOE_OFF_REFS, "refs");
 _Static_assert(offsetof(struct toe_slot, snd_cwnd) == TOE_OFF_SND_CWND, "snd_cwnd");
 _Static_assert(offsetof(struct toe_slot, srtt_us) == TOE_OFF_SRTT_US, "srtt_us");
@@ -100,6 +100,23 @@ _Static_assert(offsetof(struct toe_slot, total_retrans) == TOE_OFF_TOTAL_RETRANS
 _Static_assert(offsetof(struct toe_slot, backoffs) == TOE_OFF_BACKOFFS, "backoffs");
 
 #define EXPORT __attribute__((visibility("default")))
+/* The prologue of a wrapper: `s` is the data-path socket behind `fd`; a
+ * descriptor that is none goes to libc's own call, `real_call`. */
+#define OURS_OR_REAL(fd, real_call) \
+    struct tsock *s = ours(fd);     \
+    if (!s) {                       \
+        return real_call;           \
+    }                               \
+    (void)0
+/* The same for a call only a connection takes: on a listener it fails
+ * with ENOTCONN, as the kernel's does on a stream socket not connected. */
+#define CONN_OR_REAL(fd, real_call) \
+    OURS_OR_REAL(fd, real_call);    \
+    if (s->kind != K_CONN) {        \
+        errno = ENOTCONN;           \
+        return -1;                  \
+    }                               \
+    (void)0
 #define RING_MASK (TOE_RING_SIZE - 1u)
 /* Descriptors the shim tracks; a socket on a higher number stays the kernel's. */
 #define MAX_FD 65536
@@ -339,8 +356,8 @@ static int context(void) {
     real_close(fds[0]);
     doorbell = fds[1];
     ctx_id = resp.id;
-    dp_family = resp.family;
-    memcpy(dp_addr, resp.local_addr, 16);
+    dp_family = resp.addrs.family;
+    memcpy(dp_addr, resp.addrs.local_addr, 16);
     ctx_state = 1;
     LOG("context %u on the data path", ctx_id);
     return 1;
@@ -747,10 +764,7 @@ EXPORT int listen(int fd, int backlog) {
 }
 
 EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags) {
-    struct tsock *s = ours(fd);
-    if (!s) {
-        return real_accept4(fd, addr, len, flags);
-    }
+    OURS_OR_REAL(fd, real_accept4(fd, addr, len, flags));
     if (s->kind != K_LISTENER) {
         errno = EINVAL;
         return -1;
@@ -785,7 +799,7 @@ EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags) {
             c->sndtimeo_ms = -1;
             __atomic_store_n(&slots[resp.id].refs, 1, __ATOMIC_RELEASE);
             pthread_mutex_unlock(&lock);
-            to_sockaddr(s->family, resp.family, resp.remote_addr, resp.remote_port, addr, len);
+            to_sockaddr(s->family, resp.addrs.family, resp.addrs.remote_addr, resp.addrs.remote_port, addr, len);
             LOG("fd %d accepted connection %u as fd %d", fd, resp.id, efd);
             return efd;
         }
@@ -871,7 +885,7 @@ static int dp_connect(int fd, struct tsock *s, const struct sockaddr *addr, sock
     settle(fd, sl);
     pthread_mutex_unlock(&lock);
     LOG("fd %d connected on the data path (connection %u, local port %u)", fd, resp.id,
-        sl->local_port);
+        sl->addrs.local_port);
     return 1;
 }
 
@@ -891,14 +905,7 @@ EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len) {
 
 EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *src,
                         socklen_t *alen) {
-    struct tsock *s = ours(fd);
-    if (!s) {
-        return real_recvfrom(fd, buf, len, flags, src, alen);
-    }
-    if (s->kind != K_CONN) {
-        errno = ENOTCONN;
-        return -1;
-    }
+    CONN_OR_REAL(fd, real_recvfrom(fd, buf, len, flags, src, alen));
     /* A connected stream socket reports no source address. */
     if (alen) {
         *alen = 0;
@@ -911,10 +918,7 @@ EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags) {
 }
 
 EXPORT ssize_t read(int fd, void *buf, size_t len) {
-    struct tsock *s = ours(fd);
-    if (!s) {
-        return real_read(fd, buf, len);
-    }
+    OURS_OR_REAL(fd, real_read(fd, buf, len));
     return recvfrom(fd, buf, len, 0, NULL, NULL);
 }
 
@@ -942,14 +946,7 @@ EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int 
 
 EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *dst,
                       socklen_t alen) {
-    struct tsock *s = ours(fd);
-    if (!s) {
-        return real_sendto(fd, buf, len, flags, dst, alen);
-    }
-    if (s->kind != K_CONN) {
-        errno = ENOTCONN;
-        return -1;
-    }
+    CONN_OR_REAL(fd, real_sendto(fd, buf, len, flags, dst, alen));
     return dp_send(fd, s, buf, len, flags);
 }
 
@@ -958,40 +955,21 @@ EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags) {
 }
 
 EXPORT ssize_t write(int fd, const void *buf, size_t len) {
-    struct tsock *s = ours(fd);
-    if (!s) {
-        return real_write(fd, buf, len);
-    }
+    OURS_OR_REAL(fd, real_write(fd, buf, len));
     return sendto(fd, buf, len, 0, NULL, 0);
 }
 
-/* Scatter and gather: one iovec at a time, stopping at a short transfer. */
-static ssize_t dp_readv(int fd, struct tsock *s, const struct iovec *iov, int n, int flags) {
+/* Scatter (`rx`) and gather: one iovec at a time, stopping at a short
+ * transfer. */
+static ssize_t dp_iov(int fd, struct tsock *s, const struct iovec *iov, int n, int flags, int rx) {
     ssize_t total = 0;
     for (int i = 0; i < n; i++) {
         if (iov[i].iov_len == 0) {
             continue;
         }
-        /* Only the first wait may block: later iovecs take what is there. */
-        ssize_t r = dp_recv(fd, s, iov[i].iov_base, iov[i].iov_len, total ? flags | MSG_DONTWAIT : flags);
-        if (r < 0) {
-            return total ? total : -1;
-        }
-        total += r;
-        if ((size_t)r < iov[i].iov_len) {
-            break;
-        }
-    }
-    return total;
-}
-
-static ssize_t dp_writev(int fd, struct tsock *s, const struct iovec *iov, int n, int flags) {
-    ssize_t total = 0;
-    for (int i = 0; i < n; i++) {
-        if (iov[i].iov_len == 0) {
-            continue;
-        }
-        ssize_t r = dp_send(fd, s, iov[i].iov_base, iov[i].iov_len, flags);
+        /* Only the first receive may block: later iovecs take what is there. */
+        ssize_t r = rx ? dp_recv(fd, s, iov[i].iov_base, iov[i].iov_len, total ? flags | MSG_DONTWAIT : flags)
+                       : dp_send(fd, s, iov[i].iov_base, iov[i].iov_len, flags);
         if (r < 0) {
             return total ? total : -1;
         }
@@ -1004,54 +982,26 @@ static ssize_t dp_writev(int fd, struct tsock *s, const struct iovec *iov, int n
 }
 
 EXPORT ssize_t readv(int fd, const struct iovec *iov, int n) {
-    struct tsock *s = ours(fd);
-    if (!s) {
-        return real_readv(fd, iov, n);
-    }
-    if (s->kind != K_CONN) {
-        errno = ENOTCONN;
-        return -1;
-    }
-    return dp_readv(fd, s, iov, n, 0);
+    CONN_OR_REAL(fd, real_readv(fd, iov, n));
+    return dp_iov(fd, s, iov, n, 0, 1);
 }
 
 EXPORT ssize_t writev(int fd, const struct iovec *iov, int n) {
-    struct tsock *s = ours(fd);
-    if (!s) {
-        return real_writev(fd, iov, n);
-    }
-    if (s->kind != K_CONN) {
-        errno = ENOTCONN;
-        return -1;
-    }
-    return dp_writev(fd, s, iov, n, 0);
+    CONN_OR_REAL(fd, real_writev(fd, iov, n));
+    return dp_iov(fd, s, iov, n, 0, 0);
 }
 
 EXPORT ssize_t recvmsg(int fd, struct msghdr *mh, int flags) {
-    struct tsock *s = ours(fd);
-    if (!s) {
-        return real_recvmsg(fd, mh, flags);
-    }
-    if (s->kind != K_CONN) {
-        errno = ENOTCONN;
-        return -1;
-    }
+    CONN_OR_REAL(fd, real_recvmsg(fd, mh, flags));
     mh->msg_namelen = 0;
     mh->msg_controllen = 0;
     mh->msg_flags = 0;
-    return dp_readv(fd, s, mh->msg_iov, (int)mh->msg_iovlen, flags);
+    return dp_iov(fd, s, mh->msg_iov, (int)mh->msg_iovlen, flags, 1);
 }
 
 EXPORT ssize_t sendmsg(int fd, const struct msghdr *mh, int flags) {
-    struct tsock *s = ours(fd);
-    if (!s) {
-        return real_sendmsg(fd, mh, flags);
-    }
-    if (s->kind != K_CONN) {
-        errno = ENOTCONN;
-        return -1;
-    }
-    return dp_writev(fd, s, mh->msg_iov, (int)mh->msg_iovlen, flags);
+    CONN_OR_REAL(fd, real_sendmsg(fd, mh, flags));
+    return dp_iov(fd, s, mh->msg_iov, (int)mh->msg_iovlen, flags, 0);
 }
 
 /* sendfile to a data-path socket: the file's bytes through the TX ring
@@ -1129,14 +1079,7 @@ EXPORT ssize_t splice(int in, loff_t *off_in, int out, loff_t *off_out, size_t l
 }
 
 EXPORT int shutdown(int fd, int how) {
-    struct tsock *s = ours(fd);
-    if (!s) {
-        return real_shutdown(fd, how);
-    }
-    if (s->kind != K_CONN) {
-        errno = ENOTCONN;
-        return -1;
-    }
+    CONN_OR_REAL(fd, real_shutdown(fd, how));
     if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) {
         errno = EINVAL;
         return -1;
@@ -1361,10 +1304,7 @@ static int tcp_info(const struct tsock *s, void *val, socklen_t *len) {
 }
 
 EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len) {
-    struct tsock *s = ours(fd);
-    if (!s) {
-        return real_getsockopt(fd, level, name, val, len);
-    }
+    OURS_OR_REAL(fd, real_getsockopt(fd, level, name, val, len));
     if (level == SOL_SOCKET) {
         switch (name) {
         case SO_TYPE:
@@ -1433,10 +1373,7 @@ static int timeout_ms(const void *val, socklen_t len, int *ms) {
 }
 
 EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t len) {
-    struct tsock *s = ours(fd);
-    if (!s) {
-        return real_setsockopt(fd, level, name, val, len);
-    }
+    OURS_OR_REAL(fd, real_setsockopt(fd, level, name, val, len));
     int v = 0;
     if (level == SOL_SOCKET) {
         switch (name) {
@@ -1504,10 +1441,7 @@ EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t le
 }
 
 EXPORT int getsockname(int fd, struct sockaddr *addr, socklen_t *len) {
-    struct tsock *s = ours(fd);
-    if (!s) {
-        return real_getsockname(fd, addr, len);
-    }
+    OURS_OR_REAL(fd, real_getsockname(fd, addr, len));
     if (s->kind == K_LISTENER) {
         socklen_t n = *len < s->bound_len ? *len : s->bound_len;
         memcpy(addr, &s->bound, n);
@@ -1515,21 +1449,14 @@ EXPORT int getsockname(int fd, struct sockaddr *addr, socklen_t *len) {
         return 0;
     }
     const struct toe_slot *sl = &slots[s->id];
-    to_sockaddr(s->family, sl->family, sl->local_addr, sl->local_port, addr, len);
+    to_sockaddr(s->family, sl->addrs.family, sl->addrs.local_addr, sl->addrs.local_port, addr, len);
     return 0;
 }
 
 EXPORT int getpeername(int fd, struct sockaddr *addr, socklen_t *len) {
-    struct tsock *s = ours(fd);
-    if (!s) {
-        return real_getpeername(fd, addr, len);
-    }
-    if (s->kind != K_CONN) {
-        errno = ENOTCONN;
-        return -1;
-    }
+    CONN_OR_REAL(fd, real_getpeername(fd, addr, len));
     const struct toe_slot *sl = &slots[s->id];
-    to_sockaddr(s->family, sl->family, sl->remote_addr, sl->remote_port, addr, len);
+    to_sockaddr(s->family, sl->addrs.family, sl->addrs.remote_addr, sl->addrs.remote_port, addr, len);
     return 0;
 }
 
@@ -1559,34 +1486,19 @@ EXPORT int fcntl(int fd, int cmd, ...) {
     va_start(ap, cmd);
     long arg = va_arg(ap, long);
     va_end(ap);
-    struct tsock *s = ours(fd);
-    if (!s) {
-        return real_fcntl(fd, cmd, arg);
-    }
+    OURS_OR_REAL(fd, real_fcntl(fd, cmd, arg));
     return dp_fcntl(fd, s, cmd, arg);
 }
 
-EXPORT int fcntl64(int fd, int cmd, ...) {
-    va_list ap;
-    va_start(ap, cmd);
-    long arg = va_arg(ap, long);
-    va_end(ap);
-    struct tsock *s = ours(fd);
-    if (!s) {
-        return real_fcntl(fd, cmd, arg);
-    }
-    return dp_fcntl(fd, s, cmd, arg);
-}
+/* With 64-bit file offsets fcntl64 is fcntl (as in glibc on LP64). */
+EXPORT int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
 
 EXPORT int ioctl(int fd, unsigned long req, ...) {
     va_list ap;
     va_start(ap, req);
     void *arg = va_arg(ap, void *);
     va_end(ap);
-    struct tsock *s = ours(fd);
-    if (!s) {
-        return real_ioctl(fd, req, arg);
-    }
+    OURS_OR_REAL(fd, real_ioctl(fd, req, arg));
     if (req == FIONBIO) {
         int v;
         memcpy(&v, arg, sizeof(v));

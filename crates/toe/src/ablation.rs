@@ -183,7 +183,7 @@ impl Harness {
             let Ok(Frame::Tcp(s)) = segment::parse(&f) else {
                 continue;
             };
-            let conn = u32::from(s.dst_port - 10_000);
+            let conn = u32::from(s.route.dst_port - 10_000);
             let Some(p) = self.peers.get_mut(conn as usize) else {
                 continue;
             };

@@ -413,14 +413,21 @@ impl<T> Ticketed<T> {
     }
 }
 
+/// What of a received segment goes past the protocol stage: the
+/// addresses its ACK goes to, the payload to place, and its ECN marks (a
+/// window update the protocol stage makes has no payload and no marks).
+struct Inbound {
+    route: Route,
+    payload: Vec<u8>,
+    ce: bool,
+    ece: bool,
+}
+
 enum Summarised {
     Segment {
         conn: ConnIdx,
         summary: RxSummary,
-        route: Route,
-        payload: Vec<u8>,
-        ce: bool,
-        ece: bool,
+        inbound: Inbound,
     },
     Control(Control),
     /// Not the data path's (or malformed): keeps the ticket stream whole.
@@ -432,20 +439,25 @@ enum Work {
         conn: ConnIdx,
         out: RxOutcome,
         snap: Snapshot,
-        route: Route,
-        payload: Vec<u8>,
-        ce: bool,
-        ece: bool,
+        inbound: Inbound,
     },
     Tx {
         conn: ConnIdx,
         grant: TxGrant,
         snap: Snapshot,
         route: Route,
-        /// ECT(0) on the frame and CWR in its header (RFC 3168).
-        ect: bool,
-        cwr: bool,
+        marks: TxMarks,
     },
+}
+
+/// What the protocol stage tells the post-processor about a data segment.
+#[derive(Debug, Clone, Copy, Default)]
+struct TxMarks {
+    /// ECT(0) on the frame and CWR in its header (RFC 3168).
+    ect: bool,
+    cwr: bool,
+    /// The data was sent before (go-back-N): counted per connection.
+    again: bool,
 }
 
 /// What leaves the copy stage: a frame to send and notices to give, both
@@ -566,7 +578,7 @@ struct PreStage {
 }
 
 impl PreStage {
-    fn summarise(&self, input: Input) -> Summarised {
+    fn summarise(shared: &Shared, input: Input) -> Summarised {
         let f = match input {
             Input::Control(c) => return Summarised::Control(c),
             Input::Frame(f) => f,
@@ -574,16 +586,18 @@ impl PreStage {
         let Ok(Frame::Tcp(seg)) = segment::parse(&f) else {
             return Summarised::Skip;
         };
-        let pre = self.shared.pre.read().expect("pre table lock");
+        let pre = shared.pre.read().expect("pre table lock");
         match pre.steer(&seg) {
             Steer::DataPath { conn, summary } => match pre.route(conn) {
                 Some(route) => Summarised::Segment {
                     conn,
                     summary,
-                    route,
-                    payload: seg.payload.to_vec(),
-                    ce: seg.ce,
-                    ece: seg.flags.has(Flags::ECE),
+                    inbound: Inbound {
+                        route,
+                        payload: seg.payload.to_vec(),
+                        ce: seg.ce,
+                        ece: seg.flags.has(Flags::ECE),
+                    },
                 },
                 None => Summarised::Skip,
             },
@@ -594,23 +608,39 @@ impl PreStage {
 
 impl Stage for PreStage {
     fn run(&mut self) -> usize {
-        if !self.outs.iter_mut().all(Out::flush) {
-            return 0;
-        }
-        let mut n = 0;
-        while let Ok(t) = self.input.pop() {
-            self.jitter.stall();
-            let group = t.group;
-            let t = t.map(|i| self.summarise(i));
-            self.outs[group].send(t);
-            n += 1;
-            if n == 64 {
-                break;
-            }
-        }
+        let shared = &self.shared;
+        let n = parallel_turn(&mut self.input, &mut self.outs, &mut self.jitter, |t| {
+            (t.group, t.map(|i| PreStage::summarise(shared, i)))
+        });
         CounterCells::add(&self.counters.pre, n);
         n
     }
+}
+
+/// A turn of a replicated stage (a pre- or post-processor): once its
+/// outputs took what was pending, up to 64 items from `input`, each after
+/// the jitter's stall, through `step`, which names the output it goes to.
+/// How many items it took.
+fn parallel_turn<I, O>(
+    input: &mut Consumer<I>,
+    outs: &mut [Out<O>],
+    jitter: &mut Jitter,
+    mut step: impl FnMut(I) -> (usize, O),
+) -> usize {
+    if !outs.iter_mut().all(Out::flush) {
+        return 0;
+    }
+    let mut n = 0;
+    while let Ok(item) = input.pop() {
+        jitter.stall();
+        let (out, item) = step(item);
+        outs[out].send(item);
+        n += 1;
+        if n == 64 {
+            break;
+        }
+    }
+    n
 }
 
 /// A flow group's protocol stage, behind its reorder buffer.
@@ -677,10 +707,7 @@ impl ProtocolStage {
             Summarised::Segment {
                 conn,
                 summary,
-                route,
-                payload,
-                ce,
-                ece,
+                inbound,
             } => {
                 if let Some(trace) = &self.shared.trace {
                     trace
@@ -693,15 +720,12 @@ impl ProtocolStage {
                 }
                 let (out, snap) = self.proto.rx(conn, &summary);
                 self.counters.verdict(&out);
-                self.routes.insert(conn, route);
+                self.routes.insert(conn, inbound.route);
                 self.emit(Work::Rx {
                     conn,
                     out,
                     snap,
-                    route,
-                    payload,
-                    ce,
-                    ece,
+                    inbound,
                 });
                 self.transmit(conn);
                 self.publish(conn);
@@ -804,14 +828,17 @@ impl ProtocolStage {
             send_ack: true,
             ..RxOutcome::default()
         };
-        self.emit(Work::Rx {
-            conn,
-            out,
-            snap,
+        let inbound = Inbound {
             route,
             payload: Vec::new(),
             ce: false,
             ece: false,
+        };
+        self.emit(Work::Rx {
+            conn,
+            out,
+            snap,
+            inbound,
         });
     }
 
@@ -873,18 +900,23 @@ impl ProtocolStage {
     /// 6.1.5), as the run-to-completion path marks it: ECT(0) on new data
     /// of a flow whose policy reacts to ECN-Echo (never a retransmission),
     /// and CWR once on the first data segment after the policy cut its
-    /// window. `grant` was just taken, so new data reaches SND.MAX.
-    fn ecn_marks(&mut self, conn: ConnIdx, grant: &TxGrant) -> (bool, bool) {
+    /// window. `grant` was just taken, so new data reaches SND.MAX. Also
+    /// whether the data was sent before.
+    fn data_marks(&mut self, conn: ConnIdx, grant: &TxGrant) -> TxMarks {
         let (_, snd_max) = self.proto.una_and_max(conn);
         let Some(l) = self.limits.get_mut(&conn).filter(|_| grant.len > 0) else {
-            return (false, false);
+            return TxMarks::default();
         };
         let end = grant.seq.wrapping_add(grant.len);
         let new_data = end == snd_max && l.high.is_none_or(|h| distance(h, end) > 0);
         if new_data {
             l.high = Some(end);
         }
-        (l.ect && new_data, std::mem::take(&mut l.cwr))
+        TxMarks {
+            ect: l.ect && new_data,
+            cwr: std::mem::take(&mut l.cwr),
+            again: !new_data,
+        }
     }
 
     /// *Seq*: the segments the peer's window and the control plane's
@@ -903,14 +935,13 @@ impl ProtocolStage {
                     *c -= i64::from(grant.len + l.frame_overhead);
                 }
             }
-            let (ect, cwr) = self.ecn_marks(conn, &grant);
+            let marks = self.data_marks(conn, &grant);
             self.emit(Work::Tx {
                 conn,
                 grant,
                 snap,
                 route,
-                ect,
-                cwr,
+                marks,
             });
         }
     }
@@ -963,29 +994,33 @@ struct PostStage {
 }
 
 impl PostStage {
-    fn prepare(&self, work: Work) -> Copy {
-        let now = self.clock.elapsed().as_millis() as u32;
-        if let Work::Rx {
-            conn, out, ce, ece, ..
-        } = &work
-        {
-            // *Stats*: the counts the control plane's congestion control
-            // reads; they commute, so replicas may add them in any order.
-            if out.acked > 0 || out.fast_retransmit {
-                let mut post = self.shared.post.write().expect("post table lock");
-                post.account(*conn, out, *ce, *ece);
+    fn prepare(shared: &Shared, clock: Instant, work: Work) -> Copy {
+        let now = clock.elapsed().as_millis() as u32;
+        // *Stats*: the counts the control plane's congestion control and
+        // TCP_INFO read; they commute, so replicas may add them in any
+        // order.
+        match &work {
+            Work::Rx {
+                conn, out, inbound, ..
+            } if out.acked > 0 || out.fast_retransmit => {
+                let mut post = shared.post.write().expect("post table lock");
+                post.account(*conn, out, inbound.ce, inbound.ece);
             }
+            Work::Tx { conn, marks, .. } if marks.again => {
+                let mut post = shared.post.write().expect("post table lock");
+                post.retransmitted(*conn);
+            }
+            _ => {}
         }
-        let post = self.shared.post.read().expect("post table lock");
+        let post = shared.post.read().expect("post table lock");
         match work {
             Work::Rx {
                 conn,
                 out,
                 snap,
-                route,
-                payload,
-                ce,
-                ..
+                inbound: Inbound {
+                    route, payload, ce, ..
+                },
             } => {
                 let mut notices = Vec::new();
                 if out.readable > 0 {
@@ -1019,14 +1054,13 @@ impl PostStage {
                 grant,
                 snap,
                 route,
-                ect,
-                cwr,
+                marks,
             } => {
                 let mut flags = Flags::PSH;
                 if grant.fin {
                     flags |= Flags::FIN;
                 }
-                if cwr {
+                if marks.cwr {
                     flags |= Flags::CWR;
                 }
                 let h = post.header_for(conn, grant.seq, flags, &snap, now, false);
@@ -1035,7 +1069,7 @@ impl PostStage {
                     place: None,
                     notices: Vec::new(),
                     frame: None,
-                    segment: Some((route, h, grant, ect)),
+                    segment: Some((route, h, grant, marks.ect)),
                 }
             }
         }
@@ -1044,21 +1078,15 @@ impl PostStage {
 
 impl Stage for PostStage {
     fn run(&mut self) -> usize {
-        if !self.outs.iter_mut().all(Out::flush) {
-            return 0;
-        }
-        let mut n = 0;
-        while let Ok(t) = self.input.pop() {
-            self.jitter.stall();
-            let t = t.map(|w| self.prepare(w));
-            let k = self.outs.len();
-            self.outs[self.next % k].send(t);
-            self.next += 1;
-            n += 1;
-            if n == 64 {
-                break;
-            }
-        }
+        let (shared, clock, next) = (&self.shared, self.clock, &mut self.next);
+        let k = self.outs.len();
+        let n = parallel_turn(&mut self.input, &mut self.outs, &mut self.jitter, |t| {
+            *next += 1;
+            (
+                (*next - 1) % k,
+                t.map(|w| PostStage::prepare(shared, clock, w)),
+            )
+        });
         CounterCells::add(&self.counters.post, n);
         n
     }

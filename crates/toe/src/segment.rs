@@ -46,12 +46,8 @@ pub struct TcpOptions {
 /// A received TCP segment, borrowing the frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Segment<'a> {
-    pub src_mac: [u8; 6],
-    pub dst_mac: [u8; 6],
-    pub src: IpAddr,
-    pub dst: IpAddr,
-    pub src_port: u16,
-    pub dst_port: u16,
+    /// Its addresses, as it came: from the peer to us.
+    pub route: Route,
     pub seq: u32,
     pub ack: u32,
     pub flags: Flags,
@@ -148,12 +144,14 @@ pub fn parse(frame: &[u8]) -> Result<Frame<'_>, SegmentError> {
         return Err(SegmentError::BadTcpChecksum);
     }
     Ok(Frame::Tcp(Segment {
-        src_mac: eth.source(),
-        dst_mac: eth.destination(),
-        src,
-        dst,
-        src_port: tcp.source_port(),
-        dst_port: tcp.destination_port(),
+        route: Route {
+            src_mac: eth.source(),
+            dst_mac: eth.destination(),
+            src,
+            dst,
+            src_port: tcp.source_port(),
+            dst_port: tcp.destination_port(),
+        },
         seq: tcp.sequence_number(),
         ack: tcp.acknowledgment_number(),
         flags: Flags(tcp.header_slice()[13]),
@@ -371,6 +369,20 @@ pub struct Route {
     pub dst_port: u16,
 }
 
+impl Route {
+    /// The other direction of the connection.
+    pub fn reversed(&self) -> Route {
+        Route {
+            src_mac: self.dst_mac,
+            dst_mac: self.src_mac,
+            src: self.dst,
+            dst: self.src,
+            src_port: self.dst_port,
+            dst_port: self.src_port,
+        }
+    }
+}
+
 /// The header fields of a segment to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header {
@@ -393,23 +405,20 @@ pub fn build(route: &Route, h: &Header, payload: &[u8], out: &mut Vec<u8>) {
     if f.has(Flags::ACK) {
         tcp = tcp.ack(h.ack);
     }
-    if f.has(Flags::SYN) {
-        tcp = tcp.syn();
-    }
-    if f.has(Flags::FIN) {
-        tcp = tcp.fin();
-    }
-    if f.has(Flags::RST) {
-        tcp = tcp.rst();
-    }
-    if f.has(Flags::PSH) {
-        tcp = tcp.psh();
-    }
-    if f.has(Flags::ECE) {
-        tcp = tcp.ece();
-    }
-    if f.has(Flags::CWR) {
-        tcp = tcp.cwr();
+    type Step = etherparse::PacketBuilderStep<etherparse::TcpHeader>;
+    type SetFlag = fn(Step) -> Step;
+    let setters: [(u8, SetFlag); 6] = [
+        (Flags::SYN, Step::syn),
+        (Flags::FIN, Step::fin),
+        (Flags::RST, Step::rst),
+        (Flags::PSH, Step::psh),
+        (Flags::ECE, Step::ece),
+        (Flags::CWR, Step::cwr),
+    ];
+    for (flag, set) in setters {
+        if f.has(flag) {
+            tcp = set(tcp);
+        }
     }
     let opts = option_elements(&h.options);
     let tcp = tcp
@@ -489,9 +498,9 @@ mod tests {
             let Frame::Tcp(s) = parse(&f).unwrap() else {
                 panic!("not TCP")
             };
-            assert_eq!((s.src, s.dst), (r.src, r.dst));
+            assert_eq!(s.route, r);
             assert_eq!(
-                (s.src_port, s.dst_port, s.seq, s.ack),
+                (s.route.src_port, s.route.dst_port, s.seq, s.ack),
                 (40000, 5201, 1000, 2000)
             );
             assert_eq!(s.flags, Flags(Flags::ACK | Flags::PSH));
@@ -519,7 +528,10 @@ mod tests {
         let Frame::Tcp(s) = parse(&frame).unwrap() else {
             panic!("not TCP")
         };
-        assert_eq!((s.src_port, s.dst_port, s.window), (0x9668, 5555, 0x01fc));
+        assert_eq!(
+            (s.route.src_port, s.route.dst_port, s.window),
+            (0x9668, 5555, 0x01fc)
+        );
         // Either zero in the field: accepted.
         let mut other = frame;
         other[50..52].copy_from_slice(&[0, 0]);

@@ -35,10 +35,10 @@ impl FourTuple {
     /// The tuple a received segment belongs to.
     pub fn of(seg: &Segment<'_>) -> Self {
         FourTuple {
-            local: seg.dst,
-            local_port: seg.dst_port,
-            remote: seg.src,
-            remote_port: seg.src_port,
+            local: seg.route.dst,
+            local_port: seg.route.dst_port,
+            remote: seg.route.src,
+            remote_port: seg.route.src_port,
         }
     }
 
@@ -126,15 +126,7 @@ impl Pre {
 
     /// *Head*: the addresses of what this connection sends.
     pub fn route(&self, conn: ConnIdx) -> Option<Route> {
-        let id = self.ids.get(conn as usize)?.as_ref()?;
-        Some(Route {
-            src_mac: id.local_mac,
-            dst_mac: id.peer_mac,
-            src: id.local_ip,
-            dst: id.peer_ip,
-            src_port: id.local_port,
-            dst_port: id.remote_port,
-        })
+        Some(self.ids.get(conn as usize)?.as_ref()?.route())
     }
 }
 
@@ -297,6 +289,13 @@ impl Post {
             s.cnt_fretx += 1;
         }
         s.ece |= ce;
+    }
+
+    /// *Stats*: a data segment sent again (counted, like the others, in
+    /// any order).
+    pub fn retransmitted(&mut self, conn: ConnIdx) {
+        let s = &mut self.conns[conn as usize];
+        s.cnt_retx = s.cnt_retx.wrapping_add(1);
     }
 
     /// *Stats*: an RTT sample, microseconds, into the smoothed estimate

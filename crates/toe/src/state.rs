@@ -7,6 +7,7 @@
 use std::net::IpAddr;
 
 use crate::ooo::OooIntervals;
+use crate::segment::Route;
 
 /// Pre-processor partition: connection identification (Table 4.1, 15 B).
 /// Written by the control plane at setup, read by pre-processing to find a
@@ -21,6 +22,20 @@ pub struct ConnId {
     pub remote_port: u16,
     /// hash(4-tuple) % groups: which pipeline replica serves it.
     pub flow_group: u8,
+}
+
+impl ConnId {
+    /// *Head*: the addresses of what this connection sends.
+    pub fn route(&self) -> Route {
+        Route {
+            src_mac: self.local_mac,
+            dst_mac: self.peer_mac,
+            src: self.local_ip,
+            dst: self.peer_ip,
+            src_port: self.local_port,
+            dst_port: self.remote_port,
+        }
+    }
 }
 
 /// Protocol partition: the TCP state machine of an established connection
@@ -84,6 +99,9 @@ pub struct PostState {
     pub cnt_ecnb: u64,
     /// Fast retransmits.
     pub cnt_fretx: u32,
+    /// Data segments sent again (not new data), over the connection's
+    /// life: TCP_INFO's tcpi_total_retrans.
+    pub cnt_retx: u32,
     /// Smoothed RTT estimate, microseconds (from timestamps).
     pub rtt_est: u32,
     /// Transmit rate the control plane set, bytes per second (0: no limit).

@@ -55,15 +55,7 @@ fn the_rust_api_accepts_from_and_connects_to_linux_byte_exactly() {
     let conn = listener.accept().unwrap();
     assert_eq!(conn.addresses().0, to);
     assert_eq!(conn.addresses().1.ip(), IpAddr::V4(lab.sender().ipv4));
-    let mut got = Vec::new();
-    let mut buf = vec![0u8; 100_000];
-    loop {
-        let n = conn.recv(&mut buf).unwrap();
-        if n == 0 {
-            break;
-        }
-        got.extend_from_slice(&buf[..n]);
-    }
+    let got = conn.recv_to_end().unwrap();
     assert!(
         got == pattern(up, 1),
         "the upload differs ({} bytes)",
@@ -109,14 +101,7 @@ fn the_rust_api_accepts_from_and_connects_to_linux_byte_exactly() {
     assert_eq!(conn.addresses().1, server);
     conn.send_all(&pattern(up, 3)).unwrap();
     conn.shutdown_write();
-    let mut back = Vec::new();
-    loop {
-        let n = conn.recv(&mut buf).unwrap();
-        if n == 0 {
-            break;
-        }
-        back.extend_from_slice(&buf[..n]);
-    }
+    let back = conn.recv_to_end().unwrap();
     assert!(
         back == pattern(down, 4),
         "Linux's answer differs ({} bytes)",

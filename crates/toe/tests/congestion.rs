@@ -6,7 +6,7 @@
 //! the peer sends again instead of resetting it.
 
 use std::io::Read;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
+use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -28,8 +28,10 @@ fn endpoint(lab: &Lab, cfg: EndpointConfig) -> Endpoint {
     common::endpoint(lab, common::toe_addr(lab), cfg)
 }
 
+const LIMIT: Duration = Duration::from_secs(90);
+
 fn poll_until(ep: &mut Endpoint, what: &str, done: impl FnMut(&mut Endpoint) -> bool) {
-    common::poll_until(ep, what, Duration::from_secs(90), done)
+    common::poll_until(ep, what, LIMIT, done)
 }
 
 /// A Linux server in the sender's namespace that reads to the end and
@@ -59,6 +61,70 @@ fn linux_sink(
         Ok(total)
     });
     (server, t)
+}
+
+/// The endpoint connects to a [`linux_sink`] that closes at once; the
+/// connection, established, and the sink.
+fn connect_to_sink(
+    lab: &Lab,
+    ep: &mut Endpoint,
+) -> (u32, std::thread::JoinHandle<std::io::Result<u64>>) {
+    let (server, linux) = linux_sink(lab, || {});
+    let conn = ep.connect(server).unwrap();
+    poll_until(ep, "the handshake", |ep| ep.is_established(conn));
+    (conn, linux)
+}
+
+/// The endpoint closes `conn`; the sink read something to the end.
+fn close_to_sink(
+    ep: &mut Endpoint,
+    conn: u32,
+    linux: std::thread::JoinHandle<std::io::Result<u64>>,
+) {
+    ep.close(conn).unwrap();
+    poll_until(ep, "Linux reads to the end", |_| linux.is_finished());
+    assert!(linux.join().unwrap().unwrap() > 0);
+}
+
+/// The wire with one direction (toward Linux, or toward the endpoint) a
+/// 100 Mbit/s link with a 200-frame queue that marks ECN-capable frames
+/// beyond `k` frames.
+fn congested_wire(lab: &Lab, toward_linux: bool, k: u32) -> WireHandle {
+    let w = lab.wire().unwrap();
+    let mut wcfg = WireConfig::new(Some(&w.netns), &w.sender_dev, &w.receiver_dev);
+    let congested = Impairment {
+        rate_bps: 100_000_000,
+        queue_frames: 200,
+        ecn_mark_frames: Some(k),
+        ..Impairment::default()
+    };
+    if toward_linux {
+        wcfg.b_to_a = congested;
+    } else {
+        wcfg.a_to_b = congested;
+    }
+    WireHandle::spawn(&wcfg).unwrap()
+}
+
+/// The rates the rate tests give a flow, in bytes per second.
+const RATES: [u64; 2] = [5_000_000, 20_000_000];
+
+/// Gives `conn` `rate` and measures it on `at`'s device (see [`rate_at`]):
+/// within `tolerance` of it.
+fn assert_rate_held(ep: &mut Endpoint, conn: u32, at: &lab::Host, rate: u64, tolerance: f64) {
+    ep.set_rate(conn, Some(rate)).unwrap();
+    let measured = rate_at(ep, conn, at, &[0x5a; 1 << 16]);
+    let error = measured / rate as f64 - 1.0;
+    eprintln!(
+        "rate {rate} B/s: measured {measured:.0} B/s on the receiving device ({:+.2}%); {:?} {:?}",
+        error * 100.0,
+        ep.pipeline_counters(),
+        ep.laminar_counters()
+    );
+    assert!(
+        error.abs() < tolerance,
+        "rate {rate}: measured {measured:.0} B/s"
+    );
 }
 
 /// Bytes the device `dev` in `netns` received (/proc/thread-self/net/dev
@@ -148,32 +214,16 @@ fn a_flow_given_a_rate_sends_at_that_rate() {
         ep.set_rate(7, Some(1000)),
         Err(ToeError::NotConnected)
     ));
-    let (server, linux) = linux_sink(&lab, || {});
-    let conn = ep.connect(server).unwrap();
-    poll_until(&mut ep, "the handshake", |ep| ep.is_established(conn));
-    let chunk = vec![0x5a; 1 << 16];
-    let snd = lab.sender().clone();
+    let (conn, linux) = connect_to_sink(&lab, &mut ep);
     assert!(matches!(
         ep.set_rate(conn, Some(0)),
         Err(ToeError::Config(_))
     ));
-    for rate in [5_000_000u64, 20_000_000] {
-        ep.set_rate(conn, Some(rate)).unwrap();
+    for rate in RATES {
+        assert_rate_held(&mut ep, conn, lab.sender(), rate, 0.05);
         assert_eq!(ep.flow_info(conn).unwrap().rate, Some(rate));
-        let measured = rate_at(&mut ep, conn, &snd, &chunk);
-        let error = measured / rate as f64 - 1.0;
-        eprintln!(
-            "rate {rate} B/s: measured {measured:.0} B/s on the receiving device ({:+.2}%)",
-            error * 100.0
-        );
-        assert!(
-            error.abs() < 0.05,
-            "rate {rate}: measured {measured:.0} B/s"
-        );
     }
-    ep.close(conn).unwrap();
-    poll_until(&mut ep, "Linux reads to the end", |_| linux.is_finished());
-    assert!(linux.join().unwrap().unwrap() > 0);
+    close_to_sink(&mut ep, conn, linux);
 }
 
 /// What one bulk transfer through a congested wire showed.
@@ -218,18 +268,8 @@ fn congested_transfer_with(lab: &Lab, cfg: EndpointConfig, bytes: usize, k: u32)
     // written (credits, thesis section 5.3.2.1).
     let pacing = cfg.pacing || engine == Engine::Laminar;
     let mut ep = endpoint(lab, cfg);
-    let w = lab.wire().unwrap();
-    let mut wcfg = WireConfig::new(Some(&w.netns), &w.sender_dev, &w.receiver_dev);
-    wcfg.b_to_a = Impairment {
-        rate_bps: 100_000_000,
-        queue_frames: 200,
-        ecn_mark_frames: Some(k),
-        ..Impairment::default()
-    };
-    let wire = WireHandle::spawn(&wcfg).unwrap();
-    let (server, linux) = linux_sink(lab, || {});
-    let conn = ep.connect(server).unwrap();
-    poll_until(&mut ep, "the handshake", |ep| ep.is_established(conn));
+    let wire = congested_wire(lab, true, k);
+    let (conn, linux) = connect_to_sink(lab, &mut ep);
     let ecn = ep.flow_info(conn).unwrap().ecn;
     let mut paced = false;
     let (mut cwnd_peak, mut cwnd_after_peak) = (0, 0);
@@ -314,13 +354,30 @@ fn dctcp_holds_the_queue_near_k_where_new_reno_fills_it() {
     report("reno", &reno);
     report("dctcp", &dctcp);
     report("dctcp paced", &paced);
+    let (rq, _) = assert_dctcp_holds_the_queue_reno_fills(&reno, &dctcp, K);
+    assert!(
+        reno.stats.b_to_a.counters.dropped_overload > 0,
+        "reno never filled the 200-frame queue"
+    );
+    assert!(rq > 3.0 * f64::from(K), "reno's mean queue {rq:.1} frames");
+    let pc = &paced.stats.b_to_a.counters;
+    assert!(
+        paced.ecn && pc.ce_marked > 0,
+        "paced dctcp: {} marks",
+        pc.ce_marked
+    );
+    assert_paced_holds_the_queue(&paced, K);
+}
+
+/// NewReno does not negotiate ECN: nothing to mark, the queue fills until
+/// it overflows. DCTCP negotiated ECN, got marks, and kept the queue near
+/// `k` frames, below half NewReno's. The two mean queues, in frames.
+fn assert_dctcp_holds_the_queue_reno_fills(reno: &Run, dctcp: &Run, k: u32) -> (f64, f64) {
     let (rc, dc) = (&reno.stats.b_to_a.counters, &dctcp.stats.b_to_a.counters);
     let (rq, dq) = (
         rc.mean_queue_frames().expect("the wire saw reno's frames"),
         dc.mean_queue_frames().expect("the wire saw dctcp's frames"),
     );
-    // NewReno does not negotiate ECN: nothing to mark, the queue fills
-    // until it overflows.
     assert!(
         !reno.ecn && rc.ce_marked == 0,
         "reno: ecn {}, {} marks",
@@ -328,30 +385,26 @@ fn dctcp_holds_the_queue_near_k_where_new_reno_fills_it() {
         rc.ce_marked
     );
     assert!(
-        rc.dropped_overload > 0,
-        "reno never filled the 200-frame queue"
-    );
-    assert!(rq > 3.0 * f64::from(K), "reno's mean queue {rq:.1} frames");
-    // DCTCP negotiated ECN, got marks, and kept the queue near K.
-    assert!(
         dctcp.ecn && dc.ce_marked > 0,
         "dctcp: ecn {}, {} marks",
         dctcp.ecn,
         dc.ce_marked
     );
-    assert!(dq < 2.0 * f64::from(K), "dctcp's mean queue {dq:.1} frames");
+    assert!(dq < 2.0 * f64::from(k), "dctcp's mean queue {dq:.1} frames");
     assert!(dq < rq / 2.0, "dctcp {dq:.1} vs reno {rq:.1} frames");
-    let pc = &paced.stats.b_to_a.counters;
-    let pq = pc
+    (rq, dq)
+}
+
+/// A paced DCTCP flow kept the queue near `k` frames too.
+fn assert_paced_holds_the_queue(paced: &Run, k: u32) {
+    let pq = paced
+        .stats
+        .b_to_a
+        .counters
         .mean_queue_frames()
         .expect("the wire saw the paced frames");
     assert!(
-        paced.ecn && pc.ce_marked > 0,
-        "paced dctcp: {} marks",
-        pc.ce_marked
-    );
-    assert!(
-        pq < 2.0 * f64::from(K),
+        pq < 2.0 * f64::from(k),
         "paced dctcp's mean queue {pq:.1} frames"
     );
 }
@@ -378,17 +431,9 @@ fn laminar_credits_follow_congestion_control_new_reno_backs_off_and_dctcp_holds_
     let dctcp = congested_transfer_with(&lab, laminar(Policy::Dctcp), BYTES, K);
     report("laminar reno", &reno);
     report("laminar dctcp", &dctcp);
+    assert_dctcp_holds_the_queue_reno_fills(&reno, &dctcp, K);
     let (rc, dc) = (&reno.stats.b_to_a.counters, &dctcp.stats.b_to_a.counters);
-    let (rq, dq) = (
-        rc.mean_queue_frames().expect("the wire saw reno's frames"),
-        dc.mean_queue_frames().expect("the wire saw dctcp's frames"),
-    );
     // NewReno filled the queue, lost, went back, and its window was cut.
-    assert!(
-        !reno.ecn && rc.ce_marked == 0,
-        "reno: {} marks",
-        rc.ce_marked
-    );
     assert!(rc.dropped_overload > 0, "reno never filled the queue");
     let r = &reno.counters;
     assert!(
@@ -401,15 +446,7 @@ fn laminar_credits_follow_congestion_control_new_reno_backs_off_and_dctcp_holds_
         reno.cwnd_peak,
         reno.cwnd_after_peak
     );
-    // DCTCP negotiated ECN, got marks, kept the queue near K and lost
-    // little.
-    assert!(
-        dctcp.ecn && dc.ce_marked > 0,
-        "dctcp: {} marks",
-        dc.ce_marked
-    );
-    assert!(dq < 2.0 * f64::from(K), "dctcp's mean queue {dq:.1} frames");
-    assert!(dq < rq / 2.0, "dctcp {dq:.1} vs reno {rq:.1} frames");
+    // DCTCP lost little.
     assert!(
         dc.dropped_overload * 4 <= rc.dropped_overload,
         "dctcp dropped {}, reno {}",
@@ -432,31 +469,15 @@ fn a_laminar_flow_given_a_rate_sends_at_that_rate() {
         ..EndpointConfig::default()
     };
     let mut ep = endpoint(&lab, cfg);
-    let (server, linux) = linux_sink(&lab, || {});
-    let conn = ep.connect(server).unwrap();
-    poll_until(&mut ep, "the handshake", |ep| ep.is_established(conn));
-    let chunk = vec![0x5a; 1 << 16];
-    let snd = lab.sender().clone();
-    for rate in [5_000_000u64, 20_000_000] {
-        ep.set_rate(conn, Some(rate)).unwrap();
+    let (conn, linux) = connect_to_sink(&lab, &mut ep);
+    for rate in RATES {
         let before = ep.laminar_counters().expect("the Laminar engine");
-        let measured = rate_at(&mut ep, conn, &snd, &chunk);
+        assert_rate_held(&mut ep, conn, lab.sender(), rate, 0.05);
         let after = ep.laminar_counters().expect("the Laminar engine");
-        let error = measured / rate as f64 - 1.0;
-        eprintln!(
-            "laminar rate {rate} B/s: measured {measured:.0} B/s on the receiving device ({:+.2}%); {after:?}",
-            error * 100.0
-        );
         // The data went as TX commands, paced by the generator's SYNCs.
         assert!(after.host_tx > before.host_tx && after.credit_syncs > before.credit_syncs);
-        assert!(
-            error.abs() < 0.05,
-            "rate {rate}: measured {measured:.0} B/s"
-        );
     }
-    ep.close(conn).unwrap();
-    poll_until(&mut ep, "Linux reads to the end", |_| linux.is_finished());
-    assert!(linux.join().unwrap().unwrap() > 0);
+    close_to_sink(&mut ep, conn, linux);
 }
 
 /// Linux sends `bytes` to the endpoint (on `engine`) with its `reno`
@@ -476,20 +497,8 @@ fn linux_sends_through_congestion(
     };
     let mut ep = endpoint(lab, cfg);
     ep.listen(SERVER_PORT);
-    let w = lab.wire().unwrap();
-    let mut wcfg = WireConfig::new(Some(&w.netns), &w.sender_dev, &w.receiver_dev);
-    wcfg.a_to_b = Impairment {
-        rate_bps: 100_000_000,
-        queue_frames: 200,
-        ecn_mark_frames: Some(k),
-        ..Impairment::default()
-    };
-    let wire = WireHandle::spawn(&wcfg).unwrap();
-    let o = lab.receiver().ipv4.octets();
-    let to = SocketAddr::new(
-        IpAddr::V4(Ipv4Addr::new(o[0], o[1], o[2], 100)),
-        SERVER_PORT,
-    );
+    let wire = congested_wire(lab, false, k);
+    let to = SocketAddr::new(common::toe_addr(lab), SERVER_PORT);
     let linux = host::netns::spawn_in(&lab.sender().netns, move || -> std::io::Result<()> {
         use std::io::Write;
         use std::os::fd::AsRawFd;
@@ -512,25 +521,11 @@ fn linux_sends_through_congestion(
         s.shutdown(std::net::Shutdown::Write)
     })
     .unwrap();
-    let mut conn = None;
-    poll_until(&mut ep, "accept", |ep| {
-        conn = ep.accept(SERVER_PORT);
-        conn.is_some()
-    });
-    let conn = conn.unwrap();
+    let conn = common::accept(&mut ep, SERVER_PORT, LIMIT);
     let ecn = ep.flow_info(conn).unwrap().ecn;
     assert_eq!(ecn, tcp_ecn == "1", "ECN negotiated with tcp_ecn={tcp_ecn}");
-    let (mut got, mut buf) = (0, vec![0u8; 1 << 16]);
-    poll_until(&mut ep, "the stream", |ep| match ep.recv(conn, &mut buf) {
-        Ok(0) => true,
-        Ok(n) => {
-            got += n;
-            false
-        }
-        Err(ToeError::WouldBlock) => false,
-        Err(e) => panic!("{e}"),
-    });
-    assert_eq!(got, bytes);
+    let got = common::recv_to_fin(&mut ep, conn, "the stream", LIMIT);
+    assert_eq!(got.len(), bytes);
     linux.join().unwrap().unwrap().unwrap();
     ep.close(conn).unwrap();
     let settle = Instant::now() + Duration::from_millis(300);
@@ -541,22 +536,26 @@ fn linux_sends_through_congestion(
 /// The receive side: a CE mark on Linux's data comes back as ECN-Echo,
 /// and Linux (reno with ECN, RFC 3168) backs off before the queue fills,
 /// where without ECN it fills the queue.
+///
+/// On both the run-to-completion and the pipelined engine (whose
+/// post-processors echo the CE mark of the segment they acknowledge).
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, AF_XDP, AF_PACKET): `make test` runs it as root"]
 fn linux_backs_off_on_the_ecn_echo_of_the_endpoint() {
     testkit::require_root("network namespaces, veths, XDP, AF_XDP, AF_PACKET");
     let lab = lab("toeecn", true);
-    linux_backs_off_on_the_ecn_echo(&lab, toe::Engine::Toe);
+    for engine in engines() {
+        linux_backs_off_on_the_ecn_echo(&lab, engine);
+    }
 }
 
-/// The same with the pipelined engine: its post-processors echo the CE
-/// mark of the segment they acknowledge.
-#[test]
-#[ignore = "needs root (namespaces, veth, XDP, AF_XDP, AF_PACKET): `make test` runs it as root"]
-fn linux_backs_off_on_the_ecn_echo_of_the_pipelined_engine() {
-    testkit::require_root("network namespaces, veths, XDP, AF_XDP, AF_PACKET");
-    let lab = lab("pipeecn", true);
-    linux_backs_off_on_the_ecn_echo(&lab, toe::Engine::Pipeline(toe::PipelineLayout::default()));
+/// The run-to-completion engine, and the pipelined one in its default
+/// layout.
+fn engines() -> [Engine; 2] {
+    [
+        Engine::Toe,
+        Engine::Pipeline(toe::PipelineLayout::default()),
+    ]
 }
 
 fn linux_backs_off_on_the_ecn_echo(lab: &Lab, engine: toe::Engine) {
@@ -569,7 +568,7 @@ fn linux_backs_off_on_the_ecn_echo(lab: &Lab, engine: toe::Engine) {
         e.mean_queue_frames().unwrap(),
     );
     eprintln!(
-        "linux reno without ECN: mean queue {pq:.1} frames, dropped {}; with ECN: mean queue {eq:.1} frames, CE marked {}, dropped {}",
+        "{engine:?}: linux reno without ECN: mean queue {pq:.1} frames, dropped {}; with ECN: mean queue {eq:.1} frames, CE marked {}, dropped {}",
         p.dropped_overload, e.ce_marked, e.dropped_overload
     );
     assert_eq!(p.ce_marked, 0, "Linux's data was ECN-capable without ECN");
@@ -577,22 +576,16 @@ fn linux_backs_off_on_the_ecn_echo(lab: &Lab, engine: toe::Engine) {
     assert!(eq < pq / 2.0, "with ECN {eq:.1} frames, without {pq:.1}");
 }
 
+/// On both engines (the pipelined one's protocol stage acknowledges the
+/// late FIN, its control plane restarts the wait).
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, AF_XDP, AF_PACKET): `make test` runs it as root"]
 fn the_active_closer_waits_in_time_wait_and_acknowledges_a_late_fin() {
     testkit::require_root("network namespaces, veths, XDP, AF_XDP, AF_PACKET");
     let lab = lab("toetw", true);
-    active_closer_waits_in_time_wait(&lab, toe::Engine::Toe);
-}
-
-/// The same with the pipelined engine: its protocol stage acknowledges
-/// the late FIN, the control plane restarts the wait.
-#[test]
-#[ignore = "needs root (namespaces, veth, XDP, AF_XDP, AF_PACKET): `make test` runs it as root"]
-fn the_pipelined_engines_active_closer_waits_in_time_wait_and_acknowledges_a_late_fin() {
-    testkit::require_root("network namespaces, veths, XDP, AF_XDP, AF_PACKET");
-    let lab = lab("pipetw", true);
-    active_closer_waits_in_time_wait(&lab, toe::Engine::Pipeline(toe::PipelineLayout::default()));
+    for engine in engines() {
+        active_closer_waits_in_time_wait(&lab, engine);
+    }
 }
 
 fn active_closer_waits_in_time_wait(lab: &Lab, engine: toe::Engine) {
@@ -683,31 +676,14 @@ fn a_paced_flow_on_the_pipelined_engine_sends_at_its_rate() {
         ..EndpointConfig::default()
     };
     let mut ep = endpoint(&lab, cfg);
-    let (server, linux) = linux_sink(&lab, || {});
-    let conn = ep.connect(server).unwrap();
-    poll_until(&mut ep, "the handshake", |ep| ep.is_established(conn));
-    let chunk = vec![0x5a; 1 << 16];
-    let snd = lab.sender().clone();
-    for rate in [5_000_000u64, 20_000_000] {
-        ep.set_rate(conn, Some(rate)).unwrap();
-        let measured = rate_at(&mut ep, conn, &snd, &chunk);
-        let error = measured / rate as f64 - 1.0;
-        eprintln!(
-            "rate {rate} B/s: measured {measured:.0} B/s on the receiving device ({:+.2}%); {:?}",
-            error * 100.0,
-            ep.pipeline_counters()
-        );
-        assert!(
-            error.abs() < 0.15,
-            "rate {rate}: measured {measured:.0} B/s"
-        );
+    let (conn, linux) = connect_to_sink(&lab, &mut ep);
+    for rate in RATES {
+        assert_rate_held(&mut ep, conn, lab.sender(), rate, 0.15);
     }
     // The control plane timed round trips of the pipeline's segments.
     let srtt = ep.flow_info(conn).unwrap().srtt_us;
     assert!(srtt.is_some_and(|us| us > 0), "no RTT sample: {srtt:?}");
-    ep.close(conn).unwrap();
-    poll_until(&mut ep, "Linux reads to the end", |_| linux.is_finished());
-    assert!(linux.join().unwrap().unwrap() > 0);
+    close_to_sink(&mut ep, conn, linux);
 }
 
 /// DCTCP on the pipelined engine: the control plane's policy cuts the
@@ -727,43 +703,10 @@ fn dctcp_on_the_pipelined_engine_holds_the_queue_near_k_where_new_reno_fills_it(
     // Paced: the policy's rate (from its window and the control plane's
     // RTT samples) becomes the credit the protocol stage's grants take.
     let paced = congested_transfer_on(&lab, engine, Policy::Dctcp, true, BYTES, K);
-    let (rc, dc) = (&reno.stats.b_to_a.counters, &dctcp.stats.b_to_a.counters);
-    let (rq, dq) = (
-        rc.mean_queue_frames().expect("the wire saw reno's frames"),
-        dc.mean_queue_frames().expect("the wire saw dctcp's frames"),
-    );
-    eprintln!(
-        "pipeline reno: mean queue {rq:.1} frames, dropped {}, {:.1} Mbit/s; dctcp: mean queue {dq:.1} frames, CE marked {}, {:.1} Mbit/s",
-        rc.dropped_overload,
-        reno.goodput_bps / 1e6,
-        dc.ce_marked,
-        dctcp.goodput_bps / 1e6
-    );
-    assert!(
-        !reno.ecn && rc.ce_marked == 0,
-        "reno: {} marks",
-        rc.ce_marked
-    );
+    report("pipeline reno", &reno);
+    report("pipeline dctcp", &dctcp);
+    report("pipeline paced dctcp", &paced);
+    let (rq, _) = assert_dctcp_holds_the_queue_reno_fills(&reno, &dctcp, K);
     assert!(rq > 3.0 * f64::from(K), "reno's mean queue {rq:.1} frames");
-    assert!(
-        dctcp.ecn && dc.ce_marked > 0,
-        "dctcp: ecn {}, {} marks",
-        dctcp.ecn,
-        dc.ce_marked
-    );
-    assert!(dq < 2.0 * f64::from(K), "dctcp's mean queue {dq:.1} frames");
-    assert!(dq < rq / 2.0, "dctcp {dq:.1} vs reno {rq:.1} frames");
-    let pc = &paced.stats.b_to_a.counters;
-    let pq = pc
-        .mean_queue_frames()
-        .expect("the wire saw the paced frames");
-    eprintln!(
-        "pipeline paced dctcp: mean queue {pq:.1} frames, CE marked {}, {:.1} Mbit/s",
-        pc.ce_marked,
-        paced.goodput_bps / 1e6
-    );
-    assert!(
-        pq < 2.0 * f64::from(K),
-        "paced dctcp's mean queue {pq:.1} frames"
-    );
+    assert_paced_holds_the_queue(&paced, K);
 }

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use toe::buffer::PayloadBuf;
 use toe::pipeline::{Buffers, Control, Device, Notice, Pipeline, PipelineConfig, Shared, Trace};
-use toe::segment::{self, Flags, Frame, Header, Route, TcpOptions};
+use toe::segment::{self, Flags, Frame, Header, TcpOptions};
 use toe::stages::{Post, Pre};
 use toe::state::{ConnId, PostState, ProtoState};
 
@@ -41,9 +41,9 @@ fn peer() -> IpAddr {
     "10.0.0.1".parse().unwrap()
 }
 
-fn shared() -> Shared {
-    let mut pre = Pre::default();
-    let id = ConnId {
+/// The one connection: port 80 here, 40000 at the peer.
+fn conn_id() -> ConnId {
+    ConnId {
         peer_mac: [2, 0, 0, 0, 0, 1],
         local_mac: [2, 0, 0, 0, 0, 2],
         peer_ip: peer(),
@@ -51,8 +51,12 @@ fn shared() -> Shared {
         local_port: 80,
         remote_port: 40000,
         flow_group: 1,
-    };
-    pre.install(0, id, 0);
+    }
+}
+
+fn shared() -> Shared {
+    let mut pre = Pre::default();
+    pre.install(0, conn_id(), 0);
     let mut post = Post::default();
     post.install(0, PostState::default());
     let buffers = Arc::new(Buffers {
@@ -69,14 +73,7 @@ fn shared() -> Shared {
 
 /// The peer's data segments, in order.
 fn frames() -> VecDeque<Vec<u8>> {
-    let route = Route {
-        src_mac: [2, 0, 0, 0, 0, 1],
-        dst_mac: [2, 0, 0, 0, 0, 2],
-        src: peer(),
-        dst: local(),
-        src_port: 40000,
-        dst_port: 80,
-    };
+    let route = conn_id().route().reversed();
     (0..SEGMENTS)
         .map(|i| {
             let payload: Vec<u8> = (i * LEN..(i + 1) * LEN).map(stream).collect();

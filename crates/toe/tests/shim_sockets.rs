@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use lab::Lab;
 use toe::app::{shim, Context, Service, ServiceHandle};
-use toe::EndpointConfig;
+use toe::{EndpointConfig, Engine, PipelineLayout};
 use wire::{Delay, Loss};
 
 const SCRIPT: &str = include_str!("programs/socket_semantics.py");
@@ -47,11 +47,7 @@ use common::toe_addr;
 fn echo_server(
     lab: &Lab,
 ) -> std::thread::JoinHandle<Result<std::io::Result<u64>, host::HostError>> {
-    let at = SocketAddr::new(IpAddr::V4(lab.sender().ipv4), ECHO_PORT);
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-    let handle = host::netns::spawn_in(&lab.sender().netns, move || -> std::io::Result<u64> {
-        let l = TcpListener::bind(at)?;
-        ready_tx.send(()).ok();
+    linux_server(lab, move |l| {
         let (mut s, _) = l.accept()?;
         s.set_read_timeout(Some(Duration::from_secs(60)))?;
         let mut buf = vec![0u8; 65536];
@@ -65,19 +61,49 @@ fn echo_server(
             echoed += n as u64;
         }
     })
-    .unwrap();
-    ready_rx
-        .recv_timeout(Duration::from_secs(10))
-        .expect("the echo server listens");
-    handle
+}
+
+/// A Linux server on the sender's [`ECHO_PORT`] (see
+/// [`common::linux_server`]).
+fn linux_server<T: Send + 'static>(
+    lab: &Lab,
+    serve: impl FnOnce(TcpListener) -> std::io::Result<T> + Send + 'static,
+) -> std::thread::JoinHandle<Result<std::io::Result<T>, host::HostError>> {
+    let at = SocketAddr::new(IpAddr::V4(lab.sender().ipv4), ECHO_PORT);
+    common::linux_server(lab, at, serve)
+}
+
+/// A Linux sink for one connection: reads to the end; how many bytes.
+fn linux_sink(
+    lab: &Lab,
+) -> std::thread::JoinHandle<Result<std::io::Result<usize>, host::HostError>> {
+    linux_server(lab, |l| {
+        let (mut s, _) = l.accept()?;
+        s.set_read_timeout(Some(Duration::from_secs(60)))?;
+        let mut got = Vec::new();
+        s.read_to_end(&mut got)
+    })
 }
 
 /// A lab without software RSS and a service on the receiver's device, on
 /// its own thread; the socket path.
 fn lab_and_service(prefix: &str, wire: bool) -> (lab::LabGuard, ServiceHandle, PathBuf) {
+    lab_and_service_on(prefix, wire, Engine::Toe)
+}
+
+/// The same with the data path's connections on `engine`.
+fn lab_and_service_on(
+    prefix: &str,
+    wire: bool,
+    engine: Engine,
+) -> (lab::LabGuard, ServiceHandle, PathBuf) {
     testkit::require_root("AF_XDP and network namespaces");
     let lab = common::lab(prefix, wire, false);
-    let ep = common::endpoint(&lab, toe_addr(&lab), EndpointConfig::default());
+    let cfg = EndpointConfig {
+        engine,
+        ..EndpointConfig::default()
+    };
+    let ep = common::endpoint(&lab, toe_addr(&lab), cfg);
     let socket = std::env::temp_dir().join(format!("{}.toe.sock", lab.name()));
     let svc = Service::new(ep, &socket).unwrap().spawn();
     (lab, svc, socket)
@@ -159,11 +185,7 @@ fn slow_reader_then_reset(
     lab: &Lab,
     total: usize,
 ) -> std::thread::JoinHandle<Result<std::io::Result<usize>, host::HostError>> {
-    let at = SocketAddr::new(IpAddr::V4(lab.sender().ipv4), ECHO_PORT);
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-    let handle = host::netns::spawn_in(&lab.sender().netns, move || -> std::io::Result<usize> {
-        let l = TcpListener::bind(at)?;
-        ready_tx.send(()).ok();
+    linux_server(lab, move |l| {
         let (mut s, _) = l.accept()?;
         s.set_read_timeout(Some(Duration::from_secs(60)))?;
         let pattern = readiness_pattern();
@@ -185,31 +207,26 @@ fn slow_reader_then_reset(
         drop(s);
         let (r, _) = l.accept()?;
         // SO_LINGER with a zero timeout: close() sends a reset.
-        let linger = libc::linger {
-            l_onoff: 1,
-            l_linger: 0,
-        };
-        // SAFETY: a valid socket and a linger struct of that size.
-        let rc = unsafe {
-            libc::setsockopt(
-                std::os::fd::AsRawFd::as_raw_fd(&r),
-                libc::SOL_SOCKET,
-                libc::SO_LINGER,
-                (&linger as *const libc::linger).cast(),
-                std::mem::size_of::<libc::linger>() as libc::socklen_t,
-            )
-        };
-        if rc != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+        common::linger_zero(&r)?;
         drop(r);
         Ok(got)
     })
-    .unwrap();
-    ready_rx
-        .recv_timeout(Duration::from_secs(10))
-        .expect("the reader listens");
-    handle
+}
+
+/// Runs `python3 -c script args` on the data path to its end: it must
+/// succeed; its standard output.
+fn python_output(lab: &Lab, socket: &Path, script: &str, args: &[String]) -> String {
+    let out = python_on_toe(lab, socket, script, args)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
 }
 
 #[test]
@@ -223,16 +240,7 @@ fn a_writer_facing_a_full_ring_waits_in_poll_and_sees_hangup_and_reset() {
         ECHO_PORT.to_string(),
         total.to_string(),
     ];
-    let out = python_on_toe(&lab, &socket, READINESS, &args)
-        .stderr(Stdio::piped())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = python_output(&lab, &socket, READINESS, &args);
     println!("{stdout}");
     assert!(stdout.ends_with("OK\n"), "{stdout}");
     let got = reader.join().unwrap().unwrap().unwrap();
@@ -265,38 +273,20 @@ print("OK", flush=True)
 #[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
 fn a_port_bound_before_connect_is_the_connections_and_held_against_others() {
     let (lab, svc, socket) = lab_and_service("tbind", false);
-    let at = SocketAddr::new(IpAddr::V4(lab.sender().ipv4), ECHO_PORT);
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-    let linux = host::netns::spawn_in(
-        &lab.sender().netns,
-        move || -> std::io::Result<(SocketAddr, Vec<u8>)> {
-            let l = TcpListener::bind(at)?;
-            ready_tx.send(()).ok();
-            let (mut s, peer) = l.accept()?;
-            s.set_read_timeout(Some(Duration::from_secs(30)))?;
-            let mut got = Vec::new();
-            s.read_to_end(&mut got)?;
-            Ok((peer, got))
-        },
-    )
-    .unwrap();
-    ready_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    let linux = linux_server(&lab, |l| {
+        let (mut s, peer) = l.accept()?;
+        s.set_read_timeout(Some(Duration::from_secs(30)))?;
+        let mut got = Vec::new();
+        s.read_to_end(&mut got)?;
+        Ok((peer, got))
+    });
     let local = 40123u16;
     let args = [
         lab.sender().ipv4.to_string(),
         ECHO_PORT.to_string(),
         local.to_string(),
     ];
-    let out = python_on_toe(&lab, &socket, BOUND, &args)
-        .stderr(Stdio::piped())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    python_output(&lab, &socket, BOUND, &args);
     let (peer, got) = linux.join().unwrap().unwrap().unwrap();
     // Linux saw the connection come from the bound port, on the wire.
     assert_eq!(peer, SocketAddr::new(toe_addr(&lab), local));
@@ -317,35 +307,23 @@ info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
 print(info[2], info[4], struct.unpack_from("I", info, 100)[0], flush=True)
 "#;
 
+/// On the run-to-completion stages and on the pipelined engine (whose
+/// post-processors count a data segment the protocol stage sends again).
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, AF_XDP, AF_PACKET): `make test` runs it as root"]
 fn tcp_info_counts_the_retransmissions_a_lossy_wire_forced() {
-    let (lab, svc, socket) = lab_and_service("tretx", true);
+    for engine in [Engine::Toe, Engine::Pipeline(PipelineLayout::default())] {
+        eprintln!("{engine:?}");
+        tcp_info_counts_retransmissions_on(engine);
+    }
+}
+
+fn tcp_info_counts_retransmissions_on(engine: Engine) {
+    let (lab, svc, socket) = lab_and_service_on("tretx", true, engine);
     let wire = common::impaired_wire(&lab, wire::Delay::default(), Loss::Uniform { p: 0.02 }, 11);
-    let at = SocketAddr::new(IpAddr::V4(lab.sender().ipv4), ECHO_PORT);
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-    let sink = host::netns::spawn_in(&lab.sender().netns, move || -> std::io::Result<usize> {
-        let l = TcpListener::bind(at)?;
-        ready_tx.send(()).ok();
-        let (mut s, _) = l.accept()?;
-        s.set_read_timeout(Some(Duration::from_secs(60)))?;
-        let mut got = Vec::new();
-        s.read_to_end(&mut got)?;
-        Ok(got.len())
-    })
-    .unwrap();
-    ready_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    let sink = linux_sink(&lab);
     let args = [lab.sender().ipv4.to_string(), ECHO_PORT.to_string()];
-    let out = python_on_toe(&lab, &socket, RETRANS, &args)
-        .stderr(Stdio::piped())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = python_output(&lab, &socket, RETRANS, &args);
     assert_eq!(sink.join().unwrap().unwrap().unwrap(), 4 << 20);
     let st = wire.stop().unwrap();
     let fields: Vec<u64> = stdout
@@ -455,12 +433,8 @@ while True:
 fn a_program_killed_mid_transfer_leaves_the_data_path_serving_the_others() {
     let (lab, svc, socket) = lab_and_service("tkill", false);
     // A Linux sink that counts until the stream ends (FIN or reset).
-    let at = SocketAddr::new(IpAddr::V4(lab.sender().ipv4), ECHO_PORT);
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let (got_tx, got_rx) = std::sync::mpsc::channel();
-    let sink = host::netns::spawn_in(&lab.sender().netns, move || -> std::io::Result<u64> {
-        let l = TcpListener::bind(at)?;
-        ready_tx.send(()).ok();
+    let sink = linux_server(&lab, move |l| {
         let (mut s, _) = l.accept()?;
         s.set_read_timeout(Some(Duration::from_secs(30)))?;
         let mut buf = vec![0u8; 65536];
@@ -476,9 +450,7 @@ fn a_program_killed_mid_transfer_leaves_the_data_path_serving_the_others() {
                 told = true;
             }
         }
-    })
-    .unwrap();
-    ready_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    });
     let args = [lab.sender().ipv4.to_string(), ECHO_PORT.to_string()];
     let mut child = python_on_toe(&lab, &socket, SENDER, &args).spawn().unwrap();
     got_rx
@@ -503,15 +475,7 @@ fn a_program_killed_mid_transfer_leaves_the_data_path_serving_the_others() {
     })
     .unwrap();
     let conn = listener.accept().unwrap();
-    let mut got = Vec::new();
-    let mut buf = vec![0u8; 65536];
-    loop {
-        let n = conn.recv(&mut buf).unwrap();
-        if n == 0 {
-            break;
-        }
-        got.extend_from_slice(&buf[..n]);
-    }
+    let got = conn.recv_to_end().unwrap();
     linux.join().unwrap().unwrap().unwrap();
     assert!(
         got == data,

@@ -14,7 +14,7 @@ use std::sync::Mutex;
 use super::ctl;
 use super::layout::{app_flag, event, Op, Request, Response, SlotState, RING_SIZE};
 use super::notice::app as notice;
-use super::shm::{addr_bytes, ip_of, Shm};
+use super::shm::{addr_bytes, Shm};
 use crate::endpoint::TcpInfo;
 
 /// A connection to the data path's service.
@@ -49,7 +49,7 @@ impl Context {
             ctl: Mutex::new(sock),
             doorbell,
             shm: Shm::open(memfd)?,
-            local: ip_of(resp.family, resp.local_addr),
+            local: resp.addrs.sockets().0.ip(),
         })
     }
 
@@ -268,6 +268,17 @@ impl Connection<'_> {
             data = &data[n..];
         }
         Ok(())
+    }
+
+    /// Reads everything to the peer's FIN.
+    pub fn recv_to_end(&self) -> io::Result<Vec<u8>> {
+        let (mut got, mut buf) = (Vec::new(), vec![0u8; 1 << 16]);
+        loop {
+            match self.recv(&mut buf)? {
+                0 => return Ok(got),
+                n => got.extend_from_slice(&buf[..n]),
+            }
+        }
     }
 
     /// Our FIN follows the bytes queued so far.

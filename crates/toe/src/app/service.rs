@@ -5,17 +5,19 @@
 //! application in another process).
 
 use std::collections::VecDeque;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::ctl;
-use super::layout::{app_flag, c, event, Request, Response, Slot, SlotState, RING_SIZE, SLOTS};
+use super::layout::{
+    app_flag, c, event, Addresses, Request, Response, Slot, SlotState, RING_SIZE, SLOTS,
+};
 use super::notice::Notice;
 use super::request::Command;
-use super::shm::{addr_bytes, Shm};
+use super::shm::Shm;
 use crate::endpoint::{Endpoint, ToeError};
 use crate::stages::ConnIdx;
 
@@ -41,6 +43,20 @@ struct Listener {
     port: u16,
     efd: OwnedFd,
     pending: VecDeque<ConnIdx>,
+}
+
+/// Entry `i` of a context's table (or of the contexts), or EBADF: what
+/// the kernel answers for a descriptor that names nothing.
+fn entry<T>(table: &mut [Option<T>], i: usize) -> Result<&mut T, i32> {
+    table.get_mut(i).and_then(Option::as_mut).ok_or(libc::EBADF)
+}
+
+/// A free connection slot of a context and the notice descriptor for it; or
+/// EMFILE when every slot is taken (the kernel's answer when a process's
+/// descriptors are used up), or the errno of making the descriptor.
+fn free_slot(slots: &[Option<Served>]) -> Result<(usize, Notice), i32> {
+    let i = slots.iter().position(Option::is_none).ok_or(libc::EMFILE)?;
+    Ok((i, Notice::new().map_err(errno)?))
 }
 
 /// One application context: its shared memory and the connections and
@@ -148,8 +164,7 @@ impl Service {
                 Ok((id, memfd, doorbell)) => {
                     let resp = Response {
                         id: id as u32,
-                        family: family(self.ep.local_addr()),
-                        local_addr: addr_bytes(self.ep.local_addr()),
+                        addrs: Addresses::local(self.ep.local_addr(), 0),
                         ..Response::default()
                     };
                     if ctl::send_response(&fd, &resp, &[memfd, doorbell]).is_ok() {
@@ -160,10 +175,7 @@ impl Service {
                 }
                 Err(e) => reply_err(&fd, e.raw_os_error().unwrap_or(libc::ENOMEM)),
             },
-            Ok(Command::Join { context }) => match self
-                .contexts
-                .get_mut(context as usize)
-                .and_then(Option::as_mut)
+            Ok(Command::Join { context }) => match entry(&mut self.contexts, context as usize).ok()
             {
                 Some(cx) if !cx.ctl.is_empty() => {
                     if ctl::send_response(&fd, &Response::default(), &[]).is_ok() {
@@ -285,7 +297,7 @@ impl Service {
         }
         let efd = ctl::eventfd().map_err(errno)?;
         self.ep.listen(port);
-        let cx = self.contexts[id].as_mut().ok_or(libc::EBADF)?;
+        let cx = entry(&mut self.contexts, id)?;
         let l = Listener {
             port,
             efd,
@@ -302,30 +314,19 @@ impl Service {
         cx.listeners[lid] = Some(l);
         let resp = Response {
             id: lid as u32,
-            family: family(self.ep.local_addr()),
-            local_port: port,
-            local_addr: addr_bytes(self.ep.local_addr()),
+            addrs: Addresses::local(self.ep.local_addr(), port),
             ..Response::default()
         };
         Ok((resp, Some(raw)))
     }
 
     fn accept(&mut self, id: usize, lid: usize) -> Result<(Response, Option<RawFd>), i32> {
-        let cx = self.contexts[id].as_mut().ok_or(libc::EBADF)?;
-        let l = cx
-            .listeners
-            .get_mut(lid)
-            .and_then(Option::as_mut)
-            .ok_or(libc::EBADF)?;
+        let cx = entry(&mut self.contexts, id)?;
+        let l = entry(&mut cx.listeners, lid)?;
         let Some(&conn) = l.pending.front() else {
             return Err(libc::EAGAIN);
         };
-        let i = cx
-            .slots
-            .iter()
-            .position(Option::is_none)
-            .ok_or(libc::EMFILE)?;
-        let notice = Notice::new().map_err(errno)?;
+        let (i, notice) = free_slot(&cx.slots)?;
         l.pending.pop_front();
         // Keep the listener's descriptor readable while more wait.
         if l.pending.is_empty() {
@@ -357,13 +358,8 @@ impl Service {
         remote: SocketAddr,
         local_port: Option<u16>,
     ) -> Result<(Response, Option<RawFd>), i32> {
-        let cx = self.contexts[id].as_mut().ok_or(libc::EBADF)?;
-        let i = cx
-            .slots
-            .iter()
-            .position(Option::is_none)
-            .ok_or(libc::EMFILE)?;
-        let notice = Notice::new().map_err(errno)?;
+        let cx = entry(&mut self.contexts, id)?;
+        let (i, notice) = free_slot(&cx.slots)?;
         let opened = match local_port {
             None => self.ep.connect(remote),
             Some(bound) => self.ep.connect_from(bound, remote),
@@ -374,7 +370,7 @@ impl Service {
             ToeError::Config(m) if m.contains("port") => libc::EADDRNOTAVAIL,
             _ => libc::ENOBUFS,
         })?;
-        let cx = self.contexts[id].as_mut().ok_or(libc::EBADF)?;
+        let cx = entry(&mut self.contexts, id)?;
         cx.shm.reset(i);
         cx.shm.publish(i, None, SlotState::Connecting as u32);
         let raw = notice.app_fd();
@@ -390,12 +386,8 @@ impl Service {
     }
 
     fn close(&mut self, id: usize, i: usize) -> Result<(Response, Option<RawFd>), i32> {
-        let cx = self.contexts[id].as_mut().ok_or(libc::EBADF)?;
-        let s = cx
-            .slots
-            .get_mut(i)
-            .and_then(Option::as_mut)
-            .ok_or(libc::EBADF)?;
+        let cx = entry(&mut self.contexts, id)?;
+        let s = entry(&mut cx.slots, i)?;
         s.app_closed = true;
         let state = SlotState::of(cx.shm.slot(i).state.load(Ordering::Relaxed));
         let reset = cx.shm.slot(i).events.load(Ordering::Relaxed) & event::RESET != 0;
@@ -410,7 +402,7 @@ impl Service {
     }
 
     fn unlisten(&mut self, id: usize, lid: usize) -> Result<(Response, Option<RawFd>), i32> {
-        let cx = self.contexts[id].as_mut().ok_or(libc::EBADF)?;
+        let cx = entry(&mut self.contexts, id)?;
         let l = cx
             .listeners
             .get_mut(lid)
@@ -687,25 +679,13 @@ fn copy_info(ep: &Endpoint, slot: &super::layout::Slot, conn: ConnIdx) {
     }
 }
 
-fn family(ip: IpAddr) -> u16 {
-    if ip.is_ipv4() {
-        4
-    } else {
-        6
-    }
-}
-
 fn response(i: usize, addrs: Option<(SocketAddr, SocketAddr)>) -> Response {
     let mut r = Response {
         id: i as u32,
         ..Response::default()
     };
     if let Some((l, p)) = addrs {
-        r.family = family(l.ip());
-        r.local_port = l.port();
-        r.remote_port = p.port();
-        r.local_addr = addr_bytes(l.ip());
-        r.remote_addr = addr_bytes(p.ip());
+        r.addrs = Addresses::of(l, p);
     }
     r
 }

@@ -9,7 +9,8 @@ use std::ptr::{self, NonNull};
 use std::sync::atomic::Ordering;
 
 use super::layout::{
-    c, rx_ring_offset, slot_offset, tx_ring_offset, Header, Slot, RING_SIZE, SHM_SIZE, SLOTS,
+    c, rx_ring_offset, slot_offset, tx_ring_offset, Addresses, Header, Slot, RING_SIZE, SHM_SIZE,
+    SLOTS,
 };
 
 /// A mapping, unmapped on drop.
@@ -245,11 +246,7 @@ impl Shm {
             // SAFETY: the application does not read these fields before it
             // sees the state stored below.
             unsafe {
-                ptr::addr_of_mut!((*p).family).write(if local.is_ipv4() { 4 } else { 6 });
-                ptr::addr_of_mut!((*p).local_port).write(local.port());
-                ptr::addr_of_mut!((*p).remote_port).write(remote.port());
-                ptr::addr_of_mut!((*p).local_addr).write(addr_bytes(local.ip()));
-                ptr::addr_of_mut!((*p).remote_addr).write(addr_bytes(remote.ip()));
+                ptr::addr_of_mut!((*p).addrs).write(Addresses::of(local, remote));
             }
         }
         self.slot(i).state.store(state, Ordering::Release);
@@ -260,19 +257,7 @@ impl Shm {
     pub fn addresses(&self, i: usize) -> (std::net::SocketAddr, std::net::SocketAddr) {
         let p = self.slot(i) as *const Slot;
         // SAFETY: written before the state was published with release.
-        let (family, lp, rp, la, ra) = unsafe {
-            (
-                ptr::addr_of!((*p).family).read(),
-                ptr::addr_of!((*p).local_port).read(),
-                ptr::addr_of!((*p).remote_port).read(),
-                ptr::addr_of!((*p).local_addr).read(),
-                ptr::addr_of!((*p).remote_addr).read(),
-            )
-        };
-        (
-            std::net::SocketAddr::new(ip_of(family, la), lp),
-            std::net::SocketAddr::new(ip_of(family, ra), rp),
-        )
+        unsafe { ptr::addr_of!((*p).addrs).read() }.sockets()
     }
 }
 

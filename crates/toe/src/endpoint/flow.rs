@@ -74,9 +74,6 @@ pub(super) struct Flow {
     seen_fretx: u32,
     /// Retransmission timeouts since the policy last ran.
     timeouts: u32,
-    /// Data segments sent again (below `sent_high`), over the
-    /// connection's life: TCP_INFO's tcpi_total_retrans.
-    retrans_segs: u32,
     /// Retransmission timeouts since the last acknowledgement of new data
     /// (TCP_INFO's tcpi_retransmits and tcpi_backoff, as Linux's
     /// icsk_retransmits counts them).
@@ -141,7 +138,6 @@ impl Endpoint {
             seen_ecn: 0,
             seen_fretx: 0,
             timeouts: 0,
-            retrans_segs: 0,
             backoffs: 0,
             probe: None,
             active_close: false,
@@ -170,7 +166,8 @@ impl Endpoint {
     /// The flow's congestion state.
     pub fn flow_info(&self, conn: ConnIdx) -> Option<FlowInfo> {
         let f = self.flows.get(conn as usize)?.as_ref()?;
-        let srtt = self.post_state(conn).rtt_est;
+        let post = self.post_state(conn);
+        let srtt = post.rtt_est;
         Some(FlowInfo {
             congestion: f.cc.name(),
             cwnd: f.limits.cwnd,
@@ -178,7 +175,7 @@ impl Endpoint {
             srtt_us: (srtt > 0).then_some(srtt),
             ecn: f.ecn,
             time_wait: f.time_wait_until.is_some(),
-            retrans_segs: f.retrans_segs,
+            retrans_segs: post.cnt_retx,
             backoffs: f.backoffs,
         })
     }
@@ -299,11 +296,12 @@ impl Endpoint {
             if f.probe.is_none() {
                 f.probe = Some((end, now));
             }
-        } else if g.len > 0 {
-            f.retrans_segs = f.retrans_segs.wrapping_add(1);
         }
         let capable = f.ecn && f.cc.ecn();
         let cwr = capable && g.len > 0 && f.cc.take_cwr();
+        if g.len > 0 && !new_data {
+            self.post.retransmitted(conn);
+        }
         (capable && new_data, cwr)
     }
 

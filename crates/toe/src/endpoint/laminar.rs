@@ -282,14 +282,15 @@ impl Endpoint {
         let window = (summary.window >> lc.wscale).min(u32::from(u16::MAX)) as u16;
         let ack = (transmits && seg.flags.has(Flags::ACK)).then_some((seg.ack, window));
         let handles = self.laminar.as_ref().map(|p| &p.handles);
-        let Some((src, dst)) = handles.and_then(|h| Some((h.get(seg.src)?, h.get(seg.dst)?)))
+        let Some((src, dst)) =
+            handles.and_then(|h| Some((h.get(seg.route.src)?, h.get(seg.route.dst)?)))
         else {
             return false;
         };
         if ack.is_some() || !seg.payload.is_empty() {
             let s = network_segment(
                 (src, dst),
-                (seg.src_port, seg.dst_port),
+                (seg.route.src_port, seg.route.dst_port),
                 seg.seq,
                 ack,
                 seg.payload,

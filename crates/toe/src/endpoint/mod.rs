@@ -476,7 +476,7 @@ impl Endpoint {
         let t = ticks();
         let parsed = segment::parse(frame);
         if let Ok(Frame::Tcp(seg)) = &parsed {
-            if seg.dst == self.addr {
+            if seg.route.dst == self.addr {
                 let steer = self.pre.steer(seg);
                 self.cycles.pre += ticks() - t;
                 return match steer {
@@ -731,7 +731,7 @@ impl Endpoint {
             }
             return;
         }
-        if !self.listeners.contains_key(&seg.dst_port) {
+        if !self.listeners.contains_key(&seg.route.dst_port) {
             self.send_reset(seg);
             return;
         }
@@ -743,7 +743,7 @@ impl Endpoint {
             return;
         }
         let h = Handshake {
-            peer_mac: seg.src_mac,
+            peer_mac: seg.route.src_mac,
             iss: rand::random(),
             irs: seg.seq,
             peer: seg.options,
@@ -935,11 +935,7 @@ impl Endpoint {
     fn send_reset(&mut self, seg: &Segment<'_>) {
         let route = Route {
             src_mac: self.mac,
-            dst_mac: seg.src_mac,
-            src: seg.dst,
-            dst: seg.src,
-            src_port: seg.dst_port,
-            dst_port: seg.src_port,
+            ..seg.route.reversed()
         };
         let len = seg.payload.len() as u32
             + u32::from(seg.flags.has(Flags::SYN))

@@ -234,7 +234,7 @@ impl Endpoint {
         let (conn, iss) = (o.conn, o.iss);
         self.opening.remove(&t);
         let h = Handshake {
-            peer_mac: seg.src_mac,
+            peer_mac: seg.route.src_mac,
             iss,
             irs: seg.seq,
             peer: seg.options,

@@ -296,12 +296,8 @@ impl Endpoint {
             return false;
         }
         let route = Route {
-            src_mac: seg.src_mac,
             dst_mac: self.mac,
-            src: seg.src,
-            dst: seg.dst,
-            src_port: seg.src_port,
-            dst_port: seg.dst_port,
+            ..seg.route
         };
         let h = Header {
             seq: seg.seq,

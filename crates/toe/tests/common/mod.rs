@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use lab::{unique_name, Lab, LabSpec};
 use pktio::{Backend, Port, PortConfig};
-use toe::{Endpoint, EndpointConfig};
+use toe::{Endpoint, EndpointConfig, ToeError};
 
 /// A lab of two hosts, without software RSS (the data path takes the
 /// receiver's device), through the wire or not, with or without IPv6.
@@ -116,4 +116,86 @@ pub fn impaired_wire(
     cfg.b_to_a = impairment;
     cfg.seed = seed;
     wire::WireHandle::spawn(&cfg).unwrap()
+}
+
+/// Polls until a connection on `port` (listened on) is accepted.
+pub fn accept(ep: &mut Endpoint, port: u16, limit: Duration) -> u32 {
+    let mut conn = None;
+    poll_until(ep, "accept", limit, |ep| {
+        conn = ep.accept(port);
+        conn.is_some()
+    });
+    conn.unwrap()
+}
+
+/// Polls while reading `conn` to the peer's FIN; what it read.
+pub fn recv_to_fin(ep: &mut Endpoint, conn: u32, what: &str, limit: Duration) -> Vec<u8> {
+    let (mut got, mut buf) = (Vec::new(), vec![0u8; 65536]);
+    poll_until(ep, what, limit, |ep| match ep.recv(conn, &mut buf) {
+        Ok(0) => true,
+        Ok(n) => {
+            got.extend_from_slice(&buf[..n]);
+            false
+        }
+        Err(ToeError::WouldBlock) => false,
+        Err(e) => panic!("{what}: {e} after {} bytes: {:?}", got.len(), ep.counters()),
+    });
+    got
+}
+
+/// Polls until all of `data` is queued on `conn`.
+pub fn send_all(ep: &mut Endpoint, conn: u32, data: &[u8], what: &str, limit: Duration) {
+    let mut at = 0;
+    poll_until(ep, what, limit, |ep| {
+        match ep.send(conn, &data[at..]) {
+            Ok(n) => at += n,
+            Err(ToeError::WouldBlock) => {}
+            Err(e) => panic!("{what}: {e}"),
+        }
+        at == data.len()
+    });
+}
+
+/// Sets SO_LINGER with a zero timeout on `s`: its close sends a reset, as
+/// the kernel does for a process killed with unread data.
+pub fn linger_zero(s: &impl std::os::fd::AsRawFd) -> std::io::Result<()> {
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: setsockopt with a valid linger struct of that size on a
+    // socket the caller owns.
+    let rc = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&linger as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// A Linux server in the sender's namespace on `at`: `serve` runs on its
+/// listener once it is bound, which this returns after.
+pub fn linux_server<T: Send + 'static>(
+    lab: &Lab,
+    at: std::net::SocketAddr,
+    serve: impl FnOnce(std::net::TcpListener) -> std::io::Result<T> + Send + 'static,
+) -> std::thread::JoinHandle<Result<std::io::Result<T>, host::HostError>> {
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let handle = host::netns::spawn_in(&lab.sender().netns, move || {
+        let l = std::net::TcpListener::bind(at)?;
+        ready_tx.send(()).ok();
+        serve(l)
+    })
+    .unwrap();
+    ready_rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the Linux server listens");
+    handle
 }
