@@ -57,6 +57,29 @@ pub(crate) fn check_flows_and_queues(flows: u32, queues: u32) -> Result<(), ExpE
     refuse_if(queues == 0 || queues > 256, "--queues must be 1..=256")
 }
 
+/// Parameters `P` as the command line parses `argv` (flags only).
+#[cfg(all(test, feature = "clap"))]
+pub(crate) fn parse_params<P: clap::Args>(argv: &[&str]) -> Result<P, clap::Error> {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Cli<P: clap::Args> {
+        #[command(flatten)]
+        params: P,
+    }
+    let argv = std::iter::once("test").chain(argv.iter().copied());
+    Cli::<P>::try_parse_from(argv).map(|cli| cli.params)
+}
+
+/// True when parsing no flags gives `P::default()` (compared as JSON).
+#[cfg(all(test, feature = "clap"))]
+pub(crate) fn clap_defaults_are_the_library_defaults<P>() -> bool
+where
+    P: clap::Args + Default + serde::Serialize,
+{
+    let parsed: P = parse_params(&[]).expect("no flags parse");
+    serde_json::to_value(parsed).unwrap() == serde_json::to_value(P::default()).unwrap()
+}
+
 impl ExpError {
     /// True for missing privilege or a missing kernel feature or program.
     pub fn is_environment(&self) -> bool {

@@ -48,12 +48,22 @@ const RPC_PORT: u16 = 5202;
 const TRANSFER_LIMIT: Duration = Duration::from_secs(120);
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct ToeParams {
+    /// Repetitions; each runs both stacks (order flipped every repetition).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = ToeParams::default().repetitions))]
     pub repetitions: u32,
-    /// Bytes of one stream.
+    /// Bytes of the one-connection stream (e.g. 1073741824 for 1 GiB).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = ToeParams::default().bytes))]
     pub bytes: u64,
+    /// Requests of the RPC test (one in flight, echoed).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = ToeParams::default().rpcs))]
     pub rpcs: u32,
+    /// Bytes per request and response.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = ToeParams::default().rpc_size))]
     pub rpc_size: usize,
+    /// The reduced run ([`ToeParams::quick`]); the binary's `--quick`.
+    #[cfg_attr(feature = "clap", arg(skip))]
     pub quick: bool,
 }
 
@@ -755,6 +765,15 @@ fn rpc_sample(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(feature = "clap")]
+    #[test]
+    fn the_command_line_defaults_are_the_library_defaults() {
+        assert!(crate::clap_defaults_are_the_library_defaults::<ToeParams>());
+        let p: ToeParams = crate::parse_params(&["--rpc-size", "128"]).unwrap();
+        assert_eq!(p.rpc_size, 128);
+        assert!(crate::parse_params::<ToeParams>(&["--rpcs", "many"]).is_err());
+    }
 
     #[test]
     fn a_stream_check_counts_bytes_and_catches_one_wrong_byte() {

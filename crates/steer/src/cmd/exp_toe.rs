@@ -10,31 +10,14 @@ use crate::{exit, output};
 
 #[derive(Debug, Args)]
 pub struct ToeArgs {
-    /// Repetitions; each runs both stacks (order flipped every repetition).
-    #[arg(long, default_value_t = 5)]
-    pub repetitions: u32,
-    /// Bytes of the one-connection stream (e.g. 1073741824 for 1 GiB).
-    #[arg(long, default_value_t = 1 << 30)]
-    pub bytes: u64,
-    /// Requests of the RPC test (one in flight, echoed).
-    #[arg(long, default_value_t = 20_000)]
-    pub rpcs: u32,
-    /// Bytes per request and response.
-    #[arg(long, default_value_t = 64)]
-    pub rpc_size: usize,
+    #[command(flatten)]
+    pub params: ToeParams,
     #[command(flatten)]
     pub common: Common,
 }
 
 pub fn run(args: ToeArgs, json: bool) -> anyhow::Result<i32> {
-    let params = ToeParams {
-        repetitions: args.repetitions,
-        bytes: args.bytes,
-        rpcs: args.rpcs,
-        rpc_size: args.rpc_size,
-        quick: false,
-    };
-    let params = args.common.sized(params, ToeParams::quick);
+    let params = args.common.sized(args.params, ToeParams::quick);
     let progress = output::progress(json);
     progress(&format!(
         "toe: {} repetitions of a {} MiB stream and {} {}-byte RPCs, toe data path vs Linux TCP",
