@@ -1,6 +1,24 @@
 //! Steer's experiments. Each writes one JSON result (parameters, every raw
 //! sample, summary, and the machine it ran on) and prints a table.
 
+/// `clap::ValueEnum` for a parameter enum from what it already says of
+/// itself: its `ALL` values, `name` (as in the JSON) and a one-line `help`,
+/// so the command line and the results name the values alike.
+macro_rules! value_enum {
+    ($type:ty, $help:ident) => {
+        #[cfg(feature = "clap")]
+        impl clap::ValueEnum for $type {
+            fn value_variants<'a>() -> &'a [Self] {
+                &Self::ALL
+            }
+
+            fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+                Some(clap::builder::PossibleValue::new(self.name()).help(self.$help()))
+            }
+        }
+    };
+}
+
 mod datapath;
 pub mod demo;
 pub mod iperf;

@@ -44,23 +44,61 @@ use crate::ExpError;
 const PORT: u16 = 5201;
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct XdpOverheadParams {
+    /// Repetitions; each runs the three modes (software RSS, no program,
+    /// RPS), the order rotating every repetition.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, default_value_t = XdpOverheadParams::default().repetitions)
+    )]
     pub repetitions: u32,
+    /// Seconds of iperf3 traffic per sample.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = XdpOverheadParams::default().seconds))]
     pub seconds: u32,
+    /// Parallel TCP flows (iperf3 -P).
+    #[cfg_attr(
+        feature = "clap",
+        arg(short = 'P', long = "flows", alias = "streams",
+            default_value_t = XdpOverheadParams::default().streams)
+    )]
     pub streams: u32,
+    /// Receive queues of the software RSS.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = XdpOverheadParams::default().queues))]
     pub queues: u32,
     /// XDP_PASS when the target CPU is the current one (reorders TCP).
+    #[cfg_attr(feature = "clap", arg(long))]
     pub same_cpu_pass: bool,
-    /// cpumap queue size (frames per destination CPU).
+    /// cpumap queue size (frames per destination CPU, 1..=16384).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "qsize", value_name = "QSIZE",
+            default_value_t = XdpOverheadParams::default().queue_size)
+    )]
     pub queue_size: u32,
-    /// Packets of a pfifo qdisc on the sender's veth, 0 for none (veth's
-    /// default, noqueue). With a qdisc, a full ring on the receiving veth
-    /// stops the queue (back-pressure) instead of dropping the frame.
+    /// A pfifo qdisc of this many packets on the sender's veth, in every
+    /// mode (0: none, veth's default noqueue). With it, a full ring on the
+    /// receiving veth stops the queue instead of dropping the frame.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, default_value_t = XdpOverheadParams::default().sender_pfifo)
+    )]
     pub sender_pfifo: u32,
-    /// Where GRO is on on the receiving veth (off elsewhere).
+    /// Where GRO is on on the receiving veth: `software-rss` (while the
+    /// program is attached, so the cpumap kthread coalesces each flow's
+    /// frames; the other modes keep veth's default), `all`, or `off`.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_enum, default_value_t = XdpOverheadParams::default().receiver_gro)
+    )]
     pub receiver_gro: ReceiverGro,
-    /// Add RFS as a fourth mode.
+    /// Add RFS (RPS plus steering to the reader's CPU) as a fourth mode. It
+    /// sets the machine-wide net.core.rps_sock_flow_entries for the run
+    /// (restored after), so every namespace's steering changes meanwhile.
+    #[cfg_attr(feature = "clap", arg(long))]
     pub rfs: bool,
+    /// The reduced run ([`XdpOverheadParams::quick`]); the binary's `--quick`.
+    #[cfg_attr(feature = "clap", arg(skip))]
     pub quick: bool,
 }
 
@@ -121,6 +159,8 @@ pub enum ReceiverGro {
     /// On in every mode.
     All,
 }
+
+value_enum!(ReceiverGro, about);
 
 impl ReceiverGro {
     pub const ALL: [ReceiverGro; 3] =
@@ -550,6 +590,20 @@ fn ratio(a: f64, b: f64) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(feature = "clap")]
+    #[test]
+    fn the_command_line_defaults_are_the_library_defaults() {
+        assert!(crate::clap_defaults_are_the_library_defaults::<
+            XdpOverheadParams,
+        >());
+        let p: XdpOverheadParams =
+            crate::parse_params(&["--qsize", "64", "--streams", "2", "--receiver-gro", "all"])
+                .unwrap();
+        assert_eq!((p.queue_size, p.streams), (64, 2));
+        assert_eq!(p.receiver_gro, ReceiverGro::All);
+        assert!(crate::parse_params::<XdpOverheadParams>(&["--receiver-gro", "on"]).is_err());
+    }
 
     #[test]
     fn receiver_gro_names_are_the_json_names() {

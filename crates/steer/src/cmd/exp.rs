@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
 use exp::srpic::SenderKind;
-use exp::xdp_overhead::{ReceiverGro, Sample, XdpOverheadParams, XdpOverheadResult};
+use exp::xdp_overhead::{Sample, XdpOverheadParams, XdpOverheadResult};
 
 use crate::cli::{each_once, named};
 use crate::{exit, output};
@@ -96,62 +96,14 @@ impl Common {
 /// retransmits.
 #[derive(Debug, Args)]
 pub struct XdpOverheadArgs {
-    /// Repetitions; each runs the three modes (software RSS, no program,
-    /// RPS), the order rotating every repetition.
-    #[arg(long, default_value_t = 5)]
-    pub repetitions: u32,
-    /// Seconds of iperf3 traffic per sample.
-    #[arg(long, default_value_t = 5)]
-    pub seconds: u32,
-    /// Parallel TCP flows (iperf3 -P).
-    #[arg(short = 'P', long = "flows", alias = "streams", default_value_t = 4)]
-    pub streams: u32,
-    /// Receive queues of the software RSS.
-    #[arg(long, default_value_t = 4)]
-    pub queues: u32,
-    /// XDP_PASS when the target CPU is the current one (reorders TCP).
-    #[arg(long)]
-    pub same_cpu_pass: bool,
-    /// cpumap queue size (frames per destination CPU, 1..=16384).
-    #[arg(long, default_value_t = 16384)]
-    pub qsize: u32,
-    /// A pfifo qdisc of this many packets on the sender's veth, in every
-    /// mode (0: none, veth's default noqueue). With it, a full ring on the
-    /// receiving veth stops the queue instead of dropping the frame.
-    #[arg(long, default_value_t = 1000)]
-    pub sender_pfifo: u32,
-    /// Where GRO is on on the receiving veth: `software-rss` (while the
-    /// program is attached, so the cpumap kthread coalesces each flow's
-    /// frames; the other modes keep veth's default), `all`, or `off`.
-    #[arg(
-        long,
-        default_value = "software-rss",
-        value_parser = named(&ReceiverGro::ALL, ReceiverGro::name, ReceiverGro::about)
-    )]
-    pub receiver_gro: ReceiverGro,
-    /// Add RFS (RPS plus steering to the reader's CPU) as a fourth mode. It
-    /// sets the machine-wide net.core.rps_sock_flow_entries for the run
-    /// (restored after), so every namespace's steering changes meanwhile.
-    #[arg(long)]
-    pub rfs: bool,
+    #[command(flatten)]
+    pub params: XdpOverheadParams,
     #[command(flatten)]
     pub common: Common,
 }
 
 fn xdp_overhead(args: XdpOverheadArgs, json: bool) -> anyhow::Result<i32> {
-    let params = XdpOverheadParams {
-        repetitions: args.repetitions,
-        seconds: args.seconds,
-        streams: args.streams,
-        queues: args.queues,
-        same_cpu_pass: args.same_cpu_pass,
-        queue_size: args.qsize,
-        sender_pfifo: args.sender_pfifo,
-        receiver_gro: args.receiver_gro,
-        rfs: args.rfs,
-        quick: false,
-    };
-    let params = args.common.sized(params, XdpOverheadParams::quick);
+    let params = args.common.sized(args.params, XdpOverheadParams::quick);
     // Bad parameters fail before anything is printed or built.
     params.check()?;
     let progress = output::progress(json);
