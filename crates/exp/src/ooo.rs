@@ -125,40 +125,131 @@ impl std::str::FromStr for SenderCc {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct OooParams {
+    /// Repetitions; each runs every bound (order rotating).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "N", default_value_t = OooParams::default().repetitions,
+            value_parser = clap::value_parser!(u32).range(1..))
+    )]
     pub repetitions: u32,
     /// Seconds of traffic per bound and repetition.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "SECONDS", default_value_t = OooParams::default().seconds)
+    )]
     pub seconds: f64,
+    /// Receiver bounds, comma-separated: interval counts or `unbounded`.
+    #[cfg_attr(
+        feature = "clap",
+        arg(
+            long,
+            value_name = "BOUNDS",
+            value_delimiter = ',',
+            default_value = "unbounded,0,1,2"
+        )
+    )]
     pub bounds: Vec<OooBound>,
-    /// The senders' congestion controls, each run with every bound.
+    /// Senders, comma-separated: `newreno` (Linux TCP's reno) and/or
+    /// `dctcp` (the toe data path's DCTCP, RFC 8257: this kernel has no
+    /// dctcp module). Each runs with every bound.
+    #[cfg_attr(
+        feature = "clap",
+        arg(
+            long,
+            value_name = "SENDERS",
+            value_delimiter = ',',
+            default_value = "newreno,dctcp"
+        )
+    )]
     pub senders: Vec<SenderCc>,
-    /// Closed-loop clients of short flows.
+    /// Closed-loop clients of short request/response flows.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "N", default_value_t = OooParams::default().short_clients)
+    )]
     pub short_clients: u32,
-    /// Request sizes, bytes (uniform between).
+    /// Smallest request of a short flow, bytes (uniform up to --short-max).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "BYTES", default_value_t = OooParams::default().short_min)
+    )]
     pub short_min: usize,
+    /// Largest request of a short flow, bytes.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "BYTES", default_value_t = OooParams::default().short_max)
+    )]
     pub short_max: usize,
     /// Most milliseconds a short client pauses between flows (uniform).
+    #[cfg_attr(feature = "clap", arg(skip = OooParams::default().short_pause_ms))]
     pub short_pause_ms: u64,
-    /// Clients of background flows, each one upload at a time.
+    /// Clients of background uploads, one at a time each.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "N", default_value_t = OooParams::default().background_clients)
+    )]
     pub background_clients: u32,
+    /// Bytes of one background upload.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "BYTES", default_value_t = OooParams::default().background_bytes)
+    )]
     pub background_bytes: usize,
-    /// The bottleneck: rate and drop-tail queue of the data direction.
+    /// Bottleneck rate of the data direction, Mbit/s.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "MBIT", default_value_t = OooParams::default().rate_mbit)
+    )]
     pub rate_mbit: u64,
+    /// Bottleneck queue (drop-tail), frames.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "FRAMES", default_value_t = OooParams::default().queue_frames)
+    )]
     pub queue_frames: u32,
     /// DCTCP's marking threshold K: the bottleneck marks ECN-capable
     /// frames CE while this many frames wait (DCTCP runs only; Linux's
     /// NewReno does not negotiate ECN).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "FRAMES", default_value_t = OooParams::default().ecn_mark_frames)
+    )]
     pub ecn_mark_frames: u32,
     /// Random loss of the data direction, percent.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "PERCENT", default_value_t = OooParams::default().loss_percent)
+    )]
     pub loss_percent: f64,
-    /// Per-frame delay range of the data direction, microseconds.
+    /// Shortest per-frame delay of the data direction, us (and the ACKs').
+    ///
+    /// Each frame's delay is uniform between this and --delay-max-us:
+    /// frames closer together than the range's width may be reordered.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "US", default_value_t = OooParams::default().delay_min_us)
+    )]
     pub delay_min_us: u64,
+    /// Longest per-frame delay of the data direction, microseconds.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "US", default_value_t = OooParams::default().delay_max_us)
+    )]
     pub delay_max_us: u64,
-    /// The senders' minimum retransmission timeout towards the receiver,
-    /// ms (the Linux senders' route `rto_min`, the DCTCP senders'
-    /// `EndpointConfig::min_rto`; Linux's default is 200 ms, data-center
-    /// stacks and simulations use a few ms).
+    /// The senders' minimum RTO to the receiver, ms (Linux's default: 200).
+    ///
+    /// The Linux senders' route `rto_min`, the DCTCP senders'
+    /// `EndpointConfig::min_rto`; data-center stacks and simulations use a
+    /// few ms.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "MS", default_value_t = OooParams::default().rto_min_ms)
+    )]
     pub rto_min_ms: u32,
+    /// The reduced run ([`OooParams::quick`]); the binary's `--quick`.
+    #[cfg_attr(feature = "clap", arg(skip))]
     pub quick: bool,
 }
 
@@ -1010,6 +1101,18 @@ pub fn svg(r: &OooResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(feature = "clap")]
+    #[test]
+    fn the_command_line_defaults_are_the_library_defaults() {
+        assert!(crate::clap_defaults_are_the_library_defaults::<OooParams>());
+        let p: OooParams =
+            crate::parse_params(&["--bounds", "0,unbounded", "--senders", "dctcp"]).unwrap();
+        assert_eq!(p.bounds, vec![OooBound::Intervals(0), OooBound::Unbounded]);
+        assert_eq!(p.senders, vec![SenderCc::Dctcp]);
+        assert!(crate::parse_params::<OooParams>(&["--repetitions", "0"]).is_err());
+        assert!(crate::parse_params::<OooParams>(&["--senders", "cubic"]).is_err());
+    }
 
     #[test]
     fn thesis_ratios_are_against_the_unbounded_row() {

@@ -20,70 +20,8 @@ use crate::{exit, output};
 /// Example: sudo steer exp ooo --quick --svg ooo.svg
 #[derive(Debug, Args)]
 pub struct OooArgs {
-    /// Repetitions; each runs every bound (order rotating).
-    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
-    pub repetitions: u32,
-    /// Seconds of traffic per bound and repetition.
-    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
-    pub seconds: f64,
-    /// Receiver bounds, comma-separated: interval counts or `unbounded`.
-    #[arg(
-        long,
-        value_name = "BOUNDS",
-        value_delimiter = ',',
-        default_value = "unbounded,0,1,2"
-    )]
-    pub bounds: Vec<OooBound>,
-    /// Senders, comma-separated: `newreno` (Linux TCP's reno) and/or
-    /// `dctcp` (the toe data path's DCTCP, RFC 8257: this kernel has no
-    /// dctcp module).
-    #[arg(
-        long,
-        value_name = "SENDERS",
-        value_delimiter = ',',
-        default_value = "newreno,dctcp"
-    )]
-    pub senders: Vec<SenderCc>,
-    /// Closed-loop clients of short request/response flows.
-    #[arg(long, value_name = "N", default_value_t = 6)]
-    pub short_clients: u32,
-    /// Smallest request of a short flow, bytes (uniform up to --short-max).
-    #[arg(long, value_name = "BYTES", default_value_t = 4096)]
-    pub short_min: usize,
-    /// Largest request of a short flow, bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = 32768)]
-    pub short_max: usize,
-    /// Clients of background uploads, one at a time each.
-    #[arg(long, value_name = "N", default_value_t = 2)]
-    pub background_clients: u32,
-    /// Bytes of one background upload.
-    #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
-    pub background_bytes: usize,
-    /// Bottleneck rate of the data direction, Mbit/s.
-    #[arg(long, value_name = "MBIT", default_value_t = 100)]
-    pub rate_mbit: u64,
-    /// Bottleneck queue (drop-tail), frames.
-    #[arg(long, value_name = "FRAMES", default_value_t = 48)]
-    pub queue_frames: u32,
-    /// DCTCP's marking threshold K: the bottleneck marks ECN-capable
-    /// frames CE while this many frames wait (DCTCP runs only).
-    #[arg(long, value_name = "FRAMES", default_value_t = exp::ooo::ECN_MARK_FRAMES)]
-    pub ecn_mark_frames: u32,
-    /// Random loss of the data direction, percent.
-    #[arg(long, value_name = "PERCENT", default_value_t = 0.0)]
-    pub loss_percent: f64,
-    /// Shortest per-frame delay of the data direction, us (and the ACKs').
-    ///
-    /// Each frame's delay is uniform between this and --delay-max-us:
-    /// frames closer together than the range's width may be reordered.
-    #[arg(long, value_name = "US", default_value_t = 100)]
-    pub delay_min_us: u64,
-    /// Longest per-frame delay of the data direction, microseconds.
-    #[arg(long, value_name = "US", default_value_t = 250)]
-    pub delay_max_us: u64,
-    /// The senders' minimum RTO to the receiver, ms (Linux's default: 200).
-    #[arg(long, value_name = "MS", default_value_t = 10)]
-    pub rto_min_ms: u32,
+    #[command(flatten)]
+    pub params: OooParams,
     /// Write an SVG chart: p90 FCT per sender and bound against the same
     /// sender's unbounded receiver, beside Table 5.3.
     #[arg(long)]
@@ -92,33 +30,8 @@ pub struct OooArgs {
     pub common: Common,
 }
 
-impl OooArgs {
-    fn params(&self) -> OooParams {
-        let p = OooParams {
-            repetitions: self.repetitions,
-            seconds: self.seconds,
-            bounds: self.bounds.clone(),
-            senders: self.senders.clone(),
-            short_clients: self.short_clients,
-            short_min: self.short_min,
-            short_max: self.short_max,
-            background_clients: self.background_clients,
-            background_bytes: self.background_bytes,
-            rate_mbit: self.rate_mbit,
-            queue_frames: self.queue_frames,
-            ecn_mark_frames: self.ecn_mark_frames,
-            loss_percent: self.loss_percent,
-            delay_min_us: self.delay_min_us,
-            delay_max_us: self.delay_max_us,
-            rto_min_ms: self.rto_min_ms,
-            ..OooParams::default()
-        };
-        self.common.sized(p, OooParams::quick)
-    }
-}
-
 pub fn run(args: OooArgs, json: bool) -> anyhow::Result<i32> {
-    let params = args.params();
+    let params = args.common.sized(args.params, OooParams::quick);
     params.check()?;
     let progress = output::progress(json);
     progress(&format!(
