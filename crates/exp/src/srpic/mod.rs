@@ -48,6 +48,8 @@ pub enum SenderKind {
     Adaptive,
 }
 
+value_enum!(SenderKind, about);
+
 impl SenderKind {
     pub const ALL: [SenderKind; 2] = [SenderKind::Static, SenderKind::Adaptive];
 
@@ -69,21 +71,65 @@ impl SenderKind {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct SrpicParams {
+    /// Sender kinds, comma-separated.
+    #[cfg_attr(
+        feature = "clap",
+        arg(
+            long,
+            value_enum,
+            value_delimiter = ',',
+            default_value = "static,adaptive"
+        )
+    )]
     pub senders: Vec<SenderKind>,
+    /// Parallel TCP flows (the paper's streams, iperf3 -P), one cell per
+    /// value.
+    #[cfg_attr(
+        feature = "clap",
+        arg(
+            short = 'P',
+            long = "flows",
+            alias = "streams",
+            value_delimiter = ',',
+            default_value = "1,5,10"
+        )
+    )]
     pub streams: Vec<u32>,
-    /// Relative spreads of the forward delay (sd / mean), e.g. 0.01.
+    /// Relative spreads of the forward delay (sd / 2.5 ms).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_delimiter = ',', default_value = "0.1,0.02,0.01,0.002")
+    )]
     pub spreads: Vec<f64>,
-    /// Forward loss rates of the drop experiment (empty: none).
+    /// Forward loss rates of the drop runs (Table 5); `--drops` with no
+    /// value: no drop runs.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "drops", value_name = "DROPS", value_delimiter = ',', num_args = 0..,
+            default_value = "0.001,0.0001,0.00001,0.000001")
+    )]
     pub drop_rates: Vec<f64>,
     /// Receive paths to run: GRO path (true) or plain TAP path (false).
+    #[cfg_attr(feature = "clap", arg(skip = SrpicParams::default().gro))]
     pub gro: Vec<bool>,
+    /// Repetitions of every configuration.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = SrpicParams::default().repetitions))]
     pub repetitions: u32,
+    /// Seconds of iperf3 traffic per run (the paper: 50).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = SrpicParams::default().seconds))]
     pub seconds: u32,
+    #[cfg_attr(feature = "clap", arg(skip = SrpicParams::default().rate_bps))]
     pub rate_bps: u64,
+    #[cfg_attr(feature = "clap", arg(skip = SrpicParams::default().budget))]
     pub budget: usize,
+    #[cfg_attr(feature = "clap", arg(skip = SrpicParams::default().coalesce_us))]
     pub coalesce_us: u64,
+    #[cfg_attr(feature = "clap", arg(skip = SrpicParams::default().block_size))]
     pub block_size: u32,
+    /// The reduced run ([`SrpicParams::quick`]); the binary's `--quick`.
+    #[cfg_attr(feature = "clap", arg(skip))]
     pub quick: bool,
 }
 
@@ -659,6 +705,18 @@ fn chart(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(feature = "clap")]
+    #[test]
+    fn the_command_line_defaults_are_the_library_defaults() {
+        assert!(crate::clap_defaults_are_the_library_defaults::<SrpicParams>());
+        let p: SrpicParams =
+            crate::parse_params(&["--streams", "2,4", "--drops", "--senders", "adaptive"]).unwrap();
+        assert_eq!(p.streams, vec![2, 4]);
+        assert!(p.drop_rates.is_empty());
+        assert_eq!(p.senders, vec![SenderKind::Adaptive]);
+        assert!(crate::parse_params::<SrpicParams>(&["--senders", "lazy"]).is_err());
+    }
 
     #[test]
     fn sender_names_are_the_json_names() {

@@ -9,10 +9,9 @@
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
-use exp::srpic::SenderKind;
 use exp::xdp_overhead::{Sample, XdpOverheadParams, XdpOverheadResult};
 
-use crate::cli::{each_once, named};
+use crate::cli::each_once;
 use crate::{exit, output};
 
 #[derive(Debug, Subcommand)]
@@ -350,42 +349,8 @@ fn crossrss(args: CrossrssArgs, json: bool) -> anyhow::Result<i32> {
 
 #[derive(Debug, Args)]
 pub struct SrpicArgs {
-    /// Repetitions of every configuration.
-    #[arg(long, default_value_t = 3)]
-    pub repetitions: u32,
-    /// Seconds of iperf3 traffic per run (the paper: 50).
-    #[arg(long, default_value_t = 10)]
-    pub seconds: u32,
-    /// Parallel TCP flows (the paper's streams, iperf3 -P), one cell per
-    /// value.
-    #[arg(
-        short = 'P',
-        long = "flows",
-        alias = "streams",
-        value_delimiter = ',',
-        default_value = "1,5,10"
-    )]
-    pub streams: Vec<u32>,
-    /// Relative spreads of the forward delay (sd / 2.5 ms).
-    #[arg(long, value_delimiter = ',', default_value = "0.1,0.02,0.01,0.002")]
-    pub spreads: Vec<f64>,
-    /// Forward loss rates of the drop runs (Table 5); `--drops` with no
-    /// value: no drop runs.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        num_args = 0..,
-        default_value = "0.001,0.0001,0.00001,0.000001"
-    )]
-    pub drops: Vec<f64>,
-    /// Sender kinds, comma-separated.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "static,adaptive",
-        value_parser = named(&SenderKind::ALL, SenderKind::name, SenderKind::about)
-    )]
-    pub senders: Vec<SenderKind>,
+    #[command(flatten)]
+    pub params: exp::srpic::SrpicParams,
     /// Receive path, comma-separated: on = the GRO path (GRO merges each
     /// delivered batch; merge ratio = segments per skb reaching TCP), off =
     /// the plain TAP path (no GRO); both = off,on.
@@ -425,17 +390,10 @@ fn gro_settings(args: &[GroArg]) -> Vec<bool> {
 
 fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
     use exp::srpic::SrpicParams;
-    let senders = each_once(args.senders);
-    let gro = gro_settings(&args.gro);
     let params = SrpicParams {
-        senders,
-        streams: args.streams,
-        spreads: args.spreads,
-        drop_rates: args.drops,
-        gro,
-        repetitions: args.repetitions,
-        seconds: args.seconds,
-        ..SrpicParams::default()
+        senders: each_once(args.params.senders),
+        gro: gro_settings(&args.gro),
+        ..args.params
     };
     let params = args.common.sized(params, SrpicParams::quick);
     let progress = output::progress(json);
