@@ -48,6 +48,8 @@ pub enum Way {
     Bpf,
 }
 
+value_enum!(Way, describe);
+
 impl Way {
     pub const ALL: [Way; 3] = [Way::Random, Way::Preload, Way::Bpf];
 
@@ -69,16 +71,62 @@ impl Way {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct DemoParams {
+    /// Parallel TCP flows per repetition (iperf3 -P).
+    #[cfg_attr(
+        feature = "clap",
+        arg(short = 'P', long, default_value_t = DemoParams::default().flows)
+    )]
     pub flows: u32,
+    /// Receive queues of the receiver's software RSS.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = DemoParams::default().queues))]
     pub queues: u32,
+    /// Repetitions, each with fresh kernel-chosen source ports.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = DemoParams::default().repetitions))]
     pub repetitions: u32,
+    /// Seconds of traffic per repetition.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = DemoParams::default().seconds))]
     pub seconds: u32,
+    /// Ways of choosing source ports to compare.
+    #[cfg_attr(
+        feature = "clap",
+        arg(
+            long,
+            value_enum,
+            value_delimiter = ',',
+            default_value = "random,preload,bpf"
+        )
+    )]
     pub ways: Vec<Way>,
-    /// One iperf3 process per flow (`-P 1` each) instead of one `-P flows`.
+    /// One iperf3 client process per flow instead of one `iperf3 -P FLOWS`.
+    #[cfg_attr(feature = "clap", arg(long))]
     pub processes: bool,
+    /// Name of the lab the demo builds (and removes).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "NAME", default_value_t = DemoParams::default().lab)
+    )]
     pub lab: String,
+    /// Leave the lab up afterwards.
+    #[cfg_attr(feature = "clap", arg(long))]
     pub keep_lab: bool,
+}
+
+impl Default for DemoParams {
+    /// SRAP section 2's case: 16 flows on 32 queues, every way 10 times.
+    fn default() -> Self {
+        DemoParams {
+            flows: 16,
+            queues: 32,
+            repetitions: 10,
+            seconds: 1,
+            ways: Way::ALL.to_vec(),
+            processes: false,
+            lab: "steer-demo".into(),
+            keep_lab: false,
+        }
+    }
 }
 
 impl DemoParams {
@@ -630,6 +678,16 @@ fn summarize(way: Way, runs: Vec<Repetition>) -> Option<WayResult> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(feature = "clap")]
+    #[test]
+    fn the_command_line_defaults_are_the_library_defaults() {
+        assert!(crate::clap_defaults_are_the_library_defaults::<DemoParams>());
+        let p: DemoParams = crate::parse_params(&["-P", "4", "--ways", "bpf,random"]).unwrap();
+        assert_eq!(p.flows, 4);
+        assert_eq!(p.ways, vec![Way::Bpf, Way::Random]);
+        assert!(crate::parse_params::<DemoParams>(&["--ways", "magic"]).is_err());
+    }
 
     #[test]
     fn way_names_are_the_json_names() {

@@ -2,9 +2,6 @@
 
 use std::path::PathBuf;
 
-use exp::demo::Way;
-
-use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Steer: predict, enforce and measure which CPU core each flow lands on.
@@ -29,25 +26,6 @@ impl Cli {
     pub fn parse_from_env_or_exit() -> Self {
         Cli::parse()
     }
-}
-
-/// The value parser of a flag whose values a library names: each value's
-/// name and one-line help are the library's (`all`, `name`, `about`), so
-/// neither is written again here.
-pub fn named<T: Copy + Send + Sync + 'static>(
-    all: &'static [T],
-    name: fn(T) -> &'static str,
-    about: fn(T) -> &'static str,
-) -> impl TypedValueParser<Value = T> {
-    let values = all
-        .iter()
-        .map(move |&v| PossibleValue::new(name(v)).help(about(v)));
-    PossibleValuesParser::new(values).try_map(move |given| {
-        all.iter()
-            .copied()
-            .find(|&v| name(v) == given)
-            .ok_or_else(|| format!("no value named '{given}'"))
-    })
 }
 
 /// `items` in order, each once: a list flag that names a value twice (or
@@ -378,35 +356,8 @@ pub struct LabUpArgs {
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
-    /// Parallel TCP flows per repetition (iperf3 -P).
-    #[arg(short = 'P', long, default_value_t = 16)]
-    pub flows: u32,
-    /// Receive queues of the receiver's software RSS.
-    #[arg(long, default_value_t = 32)]
-    pub queues: u32,
-    /// Repetitions, each with fresh kernel-chosen source ports.
-    #[arg(long, default_value_t = 10)]
-    pub repetitions: u32,
-    /// Seconds of traffic per repetition.
-    #[arg(long, default_value_t = 1)]
-    pub seconds: u32,
-    /// Ways of choosing source ports to compare.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "random,preload,bpf",
-        value_parser = named(&Way::ALL, Way::name, Way::describe)
-    )]
-    pub ways: Vec<Way>,
-    /// One iperf3 client process per flow instead of one `iperf3 -P FLOWS`.
-    #[arg(long)]
-    pub processes: bool,
+    #[command(flatten)]
+    pub params: exp::demo::DemoParams,
     #[command(flatten)]
     pub common: crate::cmd::exp::Common,
-    /// Leave the lab up afterwards.
-    #[arg(long)]
-    pub keep_lab: bool,
-    /// Name of the lab the demo builds (and removes).
-    #[arg(long, value_name = "NAME", default_value = "steer-demo")]
-    pub lab: String,
 }

@@ -6,17 +6,7 @@ use crate::cli::DemoArgs;
 use crate::{exit, output};
 
 pub fn run(args: DemoArgs, json: bool) -> anyhow::Result<i32> {
-    let params = DemoParams {
-        flows: args.flows,
-        queues: args.queues,
-        repetitions: args.repetitions,
-        seconds: args.seconds,
-        ways: args.ways,
-        processes: args.processes,
-        lab: args.lab,
-        keep_lab: args.keep_lab,
-    };
-    let params = args.common.sized(params, DemoParams::quick);
+    let params = args.common.sized(args.params, DemoParams::quick);
     let progress = output::progress(json);
     output::note!(
         "demo: {} TCP flows ({}) to a receiver with {} software-RSS queues; {} repetitions per way",
