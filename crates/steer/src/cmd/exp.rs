@@ -1,10 +1,11 @@
 //! `steer exp ...`: the experiments, each one subcommand writing one JSON
 //! result (`--json`, or `-o FILE` as well) and a table.
 //!
-//! To add an experiment: a variant of [`ExpCommand`] with its argument
-//! struct below, a match arm in [`run`], and a function that turns the
-//! arguments into the library's parameters and prints. Then declare it as a
-//! case of the test matrix (crates/bench/cases.toml, docs/bench.md).
+//! To add an experiment: its parameters derive `clap::Args` in the exp
+//! crate (behind its `clap` feature); here a variant of [`ExpCommand`] with
+//! an argument struct flattening them beside [`Common`], a match arm in
+//! [`run`], and a function that runs and prints. Then declare it as a case
+//! of the test matrix (crates/bench/cases.toml, docs/bench.md).
 
 use std::path::PathBuf;
 
