@@ -525,7 +525,10 @@ fn set_rps(lab: &Lab, cpus: &[u32], flow_cnt: u32) -> Result<(), ExpError> {
     let rcv = lab.receiver();
     let sysfs = host::sysfs::Sysfs::of(&rcv.netns).map_err(lab::LabError::from)?;
     let queues = format!("class/net/{}/queues", rcv.dev);
-    let (mask, flow_cnt) = (cpu_mask(cpus), flow_cnt.to_string());
+    let (mask, flow_cnt) = (
+        rss::live::files::format_cpu_mask(cpus),
+        flow_cnt.to_string(),
+    );
     for queue in sysfs.list(&queues).map_err(lab::LabError::from)? {
         if queue.starts_with("rx-") {
             sysfs
@@ -535,20 +538,6 @@ fn set_rps(lab: &Lab, cpus: &[u32], flow_cnt: u32) -> Result<(), ExpError> {
         }
     }
     Ok(())
-}
-
-/// A CPU set in the form sysfs cpumask files take: hex, in comma-separated
-/// 32-bit groups, most significant first ("0" for none).
-pub fn cpu_mask(cpus: &[u32]) -> String {
-    let groups = cpus.iter().map(|&c| c / 32 + 1).max().unwrap_or(1) as usize;
-    let mut words = vec![0u32; groups];
-    for &c in cpus {
-        words[(c / 32) as usize] |= 1 << (c % 32);
-    }
-    let mut text: Vec<String> = words.iter().rev().map(|w| format!("{w:08x}")).collect();
-    // The leading group without padding, as the kernel prints it.
-    text[0] = format!("{:x}", words[groups - 1]);
-    text.join(",")
 }
 
 /// One mode's summary; `None` without samples.
@@ -693,14 +682,6 @@ mod tests {
         assert_eq!(ratio(3.0, 0.0), None);
         assert_eq!(ratio(0.0, 0.0), None);
         assert_eq!(ratio(3.0, 4.0), Some(0.75));
-    }
-
-    #[test]
-    fn cpu_masks_as_sysfs_reads_them() {
-        assert_eq!(cpu_mask(&[0, 1]), "3");
-        assert_eq!(cpu_mask(&[]), "0");
-        assert_eq!(cpu_mask(&[1]), "2");
-        assert_eq!(cpu_mask(&[0, 33]), "2,00000001");
     }
 
     #[test]

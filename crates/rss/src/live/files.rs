@@ -199,6 +199,21 @@ pub fn parse_cpu_mask(text: &str) -> Result<Vec<u32>, String> {
     Ok(cpus)
 }
 
+/// A CPU set in the form sysfs cpumask files take (`rps_cpus`): hex, in
+/// comma-separated 32-bit groups, most significant first ("0" for none);
+/// what [`parse_cpu_mask`] reads.
+pub fn format_cpu_mask(cpus: &[u32]) -> String {
+    let groups = cpus.iter().map(|&c| c / 32 + 1).max().unwrap_or(1) as usize;
+    let mut words = vec![0u32; groups];
+    for &c in cpus {
+        words[(c / 32) as usize] |= 1 << (c % 32);
+    }
+    let mut text: Vec<String> = words.iter().rev().map(|w| format!("{w:08x}")).collect();
+    // The leading group without padding, as the kernel prints it.
+    text[0] = format!("{:x}", words[groups - 1]);
+    text.join(",")
+}
+
 /// Parses `6d:5a:56:...` into bytes.
 pub fn parse_colon_hex(text: &str) -> Result<Vec<u8>, String> {
     text.trim()
@@ -245,7 +260,21 @@ pub(crate) mod tests {
         assert!(parse_colon_hex("6d::5a").is_err());
     }
 
+    #[test]
+    fn cpu_masks_as_sysfs_reads_them() {
+        assert_eq!(format_cpu_mask(&[0, 1]), "3");
+        assert_eq!(format_cpu_mask(&[]), "0");
+        assert_eq!(format_cpu_mask(&[1]), "2");
+        assert_eq!(format_cpu_mask(&[0, 33]), "2,00000001");
+    }
     proptest! {
+        #[test]
+        fn a_formatted_mask_parses_back(cpus in proptest::collection::vec(0u32..256, 0..20)) {
+            let mut want = cpus.clone();
+            want.sort_unstable();
+            want.dedup();
+            prop_assert_eq!(parse_cpu_mask(&format_cpu_mask(&cpus)).unwrap(), want);
+        }
         #[test]
         fn parsers_never_panic(s in ".{0,64}") {
             let _ = parse_cpu_list(&s);
