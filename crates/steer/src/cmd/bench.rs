@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use anyhow::Context;
 use bench::check::Baseline;
-use bench::compare::Verdict;
 use bench::progress::Progress;
 use bench::run::{RunRequest, RunSummary};
 use bench::stats::Summary;
@@ -288,17 +287,13 @@ fn history(args: DbArgs, json: bool) -> anyhow::Result<i32> {
     }
     let mut body = Vec::new();
     for r in &runs {
-        let rows = h.results(r.id)?;
-        let pass = rows
-            .iter()
-            .filter(|x| x.result.state == State::Pass)
-            .count();
+        let p = h.passed(r.id)?;
         body.push(vec![
             r.id.to_string(),
             r.status.clone(),
             if r.quick { "quick" } else { "full" }.into(),
             r.git_commit.clone(),
-            format!("{pass}/{}", rows.len()),
+            format!("{}/{}", p.passed, p.cases),
             r.filter.clone().unwrap_or_default(),
         ]);
     }
@@ -331,7 +326,7 @@ fn compare(args: CompareArgs, json: bool) -> anyhow::Result<i32> {
         body.push(vec![
             c.case_id.clone(),
             format!("{} -> {}", st(c.state_a), st(c.state_b)),
-            verdict(c.verdict).into(),
+            c.verdict.label().into(),
             String::new(),
             String::new(),
             String::new(),
@@ -341,7 +336,7 @@ fn compare(args: CompareArgs, json: bool) -> anyhow::Result<i32> {
             body.push(vec![
                 format!("  {}", m.metric),
                 String::new(),
-                verdict(m.verdict).into(),
+                m.verdict.label().into(),
                 band(&m.a),
                 band(&m.b),
                 m.change_percent.map_or("-".into(), |p| format!("{p:+.1}%")),
@@ -366,19 +361,6 @@ fn compare(args: CompareArgs, json: bool) -> anyhow::Result<i32> {
         cmp.regressions()
     );
     Ok(exit::OK)
-}
-
-fn verdict(v: Verdict) -> &'static str {
-    match v {
-        Verdict::Same => "same",
-        Verdict::Regression => "REGRESSION",
-        Verdict::Fixed => "fixed",
-        Verdict::StateChanged => "state changed",
-        Verdict::Worse => "worse",
-        Verdict::Better => "better",
-        Verdict::Changed => "changed",
-        Verdict::Missing => "missing",
-    }
 }
 
 fn check(args: CheckArgs, json: bool) -> anyhow::Result<i32> {
