@@ -244,16 +244,9 @@ fn list(args: ListArgs, json: bool) -> anyhow::Result<i32> {
     let steer = std::env::current_exe()?.display().to_string();
     let root = std::env::current_dir()?.display().to_string();
     if json {
-        let v: Vec<serde_json::Value> = cases
+        let v: Vec<_> = cases
             .iter()
-            .map(|c| {
-                serde_json::json!({
-                    "case_id": c.id, "name": c.spec.name, "params": c.params,
-                    "command": c.argv(args.quick, &steer, &root),
-                    "timeout": c.timeout(args.quick),
-                    "metrics": c.spec.metrics, "checks": c.spec.checks, "requires": c.spec.requires,
-                })
-            })
+            .map(|c| c.listing(args.quick, &steer, &root))
             .collect();
         output::json(&v)?;
         return Ok(exit::OK);
@@ -369,12 +362,7 @@ fn check(args: CheckArgs, json: bool) -> anyhow::Result<i32> {
     let rows = h.results(run)?;
     let info = h.run(run)?;
     if args.update {
-        let old = if args.baseline.exists() {
-            Baseline::load(&args.baseline)?
-        } else {
-            Baseline::default()
-        };
-        old.updated(&info, &rows).save(&args.baseline)?;
+        Baseline::update_file(&args.baseline, &info, &rows)?;
         if json {
             output::json(&serde_json::json!({
                 "baseline": args.baseline,
