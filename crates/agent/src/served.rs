@@ -129,6 +129,24 @@ pub fn file_config(path: &std::path::Path) -> Result<RssConfig, AgentError> {
 }
 
 impl Sources {
+    /// What `steer agent` serves: the devices `devs` names, else every
+    /// device unless config files are given (then those alone); in
+    /// namespace `netns`, else the one the agent runs in.
+    pub fn new(devs: Vec<String>, files: Vec<FileSource>, netns: Option<String>) -> Sources {
+        let devices = if !devs.is_empty() {
+            Devices::Listed(devs)
+        } else if files.is_empty() {
+            Devices::All
+        } else {
+            Devices::None
+        };
+        Sources {
+            devices,
+            files,
+            netns: netns.or_else(host::netns::current_name),
+        }
+    }
+
     /// Reads every entry once (in the calling thread's namespace). With
     /// `strict`, a listed device or a file that gives no config is an error
     /// (used at start); otherwise, and always for [`Devices::All`] (lo has
@@ -301,6 +319,24 @@ impl Snapshot {
 mod tests {
     use super::*;
     use rss::RssKey;
+
+    #[test]
+    fn sources_serve_listed_devices_else_all_unless_files_are_given() {
+        let file = || FileSource {
+            path: "rcv.json".into(),
+            addrs: vec![std::net::Ipv4Addr::LOCALHOST.into()],
+        };
+        let ns = || Some("x".to_string());
+        let listed = Sources::new(vec!["veth0".into()], vec![file()], ns());
+        assert_eq!(listed.devices, Devices::Listed(vec!["veth0".into()]));
+        assert_eq!(listed.files.len(), 1);
+        assert_eq!(listed.netns.as_deref(), Some("x"));
+        assert_eq!(Sources::new(vec![], vec![], ns()).devices, Devices::All);
+        assert_eq!(
+            Sources::new(vec![], vec![file()], ns()).devices,
+            Devices::None
+        );
+    }
 
     fn config(queues: u32) -> RssConfig {
         RssConfig::ethtool_default(RssKey::microsoft(), queues, 16).unwrap()

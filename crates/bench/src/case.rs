@@ -281,7 +281,35 @@ impl CaseSpec {
     }
 }
 
+/// A case as `steer bench list --json` shows it, with its command line
+/// for the given binary and directory (fields in name order, as before).
+#[derive(Debug, Serialize)]
+pub struct Listing<'a> {
+    pub case_id: &'a str,
+    pub checks: &'a [CheckSpec],
+    pub command: Vec<String>,
+    pub metrics: &'a [MetricSpec],
+    pub name: &'a str,
+    pub params: &'a BTreeMap<String, String>,
+    pub requires: &'a Requires,
+    pub timeout: u64,
+}
+
 impl Case {
+    /// This case listed for a run (`quick` or not) of `steer` in `root`.
+    pub fn listing(&self, quick: bool, steer: &str, root: &str) -> Listing<'_> {
+        Listing {
+            case_id: &self.id,
+            checks: &self.spec.checks,
+            command: self.argv(quick, steer, root),
+            metrics: &self.spec.metrics,
+            name: &self.spec.name,
+            params: &self.params,
+            requires: &self.spec.requires,
+            timeout: self.timeout(quick),
+        }
+    }
+
     /// The argv to run, placeholders filled in.
     pub fn argv(&self, quick: bool, steer: &str, root: &str) -> Vec<String> {
         let args: Vec<&String> = match (quick, &self.spec.quick_command) {
@@ -560,6 +588,24 @@ mod tests {
         assert_eq!(argv[0], "/bin/steer");
         assert!(argv.contains(&"16".to_string()));
         assert_eq!(argv.last().unwrap(), "--quick");
+    }
+
+    #[test]
+    fn a_listing_is_the_case_with_its_quick_or_full_command() {
+        let cases = load_matrix(&[], true).unwrap();
+        let demo = cases
+            .iter()
+            .find(|c| c.id == "demo/flows=16/queues=32")
+            .unwrap();
+        let quick = serde_json::to_value(demo.listing(true, "/bin/steer", "/r")).unwrap();
+        assert_eq!(quick["case_id"], "demo/flows=16/queues=32");
+        assert_eq!(quick["name"], "demo");
+        assert_eq!(quick["params"]["flows"], "16");
+        assert_eq!(quick["command"], json!(demo.argv(true, "/bin/steer", "/r")));
+        assert_eq!(quick["timeout"], demo.timeout(true));
+        let full = serde_json::to_value(demo.listing(false, "/bin/steer", "/r")).unwrap();
+        assert_eq!(full["timeout"], demo.timeout(false));
+        assert_ne!(quick["command"], full["command"]);
     }
 
     #[test]

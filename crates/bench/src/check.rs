@@ -71,6 +71,17 @@ impl Baseline {
         self
     }
 
+    /// Merges run `run`'s states into the baseline file at `path` (made
+    /// when there is none yet): `steer bench check --update`.
+    pub fn update_file(path: &Path, run: &RunRow, rows: &[ResultRow]) -> Result<(), BenchError> {
+        let old = if path.exists() {
+            Baseline::load(path)?
+        } else {
+            Baseline::default()
+        };
+        old.updated(run, rows).save(path)
+    }
+
     pub fn save(&self, path: &Path) -> Result<(), BenchError> {
         let text = serde_json::to_string_pretty(self).map_err(|e| BenchError::Baseline {
             path: path.display().to_string(),
@@ -176,6 +187,37 @@ mod tests {
             raw_path: None,
             timestamp: 0,
         }
+    }
+
+    fn run_row(id: i64) -> RunRow {
+        RunRow {
+            id,
+            started: 0,
+            finished: None,
+            status: "complete".into(),
+            quick: true,
+            filter: None,
+            repetitions: 1,
+            git_commit: "abc".into(),
+            kernel: "6.18".into(),
+            cpu_model: "cpu".into(),
+            cores: 2,
+            raw_dir: String::new(),
+        }
+    }
+
+    #[test]
+    fn update_file_makes_the_baseline_then_merges_into_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("baseline.json");
+        Baseline::update_file(&path, &run_row(1), &[row("a", State::Pass)]).unwrap();
+        let rows = [row("a", State::Fail), row("b", State::Pass)];
+        Baseline::update_file(&path, &run_row(2), &rows).unwrap();
+        let b = Baseline::load(&path).unwrap();
+        assert_eq!(b.cases.len(), 2);
+        assert_eq!(b.cases["a"], State::Fail);
+        assert_eq!(b.cases["b"], State::Pass);
+        assert!(b.about.contains("(run 2)"), "{}", b.about);
     }
 
     fn baseline() -> Baseline {

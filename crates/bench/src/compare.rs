@@ -32,6 +32,22 @@ pub enum Verdict {
     Missing,
 }
 
+impl Verdict {
+    /// The verdict in a table: a regression in capitals, so it stands out.
+    pub fn label(self) -> &'static str {
+        match self {
+            Verdict::Same => "same",
+            Verdict::Regression => "REGRESSION",
+            Verdict::Fixed => "fixed",
+            Verdict::StateChanged => "state changed",
+            Verdict::Worse => "worse",
+            Verdict::Better => "better",
+            Verdict::Changed => "changed",
+            Verdict::Missing => "missing",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct MetricChange {
     pub metric: String,

@@ -27,6 +27,7 @@ use serde::Serialize;
 
 use crate::runner::CaseResult;
 use crate::BenchError;
+use crate::State;
 
 /// 'STBR' (Steer bench results).
 const APPLICATION_ID: i64 = 0x5354_4252;
@@ -95,6 +96,13 @@ pub struct ResultRow {
     /// The first repetition's stdout file (the case's JSON), if any.
     pub raw_path: Option<String>,
     pub timestamp: i64,
+}
+
+/// A run's cases in state PASS, of all it recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Passed {
+    pub passed: usize,
+    pub cases: usize,
 }
 
 pub struct History {
@@ -353,6 +361,19 @@ impl History {
             .ok_or_else(|| BenchError::NoSuchRun(id.to_string()))
     }
 
+    /// How many of `run`'s cases passed, of how many recorded (what
+    /// `steer bench history` shows per run).
+    pub fn passed(&self, run: i64) -> Result<Passed, BenchError> {
+        let rows = self.results(run)?;
+        Ok(Passed {
+            passed: rows
+                .iter()
+                .filter(|r| r.result.state == State::Pass)
+                .count(),
+            cases: rows.len(),
+        })
+    }
+
     /// Every case x run row of `run`, in case order of recording.
     pub fn results(&self, run: i64) -> Result<Vec<ResultRow>, BenchError> {
         let mut stmt = self
@@ -449,4 +470,58 @@ fn now() -> i64 {
 /// `serde_json::to_string` for the row's JSON columns.
 fn json<T: Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "null".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(case_id: &str, state: State) -> CaseResult {
+        CaseResult {
+            case_id: case_id.into(),
+            name: case_id.into(),
+            params: Default::default(),
+            command: vec!["true".into()],
+            state,
+            reason: String::new(),
+            metrics: Default::default(),
+            repetitions: Vec::new(),
+            seconds: 0.1,
+        }
+    }
+
+    #[test]
+    fn passed_counts_pass_only_per_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut h = History::open(&dir.path().join("bench.sqlite")).unwrap();
+        let meta = stats::Meta::collect();
+        let first = h.begin_run(&meta, true, None, 1, "raw").unwrap();
+        h.record(first, &meta, &result("a", State::Pass)).unwrap();
+        h.record(first, &meta, &result("b", State::Fail)).unwrap();
+        h.record(first, &meta, &result("c", State::Pass)).unwrap();
+        let second = h.begin_run(&meta, true, None, 1, "raw").unwrap();
+        h.record(second, &meta, &result("a", State::NoRun)).unwrap();
+        let passed = |run| h.passed(run).unwrap();
+        assert_eq!(
+            passed(first),
+            Passed {
+                passed: 2,
+                cases: 3
+            }
+        );
+        assert_eq!(
+            passed(second),
+            Passed {
+                passed: 0,
+                cases: 1
+            }
+        );
+        assert_eq!(
+            passed(second + 1),
+            Passed {
+                passed: 0,
+                cases: 0
+            }
+        );
+    }
 }

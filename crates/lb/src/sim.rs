@@ -117,20 +117,32 @@ impl Policy {
     /// [`name`](Self::name), or [`ALL_NAME`](Self::ALL_NAME) for every
     /// policy. None when a name names no policy.
     pub fn named<S: AsRef<str>>(names: &[S]) -> Option<Vec<Policy>> {
-        let mut out: Vec<Policy> = Vec::new();
-        for name in names {
-            let named = match name.as_ref() {
-                Self::ALL_NAME => Policy::ALL.to_vec(),
-                one => vec![*Policy::ALL.iter().find(|p| p.name() == one)?],
-            };
-            for p in named {
-                if !out.contains(&p) {
-                    out.push(p);
-                }
+        pick_named(&Policy::ALL, Policy::name, names)
+    }
+}
+
+/// The values of `all` that `names` name, in order, each once: a value's
+/// `name`, or [`Policy::ALL_NAME`] for every value. None when a name names
+/// nothing. The one reading of a list of policy names, for the simulator's
+/// policies and the live load balancer's.
+pub fn pick_named<T: Copy + PartialEq, S: AsRef<str>>(
+    all: &[T],
+    name: fn(T) -> &'static str,
+    names: &[S],
+) -> Option<Vec<T>> {
+    let mut out: Vec<T> = Vec::new();
+    for given in names {
+        let picked = match given.as_ref() {
+            Policy::ALL_NAME => all.to_vec(),
+            one => vec![*all.iter().find(|&&v| name(v) == one)?],
+        };
+        for v in picked {
+            if !out.contains(&v) {
+                out.push(v);
             }
         }
-        Some(out)
     }
+    Some(out)
 }
 
 /// How the simulation is set up.

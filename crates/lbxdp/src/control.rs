@@ -61,6 +61,24 @@ impl LivePolicy {
         }
     }
 
+    /// One line on what the policy does (the help of `--policy NAME`).
+    pub fn about(self) -> &'static str {
+        match self {
+            LivePolicy::Rr => "Per-connection round robin over healthy backends",
+            LivePolicy::Hash => "Plain hashing of the bucket to a healthy backend",
+            LivePolicy::Maglev => "Maglev consistent hashing",
+            LivePolicy::CrossRss => "The published CrossRSS controller",
+            LivePolicy::CrossRssPlus => "Steer's controller (docs/crossrss.md)",
+        }
+    }
+
+    /// The policies `names` name, in order, each once: a policy's
+    /// [`name`](Self::name), or `all` ([`lb::sim::Policy::ALL_NAME`]) for
+    /// every policy. None when a name names no policy.
+    pub fn named<S: AsRef<str>>(names: &[S]) -> Option<Vec<LivePolicy>> {
+        lb::sim::pick_named(&LivePolicy::ALL, LivePolicy::name, names)
+    }
+
     fn mode(self) -> Mode {
         match self {
             LivePolicy::Rr => Mode::RoundRobin,
@@ -418,6 +436,29 @@ impl Drop for ControlLoop {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
         if let Some(h) = self.handle.take() {
             let _ = h.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn named_policies_expand_all_and_drop_repeats() {
+        assert_eq!(LivePolicy::named(&["all"]), Some(LivePolicy::ALL.to_vec()));
+        assert_eq!(
+            LivePolicy::named(&["rr", "crossrss-plus", "rr"]),
+            Some(vec![LivePolicy::Rr, LivePolicy::CrossRssPlus])
+        );
+        assert_eq!(
+            LivePolicy::named(&["maglev", "all"]).map(|p| p.len()),
+            Some(5)
+        );
+        assert_eq!(LivePolicy::named(&["rr", "pow2"]), None);
+        for p in LivePolicy::ALL {
+            assert_eq!(LivePolicy::named(&[p.name()]), Some(vec![p]));
+            assert!(!p.about().is_empty() && !p.about().ends_with('.'));
         }
     }
 }

@@ -541,3 +541,22 @@ pub fn write_pcapng(link_type: u32, records: &[(u64, Vec<u8>)]) -> Vec<u8> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_that_are_no_capture_are_bad_input() {
+        for bytes in [&b""[..], b"abc", b"GIF89a and more"] {
+            let err = Capture::read(bytes).unwrap_err();
+            assert!(matches!(err, CaptureError::NotACapture), "{err}");
+            assert!(err.is_bad_input() && !err.is_environment());
+        }
+        let missing = Capture::read_file(Path::new("/nonexistent/x.pcap")).unwrap_err();
+        assert!(
+            missing.is_bad_input() && !missing.is_environment(),
+            "{missing}"
+        );
+    }
+}

@@ -38,6 +38,12 @@ pub struct Totals {
 }
 
 impl Totals {
+    /// The totals of `cap`'s TCP flows under the default metrics: what
+    /// `steer reorder sort` counts before and after sorting.
+    pub fn of_capture(cap: &Capture) -> Totals {
+        Totals::of(&capture_reports(cap, &MetricsConfig::default()))
+    }
+
     pub fn of(reports: &[FlowReport]) -> Totals {
         Totals {
             reordered: reports.iter().map(|f| f.metrics.reordered).sum(),
@@ -103,6 +109,25 @@ mod tests {
         let r = replay_capture(&cap, &cfg).unwrap();
         assert_eq!(r.order, [0, 1, 3, 2, 4]);
         assert_eq!(r.stats.held, 5);
+    }
+
+    #[test]
+    fn totals_of_a_capture_before_and_after_sorting() {
+        let late = Totals::of_capture(&capture(&[0, 1, 3, 2, 4, 6, 5]));
+        assert_eq!(
+            late,
+            Totals {
+                reordered: 2,
+                data_segments: 7
+            }
+        );
+        assert_eq!(
+            Totals::of_capture(&capture(&[0, 1, 2, 3, 4, 5, 6])),
+            Totals {
+                reordered: 0,
+                data_segments: 7
+            }
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 use serde::Serialize;
 
+use crate::laminar::{program, LaminarConfig};
 use crate::program::{Gress, Program, StageDecl};
 
 /// One register of a stage.
@@ -47,6 +48,16 @@ pub struct ProgramReport {
     /// Exact-match entries the tables can hold, and their key bytes.
     pub table_entries: u64,
     pub table_key_bytes: u64,
+}
+
+/// Laminar's program sized for `connections`, without and with SACK, on the
+/// default pipeline: what `steer rmt report` shows.
+pub fn laminar_reports(connections: u32) -> Vec<ProgramReport> {
+    let stages = crate::PipelineConfig::default().stages;
+    [false, true]
+        .into_iter()
+        .map(|sack| report(&program(LaminarConfig { connections, sack }), stages))
+        .collect()
 }
 
 /// Counts what `program` uses on a pipeline of `stage_limit` stages per half.
@@ -125,7 +136,6 @@ pub fn report(program: &Program, stage_limit: usize) -> ProgramReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::laminar::{program, LaminarConfig};
 
     #[test]
     fn laminar_keeps_its_state_in_nine_egress_stages_33_bytes_a_connection() {
@@ -152,5 +162,23 @@ mod tests {
             .map(|s| s.state_bytes_per_connection)
             .collect();
         assert_eq!(egress, [4, 4, 4, 4, 4, 1, 4, 4, 4]);
+    }
+
+    #[test]
+    fn laminar_reports_are_the_program_without_then_with_sack() {
+        let reports = laminar_reports(1024);
+        assert_eq!(reports.len(), 2);
+        let stages = crate::PipelineConfig::default().stages;
+        for (r, sack) in reports.iter().zip([false, true]) {
+            let alone = report(
+                &program(LaminarConfig {
+                    connections: 1024,
+                    sack,
+                }),
+                stages,
+            );
+            assert_eq!(*r, alone);
+        }
+        assert_ne!(reports[0].program, reports[1].program);
     }
 }

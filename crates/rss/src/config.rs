@@ -34,15 +34,21 @@ impl HashFunction {
 
 /// Transform applied to the fields before hashing, so both directions of a flow
 /// hash alike (`ETHTOOL_A_RSS_INPUT_XFRM`, include/uapi/linux/ethtool.h).
+///
+/// On the command line (feature `clap`) the names are ethtool's
+/// (`ethtool -X DEV ... symmetric-xor`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum InputTransform {
     /// Fields as they are.
     #[default]
     None,
     /// `RXH_XFRM_SYM_XOR`: (src^dst, src^dst, sport^dport, sport^dport).
+    #[cfg_attr(feature = "clap", value(name = "symmetric-xor"))]
     SymXor,
     /// `RXH_XFRM_SYM_OR_XOR` (Linux 6.15): (src|dst, src^dst, sport|dport, sport^dport).
+    #[cfg_attr(feature = "clap", value(name = "symmetric-or-xor"))]
     SymOrXor,
 }
 

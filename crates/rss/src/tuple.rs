@@ -9,12 +9,15 @@ use crate::error::RssError;
 use crate::fields::{FlowType, HashFields};
 
 /// The transport protocol of a flow, as far as RSS cares.
+/// On the command line (feature `clap`): `tcp` or `udp`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum L4Proto {
     Tcp,
     Udp,
     /// Any other IP protocol, or an IP fragment: the NIC hashes the addresses only.
+    #[cfg_attr(feature = "clap", value(skip))]
     Other,
 }
 

@@ -82,6 +82,20 @@ fn missing_device_is_bad_input() {
 }
 
 #[test]
+fn inspect_in_reads_every_device_or_names_what_is_missing() {
+    let all = rss::live::inspect_in(None, None).expect("inspect every device");
+    assert!(all.iter().any(|r| r.dev == "lo"), "no lo in {all:?}");
+    let lo = rss::live::inspect_in(None, Some("lo")).expect("inspect lo");
+    assert_eq!(lo.len(), 1);
+    assert_eq!(lo[0].dev, "lo");
+    let err = rss::live::inspect_in(None, Some("steer-nosuch0")).unwrap_err();
+    assert!(err.is_bad_input(), "{err}");
+    let err = rss::live::inspect_in(Some("steer-no-such-netns"), None).unwrap_err();
+    assert!(matches!(err, LiveError::Namespace(_)), "{err}");
+    assert!(err.is_bad_input() && !err.is_environment(), "{err}");
+}
+
+#[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn veth_in_fresh_namespace_states_no_rss() {
     testkit::require_root("creates a network namespace and a veth pair");
@@ -112,6 +126,17 @@ fn veth_in_fresh_namespace_states_no_rss() {
         matches!(err, LiveError::NoRss { .. }) && err.is_environment(),
         "{err}"
     );
+    // Every device of the namespace, read from outside it.
+    let mut names: Vec<String> = rss::live::inspect_in(Some(ns.name()), None)
+        .expect("inspect the namespace's devices")
+        .into_iter()
+        .map(|r| r.dev)
+        .collect();
+    names.sort();
+    assert_eq!(names, ["lo", "sveth0", "sveth1"]);
+    let one = rss::live::inspect_in(Some(ns.name()), Some("sveth1")).expect("inspect sveth1");
+    assert_eq!(one.len(), 1);
+    assert_eq!(one[0].driver.as_deref(), Some("veth"));
     // The device is not visible outside the namespace.
     assert!(matches!(
         inspect("sveth0"),

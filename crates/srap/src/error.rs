@@ -81,3 +81,25 @@ impl SrapError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Nine flows cannot fit a range of eight ports: the range given is
+    /// wrong (exit 2). In a range large enough, ports in use: the host's
+    /// state, so the operation failed (exit 1).
+    #[test]
+    fn exhausted_is_bad_input_only_when_the_range_is_too_small() {
+        let exhausted = |high| SrapError::Exhausted {
+            wanted: 9,
+            found: 8,
+            low: 40000,
+            high,
+        };
+        assert!(exhausted(40007).is_bad_input());
+        assert!(!exhausted(40100).is_bad_input());
+        assert!(!exhausted(40100).is_environment());
+        assert!(SrapError::BadPortRange("x".into()).is_bad_input());
+    }
+}

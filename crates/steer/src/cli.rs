@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 
 /// Steer: predict, enforce and measure which CPU core each flow lands on.
 ///
@@ -131,30 +131,14 @@ pub struct WhereArgs {
     #[arg(required_unless_present = "sockets")]
     pub dst: Option<String>,
     /// Transport protocol of the flow.
-    #[arg(long, value_enum, default_value_t = Proto::Tcp)]
-    pub proto: Proto,
+    #[arg(long, value_enum, default_value_t = rss::L4Proto::Tcp)]
+    pub proto: rss::L4Proto,
     /// Instead of one flow: every live TCP connection of this host, as the
     /// receiver sees it, flagging cores that carry more than one busy flow.
     #[arg(long, conflicts_with_all = ["src", "dst", "proto"])]
     pub sockets: bool,
     #[command(flatten)]
     pub source: ConfigSource,
-}
-
-/// A transport protocol on the command line (`--proto`).
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum Proto {
-    Tcp,
-    Udp,
-}
-
-impl Proto {
-    pub fn l4(self) -> rss::L4Proto {
-        match self {
-            Proto::Tcp => rss::L4Proto::Tcp,
-            Proto::Udp => rss::L4Proto::Udp,
-        }
-    }
 }
 
 /// Where the RSS configuration comes from (exactly one).
@@ -194,15 +178,8 @@ pub struct Assumptions {
     #[arg(long)]
     pub udp_ports: bool,
     /// Input transform, as `ethtool -X DEV ... symmetric-xor`.
-    #[arg(long, value_enum, default_value_t = Transform::None)]
-    pub transform: Transform,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum Transform {
-    None,
-    SymmetricXor,
-    SymmetricOrXor,
+    #[arg(long, value_enum, default_value_t = rss::InputTransform::None)]
+    pub transform: rss::InputTransform,
 }
 
 #[derive(Debug, Args)]

@@ -200,52 +200,17 @@ mod tests {
         assert_eq!(code_for(&anyhow::anyhow!("give SRC and DST")), BAD_INPUT);
     }
 
+    /// What a wrapper wraps decides (each library tests its own classes).
     #[test]
-    fn each_library_decides_by_what_went_wrong() {
+    fn a_wrapped_library_error_decides() {
         let code = |e: anyhow::Error| code_for(&e);
-        // Nine flows cannot fit a range of eight ports: the range given is
-        // wrong. In a range large enough, ports in use: the host's state.
-        let exhausted = |high| srap::SrapError::Exhausted {
-            wanted: 9,
-            found: 8,
-            low: 40000,
-            high,
-        };
-        assert_eq!(code(exhausted(40007).into()), BAD_INPUT);
-        assert_eq!(code(exhausted(40100).into()), FAILED);
-        let refused = |code| srap::alloc::ClientError::Refused {
-            code,
-            message: String::new(),
-        };
-        assert_eq!(
-            code(refused(srap::alloc::ErrorCode::NoConfig).into()),
-            BAD_INPUT
-        );
-        assert_eq!(code(refused(srap::alloc::ErrorCode::Busy).into()), FAILED);
-        assert_eq!(
-            code(refused(srap::alloc::ErrorCode::Forbidden).into()),
-            ENVIRONMENT
-        );
-        let running = srap::alloc::AllocError::AlreadyRunning("/run/steer/alloc.sock".into());
-        assert_eq!(code(running.into()), FAILED);
-        let url = agent::ClientError::InvalidUrl {
-            url: "ftp://x".into(),
-            reason: "only http://".into(),
-        };
-        assert_eq!(code(url.into()), BAD_INPUT);
-        // What the receiver's agent did decides, not the wrapper.
-        let from_agent = |e| agent::ReceiverError::Agent(e).into();
         let bad_url = agent::ClientError::InvalidUrl {
             url: "ftp://x".into(),
             reason: "only http://".into(),
         };
-        assert_eq!(code(from_agent(bad_url)), BAD_INPUT);
-        let unreachable = agent::ClientError::Unreachable {
-            url: "http://127.0.0.1:1".into(),
-            source: io::Error::from(io::ErrorKind::ConnectionRefused),
-        };
-        assert_eq!(code(from_agent(unreachable)), FAILED);
-        assert_eq!(code(order::CaptureError::NotACapture.into()), BAD_INPUT);
+        assert_eq!(code(agent::ReceiverError::Agent(bad_url).into()), BAD_INPUT);
+        let missing = host::HostError::NoSuchNetns { name: "x".into() };
+        assert_eq!(code(rss::live::LiveError::from(missing).into()), BAD_INPUT);
         let garbled = rss::live::LiveError::Decode {
             what: "RSS_GET".into(),
             reason: "short".into(),

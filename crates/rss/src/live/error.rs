@@ -72,6 +72,10 @@ pub enum LiveError {
     /// The parts read from the device do not form a valid [`crate::RssConfig`].
     #[error("the device's RSS configuration is inconsistent: {0}")]
     Model(#[from] RssError),
+
+    /// The network namespace to read in could not be entered.
+    #[error(transparent)]
+    Namespace(#[from] host::HostError),
 }
 
 impl LiveError {
@@ -79,20 +83,26 @@ impl LiveError {
     /// missing privilege (EPERM/EACCES), a kernel or driver without the needed
     /// feature, or a device without RSS. The CLI exits 3 for these.
     pub fn is_environment(&self) -> bool {
-        matches!(
-            self,
-            LiveError::PermissionDenied { .. }
-                | LiveError::Unsupported { .. }
-                | LiveError::NoRss { .. }
-        )
+        match self {
+            LiveError::Namespace(e) => e.is_environment(),
+            _ => matches!(
+                self,
+                LiveError::PermissionDenied { .. }
+                    | LiveError::Unsupported { .. }
+                    | LiveError::NoRss { .. }
+            ),
+        }
     }
 
     /// True for input the user can fix (a misspelt device). The CLI exits 2.
     pub fn is_bad_input(&self) -> bool {
-        matches!(
-            self,
-            LiveError::NoSuchDevice { .. } | LiveError::InvalidDeviceName { .. }
-        )
+        match self {
+            LiveError::Namespace(e) => e.is_bad_input(),
+            _ => matches!(
+                self,
+                LiveError::NoSuchDevice { .. } | LiveError::InvalidDeviceName { .. }
+            ),
+        }
     }
 
     /// Classifies an errno returned by the kernel for the operation `what` on
@@ -138,5 +148,10 @@ mod tests {
         }
         let e = LiveError::from_errno("RSS_GET", "eth0", errno(libc::EINVAL));
         assert!(!e.is_environment() && !e.is_bad_input());
+        let garbled = LiveError::Decode {
+            what: "RSS_GET".into(),
+            reason: "short".into(),
+        };
+        assert!(!garbled.is_environment() && !garbled.is_bad_input());
     }
 }

@@ -101,6 +101,17 @@ pub fn inspect(dev: &str) -> Result<DeviceReport, LiveError> {
     inspect_with(dev, &InspectOptions::default())
 }
 
+/// Reads `dev`, or every device when `None`, in network namespace `netns`
+/// (a name under /run/netns; the caller's namespace when `None`): what
+/// `steer rss show` prints.
+pub fn inspect_in(netns: Option<&str>, dev: Option<&str>) -> Result<Vec<DeviceReport>, LiveError> {
+    let dev = dev.map(str::to_string);
+    host::netns::run_in(netns, move || match dev {
+        Some(dev) => Ok(vec![inspect(&dev)?]),
+        None => list_devices()?.iter().map(|d| inspect(d)).collect(),
+    })?
+}
+
 /// The network devices of the calling thread's network namespace.
 pub fn list_devices() -> Result<Vec<String>, LiveError> {
     sys::interface_names().map_err(|source| LiveError::Kernel {

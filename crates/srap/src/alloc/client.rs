@@ -223,3 +223,25 @@ impl AllocClient {
         self.call(&Request::Status)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the allocator refused with decides the class: a request it
+    /// cannot serve is bad input (exit 2), a busy table a failure (exit 1),
+    /// a forbidden one privilege (exit 3).
+    #[test]
+    fn refusals_classify_by_their_code() {
+        let refused = |code| ClientError::Refused {
+            code,
+            message: String::new(),
+        };
+        let no_config = refused(ErrorCode::NoConfig);
+        assert!(no_config.is_bad_input() && !no_config.is_environment());
+        let busy = refused(ErrorCode::Busy);
+        assert!(!busy.is_bad_input() && !busy.is_environment());
+        let forbidden = refused(ErrorCode::Forbidden);
+        assert!(forbidden.is_environment() && !forbidden.is_bad_input());
+    }
+}

@@ -87,3 +87,14 @@ pub fn source_address_for(remote: std::net::SocketAddr) -> io::Result<std::net::
     socket.connect(remote)?;
     Ok(socket.local_addr()?.ip())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_running_allocator_is_a_failure_to_start() {
+        let running = AllocError::AlreadyRunning("/run/steer/alloc.sock".into());
+        assert!(!running.is_bad_input() && !running.is_environment());
+    }
+}

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use clap::Args;
 
-use ::agent::{Agent, Devices, FileSource, ServerOptions, Sources, Token};
+use ::agent::{Agent, FileSource, ServerOptions, Sources, Token};
 
 use crate::{exit, output};
 
@@ -75,13 +75,6 @@ pub fn run(args: AgentArgs, json: bool) -> anyhow::Result<i32> {
             args.for_addr.len()
         );
     }
-    let devices = if !args.dev.is_empty() {
-        Devices::Listed(args.dev.clone())
-    } else if args.config.is_empty() {
-        Devices::All
-    } else {
-        Devices::None
-    };
     let files = args
         .config
         .iter()
@@ -91,12 +84,7 @@ pub fn run(args: AgentArgs, json: bool) -> anyhow::Result<i32> {
             addrs: vec![*addr],
         })
         .collect();
-    let netns = args.netns.clone().or_else(host::netns::current_name);
-    let mut opts = ServerOptions::new(Sources {
-        devices,
-        files,
-        netns,
-    });
+    let mut opts = ServerOptions::new(Sources::new(args.dev.clone(), files, args.netns.clone()));
     opts.listen = args.listen;
     opts.token = token(&args)?;
     opts.load_interval = Duration::from_millis(args.load_interval_ms);

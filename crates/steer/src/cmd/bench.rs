@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use anyhow::Context;
 use bench::check::Baseline;
-use bench::compare::Verdict;
 use bench::progress::Progress;
 use bench::run::{RunRequest, RunSummary};
 use bench::stats::Summary;
@@ -245,16 +244,9 @@ fn list(args: ListArgs, json: bool) -> anyhow::Result<i32> {
     let steer = std::env::current_exe()?.display().to_string();
     let root = std::env::current_dir()?.display().to_string();
     if json {
-        let v: Vec<serde_json::Value> = cases
+        let v: Vec<_> = cases
             .iter()
-            .map(|c| {
-                serde_json::json!({
-                    "case_id": c.id, "name": c.spec.name, "params": c.params,
-                    "command": c.argv(args.quick, &steer, &root),
-                    "timeout": c.timeout(args.quick),
-                    "metrics": c.spec.metrics, "checks": c.spec.checks, "requires": c.spec.requires,
-                })
-            })
+            .map(|c| c.listing(args.quick, &steer, &root))
             .collect();
         output::json(&v)?;
         return Ok(exit::OK);
@@ -288,17 +280,13 @@ fn history(args: DbArgs, json: bool) -> anyhow::Result<i32> {
     }
     let mut body = Vec::new();
     for r in &runs {
-        let rows = h.results(r.id)?;
-        let pass = rows
-            .iter()
-            .filter(|x| x.result.state == State::Pass)
-            .count();
+        let p = h.passed(r.id)?;
         body.push(vec![
             r.id.to_string(),
             r.status.clone(),
             if r.quick { "quick" } else { "full" }.into(),
             r.git_commit.clone(),
-            format!("{pass}/{}", rows.len()),
+            format!("{}/{}", p.passed, p.cases),
             r.filter.clone().unwrap_or_default(),
         ]);
     }
@@ -331,7 +319,7 @@ fn compare(args: CompareArgs, json: bool) -> anyhow::Result<i32> {
         body.push(vec![
             c.case_id.clone(),
             format!("{} -> {}", st(c.state_a), st(c.state_b)),
-            verdict(c.verdict).into(),
+            c.verdict.label().into(),
             String::new(),
             String::new(),
             String::new(),
@@ -341,7 +329,7 @@ fn compare(args: CompareArgs, json: bool) -> anyhow::Result<i32> {
             body.push(vec![
                 format!("  {}", m.metric),
                 String::new(),
-                verdict(m.verdict).into(),
+                m.verdict.label().into(),
                 band(&m.a),
                 band(&m.b),
                 m.change_percent.map_or("-".into(), |p| format!("{p:+.1}%")),
@@ -368,31 +356,13 @@ fn compare(args: CompareArgs, json: bool) -> anyhow::Result<i32> {
     Ok(exit::OK)
 }
 
-fn verdict(v: Verdict) -> &'static str {
-    match v {
-        Verdict::Same => "same",
-        Verdict::Regression => "REGRESSION",
-        Verdict::Fixed => "fixed",
-        Verdict::StateChanged => "state changed",
-        Verdict::Worse => "worse",
-        Verdict::Better => "better",
-        Verdict::Changed => "changed",
-        Verdict::Missing => "missing",
-    }
-}
-
 fn check(args: CheckArgs, json: bool) -> anyhow::Result<i32> {
     let h = History::open_existing(&args.db.path())?;
     let run = h.resolve(&args.run)?;
     let rows = h.results(run)?;
     let info = h.run(run)?;
     if args.update {
-        let old = if args.baseline.exists() {
-            Baseline::load(&args.baseline)?
-        } else {
-            Baseline::default()
-        };
-        old.updated(&info, &rows).save(&args.baseline)?;
+        Baseline::update_file(&args.baseline, &info, &rows)?;
         if json {
             output::json(&serde_json::json!({
                 "baseline": args.baseline,

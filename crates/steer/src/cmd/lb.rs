@@ -9,6 +9,7 @@ use clap::builder::{PossibleValue, PossibleValuesParser};
 use clap::{Args, Subcommand};
 use lb::sim::{simulate, Policy, SimConfig, SimReport};
 use lb::Trace;
+use lbxdp::LivePolicy;
 
 use crate::{exit, output};
 
@@ -39,17 +40,17 @@ pub struct RunArgs {
     /// Policies, comma-separated, or all.
     #[arg(
         long,
-        value_enum,
         value_delimiter = ',',
-        default_value = "crossrss-plus"
+        default_value = "crossrss-plus",
+        value_parser = policy_names(LivePolicy::ALL.map(|p| (p.name(), p.about())))
     )]
-    pub policy: Vec<crate::cmd::exp::LivePolicyArg>,
+    pub policy: Vec<String>,
     #[command(flatten)]
     pub live: crate::cmd::exp::LiveLoadArgs,
 }
 
 fn live_run(args: RunArgs, json: bool) -> anyhow::Result<i32> {
-    let policies = crate::cmd::exp::live_policies(&args.policy);
+    let policies = LivePolicy::named(&args.policy).ok_or_else(|| no_such_policy(&args.policy))?;
     let params = args.live.params(policies, 1);
     let result = lbxdp::experiment::run(&params, |_, _| {})?;
     output::json_or(json, &result, |result| {
@@ -96,7 +97,7 @@ pub struct SimArgs {
     #[arg(long, default_value_t = 4)]
     pub cores: u32,
     /// Policies, comma-separated, or all.
-    #[arg(long, value_delimiter = ',', default_value = Policy::ALL_NAME, value_parser = policy_names())]
+    #[arg(long, value_delimiter = ',', default_value = Policy::ALL_NAME, value_parser = policy_names(Policy::ALL.map(|p| (p.name(), p.about()))))]
     pub policy: Vec<String>,
     /// Agent report / controller rate (Hz).
     #[arg(long, default_value_t = 10.0)]
@@ -146,20 +147,24 @@ pub struct SimArgs {
     pub sweep_window: Option<Vec<f64>>,
 }
 
-/// `--policy`: a policy's name (its help is the library's
-/// [`Policy::about`]), or `all`.
-fn policy_names() -> PossibleValuesParser {
+/// `--policy`: a policy's name (its help is the library's), or `all`.
+fn policy_names(
+    named: impl IntoIterator<Item = (&'static str, &'static str)>,
+) -> PossibleValuesParser {
     let all = PossibleValue::new(Policy::ALL_NAME).help("Every policy below");
-    let each = Policy::ALL
-        .iter()
-        .map(|p| PossibleValue::new(p.name()).help(p.about()));
+    let each = named
+        .into_iter()
+        .map(|(name, about)| PossibleValue::new(name).help(about));
     PossibleValuesParser::new(std::iter::once(all).chain(each))
 }
 
 /// The policies `--policy` names, in order, each once.
 fn sim_policies(names: &[String]) -> anyhow::Result<Vec<Policy>> {
-    Policy::named(names)
-        .ok_or_else(|| exit::usage(format!("--policy {}: no such policy", names.join(","))))
+    Policy::named(names).ok_or_else(|| no_such_policy(names))
+}
+
+fn no_such_policy(names: &[String]) -> anyhow::Error {
+    exit::usage(format!("--policy {}: no such policy", names.join(",")))
 }
 
 /// A fraction as a percentage, or "n/a" when it was not measured.
@@ -399,6 +404,27 @@ mod tests {
         );
         assert_eq!(parse("pow2,all").len(), 6);
         assert!(Sim::try_parse_from(["t", "--trace", "x", "--policy", "fastest"]).is_err());
+    }
+
+    #[derive(Parser)]
+    struct Run {
+        #[command(flatten)]
+        args: RunArgs,
+    }
+
+    #[test]
+    fn live_policies_are_the_library_s_named_or_all() {
+        let parse = |argv: &[&str]| {
+            let t = Run::try_parse_from([&["t"][..], argv].concat()).unwrap();
+            LivePolicy::named(&t.args.policy).unwrap()
+        };
+        assert_eq!(parse(&[]), vec![LivePolicy::CrossRssPlus]);
+        assert_eq!(parse(&["--policy", "all"]), LivePolicy::ALL.to_vec());
+        assert_eq!(
+            parse(&["--policy", "rr,crossrss-plus,rr"]),
+            vec![LivePolicy::Rr, LivePolicy::CrossRssPlus]
+        );
+        assert!(Run::try_parse_from(["t", "--policy", "pow2"]).is_err());
     }
 
     #[test]

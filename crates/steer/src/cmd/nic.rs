@@ -3,7 +3,7 @@
 use rss::RssConfig;
 use serde::Serialize;
 
-use crate::cli::NicCommand;
+use crate::cli::{NicCommand, NicDev};
 use crate::{exit, output};
 
 /// What `attach`, `update` and `detach` print with `--json`.
@@ -17,6 +17,20 @@ struct Change<'a> {
     queues: Option<u32>,
     cpus: Option<Vec<u32>>,
     track_flows: Option<bool>,
+}
+
+impl<'a> Change<'a> {
+    /// `action` done on `dev`, leaving `config` applied (none after detach).
+    fn new(dev: &'a NicDev, action: &'static str, config: Option<&RssConfig>) -> Self {
+        Change {
+            dev: dev.name(),
+            netns: dev.netns.as_deref(),
+            action,
+            queues: config.map(|c| c.queues),
+            cpus: config.map(RssConfig::cpus),
+            track_flows: None,
+        }
+    }
 }
 
 pub fn run(cmd: NicCommand, json: bool) -> anyhow::Result<i32> {
@@ -33,12 +47,8 @@ pub fn run(cmd: NicCommand, json: bool) -> anyhow::Result<i32> {
             };
             nic::attach(dev.name(), dev.netns.as_deref(), &config, &opts)?;
             let change = Change {
-                dev: dev.name(),
-                netns: dev.netns.as_deref(),
-                action: "attached",
-                queues: Some(config.queues),
-                cpus: Some(config.cpus()),
                 track_flows: Some(track_flows),
+                ..Change::new(&dev, "attached", Some(&config))
             };
             if json {
                 output::json(&change)?;
@@ -55,14 +65,7 @@ pub fn run(cmd: NicCommand, json: bool) -> anyhow::Result<i32> {
             let config = RssConfig::from_file(&config)?;
             nic::update(dev.name(), dev.netns.as_deref(), &config)?;
             if json {
-                output::json(&Change {
-                    dev: dev.name(),
-                    netns: dev.netns.as_deref(),
-                    action: "updated",
-                    queues: Some(config.queues),
-                    cpus: Some(config.cpus()),
-                    track_flows: None,
-                })?;
+                output::json(&Change::new(&dev, "updated", Some(&config)))?;
             } else {
                 output::note!("software RSS on {} updated", dev.name());
             }
@@ -70,14 +73,7 @@ pub fn run(cmd: NicCommand, json: bool) -> anyhow::Result<i32> {
         NicCommand::Detach { dev } => {
             nic::detach(dev.name(), dev.netns.as_deref())?;
             if json {
-                output::json(&Change {
-                    dev: dev.name(),
-                    netns: dev.netns.as_deref(),
-                    action: "detached",
-                    queues: None,
-                    cpus: None,
-                    track_flows: None,
-                })?;
+                output::json(&Change::new(&dev, "detached", None))?;
             } else {
                 output::note!("software RSS detached from {}", dev.name());
             }

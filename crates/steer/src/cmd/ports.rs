@@ -8,12 +8,11 @@ use std::time::Duration;
 use agent::ReceiverSource;
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
-use rss::{RssConfig, RssKey, StatedConfig};
+use rss::{L4Proto, RssConfig, RssKey, StatedConfig};
 use serde::Serialize;
 use srap::alloc::{AllocClient, Server, ServerOptions};
 use srap::{Plan, PortRange};
 
-use crate::cli::Proto;
 use crate::{exit, output};
 
 pub use agent::receiver::{source_address, Receiver};
@@ -111,8 +110,8 @@ pub struct PlanArgs {
     #[arg(long)]
     pub from: Option<IpAddr>,
     /// Transport protocol of the flows.
-    #[arg(long, value_enum, default_value_t = Proto::Tcp)]
-    pub proto: Proto,
+    #[arg(long, value_enum, default_value_t = L4Proto::Tcp)]
+    pub proto: L4Proto,
     /// Source ports to choose from, LOW-HIGH; default: this host's
     /// ip_local_port_range (ports in use and reserved ports are always skipped).
     #[arg(long)]
@@ -173,8 +172,8 @@ pub struct LeaseArgs {
     #[arg(long)]
     pub from: Option<IpAddr>,
     /// Transport protocol of the connection.
-    #[arg(long, value_enum, default_value_t = Proto::Tcp)]
-    pub proto: Proto,
+    #[arg(long, value_enum, default_value_t = L4Proto::Tcp)]
+    pub proto: L4Proto,
     #[command(flatten)]
     pub socket: SocketArg,
 }
@@ -305,14 +304,8 @@ fn plan(args: &PlanArgs, json: bool) -> anyhow::Result<i32> {
     if args.flows == 0 {
         bail!("--flows must be at least 1");
     }
-    let (plan, range) = receiver.plan(
-        from,
-        to,
-        args.proto.l4(),
-        args.flows,
-        args.port_range,
-        args.seed,
-    )?;
+    let (plan, range) =
+        receiver.plan(from, to, args.proto, args.flows, args.port_range, args.seed)?;
     if json {
         output::json(&PlanResult {
             to,
@@ -433,7 +426,7 @@ fn serve(args: &ServeArgs, json: bool) -> anyhow::Result<i32> {
 
 fn lease(args: &LeaseArgs, json: bool) -> anyhow::Result<i32> {
     let mut client = AllocClient::connect(args.socket.path())?;
-    let lease = client.lease(args.proto.l4(), args.from, args.to.ip(), args.to.port())?;
+    let lease = client.lease(args.proto, args.from, args.to.ip(), args.to.port())?;
     if json {
         output::json(&lease)?;
         return Ok(exit::OK);

@@ -196,9 +196,8 @@ fn sort(args: SortArgs, json: bool) -> anyhow::Result<i32> {
     cap.write(&mut w, &result.order, Some(&result.released_by))?;
     std::io::Write::flush(&mut w)?;
 
-    let sorted = read(&args.output)?;
-    let before = Totals::of(&capture_reports(&cap, &MetricsConfig::default()));
-    let after = Totals::of(&capture_reports(&sorted, &MetricsConfig::default()));
+    let before = Totals::of_capture(&cap);
+    let after = Totals::of_capture(&read(&args.output)?);
     let out = SortResult {
         input: args.file.display().to_string(),
         output: args.output.display().to_string(),

@@ -3,9 +3,7 @@
 
 use clap::{Args, Subcommand};
 use rmt::laminar::example::{table_5_1, Row};
-use rmt::laminar::{program, LaminarConfig};
-use rmt::report::{report, ProgramReport};
-use rmt::PipelineConfig;
+use rmt::report::ProgramReport;
 use serde::Serialize;
 
 use crate::output;
@@ -62,18 +60,9 @@ pub fn run(cmd: RmtCommand, json: bool) -> anyhow::Result<i32> {
             }
         }
         RmtCommand::Report(args) => {
-            let stages = PipelineConfig::default().stages;
-            let programs = [false, true]
-                .into_iter()
-                .map(|sack| {
-                    let laminar = LaminarConfig {
-                        connections: args.connections,
-                        sack,
-                    };
-                    report(&program(laminar), stages)
-                })
-                .collect();
-            let reports = Reports { programs };
+            let reports = Reports {
+                programs: rmt::report::laminar_reports(args.connections),
+            };
             if json {
                 output::json(&reports)?;
             } else {

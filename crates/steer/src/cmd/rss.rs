@@ -3,12 +3,12 @@
 use anyhow::{bail, Context};
 use rss::live::{Channels, DeviceReport, QueueIrq, TcpSocket};
 use rss::{
-    Endpoint, FlowTuple, HashFieldsByFlow, IndirectionTable, InputTransform, Placement, Predictor,
-    RssConfig, RssKey, StatedConfig,
+    Endpoint, FlowTuple, HashFieldsByFlow, IndirectionTable, Placement, Predictor, RssConfig,
+    RssKey, StatedConfig,
 };
 use serde::Serialize;
 
-use crate::cli::{Assumptions, ConfigSource, RssCommand, Transform, WhereArgs};
+use crate::cli::{Assumptions, ConfigSource, RssCommand, WhereArgs};
 use crate::{exit, output};
 
 pub fn run(cmd: RssCommand, json: bool) -> anyhow::Result<i32> {
@@ -24,18 +24,7 @@ pub fn run(cmd: RssCommand, json: bool) -> anyhow::Result<i32> {
 }
 
 fn show(dev: Option<String>, netns: Option<String>, json: bool) -> anyhow::Result<i32> {
-    let reports: Vec<DeviceReport> = host::netns::run_in(
-        netns.as_deref(),
-        move || -> Result<_, rss::live::LiveError> {
-            match dev {
-                Some(dev) => Ok(vec![rss::live::inspect(&dev)?]),
-                None => rss::live::list_devices()?
-                    .iter()
-                    .map(|d| rss::live::inspect(d))
-                    .collect(),
-            }
-        },
-    )??;
+    let reports = rss::live::inspect_in(netns.as_deref(), dev.as_deref())?;
     if json {
         output::json(&reports)?;
         return Ok(exit::OK);
@@ -160,11 +149,7 @@ pub fn assumed_config(a: &Assumptions, default_key: &str) -> anyhow::Result<RssC
     let stated = StatedConfig {
         weights: a.weight.clone(),
         udp_ports: a.udp_ports,
-        input_transform: match a.transform {
-            Transform::None => InputTransform::None,
-            Transform::SymmetricXor => InputTransform::SymXor,
-            Transform::SymmetricOrXor => InputTransform::SymOrXor,
-        },
+        input_transform: a.transform,
         ..StatedConfig::new(key, a.queues, a.table_size)
     };
     Ok(stated.build()?)
@@ -204,7 +189,7 @@ fn where_flow(args: &WhereArgs, json: bool) -> anyhow::Result<i32> {
     };
     let src: Endpoint = src.parse()?;
     let dst: Endpoint = dst.parse()?;
-    let flow = Endpoint::flow(src, dst, args.proto.l4())?;
+    let flow = Endpoint::flow(src, dst, args.proto)?;
     let config = load_config(&args.source)?;
     let placement = config.place(&flow)?;
     let result = placement_row(&config, flow, placement)?;
