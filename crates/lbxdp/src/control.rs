@@ -79,6 +79,16 @@ impl LivePolicy {
         lb::sim::pick_named(&LivePolicy::ALL, LivePolicy::name, names)
     }
 
+    /// What `--policy` takes: `all`, then each policy's name with its
+    /// [`about`](Self::about) as help; [`named`](Self::named) reads them.
+    #[cfg(feature = "clap")]
+    pub fn names_parser() -> clap::builder::PossibleValuesParser {
+        use clap::builder::PossibleValue;
+        let all = PossibleValue::new(lb::sim::Policy::ALL_NAME).help("Every policy below");
+        let each = LivePolicy::ALL.map(|p| PossibleValue::new(p.name()).help(p.about()));
+        clap::builder::PossibleValuesParser::new(std::iter::once(all).chain(each))
+    }
+
     fn mode(self) -> Mode {
         match self {
             LivePolicy::Rr => Mode::RoundRobin,

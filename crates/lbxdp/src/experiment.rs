@@ -27,16 +27,10 @@ use crate::traffic::{ConnShape, Servers, Workload, WorkloadResult};
 /// Parameters of the experiment.
 #[derive(Debug, Clone, Serialize)]
 pub struct CrossRssParams {
-    pub backends: u32,
-    pub queues: u32,
+    #[serde(flatten)]
+    pub load: LiveLoad,
     pub buckets: usize,
     pub clients: u32,
-    /// Connection threads per client namespace.
-    pub workers: u32,
-    pub seconds: f64,
-    pub rate_hz: f64,
-    /// Every n-th connection of a worker is long.
-    pub long_every: u32,
     pub short_bytes: u64,
     pub long_bytes: u64,
     pub policies: Vec<LivePolicy>,
@@ -47,17 +41,66 @@ pub struct CrossRssParams {
     pub quick: bool,
 }
 
+/// The lab and the load of a live run: what `steer exp crossrss` and
+/// `steer lb run` set on their command lines.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct LiveLoad {
+    /// Backends behind the load balancer.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 4))]
+    pub backends: u32,
+    /// Software RSS queues ("cores") per backend.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 4))]
+    pub queues: u32,
+    /// Seconds of traffic per policy.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 10.0))]
+    pub seconds: f64,
+    /// Controller / agent report rate (Hz).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 10.0))]
+    pub rate_hz: f64,
+    /// Connection threads per client namespace (2 client namespaces): the
+    /// connections in flight, and so how many new ones arrive per interval.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 4,
+        value_parser = clap::value_parser!(u32).range(1..=64)))]
+    pub workers: u32,
+    /// Every N-th connection of a worker is long (4 MB paced), the others
+    /// 20 KB.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 4,
+        value_parser = clap::value_parser!(u32).range(1..=1000)))]
+    pub long_every: u32,
+}
+
+impl Default for LiveLoad {
+    fn default() -> Self {
+        LiveLoad {
+            backends: 4,
+            queues: 4,
+            seconds: 10.0,
+            rate_hz: 10.0,
+            workers: 4,
+            long_every: 4,
+        }
+    }
+}
+
+impl LiveLoad {
+    /// The experiment under this load for `policies`, `repetitions` times.
+    pub fn params(self, policies: Vec<LivePolicy>, repetitions: u32) -> CrossRssParams {
+        CrossRssParams {
+            load: self,
+            policies,
+            repetitions,
+            ..Default::default()
+        }
+    }
+}
+
 impl Default for CrossRssParams {
     fn default() -> Self {
         CrossRssParams {
-            backends: 4,
-            queues: 4,
+            load: LiveLoad::default(),
             buckets: 128,
             clients: 2,
-            workers: 4,
-            seconds: 10.0,
-            rate_hz: 10.0,
-            long_every: 4,
             short_bytes: 20_000,
             long_bytes: 4_000_000,
             policies: LivePolicy::ALL.to_vec(),
@@ -72,7 +115,7 @@ impl CrossRssParams {
     /// The `--quick` variant: 2 repetitions of 3 s per policy (about 75 s
     /// in all, lab included).
     pub fn quick(mut self) -> Self {
-        self.seconds = 3.0;
+        self.load.seconds = 3.0;
         self.repetitions = self.repetitions.min(2);
         self.quick = true;
         self
@@ -80,8 +123,8 @@ impl CrossRssParams {
 
     fn workload(&self) -> Workload {
         Workload {
-            workers: self.workers,
-            duration: Duration::from_secs_f64(self.seconds),
+            workers: self.load.workers,
+            duration: Duration::from_secs_f64(self.load.seconds),
             short: ConnShape {
                 bytes: self.short_bytes,
                 chunk: 64 * 1024,
@@ -94,7 +137,7 @@ impl CrossRssParams {
                 chunk: 32 * 1024,
                 pause: Duration::from_millis(5),
             },
-            long_every: self.long_every,
+            long_every: self.load.long_every,
         }
     }
 }
@@ -264,7 +307,7 @@ pub fn run_policy(
         live.macs.clone(),
         params.buckets,
         live.reporters()?,
-        params.rate_hz,
+        params.load.rate_hz,
     )?;
     let (backends, queues) = (live.backends.clone(), live.spec.queues);
     let stop = Arc::new(AtomicBool::new(false));
@@ -298,7 +341,7 @@ pub fn run_policy(
         .map_err(|_| LbXdpError::config("sampler panicked"))??;
     let after = live.dp.stats(live.backends.len())?;
     let controller = ctl.stop()?;
-    let variances = lb::sim::window_variances(&windows, params.queues as usize);
+    let variances = lb::sim::window_variances(&windows, params.load.queues as usize);
     let fwd = after.get(maps::STAT_FORWARDED) - before.get(maps::STAT_FORWARDED);
     Ok(LivePolicyResult {
         name: policy.name(),
@@ -327,8 +370,8 @@ pub fn run(
         ));
     }
     let mut spec = LiveSpec::new(&lab::unique_name("xrss"));
-    spec.backends = params.backends;
-    spec.queues = params.queues;
+    spec.backends = params.load.backends;
+    spec.queues = params.load.queues;
     spec.buckets = params.buckets;
     spec.clients = params.clients;
     spec.seed = params.seed;
@@ -397,6 +440,25 @@ mod tests {
             }
             other => panic!("expected a counter error, got {other:?}"),
         }
+    }
+
+    /// The load's options sit at the top of the parameters' JSON, as
+    /// before they were a type of their own.
+    #[test]
+    fn a_live_load_makes_the_parameters_and_their_json_keys() {
+        let load = LiveLoad {
+            backends: 2,
+            ..LiveLoad::default()
+        };
+        let params = load.params(vec![LivePolicy::Hash], 1);
+        assert_eq!(params.load.backends, 2);
+        assert_eq!(params.policies, vec![LivePolicy::Hash]);
+        assert_eq!(params.repetitions, 1);
+        assert_eq!(params.buckets, CrossRssParams::default().buckets);
+        let json = serde_json::to_value(&params).unwrap();
+        assert_eq!(json["backends"], 2);
+        assert_eq!(json["long_every"], 4);
+        assert!(json.get("load").is_none());
     }
 
     #[test]

@@ -67,6 +67,23 @@ pub fn or_na<T>(value: Option<T>, show: impl FnOnce(T) -> String) -> String {
     value.map_or_else(|| "n/a".into(), show)
 }
 
+/// "mean ± ci" of `s` times `scale`, or "mean ± n/a" with one sample (no
+/// interval).
+pub fn pm(s: stats::Stat, scale: f64, digits: usize) -> String {
+    let mean = s.mean * scale;
+    let ci = or_na(s.ci95, |ci| format!("{:.digits$}", ci * scale));
+    format!("{mean:.digits$} ± {ci}")
+}
+
+/// A unit variant's name as its JSON has it (its serde name), so a table
+/// names a value as the `--json` result does, without restating the names.
+pub fn serde_name<T: Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(name)) => name,
+        other => format!("{other:?}"),
+    }
+}
+
 /// Prints aligned `label  value` rows.
 pub fn rows(rows: &[(&str, String)]) -> anyhow::Result<()> {
     let width = rows.iter().map(|(l, _)| l.len()).max().unwrap_or(0);
@@ -162,6 +179,22 @@ mod tests {
             );
             assert_eq!(flow(&f), text);
         }
+    }
+
+    #[test]
+    fn a_stat_prints_with_its_interval_or_na() {
+        let stat = |ci95| stats::Stat { mean: 0.5, ci95 };
+        assert_eq!(pm(stat(Some(0.01)), 100.0, 1), "50.0 ± 1.0");
+        assert_eq!(pm(stat(None), 1.0, 2), "0.50 ± n/a");
+    }
+
+    #[test]
+    fn unit_variants_print_their_json_names() {
+        assert_eq!(
+            serde_name(&toe::input::Locking::PerFlowBatch),
+            "per-flow-batch"
+        );
+        assert_eq!(serde_name(&exp::toe::Stack::Linux), "linux");
     }
 
     #[test]

@@ -46,4 +46,7 @@ pub mod stages;
 pub mod state;
 pub mod wheel;
 
-pub use endpoint::{Counters, Endpoint, EndpointConfig, Engine, PipelineLayout, TcpInfo, ToeError};
+pub use endpoint::{
+    Counters, Endpoint, EndpointConfig, Engine, EngineChoice, EngineName, PipelineLayout, TcpInfo,
+    ToeError,
+};

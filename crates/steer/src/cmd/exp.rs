@@ -199,60 +199,14 @@ fn print_table(r: &XdpOverheadResult) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The live load balancer's lab and load, shared by `steer exp crossrss`
-/// and `steer lb run`.
-#[derive(Debug, Args)]
-pub struct LiveLoadArgs {
-    /// Backends behind the load balancer.
-    #[arg(long, default_value_t = 4)]
-    pub backends: u32,
-    /// Software RSS queues ("cores") per backend.
-    #[arg(long, default_value_t = 4)]
-    pub queues: u32,
-    /// Seconds of traffic per policy.
-    #[arg(long, default_value_t = 10.0)]
-    pub seconds: f64,
-    /// Controller / agent report rate (Hz).
-    #[arg(long, default_value_t = 10.0)]
-    pub rate_hz: f64,
-    /// Connection threads per client namespace (2 client namespaces): the
-    /// connections in flight, and so how many new ones arrive per interval.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
-    pub workers: u32,
-    /// Every N-th connection of a worker is long (4 MB paced), the others
-    /// 20 KB.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub long_every: u32,
-}
-
-impl LiveLoadArgs {
-    /// The experiment's parameters for `policies`, `repetitions` times.
-    pub fn params(
-        &self,
-        policies: Vec<lbxdp::LivePolicy>,
-        repetitions: u32,
-    ) -> lbxdp::experiment::CrossRssParams {
-        lbxdp::experiment::CrossRssParams {
-            backends: self.backends,
-            queues: self.queues,
-            seconds: self.seconds,
-            rate_hz: self.rate_hz,
-            workers: self.workers,
-            long_every: self.long_every,
-            policies,
-            repetitions,
-            ..Default::default()
-        }
-    }
-}
-
 #[derive(Debug, Args)]
 pub struct CrossrssArgs {
     #[command(flatten)]
-    pub live: LiveLoadArgs,
+    pub live: lbxdp::experiment::LiveLoad,
     /// Policies, comma-separated, or all.
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "all")]
-    pub policy: Vec<LivePolicyArg>,
+    #[arg(long, value_delimiter = ',', default_value = "all",
+        value_parser = lbxdp::LivePolicy::names_parser())]
+    pub policy: Vec<String>,
     /// Repetitions, each running every policy (--quick uses at most 2).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     pub repetitions: u32,
@@ -263,39 +217,14 @@ pub struct CrossrssArgs {
     pub common: Common,
 }
 
-/// A live load-balancing policy on the command line (lbxdp::LivePolicy),
-/// or all.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LivePolicyArg {
-    /// Every policy below.
-    All,
-    /// Per-connection round robin over healthy backends.
-    Rr,
-    /// Plain hashing of the bucket to a healthy backend.
-    Hash,
-    /// Maglev consistent hashing.
-    Maglev,
-    /// The published CrossRSS controller.
-    Crossrss,
-    /// Steer's controller (docs/crossrss.md).
-    CrossrssPlus,
-}
-
-/// The policies named, in order, each once.
-pub fn live_policies(args: &[LivePolicyArg]) -> Vec<lbxdp::LivePolicy> {
-    use lbxdp::LivePolicy;
-    each_once(args.iter().flat_map(|arg| match arg {
-        LivePolicyArg::All => LivePolicy::ALL.to_vec(),
-        LivePolicyArg::Rr => vec![LivePolicy::Rr],
-        LivePolicyArg::Hash => vec![LivePolicy::Hash],
-        LivePolicyArg::Maglev => vec![LivePolicy::Maglev],
-        LivePolicyArg::Crossrss => vec![LivePolicy::CrossRss],
-        LivePolicyArg::CrossrssPlus => vec![LivePolicy::CrossRssPlus],
-    }))
+/// The policies `--policy` names, in order, each once.
+fn live_policies(names: &[String]) -> anyhow::Result<Vec<lbxdp::LivePolicy>> {
+    lbxdp::LivePolicy::named(names)
+        .ok_or_else(|| exit::usage(format!("--policy {}: no such policy", names.join(","))))
 }
 
 fn crossrss(args: CrossrssArgs, json: bool) -> anyhow::Result<i32> {
-    let policies = live_policies(&args.policy);
+    let policies = live_policies(&args.policy)?;
     let params = args.common.sized(
         args.live.params(policies, args.repetitions),
         lbxdp::experiment::CrossRssParams::quick,
@@ -316,7 +245,7 @@ fn crossrss(args: CrossrssArgs, json: bool) -> anyhow::Result<i32> {
         std::fs::write(path, lbxdp::experiment::svg(&result))?;
     }
     let pm_or_na = |s: Option<stats::Stat>, scale: f64, digits: usize| {
-        output::or_na(s, |s| pm(s, scale, digits))
+        output::or_na(s, |s| output::pm(s, scale, digits))
     };
     args.common.finish(json, &result, |result| {
         output::table_of(
@@ -337,10 +266,10 @@ fn crossrss(args: CrossrssArgs, json: bool) -> anyhow::Result<i32> {
                     p.stats.n.to_string(),
                     pm_or_na(p.stats.core_variance, 100.0, 3),
                     pm_or_na(p.stats.server_variance, 100.0, 3),
-                    pm(p.stats.throughput_mbit, 1.0, 1),
+                    output::pm(p.stats.throughput_mbit, 1.0, 1),
                     format!("{:.0}", p.lb_packets_per_s),
                     p.connections.to_string(),
-                    pm(p.stats.failures, 1.0, 1),
+                    output::pm(p.stats.failures, 1.0, 1),
                 ]
             },
         )
@@ -445,7 +374,7 @@ fn print_srpic(result: &exp::srpic::SrpicResult) -> anyhow::Result<()> {
         result.summaries.iter(),
         |s| {
             let c = s.cell;
-            let pm = |st: stats::Stat, digits: usize| pm(st, 1.0, digits);
+            let pm = |st: stats::Stat, digits: usize| output::pm(st, 1.0, digits);
             vec![
                 c.kind.to_string(),
                 c.sender.name().to_string(),
@@ -493,14 +422,6 @@ fn print_srpic(result: &exp::srpic::SrpicResult) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// "mean ± ci" scaled, or "mean ± n/a" with one sample (no interval).
-fn pm(s: stats::Stat, scale: f64, digits: usize) -> String {
-    match s.ci95 {
-        Some(ci) => format!("{:.d$} ± {:.d$}", s.mean * scale, ci * scale, d = digits),
-        None => format!("{:.d$} ± n/a", s.mean * scale, d = digits),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -536,7 +457,7 @@ mod tests {
     fn live_policies_expand_all_and_drop_repeats() {
         let parse = |argv: &[&str]| {
             let t = Crossrss::try_parse_from([&["t"][..], argv].concat()).unwrap();
-            live_policies(&t.args.policy)
+            live_policies(&t.args.policy).unwrap()
         };
         assert_eq!(parse(&[]), lbxdp::LivePolicy::ALL.to_vec());
         assert_eq!(

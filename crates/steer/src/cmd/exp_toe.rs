@@ -2,8 +2,7 @@
 //! same lab path (exp::toe, docs/toe.md).
 
 use clap::Args;
-use exp::toe::{Progress, Stack, ToeParams, ToeResult};
-use toe::input::Locking;
+use exp::toe::{Progress, ToeParams, ToeResult};
 
 use super::exp::Common;
 use crate::{exit, output};
@@ -31,34 +30,19 @@ pub fn run(args: ToeArgs, json: bool) -> anyhow::Result<i32> {
     Ok(exit::ok_unless(!result.byte_exact))
 }
 
-fn stack_name(s: Stack) -> &'static str {
-    match s {
-        Stack::Toe => "toe",
-        Stack::Linux => "linux",
-    }
-}
-
-fn locking_name(l: Locking) -> &'static str {
-    match l {
-        Locking::Exclusive => "exclusive",
-        Locking::PerPacket => "per-packet",
-        Locking::PerFlowBatch => "per-flow-batch",
-    }
-}
-
 fn progress_line(p: &Progress<'_>) -> String {
     match p {
         Progress::Stream(s) => format!(
             "  rep {} {:>5} stream: {} Gbit/s{}",
             s.repetition,
-            stack_name(s.stack),
+            output::serde_name(&s.stack),
             output::measured(s.gbit_per_s, 2),
             if s.verified { "" } else { " (BYTES DIFFER)" }
         ),
         Progress::Locking(l) => format!(
             "  rep {} input {:>14}, {:>2} streams: {:.2} M segments/s{}",
             l.repetition,
-            locking_name(l.run.locking),
+            output::serde_name(&l.run.locking),
             l.run.workload.streams,
             l.run.segments_per_s / 1e6,
             if l.complete { "" } else { " (INCOMPLETE)" }
@@ -72,7 +56,7 @@ fn progress_line(p: &Progress<'_>) -> String {
         Progress::Rpc(r) => format!(
             "  rep {} {:>5} rpc:    p50 {} us, p99 {} us{}",
             r.repetition,
-            stack_name(r.stack),
+            output::serde_name(&r.stack),
             output::measured(r.p50_us, 1),
             output::measured(r.p99_us, 1),
             if r.verified { "" } else { " (ECHO DIFFERS)" }
@@ -143,7 +127,7 @@ fn print_table(r: &ToeResult) -> anyhow::Result<()> {
         |s| {
             vec![
                 s.streams.to_string(),
-                locking_name(s.locking).into(),
+                output::serde_name(&s.locking),
                 output::or_na(s.mean_segments_per_s, |m| format!("{:.2}", m / 1e6)),
                 output::measured(s.vs_exclusive, 2),
             ]

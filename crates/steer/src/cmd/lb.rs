@@ -46,7 +46,7 @@ pub struct RunArgs {
     )]
     pub policy: Vec<String>,
     #[command(flatten)]
-    pub live: crate::cmd::exp::LiveLoadArgs,
+    pub live: lbxdp::experiment::LiveLoad,
 }
 
 fn live_run(args: RunArgs, json: bool) -> anyhow::Result<i32> {

@@ -6,10 +6,10 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 use lab::Lab;
 use toe::app::Program;
-use toe::{Endpoint, EndpointConfig, Engine, PipelineLayout};
+use toe::{Endpoint, EndpointConfig};
 
 use crate::cli::LabName;
 use crate::{exit, output};
@@ -40,15 +40,8 @@ pub struct RunArgs {
     /// the host's kernel then no longer sees traffic for).
     #[arg(long)]
     pub addr: Option<IpAddr>,
-    /// What carries established connections: toe's run-to-completion
-    /// stages (FlexTOE's baseline), Laminar's match-action program in
-    /// the RMT emulator (IPv4 and IPv6), or FlexTOE's fine-grained pipeline
-    /// on worker threads (laid out by the --pipeline-* options). Opens,
-    /// closes and timeouts are the endpoint's control plane either way.
-    #[arg(long, value_enum, default_value_t = EngineArg::Toe)]
-    pub engine: EngineArg,
     #[command(flatten)]
-    pub layout: LayoutArgs,
+    pub engine: toe::EngineChoice,
     /// Log the shim's decisions to stderr (STEER_TOE_DEBUG=1) and print
     /// the data path's counters when the program ends.
     #[arg(long)]
@@ -56,49 +49,6 @@ pub struct RunArgs {
     /// The program and its arguments, after `--`.
     #[arg(last = true, required = true)]
     pub command: Vec<String>,
-}
-
-/// The data path's engine on the command line (toe::Engine).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum EngineArg {
-    Toe,
-    Laminar,
-    Pipeline,
-}
-
-/// The pipelined engine's layout (toe::PipelineLayout); only with
-/// `--engine pipeline`.
-#[derive(Debug, Args)]
-pub struct LayoutArgs {
-    /// Flow groups: protocol stages, each with its own post-processors and
-    /// copy stages (a connection's group is a hash of its 4-tuple).
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=255))]
-    pub pipeline_groups: u16,
-    /// Pre-processors, shared by all flow groups.
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
-    pub pipeline_pre: u16,
-    /// Post-processors per flow group.
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
-    pub pipeline_post: u16,
-    /// Copy stages per flow group.
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
-    pub pipeline_copy: u16,
-    /// Worker threads the stages are spread over: 1 runs them all in turn
-    /// on one core; a machine with cores to spare gives more.
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
-    pub pipeline_threads: u16,
-}
-
-impl LayoutArgs {
-    fn layout(&self) -> PipelineLayout {
-        PipelineLayout {
-            groups: usize::from(self.pipeline_groups),
-            pre: usize::from(self.pipeline_pre),
-            post: usize::from(self.pipeline_post),
-            copy: usize::from(self.pipeline_copy),
-            threads: usize::from(self.pipeline_threads),
-        }
-    }
 }
 
 pub fn run(cmd: ToeCommand, json: bool) -> anyhow::Result<i32> {
@@ -126,11 +76,7 @@ fn run_program(args: RunArgs, json: bool) -> anyhow::Result<i32> {
         )
     })?;
     let config = EndpointConfig {
-        engine: match args.engine {
-            EngineArg::Toe => Engine::Toe,
-            EngineArg::Laminar => Engine::Laminar,
-            EngineArg::Pipeline => Engine::Pipeline(args.layout.layout()),
-        },
+        engine: args.engine.engine(),
         ..EndpointConfig::default()
     };
     let ep = Endpoint::new(port, mac, addr, config)?;

@@ -75,6 +75,43 @@ pub enum Engine {
     Pipeline(super::PipelineLayout),
 }
 
+/// An [`Engine`] as the command line chooses it: its name, and the layout
+/// a pipelined one runs with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct EngineChoice {
+    /// What carries established connections: toe's run-to-completion
+    /// stages (FlexTOE's baseline), Laminar's match-action program in the
+    /// RMT emulator (IPv4 and IPv6), or FlexTOE's fine-grained pipeline on
+    /// worker threads (laid out by the --pipeline-* options). Opens, closes
+    /// and timeouts are the endpoint's control plane either way.
+    #[cfg_attr(feature = "clap", arg(long, value_enum, default_value_t))]
+    pub engine: EngineName,
+    #[cfg_attr(feature = "clap", command(flatten))]
+    pub layout: super::PipelineLayout,
+}
+
+/// An [`Engine`]'s name.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum EngineName {
+    #[default]
+    Toe,
+    Laminar,
+    Pipeline,
+}
+
+impl EngineChoice {
+    /// The engine chosen; the layout counts only for the pipelined one.
+    pub fn engine(&self) -> Engine {
+        match self.engine {
+            EngineName::Toe => Engine::Toe,
+            EngineName::Laminar => Engine::Laminar,
+            EngineName::Pipeline => Engine::Pipeline(self.layout),
+        }
+    }
+}
+
 /// The Laminar engine and what the endpoint keeps per connection for it.
 pub(super) struct LaminarPath {
     engine: LaminarEngine,
@@ -908,5 +945,47 @@ mod tests {
         t.count_ack(t.base_seq.wrapping_add(900), true);
         assert_eq!(t.ecn_acked_bytes, 300 + 400);
         assert_eq!(t.ack_high, t.base_seq.wrapping_add(900));
+    }
+
+    /// The layout reaches only the pipelined engine; the default is toe's.
+    #[test]
+    fn an_engine_choice_names_its_engine() {
+        let layout = crate::PipelineLayout {
+            threads: 2,
+            ..Default::default()
+        };
+        let chosen = |engine| EngineChoice { engine, layout }.engine();
+        assert_eq!(EngineChoice::default().engine(), Engine::Toe);
+        assert_eq!(chosen(EngineName::Toe), Engine::Toe);
+        assert_eq!(chosen(EngineName::Laminar), Engine::Laminar);
+        assert_eq!(chosen(EngineName::Pipeline), Engine::Pipeline(layout));
+    }
+
+    /// `--engine` and the `--pipeline-*` counts parse into the choice; a
+    /// count of 0, or more than 255 flow groups, is refused.
+    #[cfg(feature = "clap")]
+    #[test]
+    fn engine_options_parse_into_the_choice() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            choice: EngineChoice,
+        }
+        let parse = |argv: &[&str]| Cli::try_parse_from([&["t"][..], argv].concat());
+        assert_eq!(parse(&[]).unwrap().choice, EngineChoice::default());
+        let choice = parse(&["--engine", "pipeline", "--pipeline-threads", "3"])
+            .unwrap()
+            .choice;
+        assert_eq!(
+            choice.engine(),
+            Engine::Pipeline(crate::PipelineLayout {
+                threads: 3,
+                ..Default::default()
+            })
+        );
+        assert!(parse(&["--pipeline-groups", "256"]).is_err());
+        assert!(parse(&["--pipeline-copy", "0"]).is_err());
+        assert!(parse(&["--engine", "kernel"]).is_err());
     }
 }

@@ -23,7 +23,7 @@ mod open;
 mod pipelined;
 
 pub use flow::FlowInfo;
-pub use laminar::Engine;
+pub use laminar::{Engine, EngineChoice, EngineName};
 pub use pipelined::PipelineLayout;
 
 use std::collections::{HashMap, VecDeque};

@@ -47,20 +47,40 @@ use crate::state::{ConnId, PostState, ProtoState};
 
 /// How the pipelined engine is laid out (thesis Fig. 4.8): flow groups,
 /// replicas of the parallel stages, and the worker threads they share.
+/// On the command line, the `--pipeline-*` options (only with `--engine
+/// pipeline`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct PipelineLayout {
     /// Flow groups: protocol stages, each with its own post-processors and
-    /// copy stages.
+    /// copy stages (a connection's group is a hash of its 4-tuple).
+    #[cfg_attr(feature = "clap", arg(long = "pipeline-groups", value_name = "N", default_value_t = 1,
+        value_parser = counts(255)))]
     pub groups: usize,
-    /// Pre-processors, shared by all groups.
+    /// Pre-processors, shared by all flow groups.
+    #[cfg_attr(feature = "clap", arg(long = "pipeline-pre", value_name = "N", default_value_t = 1,
+        value_parser = counts(u16::MAX.into())))]
     pub pre: usize,
-    /// Post-processors per group.
+    /// Post-processors per flow group.
+    #[cfg_attr(feature = "clap", arg(long = "pipeline-post", value_name = "N", default_value_t = 1,
+        value_parser = counts(u16::MAX.into())))]
     pub post: usize,
-    /// Copy stages per group.
+    /// Copy stages per flow group.
+    #[cfg_attr(feature = "clap", arg(long = "pipeline-copy", value_name = "N", default_value_t = 1,
+        value_parser = counts(u16::MAX.into())))]
     pub copy: usize,
-    /// Worker threads: 1 runs every stage in turn on one core (run to
-    /// completion of the same pipeline); more spread the stages.
+    /// Worker threads the stages are spread over: 1 runs them all in turn
+    /// on one core (run to completion of the same pipeline); a machine with
+    /// cores to spare gives more.
+    #[cfg_attr(feature = "clap", arg(long = "pipeline-threads", value_name = "N", default_value_t = 1,
+        value_parser = counts(u16::MAX.into())))]
     pub threads: usize,
+}
+
+/// A count of 1 to `most` on the command line.
+#[cfg(feature = "clap")]
+fn counts(most: u64) -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::new().range(1..=most)
 }
 
 impl Default for PipelineLayout {
