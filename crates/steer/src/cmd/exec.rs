@@ -10,7 +10,9 @@ use binder::plans::{LearnedReceiver, Planned};
 use binder::{CgroupBinder, Plan, TempCgroup};
 use clap::Args;
 
-use super::ports::{self, ReceiverArgs};
+use agent::ReceiverArgs;
+
+use super::ports;
 use crate::exit;
 use crate::output;
 
@@ -91,13 +93,13 @@ pub struct AttachArgs {
 }
 
 /// One plan per --to ([`binder::plans::plan_hosts`]), for the receiver
-/// from [`ports::receiver`] and the source address the route gives in
+/// from [`ReceiverArgs::resolve`] and the source address the route gives in
 /// network namespace `netns`.
 fn plans(args: &PlanArgs, netns: Option<&str>, what: &str) -> anyhow::Result<Vec<Planned>> {
     if args.to.is_empty() {
         bail!("{what} needs --to HOST:PORT (the destinations to plan ports for)");
     }
-    if !ports::has_receiver(&args.receiver) {
+    if !args.receiver.is_given() {
         bail!(
             "{what} needs the receiver's RSS config: --config FILE, --agent URL, or --key KEY --queues N"
         );
@@ -119,14 +121,14 @@ fn plans(args: &PlanArgs, netns: Option<&str>, what: &str) -> anyhow::Result<Vec
         args.ports,
         args.from,
         |dest| {
-            let r = ports::receiver(&args.receiver, dest)?;
+            let r = args.receiver.resolve(dest)?;
             Ok(LearnedReceiver {
                 config: r.config,
                 loads: r.loads,
                 seen_from: r.seen_from,
             })
         },
-        |dest| Ok(ports::source_address(None, None, dest, netns)?.0),
+        |dest| Ok(agent::receiver::source_address(None, None, dest, netns)?.0),
     )
 }
 
@@ -137,8 +139,8 @@ fn refuse_plan_flags(plan: &PlanArgs) -> anyhow::Result<()> {
     let given = !plan.to.is_empty()
         || plan.from.is_some()
         || plan.ports != binder::cgroup::MAX_PORTS
-        || ports::has_receiver(&plan.receiver)
-        || !plan.receiver.weight.is_empty();
+        || plan.receiver.is_given()
+        || !plan.receiver.table.weight.is_empty();
     if given {
         bail!(
             "--to, --from, --ports and the receiver flags (--config, --agent, --key, --queues, --weight) \
