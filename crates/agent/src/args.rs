@@ -274,7 +274,9 @@ mod tests {
             for_addr: vec!["10.0.0.1".parse().unwrap()],
             ..ServeArgs::default()
         };
-        let err = args.options().unwrap_err();
+        let Err(err) = args.options() else {
+            panic!("options accepted");
+        };
         assert!(err.is_bad_input());
         assert!(err.to_string().contains("2 --config, 1 --for"), "{err}");
     }
@@ -304,7 +306,9 @@ mod tests {
             token_file: Some("/nonexistent/steer-token".into()),
             ..ServeArgs::default()
         };
-        let err = args.options().unwrap_err();
+        let Err(err) = args.options() else {
+            panic!("options accepted");
+        };
         assert!(matches!(err, AgentError::Io { .. }), "{err}");
     }
 
@@ -314,7 +318,9 @@ mod tests {
             token: Some("two\nlines".into()),
             ..ServeArgs::default()
         };
-        let err = args.options().unwrap_err();
+        let Err(err) = args.options() else {
+            panic!("options accepted");
+        };
         assert!(
             matches!(err, AgentError::Token(_)) && err.is_bad_input(),
             "{err}"
