@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use crate::{LabError, LabSpec};
+use crate::LabSpec;
 
 /// The hosts and the receiver's software RSS of a lab to build.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,8 +54,9 @@ impl Default for SpecArgs {
 }
 
 impl SpecArgs {
-    /// The spec of the lab `name` these flags describe (reading --config).
-    pub fn spec(&self, name: &str) -> Result<LabSpec, LabError> {
+    /// The spec of the lab `name` these flags describe; fails only when
+    /// the --config file cannot be read or parsed.
+    pub fn spec(&self, name: &str) -> Result<LabSpec, rss::RssError> {
         let mut spec = LabSpec::new(name);
         spec.hosts = self.hosts.clone();
         spec.queues = self.queues;
