@@ -12,7 +12,7 @@ use clap::{Args, Subcommand};
 use rss::{L4Proto, RssConfig};
 use serde::Serialize;
 use srap::alloc::{AllocClient, Server, ServerOptions};
-use srap::{Plan, PortRange};
+use srap::{OddsArgs, Plan, PortRange, SocketArgs};
 
 use crate::{exit, output};
 
@@ -43,23 +43,7 @@ pub enum PortsCommand {
     /// Ask the allocator for one port (what the binders do per connect()).
     Lease(LeaseArgs),
     /// The allocator's live leases and configured receivers.
-    Status(SocketArg),
-}
-
-#[derive(Debug, Args)]
-pub struct OddsArgs {
-    /// Parallel flows (iperf3 -P).
-    #[arg(short = 'P', long, default_value_t = 16)]
-    pub flows: u32,
-    /// Receiver cores (one queue each, equal indirection table).
-    #[arg(long, default_value_t = 32)]
-    pub cores: u32,
-    /// Monte Carlo trials.
-    #[arg(long, default_value_t = 100_000)]
-    pub trials: u64,
-    /// Seed of the Monte Carlo run.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    Status(SocketArgs),
 }
 
 #[derive(Debug, Args)]
@@ -90,22 +74,9 @@ pub struct PlanArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct SocketArg {
-    /// Allocator socket; default $STEER_ALLOC_SOCK or /run/steer/alloc.sock.
-    #[arg(long)]
-    pub socket: Option<PathBuf>,
-}
-
-impl SocketArg {
-    fn path(&self) -> PathBuf {
-        self.socket.clone().unwrap_or_else(srap::alloc::socket_path)
-    }
-}
-
-#[derive(Debug, Args)]
 pub struct ServeArgs {
     #[command(flatten)]
-    pub socket: SocketArg,
+    pub socket: SocketArgs,
     /// RssConfig JSON of a receiver; pair each with a --for.
     #[arg(long)]
     pub config: Vec<PathBuf>,
@@ -140,7 +111,7 @@ pub struct LeaseArgs {
     #[arg(long, value_enum, default_value_t = L4Proto::Tcp)]
     pub proto: L4Proto,
     #[command(flatten)]
-    pub socket: SocketArg,
+    pub socket: SocketArgs,
 }
 
 pub fn run(cmd: PortsCommand, json: bool) -> anyhow::Result<i32> {
@@ -164,7 +135,7 @@ fn percent(p: f64) -> String {
 }
 
 fn odds(args: &OddsArgs, json: bool) -> anyhow::Result<i32> {
-    let odds = srap::odds::odds(args.flows, args.cores, args.trials, args.seed)?;
+    let odds = args.odds()?;
     if json {
         output::json(&odds)?;
         return Ok(exit::OK);
@@ -372,7 +343,7 @@ fn lease(args: &LeaseArgs, json: bool) -> anyhow::Result<i32> {
     Ok(exit::OK)
 }
 
-fn status(args: &SocketArg, json: bool) -> anyhow::Result<i32> {
+fn status(args: &SocketArgs, json: bool) -> anyhow::Result<i32> {
     let status = AllocClient::connect(args.path())?.status()?;
     if json {
         output::json(&status)?;
