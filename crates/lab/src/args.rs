@@ -125,9 +125,7 @@ mod tests {
             ..SpecArgs::default()
         };
         let err = args.spec("t").unwrap_err();
-        assert!(
-            matches!(err, LabError::Rss(_)) && err.is_bad_input(),
-            "{err}"
-        );
+        assert!(err.is_bad_input(), "{err}");
+        assert!(err.to_string().contains("steer-lab.json"), "{err}");
     }
 }
