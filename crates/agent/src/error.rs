@@ -55,6 +55,10 @@ pub enum AgentError {
     #[error("invalid option: {0}")]
     InvalidOption(String),
 
+    /// The --token (or the token file) given cannot be sent in a header.
+    #[error("--token")]
+    Token(#[from] crate::token::TokenError),
+
     #[error("{what}: {source}")]
     Io {
         what: String,
@@ -85,7 +89,8 @@ impl AgentError {
             AgentError::TokenRequired { .. }
             | AgentError::ConfigFile { .. }
             | AgentError::NoSuchNetns { .. }
-            | AgentError::InvalidOption(_) => true,
+            | AgentError::InvalidOption(_)
+            | AgentError::Token(_) => true,
             AgentError::Device { source, .. } => source.is_bad_input(),
             _ => false,
         }

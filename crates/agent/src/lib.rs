@@ -42,6 +42,7 @@
 //! is read-only: nothing a client sends changes the host.
 
 pub mod api;
+pub mod args;
 pub mod client;
 pub mod error;
 mod http;
@@ -56,6 +57,7 @@ pub use api::{
     ConfigOrigin, CpuLoad, DeviceLoad, DevicesReply, ErrorReply, LoadReply, QueueLoad, RssReply,
     ServedEntry, WhoamiReply, API_VERSION,
 };
+pub use args::{ReceiverArgs, ServeArgs};
 pub use client::{AgentClient, ClientError, PathCheck};
 pub use error::AgentError;
 pub use receiver::{Receiver, ReceiverError, ReceiverSource, SourceOrigin};

@@ -52,6 +52,12 @@ pub enum ReceiverError {
     Agent(#[source] ClientError),
     #[error(transparent)]
     Config(#[from] RssError),
+    /// The stated key (`--key`) is not one.
+    #[error("--key")]
+    Key(#[source] RssError),
+    /// A key was stated without the receiver's queue count.
+    #[error("--key needs --queues N (the receiver's receive queue count)")]
+    QueuesNeeded,
     #[error(transparent)]
     Host(#[from] host::HostError),
     /// The kernel has no route towards the receiver, so it cannot say which
@@ -69,7 +75,8 @@ impl ReceiverError {
     pub fn is_environment(&self) -> bool {
         match self {
             ReceiverError::Agent(e) => e.is_environment(),
-            ReceiverError::Config(e) => e.is_environment(),
+            ReceiverError::Config(e) | ReceiverError::Key(e) => e.is_environment(),
+            ReceiverError::QueuesNeeded => false,
             ReceiverError::Host(e) => e.is_environment(),
             ReceiverError::NoRoute { source, .. } => matches!(
                 source.kind(),
@@ -83,7 +90,8 @@ impl ReceiverError {
     pub fn is_bad_input(&self) -> bool {
         match self {
             ReceiverError::Agent(e) => e.is_bad_input(),
-            ReceiverError::Config(e) => e.is_bad_input(),
+            ReceiverError::Config(e) | ReceiverError::Key(e) => e.is_bad_input(),
+            ReceiverError::QueuesNeeded => true,
             ReceiverError::Host(e) => e.is_bad_input(),
             ReceiverError::NoRoute { source, .. } => matches!(
                 source.kind(),

@@ -36,11 +36,13 @@
 //!         plan_and_install(&binder, config, netns, from, &[to], ports)}
 //! ```
 
+pub mod args;
 pub mod cgroup;
 pub mod error;
 pub mod plans;
 pub mod preload;
 
+pub use args::DestinationArgs;
 pub use cgroup::{BinderStats, CgroupBinder, TempCgroup};
 pub use error::BinderError;
 pub use srap::{Plan, PlanEntry};

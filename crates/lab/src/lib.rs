@@ -63,6 +63,7 @@
 //! that transmits towards the receiver has its checksums filled in, so
 //! callers need not turn anything off themselves.
 
+pub mod args;
 mod error;
 mod exec;
 pub mod inject;
@@ -75,6 +76,7 @@ mod state;
 mod status;
 mod topology;
 
+pub use args::SpecArgs;
 pub use error::LabError;
 pub use lifecycle::LabGuard;
 pub use softrss::DEFAULT_TABLE_SIZE;

@@ -70,18 +70,24 @@ use serde::Serialize;
 pub use error::NicError;
 pub use loader::{MAX_CPUMAP_QSIZE, MAX_FLOWS, MAX_QUEUES, MAX_TABLE};
 
-/// How to attach.
+/// How to attach. On a command line (feature `clap`, `steer nic attach`)
+/// only `--track-flows` is offered; the rest keep their defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct AttachOptions {
-    /// Count packets per flow in an LRU table of [`MAX_FLOWS`] entries
-    /// (read with [`flows`]). Costs one hash-map lookup per packet.
+    /// Also count packets per flow (for `steer nic flows`: an LRU table of
+    /// nic::MAX_FLOWS entries; costs a hash-map update per packet).
+    /// Default: off.
+    #[cfg_attr(feature = "clap", arg(long))]
     pub track_flows: bool,
     /// Frames buffered per destination CPU in the cpumap (1..=16384).
+    #[cfg_attr(feature = "clap", arg(skip = AttachOptions::default().queue_size))]
     pub queue_size: u32,
     /// Pass a frame up on the CPU running the program when that is its
     /// queue's CPU, instead of going through the cpumap. Same placement,
     /// less work per frame, but TCP flows see reordering when the sender
     /// migrates between CPUs (docs/performance.md). Default off.
+    #[cfg_attr(feature = "clap", arg(skip))]
     pub same_cpu_pass: bool,
 }
 

@@ -68,6 +68,13 @@ pub enum RssError {
         #[source]
         source: Box<RssError>,
     },
+    /// The value of a command-line option (`--key`) is at fault.
+    #[error("{option}")]
+    Option {
+        option: &'static str,
+        #[source]
+        source: Box<RssError>,
+    },
 }
 
 impl RssError {
@@ -75,7 +82,11 @@ impl RssError {
     /// variant is about a value given to the model (the CLI's exit codes:
     /// `is_environment` 3, `is_bad_input` 2).
     pub fn is_environment(&self) -> bool {
-        matches!(self, RssError::Unreadable { kind, .. } if *kind == std::io::ErrorKind::PermissionDenied)
+        match self {
+            RssError::Unreadable { kind, .. } => *kind == std::io::ErrorKind::PermissionDenied,
+            RssError::Option { source, .. } => source.is_environment(),
+            _ => false,
+        }
     }
 
     /// Otherwise bad input: the key, table, endpoint or config given is

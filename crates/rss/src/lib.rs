@@ -10,6 +10,7 @@
 //! ([`live`]), written as JSON, loaded into the XDP software RSS, and used by every
 //! predictor in Steer, so a prediction made anywhere is made the same way.
 
+pub mod args;
 pub mod config;
 pub mod endpoint;
 pub mod error;
@@ -21,6 +22,7 @@ pub mod live;
 pub mod toeplitz;
 pub mod tuple;
 
+pub use args::{StatedArgs, TableArgs};
 pub use config::{HashFunction, InputTransform, Placement, Predictor, RssConfig, StatedConfig};
 pub use endpoint::Endpoint;
 pub use error::RssError;

@@ -12,12 +12,14 @@
 //!   concurrent processes get distinct cores, and its client.
 
 pub mod alloc;
+pub mod args;
 pub mod error;
 pub mod odds;
 pub mod plan;
 pub mod ports;
 pub mod predict;
 
+pub use args::{OddsArgs, SocketArgs};
 pub use error::SrapError;
 pub use plan::{plan, plan_from_config, plan_on_this_host, Plan, PlanEntry, PlanOptions};
 pub use ports::{LocalPorts, PortRange, PortSet};

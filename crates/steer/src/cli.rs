@@ -154,38 +154,13 @@ pub struct ConfigSource {
     #[arg(long, requires = "dev")]
     pub netns: Option<String>,
     #[command(flatten)]
-    pub assumed: Assumptions,
-}
-
-/// A config from stated assumptions.
-#[derive(Debug, Args)]
-pub struct Assumptions {
-    /// Key: hex bytes (colons allowed), `microsoft` (the verification key),
-    /// `symmetric` (0x6d5a repeated, 40 bytes) or @FILE (a file holding the
-    /// hex). `rss config` without --key uses `microsoft`.
-    #[arg(long, group = "from")]
-    pub key: Option<String>,
-    /// Number of receive queues (queue q is assumed served by CPU q).
-    #[arg(long, default_value_t = 1)]
-    pub queues: u32,
-    /// Indirection table size.
-    #[arg(long, default_value_t = 128)]
-    pub table_size: usize,
-    /// Fill the table like `ethtool -X DEV weight W0 W1 ...` instead of equally.
-    #[arg(long, num_args = 1.., value_name = "W")]
-    pub weight: Vec<u32>,
-    /// Hash UDP on ports too (default: addresses only, the common driver default).
-    #[arg(long)]
-    pub udp_ports: bool,
-    /// Input transform, as `ethtool -X DEV ... symmetric-xor`.
-    #[arg(long, value_enum, default_value_t = rss::InputTransform::None)]
-    pub transform: rss::InputTransform,
+    pub assumed: rss::StatedArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct ConfigArgs {
     #[command(flatten)]
-    pub assumed: Assumptions,
+    pub assumed: rss::StatedArgs,
 }
 
 /// The device a `steer nic` command works on, and its namespace.
@@ -225,10 +200,8 @@ pub enum NicCommand {
         /// RssConfig JSON (from `steer rss config` or `steer rss show --json`).
         #[arg(long)]
         config: PathBuf,
-        /// Also count packets per flow (for `steer nic flows`; costs a
-        /// hash-map update per packet). Default: off.
-        #[arg(long)]
-        track_flows: bool,
+        #[command(flatten)]
+        options: nic::AttachOptions,
     },
     /// Change the key, table or fields of an attached software RSS, live.
     Update {
@@ -309,26 +282,8 @@ pub enum LabCommand {
 pub struct LabUpArgs {
     #[command(flatten)]
     pub lab: LabName,
-    /// Hosts; the first is the sender, the second the receiver.
-    #[arg(long, value_delimiter = ',', default_value = "snd,rcv")]
-    pub hosts: Vec<String>,
-    /// Receive queues of the receiver's software RSS.
-    #[arg(long, default_value_t = 4)]
-    pub queues: u32,
-    /// RssConfig JSON for the receiver (key, table, fields and its queue
-    /// count, so not with --queues) instead of defaults.
-    #[arg(long, conflicts_with = "queues")]
-    pub config: Option<PathBuf>,
-    /// Count packets per flow in the receiver's software RSS. Default: off.
-    #[arg(long)]
-    pub track_flows: bool,
-    /// IPv4 only (default: IPv4 and IPv6 addresses).
-    #[arg(long)]
-    pub no_ipv6: bool,
-    /// No software RSS on the receiver, so its device is free for another
-    /// XDP program (the data path of `steer toe run`).
-    #[arg(long, conflicts_with_all = ["config", "track_flows"])]
-    pub no_software_rss: bool,
+    #[command(flatten)]
+    pub spec: lab::SpecArgs,
 }
 
 #[derive(Debug, Args)]

@@ -7,10 +7,12 @@ use std::process::Command;
 
 use anyhow::{bail, Context};
 use binder::plans::{LearnedReceiver, Planned};
-use binder::{CgroupBinder, Plan, TempCgroup};
+use binder::{CgroupBinder, DestinationArgs, Plan, TempCgroup};
 use clap::Args;
 
-use super::ports::{self, ReceiverArgs};
+use agent::ReceiverArgs;
+
+use super::ports;
 use crate::exit;
 use crate::output;
 
@@ -53,18 +55,10 @@ pub struct ExecArgs {
 /// `steer ports plan`).
 #[derive(Debug, Args)]
 pub struct PlanArgs {
-    /// Destination HOST:PORT to plan ports for (repeatable).
-    #[arg(long, value_name = "HOST:PORT")]
-    pub to: Vec<String>,
+    #[command(flatten)]
+    pub destinations: DestinationArgs,
     #[command(flatten)]
     pub receiver: ReceiverArgs,
-    /// Local source address (default: the route's source towards each --to).
-    #[arg(long, value_name = "ADDR")]
-    pub from: Option<std::net::IpAddr>,
-    /// Ports planned per destination (1..=64; slots round-robin over the
-    /// receiver's CPUs, then over each CPU's queues).
-    #[arg(long, default_value_t = binder::cgroup::MAX_PORTS)]
-    pub ports: usize,
 }
 
 /// Attach the cgroup BPF binder to a cgroup, persistently.
@@ -91,42 +85,34 @@ pub struct AttachArgs {
 }
 
 /// One plan per --to ([`binder::plans::plan_hosts`]), for the receiver
-/// from [`ports::receiver`] and the source address the route gives in
+/// from [`ReceiverArgs::resolve`] and the source address the route gives in
 /// network namespace `netns`.
 fn plans(args: &PlanArgs, netns: Option<&str>, what: &str) -> anyhow::Result<Vec<Planned>> {
-    if args.to.is_empty() {
-        bail!("{what} needs --to HOST:PORT (the destinations to plan ports for)");
-    }
-    if !ports::has_receiver(&args.receiver) {
+    args.destinations.check(what)?;
+    if !args.receiver.is_given() {
         bail!(
             "{what} needs the receiver's RSS config: --config FILE, --agent URL, or --key KEY --queues N"
         );
     }
-    if args.ports == 0 || args.ports > binder::cgroup::MAX_PORTS {
-        bail!(
-            "--ports {}: must be 1..={}",
-            args.ports,
-            binder::cgroup::MAX_PORTS
-        );
-    }
     let to = args
+        .destinations
         .to
         .iter()
         .map(|to| ports::resolve(to))
         .collect::<anyhow::Result<Vec<_>>>()?;
     binder::plans::plan_hosts(
         &to,
-        args.ports,
-        args.from,
+        args.destinations.ports,
+        args.destinations.from,
         |dest| {
-            let r = ports::receiver(&args.receiver, dest)?;
+            let r = args.receiver.resolve(dest)?;
             Ok(LearnedReceiver {
                 config: r.config,
                 loads: r.loads,
                 seen_from: r.seen_from,
             })
         },
-        |dest| Ok(ports::source_address(None, None, dest, netns)?.0),
+        |dest| Ok(agent::receiver::source_address(None, None, dest, netns)?.0),
     )
 }
 
@@ -134,11 +120,9 @@ fn plans(args: &PlanArgs, netns: Option<&str>, what: &str) -> anyhow::Result<Vec
 /// the receivers' configs (`steer ports serve`): plan flags given without
 /// `--bpf` would be silently ignored, so they are refused.
 fn refuse_plan_flags(plan: &PlanArgs) -> anyhow::Result<()> {
-    let given = !plan.to.is_empty()
-        || plan.from.is_some()
-        || plan.ports != binder::cgroup::MAX_PORTS
-        || ports::has_receiver(&plan.receiver)
-        || !plan.receiver.weight.is_empty();
+    let given = plan.destinations.is_given()
+        || plan.receiver.is_given()
+        || !plan.receiver.table.weight.is_empty();
     if given {
         bail!(
             "--to, --from, --ports and the receiver flags (--config, --agent, --key, --queues, --weight) \
@@ -210,7 +194,7 @@ pub fn run_attach(args: AttachArgs, json: bool) -> anyhow::Result<i32> {
         }
         return Ok(exit::OK);
     }
-    if args.plan.to.is_empty() {
+    if args.plan.destinations.to.is_empty() {
         let b = CgroupBinder::open_pinned(&args.cgroup)?;
         let stats = b.stats()?;
         if json {

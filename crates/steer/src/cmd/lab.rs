@@ -1,7 +1,7 @@
 //! `steer lab up|down|status|exec`.
 
 use anyhow::Context;
-use lab::{Lab, LabSpec};
+use lab::Lab;
 
 use crate::cli::{LabCommand, LabUpArgs};
 use crate::{exit, output};
@@ -50,16 +50,7 @@ pub fn down(name: &str, json: bool) -> anyhow::Result<i32> {
 
 fn up(args: LabUpArgs, json: bool) -> anyhow::Result<i32> {
     let name = &args.lab.name;
-    let mut spec = LabSpec::new(name);
-    spec.hosts = args.hosts;
-    spec.queues = args.queues;
-    spec.track_flows = args.track_flows;
-    spec.ipv6 = !args.no_ipv6;
-    spec.software_rss = !args.no_software_rss;
-    if let Some(path) = &args.config {
-        spec = spec.with_config(rss::RssConfig::from_file(path)?);
-    }
-    Lab::up(&spec)?;
+    Lab::up(&args.spec.spec(name)?)?;
     let status = Lab::status(name)?;
     if json {
         output::json(&status)?;

@@ -38,16 +38,12 @@ pub fn run(cmd: NicCommand, json: bool) -> anyhow::Result<i32> {
         NicCommand::Attach {
             dev,
             config,
-            track_flows,
+            options,
         } => {
             let config = RssConfig::from_file(&config)?;
-            let opts = nic::AttachOptions {
-                track_flows,
-                ..Default::default()
-            };
-            nic::attach(dev.name(), dev.netns.as_deref(), &config, &opts)?;
+            nic::attach(dev.name(), dev.netns.as_deref(), &config, &options)?;
             let change = Change {
-                track_flows: Some(track_flows),
+                track_flows: Some(options.track_flows),
                 ..Change::new(&dev, "attached", Some(&config))
             };
             if json {

@@ -5,17 +5,16 @@ use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use agent::ReceiverSource;
+use agent::receiver::source_address;
+use agent::ReceiverArgs;
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
-use rss::{L4Proto, RssConfig, RssKey, StatedConfig};
+use rss::{L4Proto, RssConfig};
 use serde::Serialize;
 use srap::alloc::{AllocClient, Server, ServerOptions};
-use srap::{Plan, PortRange};
+use srap::{OddsArgs, Plan, PortRange, SocketArgs};
 
 use crate::{exit, output};
-
-pub use agent::receiver::{source_address, Receiver};
 
 #[derive(Debug, Subcommand)]
 pub enum PortsCommand {
@@ -44,57 +43,7 @@ pub enum PortsCommand {
     /// Ask the allocator for one port (what the binders do per connect()).
     Lease(LeaseArgs),
     /// The allocator's live leases and configured receivers.
-    Status(SocketArg),
-}
-
-#[derive(Debug, Args)]
-pub struct OddsArgs {
-    /// Parallel flows (iperf3 -P).
-    #[arg(short = 'P', long, default_value_t = 16)]
-    pub flows: u32,
-    /// Receiver cores (one queue each, equal indirection table).
-    #[arg(long, default_value_t = 32)]
-    pub cores: u32,
-    /// Monte Carlo trials.
-    #[arg(long, default_value_t = 100_000)]
-    pub trials: u64,
-    /// Seed of the Monte Carlo run.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-}
-
-/// The receiver's config: a file, its agent, or stated assumptions. Shared
-/// by `steer ports plan`, `steer exec --bpf` and `steer attach`.
-#[derive(Debug, Args)]
-pub struct ReceiverArgs {
-    /// The receiver's RssConfig JSON.
-    #[arg(long, conflicts_with_all = ["key", "queues", "weight", "agent"])]
-    pub config: Option<PathBuf>,
-    /// The receiver's agent (`steer agent` on the receiver), e.g.
-    /// http://10.77.1.2:9477: its live config for the destination address,
-    /// its per-CPU load (least-loaded CPUs first), and a check that source
-    /// ports reach it unchanged (exit 1 when the path rewrites them).
-    #[arg(long, value_name = "URL", conflicts_with_all = ["key", "queues", "weight"])]
-    pub agent: Option<String>,
-    /// Token for an agent that serves a non-loopback address.
-    #[arg(long, requires = "agent")]
-    pub token: Option<String>,
-    /// The receiver's key: `microsoft`, `symmetric`, hex bytes (colons
-    /// allowed), or `@FILE` with hex (e.g. a copy of the receiver's
-    /// /proc/sys/net/core/netdev_rss_key). `default` (the Linux default,
-    /// a random per-boot key) cannot be steered and is refused.
-    #[arg(long)]
-    pub key: Option<String>,
-    /// Receive queues (queue q served by CPU q).
-    #[arg(long)]
-    pub queues: Option<u32>,
-    /// Indirection table size (filled like ethtool's default, entry i ->
-    /// queue i % queues, unless --weight).
-    #[arg(long, default_value_t = 128)]
-    pub table_size: usize,
-    /// Fill the table like `ethtool -X DEV weight W0 W1 ...` instead.
-    #[arg(long, num_args = 1.., value_name = "W")]
-    pub weight: Vec<u32>,
+    Status(SocketArgs),
 }
 
 #[derive(Debug, Args)]
@@ -125,22 +74,9 @@ pub struct PlanArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct SocketArg {
-    /// Allocator socket; default $STEER_ALLOC_SOCK or /run/steer/alloc.sock.
-    #[arg(long)]
-    pub socket: Option<PathBuf>,
-}
-
-impl SocketArg {
-    fn path(&self) -> PathBuf {
-        self.socket.clone().unwrap_or_else(srap::alloc::socket_path)
-    }
-}
-
-#[derive(Debug, Args)]
 pub struct ServeArgs {
     #[command(flatten)]
-    pub socket: SocketArg,
+    pub socket: SocketArgs,
     /// RssConfig JSON of a receiver; pair each with a --for.
     #[arg(long)]
     pub config: Vec<PathBuf>,
@@ -175,7 +111,7 @@ pub struct LeaseArgs {
     #[arg(long, value_enum, default_value_t = L4Proto::Tcp)]
     pub proto: L4Proto,
     #[command(flatten)]
-    pub socket: SocketArg,
+    pub socket: SocketArgs,
 }
 
 pub fn run(cmd: PortsCommand, json: bool) -> anyhow::Result<i32> {
@@ -199,7 +135,7 @@ fn percent(p: f64) -> String {
 }
 
 fn odds(args: &OddsArgs, json: bool) -> anyhow::Result<i32> {
-    let odds = srap::odds::odds(args.flows, args.cores, args.trials, args.seed)?;
+    let odds = args.odds()?;
     if json {
         output::json(&odds)?;
         return Ok(exit::OK);
@@ -239,39 +175,6 @@ fn odds(args: &OddsArgs, json: bool) -> anyhow::Result<i32> {
     Ok(exit::OK)
 }
 
-/// Where `args` say the receiver's config comes from: `--agent`, `--config`
-/// or `--key/--queues/...`.
-fn receiver_source(args: &ReceiverArgs) -> anyhow::Result<ReceiverSource> {
-    if let Some(url) = &args.agent {
-        return Ok(ReceiverSource::Agent {
-            url: url.clone(),
-            token: args.token.clone(),
-        });
-    }
-    if let Some(path) = &args.config {
-        return Ok(ReceiverSource::File(path.clone()));
-    }
-    let key = RssKey::from_arg(args.key.as_deref().unwrap_or("default")).context("--key")?;
-    let Some(queues) = args.queues else {
-        bail!("--key needs --queues N (the receiver's receive queue count)");
-    };
-    Ok(ReceiverSource::Stated(StatedConfig {
-        weights: args.weight.clone(),
-        ..StatedConfig::new(key, queues, args.table_size)
-    }))
-}
-
-/// The receiver of flows to `to` as `args` name it: what `steer ports
-/// plan`, `steer exec --bpf` and `steer attach` call.
-pub fn receiver(args: &ReceiverArgs, to: SocketAddr) -> anyhow::Result<Receiver> {
-    Ok(Receiver::resolve(&receiver_source(args)?, to)?)
-}
-
-/// True when `args` names a receiver at all (a file, an agent, or a key).
-pub fn has_receiver(args: &ReceiverArgs) -> bool {
-    args.config.is_some() || args.agent.is_some() || args.key.is_some() || args.queues.is_some()
-}
-
 /// `HOST:PORT` (IPv6 as `[ADDR]:PORT`), resolved.
 pub fn resolve(to: &str) -> anyhow::Result<SocketAddr> {
     if let Ok(addr) = to.parse::<SocketAddr>() {
@@ -298,7 +201,7 @@ struct PlanResult<'a> {
 
 fn plan(args: &PlanArgs, json: bool) -> anyhow::Result<i32> {
     let to = resolve(&args.to)?;
-    let receiver = receiver(&args.receiver, to)?;
+    let receiver = args.receiver.resolve(to)?;
     let (from, from_source) = source_address(args.from, receiver.seen_from, to, None)?;
     let from_source = from_source.name();
     if args.flows == 0 {
@@ -440,7 +343,7 @@ fn lease(args: &LeaseArgs, json: bool) -> anyhow::Result<i32> {
     Ok(exit::OK)
 }
 
-fn status(args: &SocketArg, json: bool) -> anyhow::Result<i32> {
+fn status(args: &SocketArgs, json: bool) -> anyhow::Result<i32> {
     let status = AllocClient::connect(args.path())?.status()?;
     if json {
         output::json(&status)?;

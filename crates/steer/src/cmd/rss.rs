@@ -1,14 +1,13 @@
 //! `steer rss show|where|config`.
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 use rss::live::{Channels, DeviceReport, QueueIrq, TcpSocket};
 use rss::{
     Endpoint, FlowTuple, HashFieldsByFlow, IndirectionTable, Placement, Predictor, RssConfig,
-    RssKey, StatedConfig,
 };
 use serde::Serialize;
 
-use crate::cli::{Assumptions, ConfigSource, RssCommand, WhereArgs};
+use crate::cli::{ConfigSource, RssCommand, WhereArgs};
 use crate::{exit, output};
 
 pub fn run(cmd: RssCommand, json: bool) -> anyhow::Result<i32> {
@@ -17,7 +16,7 @@ pub fn run(cmd: RssCommand, json: bool) -> anyhow::Result<i32> {
         RssCommand::Where(args) if args.sockets => where_sockets(&args.source, json),
         RssCommand::Where(args) => where_flow(&args, json),
         RssCommand::Config(args) => {
-            output::json(&assumed_config(&args.assumed, "microsoft")?)?;
+            output::json(&args.assumed.config("microsoft")?)?;
             Ok(exit::OK)
         }
     }
@@ -138,21 +137,9 @@ pub fn load_config(source: &ConfigSource) -> anyhow::Result<RssConfig> {
         return Ok(nic::device_config(dev, source.netns.as_deref())?.1);
     }
     if source.assumed.key.is_some() {
-        return assumed_config(&source.assumed, "microsoft");
+        return Ok(source.assumed.config("microsoft")?);
     }
     bail!("say where the RSS config comes from: --config FILE, --dev DEV, or --key KEY --queues N")
-}
-
-/// A config from `--key/--queues/--table-size/--weight/--udp-ports/--transform`.
-pub fn assumed_config(a: &Assumptions, default_key: &str) -> anyhow::Result<RssConfig> {
-    let key = RssKey::from_arg(a.key.as_deref().unwrap_or(default_key)).context("--key")?;
-    let stated = StatedConfig {
-        weights: a.weight.clone(),
-        udp_ports: a.udp_ports,
-        input_transform: a.transform,
-        ..StatedConfig::new(key, a.queues, a.table_size)
-    };
-    Ok(stated.build()?)
 }
 
 #[derive(Serialize)]
