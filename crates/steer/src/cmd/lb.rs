@@ -24,7 +24,7 @@ pub enum LbCommand {
     /// packet counts at --rate-hz.
     ///
     /// Example: steer lb sim --trace auckland.pcap --speedup 10 --amplify 16 --svg out/
-    Sim(SimArgs),
+    Sim(Box<SimArgs>),
     /// Run the XDP load balancer live in a namespace lab: clients, a
     /// load-balancer namespace (VIP, L2 direct server return), backends with
     /// software RSS and their own randomised tables, agents and the
@@ -144,7 +144,7 @@ fn percent(v: Option<f64>, unit: &str) -> String {
 
 pub fn run(cmd: LbCommand, json: bool) -> anyhow::Result<i32> {
     match cmd {
-        LbCommand::Sim(args) => sim(args, json),
+        LbCommand::Sim(args) => sim(*args, json),
         LbCommand::Run(args) => live_run(args, json),
     }
 }
