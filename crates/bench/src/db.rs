@@ -110,6 +110,24 @@ pub struct History {
     path: PathBuf,
 }
 
+/// Where the history database is. With the `clap` feature, the `--db`
+/// flag of the `steer bench` commands.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct HistoryPath {
+    /// History database [default: $XDG_DATA_HOME/steer/bench.sqlite or
+    /// ~/.local/share/steer/bench.sqlite].
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub db: Option<PathBuf>,
+}
+
+impl HistoryPath {
+    /// The database given, else [`default_path`].
+    pub fn path(&self) -> PathBuf {
+        self.db.clone().unwrap_or_else(default_path)
+    }
+}
+
 /// `$XDG_DATA_HOME/steer/bench.sqlite`, else `~/.local/share/steer/bench.sqlite`.
 pub fn default_path() -> PathBuf {
     let base = std::env::var_os("XDG_DATA_HOME")

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::case::{matches_filter, Case};
+use crate::case::{load_matrix, matches_filter, Case};
 use crate::db::History;
 use crate::runner::{run_case, CaseResult, RepResult, RunConfig};
 use crate::{BenchError, State};
@@ -59,6 +59,35 @@ pub enum Event<'a> {
         total: usize,
         result: &'a CaseResult,
     },
+}
+
+/// Which cases of the matrix a command works on: the built-in ones and
+/// extra case files, narrowed by a filter. With the `clap` feature, the
+/// flags of `steer bench run` and `steer bench list`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct Selection {
+    /// Extra case declarations (TOML, same format as crates/bench/cases.toml).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
+    pub cases: Vec<PathBuf>,
+    /// Only the cases from --cases files, not the built-in ones.
+    #[cfg_attr(feature = "clap", arg(long, requires = "cases"))]
+    pub no_builtin: bool,
+    /// Comma-separated patterns on case ids (`*` wildcard; otherwise a
+    /// substring): `demo/flows=16,xdp-overhead/*`.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub filter: Option<String>,
+}
+
+impl Selection {
+    /// The selected cases, expanded; an error when the filter selects none.
+    pub fn cases(&self) -> Result<Vec<Case>, BenchError> {
+        let extra: Vec<&Path> = self.cases.iter().map(PathBuf::as_path).collect();
+        select(
+            load_matrix(&extra, !self.no_builtin)?,
+            self.filter.as_deref(),
+        )
+    }
 }
 
 /// The cases `filter` selects, or an error when it selects none.

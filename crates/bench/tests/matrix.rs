@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bench::run::{run_matrix, RunRequest};
+use bench::run::{run_matrix, RunRequest, Selection};
 use bench::{load_matrix, BenchError, History, State};
 
 fn cases_file() -> PathBuf {
@@ -229,4 +229,30 @@ fn report_has_a_row_per_case_and_links_the_raw_output() {
     let link = "raw/1/ok.r1.json";
     assert!(html.contains(link));
     assert!(out.join(link).exists());
+}
+
+#[test]
+fn a_selection_reads_case_files_and_narrows_by_filter() {
+    let only_files = Selection {
+        cases: vec![cases_file()],
+        no_builtin: true,
+        filter: None,
+    };
+    assert_eq!(only_files.cases().unwrap().len(), cases(None).len());
+    let one = Selection {
+        filter: Some("garb*".into()),
+        ..only_files.clone()
+    };
+    let ids: Vec<String> = one.cases().unwrap().into_iter().map(|c| c.id).collect();
+    assert_eq!(ids, ["garbage"]);
+    let none = Selection {
+        filter: Some("no-such-case".into()),
+        ..only_files.clone()
+    };
+    assert!(matches!(none.cases(), Err(BenchError::NoCaseMatches(_))));
+    let with_builtin = Selection {
+        no_builtin: false,
+        ..only_files
+    };
+    assert!(with_builtin.cases().unwrap().len() > cases(None).len());
 }

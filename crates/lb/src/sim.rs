@@ -145,32 +145,58 @@ pub fn pick_named<T: Copy + PartialEq, S: AsRef<str>>(
     Some(out)
 }
 
-/// How the simulation is set up.
+/// How the simulation is set up. With the `clap` feature these are also
+/// `steer lb sim`'s flags, each defaulting to [`SimConfig::default`]; the
+/// key is read by the caller (`--key` names one in several ways).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct SimConfig {
+    /// Servers behind the load balancer.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = SimConfig::default().servers))]
     pub servers: u32,
+    /// Cores (RSS queues) per server.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = SimConfig::default().cores))]
     pub cores: u32,
-    /// RSS buckets (indirection table entries) per server and in the load
-    /// balancer's table.
+    /// RSS buckets (indirection table entries), on every server and in the
+    /// load balancer's table.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = SimConfig::default().buckets))]
     pub buckets: usize,
-    /// Agent report and controller rate.
+    /// Agent report / controller rate (Hz).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = SimConfig::default().rate_hz))]
     pub rate_hz: f64,
     /// Replay this many times faster than captured.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = SimConfig::default().speedup))]
     pub speedup: f64,
-    /// Copies of the trace, each with shifted addresses and a time offset.
+    /// Replay N copies of the trace, copy k with both addresses shifted by k
+    /// (first octet, or first IPv6 group) and its timeline rotated by k/N of
+    /// the trace's duration.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = SimConfig::default().amplify))]
     pub amplify: u32,
-    /// Seed of the server tables (XORed with each server id) and of Pow2.
+    /// Seed XORed (high half) with each server id for its indirection table,
+    /// and used by Pow2's choices.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = SimConfig::default().seed))]
     pub seed: u64,
     #[serde(serialize_with = "ser_key")]
+    #[cfg_attr(feature = "clap", arg(skip = SimConfig::default().key))]
     pub key: RssKey,
+    #[cfg_attr(feature = "clap", arg(skip))]
     pub plus: PlusParams,
+    #[cfg_attr(feature = "clap", arg(skip = SimConfig::default().maglev_size))]
     pub maglev_size: usize,
-    /// Idle gaps in the capture longer than this are shortened to it (some
-    /// captures join sessions days apart).
+    /// Shorten idle gaps in the capture longer than this many seconds
+    /// (some captures join sessions days apart).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "max-gap", value_name = "MAX_GAP", default_value_t = SimConfig::default().max_gap_s)
+    )]
     pub max_gap_s: f64,
-    /// Length of the measurement window the variances are taken over
-    /// (the paper's is 1 s). Only the metric changes with it: the agents
-    /// still report at `rate_hz`.
+    /// Length of the measurement window the variances are taken over, in
+    /// seconds (the paper's is 1 s). Only the metric changes with it: the
+    /// agents still report at --rate-hz.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "window", value_name = "WINDOW", default_value_t = SimConfig::default().window_s)
+    )]
     pub window_s: f64,
 }
 
@@ -892,6 +918,27 @@ pub fn simulate(
 
 #[cfg(test)]
 mod tests {
+    #[cfg(feature = "clap")]
+    #[test]
+    fn sim_config_flags_default_to_the_library_defaults() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Flags {
+            #[command(flatten)]
+            config: SimConfig,
+        }
+        assert_eq!(Flags::parse_from(["t"]).config, SimConfig::default());
+        let set = Flags::parse_from(["t", "--servers", "8", "--max-gap", "2", "--window", "0.5"]);
+        assert_eq!(
+            (
+                set.config.servers,
+                set.config.max_gap_s,
+                set.config.window_s
+            ),
+            (8, 2.0, 0.5)
+        );
+    }
+
     use super::*;
 
     #[test]

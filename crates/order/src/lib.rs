@@ -33,5 +33,5 @@ pub use replay::{replay, ReplayConfig};
 pub use report::{capture_reports, replay_capture, Totals};
 pub use sorter::{
     Descriptor, DuplicatePolicy, SortKey, Sorter, SorterConfig, SorterStats, TcpSegment,
-    UnsuitablePolicy,
+    UnsuitablePolicy, Variant,
 };

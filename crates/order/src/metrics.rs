@@ -46,11 +46,18 @@ pub struct Arrival {
     pub time_ns: u64,
 }
 
+/// With the `clap` feature, `steer reorder stats`'s flags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct MetricsConfig {
-    /// RFC 5236's displacement threshold DT.
+    /// RFC 5236 displacement threshold DT.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, default_value_t = MetricsConfig::default().threshold)
+    )]
     pub threshold: u32,
     /// Largest n for n-reordering.
+    #[cfg_attr(feature = "clap", arg(skip = MetricsConfig::default().max_n))]
     pub max_n: usize,
 }
 

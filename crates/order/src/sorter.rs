@@ -105,19 +105,47 @@ pub enum DuplicatePolicy {
     AfterCurr,
 }
 
-/// Sorter parameters.
+/// Sorter parameters. With the `clap` feature the sizes are also `steer
+/// reorder sort`'s flags (the block size has no default there: a replay
+/// names it); the policies come from a [`Variant`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct SorterConfig {
-    /// BlockSize: a manager is flushed when it holds this many packets (paper default 32).
+    /// SRPIC BlockSize: a flow's manager is flushed at this many packets
+    /// (paper default 32).
+    #[cfg_attr(feature = "clap", arg(long = "block", value_name = "BLOCK"))]
     pub block_size: u32,
-    /// Ringbuffer_Size: all managers are flushed after this many held packets.
+    /// Ring size (Ringbuffer_Size): all managers are flushed after this many
+    /// held packets.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "ring", value_name = "RING", default_value_t = SorterConfig::default().ring_size)
+    )]
     pub ring_size: u32,
     /// Most flows with a manager at once.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = SorterConfig::default().max_flows))]
     pub max_flows: usize,
     /// A manager unused for this many batches is reclaimed.
+    #[cfg_attr(feature = "clap", arg(skip = SorterConfig::default().idle_batches))]
     pub idle_batches: u32,
+    #[cfg_attr(feature = "clap", arg(skip))]
     pub unsuitable: UnsuitablePolicy,
+    #[cfg_attr(feature = "clap", arg(skip))]
     pub duplicates: DuplicatePolicy,
+}
+
+/// Which reading of Listing 1 a sorter follows: its unsuitable-packet and
+/// duplicate policies (docs/srpic.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum Variant {
+    /// Listing 1 exactly.
+    #[default]
+    Paper,
+    /// An unsuitable packet (FIN, URG, options…) first flushes its flow, and
+    /// a segment repeating data already held (retransmission, window probe)
+    /// goes after it rather than ahead of the block.
+    Ordered,
 }
 
 impl SorterConfig {
@@ -133,6 +161,21 @@ impl SorterConfig {
             unsuitable: UnsuitablePolicy::FlushFlowFirst,
             duplicates: DuplicatePolicy::AfterCurr,
             ..SorterConfig::default()
+        }
+    }
+}
+
+impl SorterConfig {
+    /// These sizes with `variant`'s policies.
+    pub fn with_variant(self, variant: Variant) -> Self {
+        let preset = match variant {
+            Variant::Paper => SorterConfig::paper(),
+            Variant::Ordered => SorterConfig::ordered(),
+        };
+        SorterConfig {
+            unsuitable: preset.unsuitable,
+            duplicates: preset.duplicates,
+            ..self
         }
     }
 }

@@ -8,7 +8,7 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use order::metrics::{reorder_metrics, Arrival, MetricsConfig};
 use order::sorter::{
-    Descriptor, DuplicatePolicy, Sorter, SorterConfig, TcpSegment, UnsuitablePolicy,
+    Descriptor, DuplicatePolicy, Sorter, SorterConfig, TcpSegment, UnsuitablePolicy, Variant,
 };
 use order::{FlowKey, FlowKeyV4};
 use proptest::prelude::*;
@@ -475,4 +475,37 @@ fn v4_key_round_trips_through_flow_key() {
     let general = FlowKey::from(k);
     assert_eq!(general.to_string(), "10.0.1.2:40001 -> 192.168.0.1:5201");
     assert_eq!(v4_key(&general), k);
+}
+
+#[test]
+fn a_variant_sets_the_policies_and_keeps_the_sizes() {
+    let sized = SorterConfig {
+        block_size: 8,
+        ring_size: 100,
+        ..SorterConfig::default()
+    };
+    let ordered = sized.with_variant(Variant::Ordered);
+    assert_eq!(
+        (ordered.unsuitable, ordered.duplicates),
+        (UnsuitablePolicy::FlushFlowFirst, DuplicatePolicy::AfterCurr)
+    );
+    assert_eq!((ordered.block_size, ordered.ring_size), (8, 100));
+    assert_eq!(ordered.with_variant(Variant::Paper), sized);
+}
+
+#[cfg(feature = "clap")]
+#[test]
+fn sorter_and_metrics_flags_default_to_the_library_values_and_need_a_block() {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        sorter: SorterConfig,
+        #[command(flatten)]
+        metrics: MetricsConfig,
+    }
+    assert!(Flags::try_parse_from(["t"]).is_err());
+    let flags = Flags::parse_from(["t", "--block", "32"]);
+    assert_eq!(flags.sorter, SorterConfig::default());
+    assert_eq!(flags.metrics, MetricsConfig::default());
 }

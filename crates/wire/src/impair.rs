@@ -203,6 +203,66 @@ impl Impairment {
     }
 }
 
+/// Both directions of a wire written as specs: `steer wire run`'s flags
+/// (with the `clap` feature), read by [`Impairment::from_specs`]. The rate
+/// limit, its queue and the marking threshold apply each way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct WireSpecs {
+    /// Forward (sender to receiver) delay: const:2.5ms | normal:2.5ms,25us |
+    /// normal:2.5ms,1% | uniform:1ms,4ms.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = WireSpecs::default().delay))]
+    pub delay: String,
+    /// Reverse delay (same forms).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = WireSpecs::default().rev_delay))]
+    pub rev_delay: String,
+    /// Forward loss: none | 0.1% | ge:P,R[,LOSS_BAD[,LOSS_GOOD]] (Gilbert-Elliott).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = WireSpecs::default().loss))]
+    pub loss: String,
+    /// Reverse loss.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = WireSpecs::default().rev_loss))]
+    pub rev_loss: String,
+    /// Link rate each way: 1gbit, 500mbit, 0 (unlimited).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = WireSpecs::default().rate))]
+    pub rate: String,
+    /// Frames that may wait for the rate limiter (more are dropped).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = WireSpecs::default().queue))]
+    pub queue: u32,
+    /// Mark ECN-capable frames Congestion Experienced once this many full
+    /// frames wait for the rate limiter (DCTCP's threshold K, RFC 8257);
+    /// needs --rate.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FRAMES"))]
+    pub ecn_mark: Option<u32>,
+}
+
+impl Default for WireSpecs {
+    /// No impairment: what [`Impairment::default`] is, written as specs.
+    fn default() -> Self {
+        WireSpecs {
+            delay: "0".into(),
+            rev_delay: "0".into(),
+            loss: "none".into(),
+            rev_loss: "none".into(),
+            rate: "0".into(),
+            queue: Impairment::default().queue_frames,
+            ecn_mark: None,
+        }
+    }
+}
+
+impl WireSpecs {
+    /// The forward and reverse impairments; a bad spec in either refuses both.
+    pub fn impairments(&self) -> Result<(Impairment, Impairment), SpecError> {
+        let direction = |delay: &str, loss: &str| {
+            Impairment::from_specs(delay, loss, &self.rate, self.queue, self.ecn_mark)
+        };
+        Ok((
+            direction(&self.delay, &self.loss)?,
+            direction(&self.rev_delay, &self.rev_loss)?,
+        ))
+    }
+}
+
 /// A bad impairment spec.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{what} '{text}': {expected}")]
@@ -374,6 +434,53 @@ mod tests {
         assert_eq!(what("0", "often", "0", None), "loss");
         let e = Impairment::from_specs("0", "none", "fast", 1000, None).unwrap_err();
         assert_eq!(e.to_string(), "rate 'fast': use 1gbit, 500mbit, 0");
+    }
+
+    #[test]
+    fn wire_specs_read_each_direction_and_default_to_no_impairment() {
+        let none = WireSpecs::default().impairments().unwrap();
+        assert_eq!(none, (Impairment::default(), Impairment::default()));
+        let specs = WireSpecs {
+            rev_delay: "const:3ms".into(),
+            loss: "1%".into(),
+            rate: "1gbit".into(),
+            ..WireSpecs::default()
+        };
+        let (forward, reverse) = specs.impairments().unwrap();
+        assert_eq!(
+            (forward.delay.mean_ns(), reverse.delay.mean_ns()),
+            (0, 3_000_000)
+        );
+        assert_eq!(
+            (forward.loss, reverse.loss),
+            (Loss::Uniform { p: 0.01 }, Loss::None)
+        );
+        assert_eq!(
+            (forward.rate_bps, reverse.rate_bps),
+            (1_000_000_000, 1_000_000_000)
+        );
+        let bad = WireSpecs {
+            rev_loss: "often".into(),
+            ..WireSpecs::default()
+        };
+        assert_eq!(bad.impairments().unwrap_err().what, "loss");
+    }
+
+    #[cfg(feature = "clap")]
+    #[test]
+    fn wire_specs_flags_default_to_the_library_defaults() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Flags {
+            #[command(flatten)]
+            specs: WireSpecs,
+        }
+        assert_eq!(Flags::parse_from(["t"]).specs, WireSpecs::default());
+        let set = Flags::parse_from(["t", "--rev-delay", "1ms", "--ecn-mark", "20"]);
+        assert_eq!(
+            (set.specs.rev_delay.as_str(), set.specs.ecn_mark),
+            ("1ms", Some(20))
+        );
     }
 
     #[test]

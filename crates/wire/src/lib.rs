@@ -34,7 +34,7 @@ mod timed;
 
 pub use driver::{Driver, DriverConfig, DriverHandle, DriverStats};
 pub use forward::{DirectionStats, Wire, WireConfig, WireHandle, WireStats};
-pub use impair::{Delay, Impairment, Loss};
+pub use impair::{Delay, Impairment, Loss, WireSpecs};
 
 use thiserror::Error;
 

@@ -1,13 +1,14 @@
 //! `steer bench run|list|compare|check|report|history`: the test matrix
 //! (crate `bench`, docs/bench.md).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
 use bench::check::Baseline;
+use bench::db::HistoryPath;
 use bench::progress::Progress;
-use bench::run::{RunRequest, RunSummary};
+use bench::run::{RunRequest, RunSummary, Selection};
 use bench::stats::Summary;
 use bench::{History, State};
 use clap::{Args, Subcommand};
@@ -25,7 +26,7 @@ pub enum BenchCommand {
     /// The cases of the matrix, expanded, with their command lines.
     List(ListArgs),
     /// The runs in the history.
-    History(DbArgs),
+    History(HistoryPath),
     /// Per-case change from run A to run B, judged against the noise band of
     /// their repetitions (mean ± 2 standard errors, at least min..max).
     Compare(CompareArgs),
@@ -45,42 +46,6 @@ pub enum BenchCommand {
 }
 
 #[derive(Debug, Args)]
-pub struct DbArgs {
-    /// History database [default: $XDG_DATA_HOME/steer/bench.sqlite or
-    /// ~/.local/share/steer/bench.sqlite].
-    #[arg(long)]
-    pub db: Option<PathBuf>,
-}
-
-impl DbArgs {
-    fn path(&self) -> PathBuf {
-        self.db.clone().unwrap_or_else(bench::db::default_path)
-    }
-}
-
-#[derive(Debug, Args)]
-pub struct CaseArgs {
-    /// Extra case declarations (TOML, same format as crates/bench/cases.toml).
-    #[arg(long, value_name = "FILE")]
-    pub cases: Vec<PathBuf>,
-    /// Only the cases from --cases files, not the built-in ones.
-    #[arg(long, requires = "cases")]
-    pub no_builtin: bool,
-    /// Comma-separated patterns on case ids (`*` wildcard; otherwise a
-    /// substring): `demo/flows=16,xdp-overhead/*`.
-    #[arg(long)]
-    pub filter: Option<String>,
-}
-
-impl CaseArgs {
-    fn cases(&self) -> anyhow::Result<Vec<bench::Case>> {
-        let extra: Vec<&Path> = self.cases.iter().map(PathBuf::as_path).collect();
-        let all = bench::load_matrix(&extra, !self.no_builtin)?;
-        Ok(bench::run::select(all, self.filter.as_deref())?)
-    }
-}
-
-#[derive(Debug, Args)]
 pub struct RunArgs {
     /// Each case's quick variant (each experiment's --quick).
     #[arg(long)]
@@ -92,9 +57,9 @@ pub struct RunArgs {
     #[arg(long)]
     pub timeout: Option<f64>,
     #[command(flatten)]
-    pub select: CaseArgs,
+    pub select: Selection,
     #[command(flatten)]
-    pub db: DbArgs,
+    pub db: HistoryPath,
 }
 
 #[derive(Debug, Args)]
@@ -103,7 +68,7 @@ pub struct ListArgs {
     #[arg(long)]
     pub quick: bool,
     #[command(flatten)]
-    pub select: CaseArgs,
+    pub select: Selection,
 }
 
 #[derive(Debug, Args)]
@@ -115,7 +80,7 @@ pub struct CompareArgs {
     #[arg(default_value = "last")]
     pub b: String,
     #[command(flatten)]
-    pub db: DbArgs,
+    pub db: HistoryPath,
 }
 
 #[derive(Debug, Args)]
@@ -130,7 +95,7 @@ pub struct CheckArgs {
     #[arg(long)]
     pub update: bool,
     #[command(flatten)]
-    pub db: DbArgs,
+    pub db: HistoryPath,
 }
 
 #[derive(Debug, Args)]
@@ -142,7 +107,7 @@ pub struct ReportArgs {
     #[arg(long, default_value_t = 30)]
     pub runs: usize,
     #[command(flatten)]
-    pub db: DbArgs,
+    pub db: HistoryPath,
 }
 
 pub fn run(cmd: BenchCommand, json: bool) -> anyhow::Result<i32> {
@@ -271,28 +236,30 @@ fn list(args: ListArgs, json: bool) -> anyhow::Result<i32> {
     Ok(exit::OK)
 }
 
-fn history(args: DbArgs, json: bool) -> anyhow::Result<i32> {
+fn history(args: HistoryPath, json: bool) -> anyhow::Result<i32> {
     let h = History::open_existing(&args.path())?;
     let runs = h.runs()?;
     if json {
         output::json(&runs)?;
         return Ok(exit::OK);
     }
-    let mut body = Vec::new();
-    for r in &runs {
-        let p = h.passed(r.id)?;
-        body.push(vec![
-            r.id.to_string(),
-            r.status.clone(),
-            if r.quick { "quick" } else { "full" }.into(),
-            r.git_commit.clone(),
-            format!("{}/{}", p.passed, p.cases),
-            r.filter.clone().unwrap_or_default(),
-        ]);
-    }
-    output::table(
+    let passed = runs
+        .iter()
+        .map(|r| h.passed(r.id))
+        .collect::<Result<Vec<_>, _>>()?;
+    output::table_of(
         &["run", "status", "kind", "commit", "pass", "filter"],
-        &body,
+        runs.iter().zip(&passed),
+        |(r, p)| {
+            vec![
+                r.id.to_string(),
+                r.status.clone(),
+                if r.quick { "quick" } else { "full" }.into(),
+                r.git_commit.clone(),
+                format!("{}/{}", p.passed, p.cases),
+                r.filter.clone().unwrap_or_default(),
+            ]
+        },
     )?;
     Ok(exit::OK)
 }

@@ -24,7 +24,7 @@ pub enum LbCommand {
     /// packet counts at --rate-hz.
     ///
     /// Example: steer lb sim --trace auckland.pcap --speedup 10 --amplify 16 --svg out/
-    Sim(SimArgs),
+    Sim(Box<SimArgs>),
     /// Run the XDP load balancer live in a namespace lab: clients, a
     /// load-balancer namespace (VIP, L2 direct server return), backends with
     /// software RSS and their own randomised tables, agents and the
@@ -90,34 +90,9 @@ pub struct SimArgs {
     /// A pcap or pcapng capture (Ethernet, raw IP, Linux SLL/SLL2, loopback).
     #[arg(long)]
     pub trace: PathBuf,
-    /// Servers behind the load balancer.
-    #[arg(long, default_value_t = 4)]
-    pub servers: u32,
-    /// Cores (RSS queues) per server.
-    #[arg(long, default_value_t = 4)]
-    pub cores: u32,
     /// Policies, comma-separated, or all.
     #[arg(long, value_delimiter = ',', default_value = Policy::ALL_NAME, value_parser = policy_names(Policy::ALL.map(|p| (p.name(), p.about()))))]
     pub policy: Vec<String>,
-    /// Agent report / controller rate (Hz).
-    #[arg(long, default_value_t = 10.0)]
-    pub rate_hz: f64,
-    /// Replay this many times faster than captured.
-    #[arg(long, default_value_t = 1.0)]
-    pub speedup: f64,
-    /// Replay N copies of the trace, copy k with both addresses shifted by k
-    /// (first octet, or first IPv6 group) and its timeline rotated by k/N of
-    /// the trace's duration.
-    #[arg(long, default_value_t = 1)]
-    pub amplify: u32,
-    /// Seed XORed (high half) with each server id for its indirection table,
-    /// and used by Pow2's choices.
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
-    /// RSS buckets (indirection table entries), on every server and in the
-    /// load balancer's table.
-    #[arg(long, default_value_t = lb::servers::DEFAULT_BUCKETS)]
-    pub buckets: usize,
     /// Toeplitz key shared by all servers: hex, `microsoft`, `symmetric` or
     /// @FILE (a file holding the hex).
     #[arg(long, default_value = "microsoft")]
@@ -125,17 +100,12 @@ pub struct SimArgs {
     /// Use only the first N packets of the capture.
     #[arg(long)]
     pub max_packets: Option<usize>,
-    /// Shorten idle gaps in the capture longer than this many seconds.
-    #[arg(long, default_value_t = 10.0)]
-    pub max_gap: f64,
+    #[command(flatten)]
+    pub config: SimConfig,
     /// Write variance.svg and throughput.svg into this directory
     /// (window-sweep.svg with --sweep-window).
     #[arg(long)]
     pub svg: Option<PathBuf>,
-    /// Length of the measurement window the variances are taken over, in
-    /// seconds (the paper's is 1 s).
-    #[arg(long, default_value_t = 1.0)]
-    pub window: f64,
     /// Instead of one comparison, what limits it at each window length
     /// (seconds, comma-separated): every policy, a clairvoyant online
     /// placement (knows each connection's future packets), an offline
@@ -174,7 +144,7 @@ fn percent(v: Option<f64>, unit: &str) -> String {
 
 pub fn run(cmd: LbCommand, json: bool) -> anyhow::Result<i32> {
     match cmd {
-        LbCommand::Sim(args) => sim(args, json),
+        LbCommand::Sim(args) => sim(*args, json),
         LbCommand::Run(args) => live_run(args, json),
     }
 }
@@ -184,19 +154,7 @@ fn sim(args: SimArgs, json: bool) -> anyhow::Result<i32> {
     let key = rss::RssKey::from_arg(&args.key).context("--key")?;
     key.check_input_len(rss::toeplitz::V6_TUPLE_LEN)
         .context("--key")?;
-    let config = SimConfig {
-        servers: args.servers,
-        cores: args.cores,
-        buckets: args.buckets,
-        rate_hz: args.rate_hz,
-        speedup: args.speedup,
-        amplify: args.amplify,
-        seed: args.seed,
-        key,
-        max_gap_s: args.max_gap,
-        window_s: args.window,
-        ..SimConfig::default()
-    };
+    let config = SimConfig { key, ..args.config };
     config.validate()?;
     let mut trace =
         Trace::open(&args.trace).with_context(|| format!("--trace {}", args.trace.display()))?;
@@ -349,35 +307,29 @@ fn print_sweep(r: &lb::limits::SweepReport) -> anyhow::Result<()> {
     let mut head: Vec<&str> = vec!["window s", "windows", "pkts/core", "conns", "new", "N_eff"];
     head.extend(first.policies.iter().map(|v| v.name));
     head.extend(["clairvoyant", "oracle", "floor", "random", "best baseline"]);
-    let body: Vec<Vec<String>> = r
-        .points
-        .iter()
-        .map(|p| {
-            let s = p.stats;
-            let stat =
-                |f: fn(&lb::limits::WindowStats) -> f64| output::measured(s.as_ref().map(f), 1);
-            let mut row = vec![
-                p.window_s.to_string(),
-                s.map_or(0, |s| s.windows).to_string(),
-                stat(|s| s.packets_per_core),
-                stat(|s| s.active_connections),
-                stat(|s| s.new_connections),
-                stat(|s| s.effective_connections),
-            ];
-            row.extend(p.policies.iter().map(|v| percent(v.core_variance, "")));
-            row.extend([
-                percent(p.clairvoyant_online, ""),
-                percent(p.oracle, ""),
-                percent(s.map(|s| s.floor), ""),
-                percent(s.map(|s| s.random_expectation), ""),
-                p.best_baseline
-                    .map_or("n/a".into(), |(n, v)| format!("{n} {:.3}", v * 100.0)),
-            ]);
-            row
-        })
-        .collect();
     println!("{}: per-core variance in %", r.trace);
-    output::table(&head, &body)
+    output::table_of(&head, &r.points, |p| {
+        let s = p.stats;
+        let stat = |f: fn(&lb::limits::WindowStats) -> f64| output::measured(s.as_ref().map(f), 1);
+        let mut row = vec![
+            p.window_s.to_string(),
+            s.map_or(0, |s| s.windows).to_string(),
+            stat(|s| s.packets_per_core),
+            stat(|s| s.active_connections),
+            stat(|s| s.new_connections),
+            stat(|s| s.effective_connections),
+        ];
+        row.extend(p.policies.iter().map(|v| percent(v.core_variance, "")));
+        row.extend([
+            percent(p.clairvoyant_online, ""),
+            percent(p.oracle, ""),
+            percent(s.map(|s| s.floor), ""),
+            percent(s.map(|s| s.random_expectation), ""),
+            p.best_baseline
+                .map_or("n/a".into(), |(n, v)| format!("{n} {:.3}", v * 100.0)),
+        ]);
+        row
+    })
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use order::capture::Capture;
 use order::metrics::{FlowReport, MetricsConfig};
 use order::replay::ReplayConfig;
 use order::report::{capture_reports, replay_capture, Totals};
-use order::sorter::{SorterConfig, SorterStats};
+use order::sorter::{SorterConfig, SorterStats, Variant};
 use serde::Serialize;
 
 use crate::{exit, output};
@@ -35,9 +35,8 @@ pub enum ReorderCommand {
 pub struct StatsArgs {
     /// The capture (pcap or pcapng; Ethernet, raw IP, Linux cooked, loopback).
     pub file: PathBuf,
-    /// RFC 5236 displacement threshold DT.
-    #[arg(long, default_value_t = 64)]
-    pub threshold: u32,
+    #[command(flatten)]
+    pub metrics: MetricsConfig,
     /// Show only flows with at least this many data segments (table and
     /// --json). Default: the table shows every flow with data, --json every
     /// flow.
@@ -45,22 +44,12 @@ pub struct StatsArgs {
     pub min_packets: Option<u64>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Variant {
-    Paper,
-    Ordered,
-}
-
 #[derive(Debug, Args)]
 pub struct SortArgs {
     /// The capture to sort.
     pub file: PathBuf,
-    /// SRPIC BlockSize: a flow's manager is flushed at this many packets.
-    #[arg(long)]
-    pub block: u32,
-    /// Ring size: all managers are flushed after this many held packets.
-    #[arg(long, default_value_t = 512)]
-    pub ring: u32,
+    #[command(flatten)]
+    pub sorter: SorterConfig,
     /// Packets per batch (the NAPI budget of one poll).
     #[arg(long, default_value_t = 64)]
     pub batch: usize,
@@ -68,13 +57,7 @@ pub struct SortArgs {
     /// default: batches end at --batch packets only.
     #[arg(long)]
     pub gap_us: Option<u64>,
-    /// Most flows with a manager at once.
-    #[arg(long, default_value_t = 4096)]
-    pub max_flows: usize,
-    /// `paper`: Listing 1 exactly. `ordered`: an unsuitable packet (FIN,
-    /// URG, options…) first flushes its flow, and a segment repeating data
-    /// already held (retransmission, window probe) goes after it rather than
-    /// ahead of the block (docs/srpic.md).
+    /// Which reading of Listing 1 the sorter follows (docs/srpic.md).
     #[arg(long, value_enum, default_value_t = Variant::Paper)]
     pub variant: Variant,
     /// Where to write the sorted capture (same format as the input).
@@ -105,11 +88,7 @@ fn read(path: &Path) -> anyhow::Result<Capture> {
 
 fn stats(args: StatsArgs, json: bool) -> anyhow::Result<i32> {
     let cap = read(&args.file)?;
-    let cfg = MetricsConfig {
-        threshold: args.threshold,
-        ..MetricsConfig::default()
-    };
-    let mut flows = capture_reports(&cap, &cfg);
+    let mut flows = capture_reports(&cap, &args.metrics);
     if let Some(min) = args.min_packets {
         flows.retain(|f| f.metrics.packets >= min);
     }
@@ -122,11 +101,21 @@ fn stats(args: StatsArgs, json: bool) -> anyhow::Result<i32> {
         output::json(&result)?;
         return Ok(exit::OK);
     }
-    let body: Vec<Vec<String>> = result
-        .flows
-        .iter()
-        .filter(|f| f.metrics.packets > 0)
-        .map(|f| {
+    output::table_of(
+        &[
+            "src",
+            "dst",
+            "data segs",
+            "dups",
+            "reordered",
+            "ratio",
+            "max extent",
+            "max late ms",
+            "max bytes",
+            "max RBD",
+        ],
+        result.flows.iter().filter(|f| f.metrics.packets > 0),
+        |f| {
             let m = &f.metrics;
             vec![
                 SocketAddr::new(f.src, f.sport).to_string(),
@@ -140,22 +129,7 @@ fn stats(args: StatsArgs, json: bool) -> anyhow::Result<i32> {
                 m.max_byte_offset.to_string(),
                 m.max_buffer_occupancy.to_string(),
             ]
-        })
-        .collect();
-    output::table(
-        &[
-            "src",
-            "dst",
-            "data segs",
-            "dups",
-            "reordered",
-            "ratio",
-            "max extent",
-            "max late ms",
-            "max bytes",
-            "max RBD",
-        ],
-        &body,
+        },
     )?;
     Ok(exit::OK)
 }
@@ -177,15 +151,7 @@ fn sort(args: SortArgs, json: bool) -> anyhow::Result<i32> {
     let cap = read(&args.file)?;
     anyhow::ensure!(args.batch > 0, "--batch must be at least 1");
     let cfg = ReplayConfig {
-        sorter: SorterConfig {
-            block_size: args.block,
-            ring_size: args.ring,
-            max_flows: args.max_flows,
-            ..match args.variant {
-                Variant::Paper => SorterConfig::paper(),
-                Variant::Ordered => SorterConfig::ordered(),
-            }
-        },
+        sorter: args.sorter.with_variant(args.variant),
         batch: args.batch,
         gap_ns: args.gap_us.map(|us| us.saturating_mul(1000)),
     };
@@ -216,7 +182,10 @@ fn sort(args: SortArgs, json: bool) -> anyhow::Result<i32> {
             ("wrote", format!("{} ({} packets)", out.output, out.packets)),
             (
                 "block / ring / batch",
-                format!("{} / {} / {}", args.block, args.ring, args.batch),
+                format!(
+                    "{} / {} / {}",
+                    cfg.sorter.block_size, cfg.sorter.ring_size, cfg.batch
+                ),
             ),
             (
                 "held",

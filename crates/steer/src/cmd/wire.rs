@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use lab::{Lab, LabSpec};
-use wire::{DirectionStats, DriverConfig, Impairment, WireConfig};
+use wire::{DirectionStats, DriverConfig, WireConfig, WireSpecs};
 
 use crate::{exit, output};
 
@@ -59,30 +59,8 @@ pub struct RunArgs {
     /// The lab (built with `steer wire up`).
     #[arg(long, value_name = "NAME")]
     pub lab: String,
-    /// Forward (sender to receiver) delay: const:2.5ms | normal:2.5ms,25us |
-    /// normal:2.5ms,1% | uniform:1ms,4ms.
-    #[arg(long, default_value = "0")]
-    pub delay: String,
-    /// Reverse delay (same forms).
-    #[arg(long, default_value = "0")]
-    pub rev_delay: String,
-    /// Forward loss: none | 0.1% | ge:P,R[,LOSS_BAD[,LOSS_GOOD]] (Gilbert-Elliott).
-    #[arg(long, default_value = "none")]
-    pub loss: String,
-    /// Reverse loss.
-    #[arg(long, default_value = "none")]
-    pub rev_loss: String,
-    /// Link rate each way: 1gbit, 500mbit, 0 (unlimited).
-    #[arg(long, default_value = "0")]
-    pub rate: String,
-    /// Frames that may wait for the rate limiter (more are dropped).
-    #[arg(long, default_value_t = 1000)]
-    pub queue: u32,
-    /// Mark ECN-capable frames Congestion Experienced once this many full
-    /// frames wait for the rate limiter (DCTCP's threshold K, RFC 8257);
-    /// needs --rate.
-    #[arg(long, value_name = "FRAMES")]
-    pub ecn_mark: Option<u32>,
+    #[command(flatten)]
+    pub specs: WireSpecs,
     /// Seed of the delay and loss draws.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -146,20 +124,7 @@ fn up(name: &str, json: bool) -> anyhow::Result<i32> {
 
 fn forward(args: RunArgs, json: bool) -> anyhow::Result<i32> {
     // Bad specs are refused before anything is touched.
-    let a_to_b = Impairment::from_specs(
-        &args.delay,
-        &args.loss,
-        &args.rate,
-        args.queue,
-        args.ecn_mark,
-    )?;
-    let b_to_a = Impairment::from_specs(
-        &args.rev_delay,
-        &args.rev_loss,
-        &args.rate,
-        args.queue,
-        args.ecn_mark,
-    )?;
+    let (a_to_b, b_to_a) = args.specs.impairments()?;
     let lab = Lab::open(&args.lab)?;
     let w = lab.wire().with_context(|| {
         format!(
@@ -188,24 +153,7 @@ fn forward(args: RunArgs, json: bool) -> anyhow::Result<i32> {
         output::json(&serde_json::json!({ "config": cfg, "stats": st }))?;
         return Ok(exit::OK);
     }
-    let row = |name: &str, d: &DirectionStats| {
-        let c = d.counters;
-        vec![
-            name.to_string(),
-            c.packets_in.to_string(),
-            c.packets_out.to_string(),
-            c.dropped_policy.to_string(),
-            c.dropped_overload.to_string(),
-            c.queued.to_string(),
-            c.reordered.to_string(),
-            c.ce_marked.to_string(),
-            output::measured(c.mean_queue_frames(), 1),
-            d.dup_acks.to_string(),
-            output::measured(d.delay_error.map(|e| e.p50_us), 0),
-            output::measured(d.delay_error.map(|e| e.p99_us), 0),
-        ]
-    };
-    output::table(
+    output::table_of(
         &[
             "direction",
             "in",
@@ -220,7 +168,24 @@ fn forward(args: RunArgs, json: bool) -> anyhow::Result<i32> {
             "err p50 us",
             "err p99 us",
         ],
-        &[row("snd->rcv", &st.a_to_b), row("rcv->snd", &st.b_to_a)],
+        [("snd->rcv", &st.a_to_b), ("rcv->snd", &st.b_to_a)],
+        |(name, d): (&str, &DirectionStats)| {
+            let c = d.counters;
+            vec![
+                name.to_string(),
+                c.packets_in.to_string(),
+                c.packets_out.to_string(),
+                c.dropped_policy.to_string(),
+                c.dropped_overload.to_string(),
+                c.queued.to_string(),
+                c.reordered.to_string(),
+                c.ce_marked.to_string(),
+                output::measured(c.mean_queue_frames(), 1),
+                d.dup_acks.to_string(),
+                output::measured(d.delay_error.map(|e| e.p50_us), 0),
+                output::measured(d.delay_error.map(|e| e.p99_us), 0),
+            ]
+        },
     )?;
     Ok(exit::OK)
 }
