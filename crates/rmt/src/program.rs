@@ -250,11 +250,10 @@ impl ParserOut<'_> {
     /// Sets a field the parser declared to produce (truncated to its
     /// width); any other field is a fault that rejects the packet.
     pub fn set(&mut self, field: FieldId, value: u64) {
-        if self.allowed.get(field.index()).copied().unwrap_or(false) {
-            let mask = self.masks.get(field.index()).copied().unwrap_or(0);
-            self.phv.set(field, value & mask);
-        } else {
-            self.fault = Some(field.index());
+        let i = field.index();
+        match (self.allowed.get(i), self.masks.get(i)) {
+            (Some(true), Some(&mask)) => self.phv.set(field, value & mask),
+            _ => self.fault = Some(i),
         }
     }
 }

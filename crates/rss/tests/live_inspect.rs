@@ -134,9 +134,20 @@ fn veth_in_fresh_namespace_states_no_rss() {
         .collect();
     names.sort();
     assert_eq!(names, ["lo", "sveth0", "sveth1"]);
+    // The namespace's own sysfs: its RPS masks are read, as set.
+    let sysfs = host::sysfs::Sysfs::of(ns.name()).unwrap();
+    sysfs
+        .write("class/net/sveth1/queues/rx-0/rps_cpus", "1")
+        .unwrap();
     let one = rss::live::inspect_in(Some(ns.name()), Some("sveth1")).expect("inspect sveth1");
     assert_eq!(one.len(), 1);
     assert_eq!(one[0].driver.as_deref(), Some("veth"));
+    assert_eq!(one[0].rps_cpus.first(), Some(&vec![0]), "{:?}", one[0]);
+    assert!(
+        !one[0].notes.iter().any(|n| n.contains("were not read")),
+        "{:?}",
+        one[0].notes
+    );
     // The device is not visible outside the namespace.
     assert!(matches!(
         inspect("sveth0"),

@@ -104,11 +104,23 @@ pub fn inspect(dev: &str) -> Result<DeviceReport, LiveError> {
 /// Reads `dev`, or every device when `None`, in network namespace `netns`
 /// (a name under /run/netns; the caller's namespace when `None`): what
 /// `steer rss show` prints.
+///
+/// In another namespace, /sys is that namespace's own (`host::sysfs`), so
+/// its devices' RPS masks and bus are read too; the host's /sys would show
+/// the host's devices instead.
 pub fn inspect_in(netns: Option<&str>, dev: Option<&str>) -> Result<Vec<DeviceReport>, LiveError> {
+    let sysfs = netns.map(host::sysfs::Sysfs::of).transpose()?;
+    let mut options = InspectOptions::default();
+    if let Some(sysfs) = &sysfs {
+        options.roots.sys = sysfs.path("");
+    }
     let dev = dev.map(str::to_string);
     host::netns::run_in(netns, move || match dev {
-        Some(dev) => Ok(vec![inspect(&dev)?]),
-        None => list_devices()?.iter().map(|d| inspect(d)).collect(),
+        Some(dev) => Ok(vec![inspect_with(&dev, &options)?]),
+        None => list_devices()?
+            .iter()
+            .map(|d| inspect_with(d, &options))
+            .collect(),
     })?
 }
 
