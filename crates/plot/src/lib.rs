@@ -1,4 +1,4 @@
-//! Steer's figures: grouped bar charts and line charts written as
+//! Steer's figures and tables. Figures: grouped bar charts and line charts written as
 //! self-contained SVG 1.1, all in one style: a title, a y axis and an x
 //! axis each labelled with its unit, light grid lines, one palette, and a
 //! legend under the plot. Every text is escaped ([`esc`]).
@@ -6,6 +6,9 @@
 //! A value that was not measured is `None`: it gets no bar or point, an
 //! "n/a" in its place, and the legend says what "n/a" means. Nothing is
 //! drawn as 0.
+//!
+//! Tables: [`text`] writes results as a terminal shows them (aligned
+//! tables, labelled rows), each result saying how it reads ([`text::Present`]).
 //!
 //! [`outline`] reads a figure back (title, axis labels, legend, how many
 //! bars and points), so tests can check what a figure shows without
@@ -16,6 +19,7 @@ mod canvas;
 mod bar;
 mod line;
 mod outline;
+pub mod text;
 mod value;
 
 pub use bar::BarChart;

@@ -3,6 +3,7 @@
 use std::io::Write;
 use std::net::SocketAddr;
 
+use plot::text::{Present, Rows, Table, Text};
 use rss::{FlowTuple, L4Proto};
 use serde::Serialize;
 
@@ -56,23 +57,28 @@ pub fn json<T: Serialize>(value: &T) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A measured number with `digits` decimals, or "n/a" when it was not
-/// measured (never a 0 that reads as a value).
-pub fn measured(value: Option<f64>, digits: usize) -> String {
-    or_na(value, |v| format!("{v:.digits$}"))
+pub use plot::text::{measured, or_na};
+
+/// Prints `result` as JSON with `--json`, else as its text
+/// ([`plot::text::Present`]).
+pub fn print<T: Serialize + Present>(json: bool, result: &T) -> anyhow::Result<()> {
+    if json {
+        self::json(result)
+    } else {
+        text(&result.text())
+    }
 }
 
-/// `show(value)`, or "n/a" when the value was not measured.
-pub fn or_na<T>(value: Option<T>, show: impl FnOnce(T) -> String) -> String {
-    value.map_or_else(|| "n/a".into(), show)
+/// Prints `text` on stdout.
+pub fn text(text: &Text) -> anyhow::Result<()> {
+    write!(std::io::stdout().lock(), "{text}")?;
+    Ok(())
 }
 
 /// "mean ± ci" of `s` times `scale`, or "mean ± n/a" with one sample (no
 /// interval).
 pub fn pm(s: stats::Stat, scale: f64, digits: usize) -> String {
-    let mean = s.mean * scale;
-    let ci = or_na(s.ci95, |ci| format!("{:.digits$}", ci * scale));
-    format!("{mean:.digits$} ± {ci}")
+    plot::text::pm(s.mean, s.ci95, scale, digits)
 }
 
 /// A unit variant's name as its JSON has it (its serde name), so a table
@@ -86,54 +92,26 @@ pub fn serde_name<T: Serialize>(value: &T) -> String {
 
 /// Prints aligned `label  value` rows.
 pub fn rows(rows: &[(&str, String)]) -> anyhow::Result<()> {
-    let width = rows.iter().map(|(l, _)| l.len()).max().unwrap_or(0);
-    let mut out = std::io::stdout().lock();
-    for (label, value) in rows {
-        writeln!(out, "{label:<width$}  {value}")?;
-    }
-    Ok(())
+    let rows = Rows(rows.iter().map(|(l, v)| (l.to_string(), v.clone())).collect());
+    text(&rows.into())
 }
 
-/// Prints a table with a header row, columns padded to their widest cell;
-/// a first column of names is left-aligned, numbers are right-aligned.
+/// Prints a [`Table`] of `header` and `body`.
 pub fn table(header: &[&str], body: &[Vec<String>]) -> anyhow::Result<()> {
-    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for row in body {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.len());
-        }
-    }
-    let names_first = body
-        .iter()
-        .any(|row| row.first().is_some_and(|c| c.parse::<f64>().is_err()));
-    let mut out = std::io::stdout().lock();
-    let line = |cells: Vec<&str>| -> String {
-        cells
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(i, (c, w))| match i {
-                0 if names_first => format!("{c:<w$}"),
-                _ => format!("{c:>w$}"),
-            })
-            .collect::<Vec<_>>()
-            .join("  ")
+    let table = Table {
+        rows: body.to_vec(),
+        ..Table::new(header)
     };
-    writeln!(out, "{}", line(header.to_vec()))?;
-    for row in body {
-        writeln!(out, "{}", line(row.iter().map(String::as_str).collect()))?;
-    }
-    Ok(())
+    text(&table.into())
 }
 
-/// Prints a [`table`] of one `row` per item.
+/// Prints a [`Table`] of one `row` per item.
 pub fn table_of<T>(
     header: &[&str],
     items: impl IntoIterator<Item = T>,
     row: impl FnMut(T) -> Vec<String>,
 ) -> anyhow::Result<()> {
-    let body: Vec<Vec<String>> = items.into_iter().map(row).collect();
-    table(header, &body)
+    text(&Table::of(header, items, row).into())
 }
 
 /// `tcp 10.0.0.1:40000 -> 10.0.0.2:5201`, `[v6]:port`, or `ip a -> b (2-tuple)`.
@@ -195,12 +173,5 @@ mod tests {
             "per-flow-batch"
         );
         assert_eq!(serde_name(&exp::toe::Stack::Linux), "linux");
-    }
-
-    #[test]
-    fn an_absent_measurement_prints_as_na() {
-        assert_eq!(measured(None, 2), "n/a");
-        assert_eq!(measured(Some(0.0), 1), "0.0");
-        assert_eq!(measured(Some(2.345), 2), "2.35");
     }
 }
