@@ -168,4 +168,14 @@ mod tests {
         };
         assert_eq!(change(interval), "+0.50 [n/a]");
     }
+
+    #[test]
+    fn a_run_without_a_merge_ratio_says_so() {
+        let run = super::super::effect::tests::sample(cell("reorder", true), None, 2.5);
+        assert_eq!(
+            run.progress_line(),
+            "  rep 0 reorder Static 1 streams spread 0.01 drop 0 gro false srpic true: \
+             900 Mbit/s, 0.00 retrans/Mbit, 2.5 dup ACKs/Mbit, block 8.0, merge n/a"
+        );
+    }
 }

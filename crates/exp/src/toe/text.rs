@@ -163,6 +163,7 @@ mod tests {
     use super::super::tests::{result, rpc, stream};
     use super::super::{Stack, StreamSample};
     use super::*;
+    use toe::input::Locking;
 
     #[test]
     fn the_stacks_stand_side_by_side() {
@@ -181,6 +182,7 @@ mod tests {
              toe / linux           2.00        0.50\n"
         ));
         assert!(text.contains("Table 4.4 design  Mbit/s"));
+        assert!(text.contains("\n     10  per-flow-batch           n/a           n/a\n"));
         assert!(text.contains("streams   input locking  M segments/s  vs exclusive"));
         assert!(text.ends_with("byte-exact: yes (every transfer checked byte for byte)\n"));
     }
@@ -202,5 +204,11 @@ mod tests {
             Progress::Stream(&nothing).progress_line(),
             "  rep 0   toe stream: n/a Gbit/s (BYTES DIFFER)"
         );
+    }
+
+    #[test]
+    fn values_are_named_as_in_the_json() {
+        assert_eq!(json_name(&Locking::PerFlowBatch), "per-flow-batch");
+        assert_eq!(json_name(&Stack::Linux), "linux");
     }
 }
