@@ -19,6 +19,8 @@
 //! flows' packets went to; /proc/stat says how busy each CPU was. The RSS
 //! model's prediction is recorded beside the measurement as a cross-check only.
 
+mod text;
+
 use crate::{check_flows_and_queues, refuse_if};
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};

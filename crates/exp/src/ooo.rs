@@ -39,6 +39,7 @@
 //! 4.3.1, as TAS); its minimum RTO is the Linux senders' `rto_min`.
 
 mod dctcp;
+mod text;
 
 use crate::refuse_if;
 use std::io::{Read, Write};
@@ -1182,7 +1183,7 @@ mod tests {
         assert_eq!(fnv1a(FNV_OFFSET, b"a"), 0xaf63_dc4c_8601_ec8c);
     }
 
-    fn cell(bound: OooBound, short: Vec<f64>, verified: bool) -> Cell {
+    pub(super) fn cell(bound: OooBound, short: Vec<f64>, verified: bool) -> Cell {
         Cell {
             repetition: 0,
             sender: SenderCc::NewReno,
@@ -1209,7 +1210,7 @@ mod tests {
     }
 
     /// An unbounded receiver and one keeping no interval.
-    fn unbounded_and_none() -> OooParams {
+    pub(super) fn unbounded_and_none() -> OooParams {
         OooParams {
             bounds: vec![OooBound::Unbounded, OooBound::Intervals(0)],
             ..OooParams::default()
@@ -1217,7 +1218,7 @@ mod tests {
     }
 
     /// NewReno cells of both bounds, the bounded one's flows twice as slow.
-    fn reno_cells_twice_as_slow() -> Vec<Cell> {
+    pub(super) fn reno_cells_twice_as_slow() -> Vec<Cell> {
         vec![
             cell(OooBound::Unbounded, vec![1.0; 10], true),
             cell(OooBound::Intervals(0), vec![2.0; 10], true),

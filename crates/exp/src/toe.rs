@@ -26,6 +26,8 @@
 //! ([`toe::input`], OpenBSD's slides): one softnet thread per core, one and
 //! ten streams, the modes rotated every repetition; segments per second.
 
+mod text;
+
 use crate::refuse_if;
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -793,7 +795,7 @@ mod tests {
         assert_eq!((got, secs, ok), (0, 0.0, true));
     }
 
-    fn stream(stack: Stack, gbit: f64, verified: bool) -> StreamSample {
+    pub(super) fn stream(stack: Stack, gbit: f64, verified: bool) -> StreamSample {
         StreamSample {
             repetition: 0,
             stack,
@@ -803,7 +805,7 @@ mod tests {
         }
     }
 
-    fn rpc(stack: Stack, p50: f64) -> RpcSample {
+    pub(super) fn rpc(stack: Stack, p50: f64) -> RpcSample {
         RpcSample {
             repetition: 0,
             stack,
@@ -813,6 +815,13 @@ mod tests {
             p9999_us: Some(p50),
             verified: true,
         }
+    }
+
+    /// The result of these samples, with default parameters and no
+    /// locking run.
+    pub(super) fn result(stream: Vec<StreamSample>, rpc: Vec<RpcSample>) -> ToeResult {
+        let counters = toe::Counters::default();
+        summarize(&ToeParams::default(), stream, rpc, counters, Vec::new())
     }
 
     #[test]

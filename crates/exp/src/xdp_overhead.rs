@@ -26,6 +26,7 @@
 //! where it was lost.
 
 pub mod counters;
+mod text;
 
 use crate::{check_flows_and_queues, refuse_if};
 use std::time::Duration;
@@ -602,7 +603,7 @@ mod tests {
         }
     }
 
-    fn sample(repetition: u32, mode: Mode, gbit_per_s: f64, retransmits: u64) -> Sample {
+    pub(super) fn sample(repetition: u32, mode: Mode, gbit_per_s: f64, retransmits: u64) -> Sample {
         Sample {
             repetition,
             mode,

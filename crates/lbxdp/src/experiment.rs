@@ -24,6 +24,9 @@ use crate::live::{queue_counts, LiveLab, LiveSpec, SERVICE_PORT};
 use crate::maps;
 use crate::traffic::{ConnShape, Servers, Workload, WorkloadResult};
 
+mod text;
+pub use text::FirstRepetition;
+
 /// Parameters of the experiment.
 #[derive(Debug, Clone, Serialize)]
 pub struct CrossRssParams {
@@ -408,7 +411,7 @@ pub fn run(
 mod tests {
     use super::*;
 
-    fn rep(core: Option<f64>) -> LivePolicyResult {
+    pub(super) fn rep(core: Option<f64>) -> LivePolicyResult {
         LivePolicyResult {
             name: "hash",
             core_variance: core,
@@ -510,7 +513,7 @@ mod tests {
         assert!(PolicySummary::new("hash", Vec::new()).is_err());
     }
 
-    fn result(policies: Vec<PolicySummary>) -> CrossRssResult {
+    pub(super) fn result(policies: Vec<PolicySummary>) -> CrossRssResult {
         CrossRssResult {
             experiment: "crossrss",
             meta: stats::Meta::collect(),

@@ -110,7 +110,7 @@ pub fn gro_effect(samples: &[Sample]) -> GroEffect {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use wire::stats::{FineHistogram, Histogram};
 
@@ -126,7 +126,7 @@ mod tests {
         }
     }
 
-    fn sample(c: Cell, merge: Option<f64>, dups: f64) -> Sample {
+    pub(in crate::srpic) fn sample(c: Cell, merge: Option<f64>, dups: f64) -> Sample {
         let mut h = Histogram::default();
         h.record(1_000);
         let mut f = FineHistogram::default();

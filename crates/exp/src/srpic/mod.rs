@@ -34,6 +34,7 @@ use wire::{Delay, DriverConfig, DriverHandle, Impairment, Loss, WireConfig, Wire
 use crate::ExpError;
 
 mod effect;
+mod text;
 pub use effect::{Change, Effect, GroEffect};
 
 const PORT: u16 = 5211;
@@ -746,7 +747,7 @@ mod tests {
         assert!(p.check().is_err());
     }
 
-    fn cell(kind: &'static str, srpic: bool) -> Cell {
+    pub(super) fn cell(kind: &'static str, srpic: bool) -> Cell {
         Cell {
             kind,
             sender: SenderKind::Static,
@@ -758,7 +759,7 @@ mod tests {
         }
     }
 
-    fn summary_of(c: Cell, mbit: f64, dup: f64) -> Summary {
+    pub(super) fn summary_of(c: Cell, mbit: f64, dup: f64) -> Summary {
         let st = |x: f64| stat(&[x]).unwrap();
         Summary {
             cell: c,
@@ -827,7 +828,7 @@ mod tests {
         assert!(v["dup_ack_ratio"].is_null() && v["throughput_ratio"].is_null());
     }
 
-    fn result_of(summaries: Vec<Summary>) -> SrpicResult {
+    pub(super) fn result_of(summaries: Vec<Summary>) -> SrpicResult {
         SrpicResult {
             experiment: "srpic",
             params: SrpicParams::default().quick(),

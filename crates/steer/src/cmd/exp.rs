@@ -10,7 +10,9 @@
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
-use exp::xdp_overhead::{Sample, XdpOverheadParams, XdpOverheadResult};
+use exp::xdp_overhead::XdpOverheadParams;
+use plot::text::Present;
+use serde::Serialize;
 
 use crate::cli::each_once;
 use crate::{exit, output};
@@ -75,17 +77,12 @@ impl Common {
     }
 
     /// Writes `result` to `-o FILE` as well, then prints it: JSON with
-    /// `--json`, else with `table`.
-    pub fn finish<T: serde::Serialize>(
-        &self,
-        json: bool,
-        result: &T,
-        table: impl FnOnce(&T) -> anyhow::Result<()>,
-    ) -> anyhow::Result<()> {
+    /// `--json`, else its text.
+    pub fn finish<T: Serialize + Present>(&self, json: bool, result: &T) -> anyhow::Result<()> {
         if let Some(path) = &self.output {
             std::fs::write(path, serde_json::to_string_pretty(result)? + "\n")?;
         }
-        output::json_or(json, result, table)
+        output::print(json, result)
     }
 }
 
@@ -107,96 +104,10 @@ fn xdp_overhead(args: XdpOverheadArgs, json: bool) -> anyhow::Result<i32> {
     // Bad parameters fail before anything is printed or built.
     params.check()?;
     let progress = output::progress(json);
-    progress(&format!(
-        "xdp-overhead: {} iperf3 flows, {} queues, {} repetitions x {} s per mode \
-         (software RSS, no program, RPS)",
-        params.streams, params.queues, params.repetitions, params.seconds
-    ));
-    let result = exp::xdp_overhead::run(&params, |s| progress(&sample_line(s)))?;
-    args.common.finish(json, &result, print_table)?;
+    progress(&params.progress_header());
+    let result = exp::xdp_overhead::run(&params, |s| progress(&s.progress_line()))?;
+    args.common.finish(json, &result)?;
     Ok(exit::OK)
-}
-
-fn sample_line(s: &Sample) -> String {
-    let d = &s.drops;
-    format!(
-        "  rep {} {:>12}: {:6.2} Gbit/s, {} retransmits; dropped: cpumap {}, veth ring {}, \
-         qdisc {}, backlog {}",
-        s.repetition,
-        s.mode.name(),
-        s.gbit_per_s,
-        s.retransmits,
-        output::or_na(d.cpumap_enqueue_drops, |v| v.to_string()),
-        d.sender_tx_dropped,
-        output::or_na(d.sender_qdisc_dropped, |v| v.to_string()),
-        d.backlog_dropped,
-    )
-}
-
-fn print_table(r: &XdpOverheadResult) -> anyhow::Result<()> {
-    let mut modes = vec![("no program", &r.without_program), ("RPS", &r.with_rps)];
-    if let Some(rfs) = &r.with_rfs {
-        modes.push(("RFS", rfs));
-    }
-    modes.push(("software RSS", &r.with_software_rss));
-    output::table_of(
-        &[
-            "mode",
-            "samples",
-            "mean Gbit/s",
-            "95% CI ±",
-            "median retransmits",
-        ],
-        modes.iter(),
-        |(name, s)| {
-            vec![
-                name.to_string(),
-                s.n.to_string(),
-                format!("{:.2}", s.mean_gbit),
-                output::measured(s.ci95_gbit, 2),
-                format!("{:.0}", s.median_retransmits),
-            ]
-        },
-    )?;
-    println!("\nframes dropped, summed over each mode's samples:");
-    output::table_of(
-        &[
-            "mode",
-            "cpumap enqueue",
-            "cpumap kthread",
-            "veth ring (sender tx)",
-            "sender qdisc",
-            "qdisc requeues",
-            "receiver rx",
-            "backlog",
-        ],
-        modes.iter(),
-        |(name, s)| {
-            let d = &s.drops;
-            vec![
-                name.to_string(),
-                output::or_na(d.cpumap_enqueue_drops, |v| v.to_string()),
-                output::or_na(d.cpumap_kthread_drops, |v| v.to_string()),
-                d.sender_tx_dropped.to_string(),
-                output::or_na(d.sender_qdisc_dropped, |v| v.to_string()),
-                output::or_na(d.sender_qdisc_requeues, |v| v.to_string()),
-                d.receiver_rx_dropped.to_string(),
-                d.backlog_dropped.to_string(),
-            ]
-        },
-    )?;
-    println!(
-        "ratio {} (software RSS / no program; goal >= 0.70), {} (software RSS / RPS; goal >= 1.0), \
-         RPS / no program {}",
-        output::measured(r.ratio, 2),
-        output::measured(r.ratio_to_rps, 2),
-        output::measured(r.rps_ratio, 2),
-    );
-    println!(
-        "retransmit noise (most in one no-program or RPS sample): {}",
-        r.retransmit_noise
-    );
-    Ok(())
 }
 
 #[derive(Debug, Args)]
@@ -230,50 +141,11 @@ fn crossrss(args: CrossrssArgs, json: bool) -> anyhow::Result<i32> {
         lbxdp::experiment::CrossRssParams::quick,
     );
     let progress = output::progress(json);
-    let result = lbxdp::experiment::run(&params, |rep, p| {
-        let v = |x: Option<f64>| output::measured(x, 4);
-        progress(&format!(
-            "  rep {rep} {:<14} core variance {} server variance {} {} connections, {} failed",
-            p.name,
-            v(p.core_variance),
-            v(p.server_variance),
-            p.connections,
-            p.failures
-        ));
-    })?;
+    let result = lbxdp::experiment::run(&params, |rep, p| progress(&p.progress_line(rep)))?;
     if let Some(path) = &args.svg {
         std::fs::write(path, lbxdp::experiment::svg(&result))?;
     }
-    let pm_or_na = |s: Option<stats::Stat>, scale: f64, digits: usize| {
-        output::or_na(s, |s| output::pm(s, scale, digits))
-    };
-    args.common.finish(json, &result, |result| {
-        output::table_of(
-            &[
-                "policy",
-                "reps",
-                "core var % (95% CI)",
-                "server var %",
-                "Mbit/s",
-                "LB pkt/s",
-                "connections",
-                "failures",
-            ],
-            result.policies.iter(),
-            |p| {
-                vec![
-                    p.name.to_string(),
-                    p.stats.n.to_string(),
-                    pm_or_na(p.stats.core_variance, 100.0, 3),
-                    pm_or_na(p.stats.server_variance, 100.0, 3),
-                    output::pm(p.stats.throughput_mbit, 1.0, 1),
-                    format!("{:.0}", p.lb_packets_per_s),
-                    p.connections.to_string(),
-                    output::pm(p.stats.failures, 1.0, 1),
-                ]
-            },
-        )
-    })?;
+    args.common.finish(json, &result)?;
     Ok(exit::ok_unless(result.failures > 0))
 }
 
@@ -326,21 +198,11 @@ fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
         ..args.params
     };
     let params = args.common.sized(params, SrpicParams::quick);
+    // Bad parameters fail before anything is printed or built.
+    params.check()?;
     let progress = output::progress(json);
-    progress(&format!(
-        "srpic: {} configurations x {} repetitions x {} s",
-        exp::srpic::cells(&params).len(),
-        params.repetitions,
-        params.seconds
-    ));
-    let result = exp::srpic::run(&params, |s| {
-        progress(&format!(
-            "  rep {} {} {:?} {} streams spread {} drop {} gro {} srpic {}: {:.0} Mbit/s, {:.2} retrans/Mbit, {:.1} dup ACKs/Mbit, block {:.1}, merge {}",
-            s.repetition, s.cell.kind, s.cell.sender, s.cell.streams, s.cell.spread, s.cell.drop,
-            s.cell.gro, s.cell.srpic, s.mbit_per_s, s.retrans_per_mbit, s.dup_acks_per_mbit, s.mean_block,
-            output::or_na(s.merge_ratio, |m| format!("{m:.2}"))
-        ));
-    })?;
+    progress(&params.progress_header());
+    let result = exp::srpic::run(&params, |s| progress(&s.progress_line()))?;
     if let Some(path) = &args.svg {
         std::fs::write(path, exp::srpic::svg(&result))?;
     }
@@ -350,76 +212,8 @@ fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
             None => output::note!("--merge-svg: no cell ran on the GRO path, nothing written"),
         }
     }
-    args.common.finish(json, &result, print_srpic)?;
+    args.common.finish(json, &result)?;
     Ok(exit::OK)
-}
-
-fn print_srpic(result: &exp::srpic::SrpicResult) -> anyhow::Result<()> {
-    output::table_of(
-        &[
-            "runs",
-            "sender",
-            "streams",
-            "spread",
-            "drop",
-            "GRO",
-            "receiver",
-            "Mbit/s",
-            "retrans/Mbit",
-            "dupACK/Mbit",
-            "OFO/Mbit",
-            "block",
-            "segs/skb",
-        ],
-        result.summaries.iter(),
-        |s| {
-            let c = s.cell;
-            let pm = |st: stats::Stat, digits: usize| output::pm(st, 1.0, digits);
-            vec![
-                c.kind.to_string(),
-                c.sender.name().to_string(),
-                c.streams.to_string(),
-                format!("{}%", c.spread * 100.0),
-                format!("{}%", c.drop * 100.0),
-                if c.gro { "on" } else { "off" }.into(),
-                if c.srpic { "SRPIC" } else { "none" }.into(),
-                pm(s.mbit_per_s, 0),
-                pm(s.retrans_per_mbit, 2),
-                pm(s.dup_acks_per_mbit, 1),
-                pm(s.ofo_per_mbit, 1),
-                format!("{:.1}", s.mean_block.mean),
-                output::or_na(s.merge_ratio, |m| pm(m, 2)),
-            ]
-        },
-    )?;
-    let x = |r: Option<f64>| output::or_na(r, |r| format!("x{r:.2}"));
-    println!(
-        "SRPIC / none, reordering runs: dup ACKs {}, throughput {}",
-        x(result.dup_ack_ratio),
-        x(result.throughput_ratio)
-    );
-    println!(
-        "GRO path / TAP path throughput: {}",
-        x(result.gro_path_throughput_ratio)
-    );
-    let effect = |name: &str, e: &Option<exp::srpic::Effect>| {
-        let change = |c: exp::srpic::Change| match (c.low, c.high) {
-            (Some(l), Some(h)) => format!("{:+.2} [{l:+.2}, {h:+.2}]", c.mean),
-            _ => format!("{:+.2} [n/a]", c.mean),
-        };
-        match e {
-            Some(e) => println!(
-                "GRO path, {name} (spread {}%): SRPIC changes segs/skb by {}, dup ACKs/Mbit by {} (95% CI)",
-                e.spread * 100.0,
-                change(e.merge_ratio_change),
-                change(e.dup_acks_per_mbit_change)
-            ),
-            None => println!("GRO path, {name}: n/a"),
-        }
-    };
-    effect("most reordered", &result.gro_effect.reordered);
-    effect("in order", &result.gro_effect.in_order);
-    Ok(())
 }
 
 #[cfg(test)]

@@ -53,35 +53,7 @@ fn live_run(args: RunArgs, json: bool) -> anyhow::Result<i32> {
     let policies = LivePolicy::named(&args.policy).ok_or_else(|| no_such_policy(&args.policy))?;
     let params = args.live.params(policies, 1);
     let result = lbxdp::experiment::run(&params, |_, _| {})?;
-    output::json_or(json, &result, |result| {
-        output::table_of(
-            &[
-                "policy",
-                "core var %",
-                "server var %",
-                "per backend",
-                "controller steps",
-                "connections",
-                "failures",
-            ],
-            result.policies.iter(),
-            |p| {
-                let first = p.repetitions.first();
-                vec![
-                    p.name.to_string(),
-                    percent(p.core_variance, ""),
-                    percent(p.server_variance, ""),
-                    format!(
-                        "{:?}",
-                        first.map(|r| r.per_backend.clone()).unwrap_or_default()
-                    ),
-                    first.map_or(0, |r| r.controller.steps).to_string(),
-                    p.connections.to_string(),
-                    p.failures.to_string(),
-                ]
-            },
-        )
-    })?;
+    output::print(json, &lbxdp::experiment::FirstRepetition(&result))?;
     Ok(exit::ok_unless(result.failures > 0))
 }
 
