@@ -69,6 +69,17 @@ pub struct BinderStats {
     pub skipped: u64,
 }
 
+/// One line: `3 bound, 0 bind failures, 0 fallbacks, 1 without plan, 0 skipped`.
+impl std::fmt::Display for BinderStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} bound, {} bind failures, {} fallbacks, {} without plan, {} skipped",
+            self.bound, self.bind_failed, self.fallback, self.no_plan, self.skipped
+        )
+    }
+}
+
 impl BinderStats {
     /// The events since `before` (an earlier read of the same binder).
     pub fn since(&self, before: &BinderStats) -> BinderStats {

@@ -34,6 +34,7 @@
 //! plans::{plan(Receiver, seen_from, bind, to, ports) -> Planned, install(&binder, &[Planned]),
 //!         plan_hosts(&[to], ports, from, learn, route_from) -> Vec<Planned>,
 //!         plan_and_install(&binder, config, netns, from, &[to], ports)}
+//! report::{BinderStatus::of(&binder), InstalledPlans(plans)}   // what `steer attach` shows
 //! ```
 
 pub mod args;
@@ -41,8 +42,10 @@ pub mod cgroup;
 pub mod error;
 pub mod plans;
 pub mod preload;
+pub mod report;
 
 pub use args::DestinationArgs;
 pub use cgroup::{BinderStats, CgroupBinder, TempCgroup};
 pub use error::BinderError;
+pub use report::{BinderStatus, InstalledPlans};
 pub use srap::{Plan, PlanEntry};

@@ -82,5 +82,5 @@ pub use lifecycle::LabGuard;
 pub use softrss::DEFAULT_TABLE_SIZE;
 pub use spec::{unique_name, LabSpec, OWNER_ENV};
 pub use state::STATE_DIR;
-pub use status::{HostStatus, LabStatus};
+pub use status::{HostStatus, LabStatus, WiredStatus};
 pub use topology::{Host, Lab, Wire, HOST_DEV};

@@ -3,6 +3,7 @@
 //! (registers) per stage, per connection and in total, plus the PHV and the
 //! match tables. Counted from the declaration the emulator checks and runs.
 
+use plot::text::{Present, Rows, Table, Text};
 use serde::Serialize;
 
 use crate::laminar::{program, LaminarConfig};
@@ -48,6 +49,76 @@ pub struct ProgramReport {
     /// Exact-match entries the tables can hold, and their key bytes.
     pub table_entries: u64,
     pub table_key_bytes: u64,
+}
+
+/// How a program reads: its name, its totals, a table of its stages, and
+/// an empty line that ends it.
+impl Present for ProgramReport {
+    fn text(&self) -> Text {
+        let limit = self.stage_limit;
+        let totals = Rows::new()
+            .row(
+                "stages",
+                format!(
+                    "ingress {}/{limit}, egress {}/{limit}",
+                    self.ingress_stages, self.egress_stages
+                ),
+            )
+            .row(
+                "state per connection",
+                format!("{} bytes", self.state_bytes_per_connection),
+            )
+            .row("state in total", format!("{} bytes", self.state_bytes))
+            .row(
+                "PHV",
+                format!("{} fields, {} bits", self.phv_fields, self.phv_bits),
+            )
+            .row(
+                "match tables",
+                format!(
+                    "{} entries, {} key bytes",
+                    self.table_entries, self.table_key_bytes
+                ),
+            );
+        let header = [
+            "stage",
+            "name",
+            "tables",
+            "registers",
+            "bytes/connection",
+            "bytes",
+        ];
+        let stages = Table::of(&header, &self.stages, |s| {
+            let registers: Vec<&str> = s.registers.iter().map(|g| g.name.as_str()).collect();
+            vec![
+                format!("{} {}", s.gress, s.number),
+                s.name.clone(),
+                s.tables.join(", "),
+                registers.join(", "),
+                s.state_bytes_per_connection.to_string(),
+                s.state_bytes.to_string(),
+            ]
+        });
+        Text::new()
+            .line(&self.program)
+            .rows(totals)
+            .table(stages)
+            .blank()
+    }
+}
+
+/// Every report of `steer rmt report`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Reports {
+    pub programs: Vec<ProgramReport>,
+}
+
+impl Present for Reports {
+    fn text(&self) -> Text {
+        self.programs
+            .iter()
+            .fold(Text::new(), |text, r| text.then(r.text()))
+    }
 }
 
 /// Laminar's program sized for `connections`, without and with SACK, on the
@@ -162,6 +233,29 @@ mod tests {
             .map(|s| s.state_bytes_per_connection)
             .collect();
         assert_eq!(egress, [4, 4, 4, 4, 4, 1, 4, 4, 4]);
+    }
+
+    #[test]
+    fn a_report_reads_as_its_totals_then_its_stages() {
+        let reports = Reports {
+            programs: laminar_reports(1024),
+        };
+        let text = reports.text().to_string();
+        let one = reports.programs[0].text().to_string();
+        assert!(text.starts_with(&one) && text.len() > one.len());
+        let lines: Vec<&str> = one.lines().collect();
+        assert_eq!(lines[0], reports.programs[0].program);
+        assert!(
+            lines[1].starts_with("stages                ingress "),
+            "{one}"
+        );
+        assert!(lines[6].starts_with("stage"), "{one}");
+        assert!(lines[6].ends_with("bytes/connection  bytes"), "{one}");
+        assert!(one.ends_with("\n\n"), "a blank line ends each program");
+        assert_eq!(
+            lines.len(),
+            1 + 5 + 1 + reports.programs[0].stages.len() + 1
+        );
     }
 
     #[test]

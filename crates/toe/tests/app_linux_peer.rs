@@ -28,7 +28,7 @@ fn lab(prefix: &str) -> lab::LabGuard {
 }
 
 fn socket_path(lab: &Lab) -> PathBuf {
-    std::env::temp_dir().join(format!("{}.toe.sock", lab.name()))
+    toe::app::socket_path(lab.name())
 }
 
 /// A service on the receiver's device for `addr`, on its own thread.

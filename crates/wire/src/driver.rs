@@ -95,6 +95,44 @@ impl DriverConfig {
     }
 }
 
+/// The driver's knobs as `steer wire srpic` takes them (clap::Args with
+/// the `clap` feature).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct DriverArgs {
+    /// Deliver in ring order (the control: same path, no sorting).
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub no_sort: bool,
+    /// Most frames per poll (NAPI weight).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 64))]
+    pub budget: usize,
+    /// Interrupt coalescing interval, µs.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 50))]
+    pub coalesce_us: u64,
+    /// SRPIC BlockSize.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = 32))]
+    pub block: u32,
+    /// The GRO path: an IFF_NAPI TAP with GRO on and threaded NAPI, its
+    /// poll thread and the driver on one CPU, so GRO merges each delivered
+    /// batch (default: the plain TAP path, no GRO).
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub gro: bool,
+}
+
+impl DriverArgs {
+    /// The driver for the receiver's device `dev` in `netns`, whose address
+    /// `addr`/`prefix` moves to the TAP, with these knobs.
+    pub fn config(&self, netns: &str, dev: &str, addr: Ipv4Addr, prefix: u8) -> DriverConfig {
+        let mut cfg = DriverConfig::new(netns, dev, addr, prefix);
+        cfg.sort = !self.no_sort;
+        cfg.budget = self.budget;
+        cfg.coalesce_us = self.coalesce_us;
+        cfg.sorter.block_size = self.block;
+        cfg.gro = self.gro;
+        cfg
+    }
+}
+
 /// What the driver measured.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct DriverStats {

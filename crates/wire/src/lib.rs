@@ -13,6 +13,7 @@
 //!   wire-facing device (budget, coalescing interval), `order::Sorter` per
 //!   batch, injection into the kernel through a TAP device that carries the
 //!   receiver's address; the kernel's ACKs go back out the device.
+//! - [`report`]: what a run of either loop reports, and how it reads.
 //! - `runner`: what both loops share: thread setup, the stats snapshot,
 //!   the handle that runs a loop on its own thread.
 //!
@@ -26,15 +27,17 @@ pub mod driver;
 pub mod forward;
 pub mod impair;
 mod napi;
+pub mod report;
 mod runner;
 pub mod sched;
 pub mod stats;
 mod tap;
 mod timed;
 
-pub use driver::{Driver, DriverConfig, DriverHandle, DriverStats};
+pub use driver::{Driver, DriverArgs, DriverConfig, DriverHandle, DriverStats};
 pub use forward::{DirectionStats, Wire, WireConfig, WireHandle, WireStats};
 pub use impair::{Delay, Impairment, Loss, WireSpecs};
+pub use report::{DriverRun, WireRun};
 
 use thiserror::Error;
 

@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 
+use plot::text::{or_na, Present, Table, Text};
 use serde::Serialize;
 
 use crate::channel::{ChannelConfig, Loss};
@@ -32,6 +33,51 @@ pub struct Row {
     pub rx_avail: Option<u32>,
     pub rx_ooo_tail: Option<u32>,
     pub rx_ooo_head: Option<u32>,
+}
+
+/// The whole example: what `steer rmt example table-5.1` shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Table51 {
+    pub rows: Vec<Row>,
+}
+
+impl Table51 {
+    /// Runs the example ([`table_5_1`]).
+    pub fn run() -> Result<Self, ExampleError> {
+        Ok(Table51 { rows: table_5_1()? })
+    }
+}
+
+/// The table as the thesis prints it; a packet lost on the mirror path
+/// has no state ("n/a") and says so.
+impl Present for Table51 {
+    fn text(&self) -> Text {
+        let n = |v: Option<u32>| or_na(v, |v| v.to_string());
+        let header = [
+            "segment",
+            "seq",
+            "plen",
+            "rx-next-seq",
+            "rx-avail",
+            "rx-ooo-tail",
+            "rx-ooo-head",
+            "",
+        ];
+        Table::of(&header, &self.rows, |r| {
+            let lost = r.seq.is_some() && r.rx_next_seq.is_none();
+            vec![
+                r.segment.clone(),
+                n(r.seq),
+                n(r.plen),
+                n(r.rx_next_seq),
+                n(r.rx_avail),
+                n(r.rx_ooo_tail),
+                n(r.rx_ooo_head),
+                if lost { "lost on the mirror path" } else { "" }.into(),
+            ]
+        })
+        .into()
+    }
 }
 
 /// Why the example could not run.
@@ -188,4 +234,47 @@ fn state_row(
         rx_ooo_tail: read(register::RX_OOO_TAIL)?,
         rx_ooo_head: read(register::RX_OOO_HEAD)?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_json_has_a_row_per_packet_and_null_state_for_the_lost_p3() {
+        let json = serde_json::to_value(Table51::run().unwrap()).unwrap();
+        let rows = json["rows"].as_array().unwrap();
+        assert_eq!(rows.len(), 13);
+        let p3 = rows.iter().find(|r| r["segment"] == "P#3").unwrap();
+        assert_eq!(
+            (p3["seq"].as_u64(), p3["plen"].as_u64()),
+            (Some(1500), Some(1000))
+        );
+        for key in ["rx_next_seq", "rx_avail", "rx_ooo_tail", "rx_ooo_head"] {
+            assert!(p3[key].is_null(), "{key} of the lost P#3");
+        }
+        let last = &rows[12];
+        assert_eq!(last["segment"], "P#6");
+        assert_eq!(last["rx_next_seq"], 2600);
+    }
+
+    #[test]
+    fn the_lost_p3_reads_na_and_says_it_was_lost() {
+        let text = Table51::run().unwrap().text().to_string();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 1 + 13);
+        assert!(
+            lines[0].starts_with("segment   seq  plen  rx-next-seq"),
+            "{text}"
+        );
+        let p3 = lines.iter().find(|l| l.starts_with("P#3 ")).unwrap();
+        assert!(p3.ends_with("lost on the mirror path"), "{p3}");
+        assert_eq!(p3.matches("n/a").count(), 4, "{p3}");
+        let initial = lines[1];
+        assert!(
+            initial.starts_with("initial") && initial.contains("n/a"),
+            "{initial}"
+        );
+        assert!(!initial.contains("lost"), "{initial}");
+    }
 }

@@ -7,7 +7,7 @@ use std::process::Command;
 
 use anyhow::{bail, Context};
 use binder::plans::{LearnedReceiver, Planned};
-use binder::{CgroupBinder, DestinationArgs, Plan, TempCgroup};
+use binder::{BinderStatus, CgroupBinder, DestinationArgs, InstalledPlans, TempCgroup};
 use clap::Args;
 
 use agent::ReceiverArgs;
@@ -167,11 +167,7 @@ pub fn run_exec(args: ExecArgs, json: bool) -> anyhow::Result<i32> {
     let status = host::command::wait_like_system(&mut cmd)
         .with_context(|| format!("cannot run {}", args.command[0]))?;
     if args.debug {
-        let s = binder.stats()?;
-        crate::output::note!(
-            "steer: cgroup binder: {} bound, {} bind failures, {} fallbacks, {} without plan, {} skipped",
-            s.bound, s.bind_failed, s.fallback, s.no_plan, s.skipped
-        );
+        output::note!("steer: cgroup binder: {}", binder.stats()?);
     }
     drop(binder);
     drop(cgroup);
@@ -190,59 +186,24 @@ pub fn run_attach(args: AttachArgs, json: bool) -> anyhow::Result<i32> {
         if json {
             output::json(&serde_json::json!({ "cgroup": args.cgroup, "detached": true }))?;
         } else {
-            crate::output::note!("cgroup binder detached from {}", args.cgroup.display());
+            output::note!("cgroup binder detached from {}", args.cgroup.display());
         }
         return Ok(exit::OK);
     }
     if args.plan.destinations.to.is_empty() {
-        let b = CgroupBinder::open_pinned(&args.cgroup)?;
-        let stats = b.stats()?;
-        if json {
-            output::json(&serde_json::json!({
-                "cgroup": b.cgroup(), "destinations": b.plan_count(), "stats": stats
-            }))?;
-        } else {
-            output::rows(&[
-                ("cgroup", b.cgroup().display().to_string()),
-                ("destinations", b.plan_count().to_string()),
-                ("bound", stats.bound.to_string()),
-                ("bind failures", stats.bind_failed.to_string()),
-                ("fallbacks", stats.fallback.to_string()),
-                ("no plan", stats.no_plan.to_string()),
-                ("skipped", stats.skipped.to_string()),
-            ])?;
-        }
+        let binder = CgroupBinder::open_pinned(&args.cgroup)?;
+        super::wire::print_sorted(json, &BinderStatus::of(&binder)?)?;
         return Ok(exit::OK);
     }
     let plans = plans(&args.plan, args.netns.as_deref(), "steer attach")?;
     let binder = CgroupBinder::open_or_attach_pinned(&args.cgroup)?;
     binder::plans::install(&binder, &plans)?;
-    let plans: Vec<&Plan> = plans.iter().map(|p| &p.plan).collect();
-    if json {
-        output::json(&plans)?;
-    } else {
-        for plan in &plans {
-            println!(
-                "{} -> {}:{} ({} ports)",
-                plan.local,
-                plan.remote,
-                plan.remote_port,
-                plan.entries.len()
-            );
-            output::table_of(
-                &["slot", "port", "queue", "cpu"],
-                plan.entries.iter().enumerate(),
-                |(i, e)| {
-                    vec![
-                        i.to_string(),
-                        e.port.to_string(),
-                        e.queue.to_string(),
-                        e.cpu.to_string(),
-                    ]
-                },
-            )?;
-        }
-        crate::output::note!(
+    output::print(
+        json,
+        &InstalledPlans(plans.into_iter().map(|p| p.plan).collect()),
+    )?;
+    if !json {
+        output::note!(
             "cgroup binder attached to {} (pinned in {})",
             binder.cgroup().display(),
             binder::cgroup::pin_dir(binder.cgroup())?.display()

@@ -11,12 +11,7 @@ pub fn run(cmd: LabCommand, json: bool) -> anyhow::Result<i32> {
         LabCommand::Up(args) => up(args, json),
         LabCommand::Down { lab } => down(&lab.name, json),
         LabCommand::Status { lab } => {
-            let status = Lab::status(&lab.name)?;
-            if json {
-                output::json(&status)?;
-            } else {
-                println!("{status}");
-            }
+            output::print(json, &Lab::status(&lab.name)?)?;
             Ok(exit::OK)
         }
         LabCommand::Exec { host, lab, command } => {
@@ -51,11 +46,6 @@ pub fn down(name: &str, json: bool) -> anyhow::Result<i32> {
 fn up(args: LabUpArgs, json: bool) -> anyhow::Result<i32> {
     let name = &args.lab.name;
     Lab::up(&args.spec.spec(name)?)?;
-    let status = Lab::status(name)?;
-    if json {
-        output::json(&status)?;
-    } else {
-        println!("{status}");
-    }
+    output::print(json, &Lab::status(name)?)?;
     Ok(exit::OK)
 }

@@ -1,17 +1,14 @@
 //! `steer reorder`: reordering metrics of a capture, and a capture sorted as
 //! a SRPIC receiver would deliver it (crate `order`).
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context as _;
 use clap::{Args, Subcommand};
 use order::capture::Capture;
-use order::metrics::{FlowReport, MetricsConfig};
+use order::metrics::MetricsConfig;
 use order::replay::ReplayConfig;
-use order::report::{capture_reports, replay_capture, Totals};
-use order::sorter::{SorterConfig, SorterStats, Variant};
-use serde::Serialize;
+use order::report::{capture_stats, sort_into};
+use order::sorter::{SorterConfig, Variant};
 
 use crate::{exit, output};
 
@@ -72,13 +69,6 @@ pub fn run(cmd: ReorderCommand, json: bool) -> anyhow::Result<i32> {
     }
 }
 
-#[derive(Serialize)]
-struct StatsResult {
-    file: String,
-    packets: usize,
-    flows: Vec<FlowReport>,
-}
-
 fn read(path: &Path) -> anyhow::Result<Capture> {
     Capture::read_file(path).map_err(|e| match e {
         order::CaptureError::Io { .. } => anyhow::Error::new(e),
@@ -88,63 +78,9 @@ fn read(path: &Path) -> anyhow::Result<Capture> {
 
 fn stats(args: StatsArgs, json: bool) -> anyhow::Result<i32> {
     let cap = read(&args.file)?;
-    let mut flows = capture_reports(&cap, &args.metrics);
-    if let Some(min) = args.min_packets {
-        flows.retain(|f| f.metrics.packets >= min);
-    }
-    let result = StatsResult {
-        file: args.file.display().to_string(),
-        packets: cap.packets.len(),
-        flows,
-    };
-    if json {
-        output::json(&result)?;
-        return Ok(exit::OK);
-    }
-    output::table_of(
-        &[
-            "src",
-            "dst",
-            "data segs",
-            "dups",
-            "reordered",
-            "ratio",
-            "max extent",
-            "max late ms",
-            "max bytes",
-            "max RBD",
-        ],
-        result.flows.iter().filter(|f| f.metrics.packets > 0),
-        |f| {
-            let m = &f.metrics;
-            vec![
-                SocketAddr::new(f.src, f.sport).to_string(),
-                SocketAddr::new(f.dst, f.dport).to_string(),
-                m.packets.to_string(),
-                m.duplicates.to_string(),
-                m.reordered.to_string(),
-                format!("{:.2}%", m.reordered_ratio * 100.0),
-                m.max_extent.to_string(),
-                format!("{:.3}", m.max_late_time_ns as f64 / 1e6),
-                m.max_byte_offset.to_string(),
-                m.max_buffer_occupancy.to_string(),
-            ]
-        },
-    )?;
+    let result = capture_stats(&cap, &args.file, &args.metrics, args.min_packets);
+    output::print(json, &result)?;
     Ok(exit::OK)
-}
-
-#[derive(Serialize)]
-struct SortResult {
-    input: String,
-    output: String,
-    config: ReplayConfig,
-    packets: usize,
-    sorter: SorterStats,
-    /// Sum over flows of reordered data segments, before and after.
-    reordered_before: u64,
-    reordered_after: u64,
-    data_segments: u64,
 }
 
 fn sort(args: SortArgs, json: bool) -> anyhow::Result<i32> {
@@ -155,68 +91,7 @@ fn sort(args: SortArgs, json: bool) -> anyhow::Result<i32> {
         batch: args.batch,
         gap_ns: args.gap_us.map(|us| us.saturating_mul(1000)),
     };
-    let result = replay_capture(&cap, &cfg)?;
-    let file = std::fs::File::create(&args.output)
-        .with_context(|| format!("{}", args.output.display()))?;
-    let mut w = std::io::BufWriter::new(file);
-    cap.write(&mut w, &result.order, Some(&result.released_by))?;
-    std::io::Write::flush(&mut w)?;
-
-    let before = Totals::of_capture(&cap);
-    let after = Totals::of_capture(&read(&args.output)?);
-    let out = SortResult {
-        input: args.file.display().to_string(),
-        output: args.output.display().to_string(),
-        config: cfg,
-        packets: cap.packets.len(),
-        sorter: result.stats,
-        reordered_before: before.reordered,
-        reordered_after: after.reordered,
-        data_segments: before.data_segments,
-    };
-    if json {
-        output::json(&out)?;
-    } else {
-        let s = &out.sorter;
-        output::rows(&[
-            ("wrote", format!("{} ({} packets)", out.output, out.packets)),
-            (
-                "block / ring / batch",
-                format!(
-                    "{} / {} / {}",
-                    cfg.sorter.block_size, cfg.sorter.ring_size, cfg.batch
-                ),
-            ),
-            (
-                "held",
-                format!("{} ({} out of sequence)", s.held, s.out_of_sequence),
-            ),
-            (
-                "passed at once",
-                format!(
-                    "{} unsuitable ({} flushed their flow first), {} table full",
-                    s.passed_unsuitable, s.unsuitable_flushes, s.passed_table_full
-                ),
-            ),
-            (
-                "blocks",
-                format!("{} (mean {:.1} packets)", s.blocks, s.mean_block()),
-            ),
-            (
-                "flushes",
-                format!(
-                    "{} block, {} ring, {} batch",
-                    s.block_flushes, s.ring_flushes, s.batches
-                ),
-            ),
-            (
-                "reordered data segments",
-                format!(
-                    "{} before, {} after (of {})",
-                    out.reordered_before, out.reordered_after, out.data_segments
-                ),
-            ),
-        ])?;
-    }
+    let result = sort_into(&cap, &args.file, cfg, &args.output)?;
+    output::print(json, &result)?;
     Ok(exit::OK)
 }

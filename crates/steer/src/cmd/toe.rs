@@ -3,7 +3,6 @@
 //! service and the shim are `toe::app`.
 
 use std::net::IpAddr;
-use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
@@ -80,7 +79,7 @@ fn run_program(args: RunArgs, json: bool) -> anyhow::Result<i32> {
         ..EndpointConfig::default()
     };
     let ep = Endpoint::new(port, mac, addr, config)?;
-    let socket = socket_path(&args.lab.name, &host.name);
+    let socket = toe::app::socket_path(&format!("{}-{}", args.lab.name, host.name));
     let program = Program {
         netns: &host.netns,
         socket: &socket,
@@ -92,12 +91,4 @@ fn run_program(args: RunArgs, json: bool) -> anyhow::Result<i32> {
         output::note!("steer: toe data path counters: {counters:?}");
     }
     Ok(host::command::exit_code(status))
-}
-
-/// The service's socket: one per lab host and run.
-fn socket_path(lab: &str, host: &str) -> PathBuf {
-    std::env::temp_dir().join(format!(
-        "steer-toe-{lab}-{host}-{}.sock",
-        std::process::id()
-    ))
 }

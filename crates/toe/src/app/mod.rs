@@ -31,5 +31,5 @@ pub mod shm;
 
 pub use client::{Connection, Context, Listener};
 pub use layout::{DEBUG_ENV, SOCKET_ENV};
-pub use run::{run, Program, RunError};
+pub use run::{run, socket_path, Program, RunError};
 pub use service::{Service, ServiceHandle};

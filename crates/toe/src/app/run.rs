@@ -3,7 +3,7 @@
 //! namespace with the shim preloaded, and the service stopped, its socket
 //! removed, when the program ends.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 
 use thiserror::Error;
@@ -23,6 +23,13 @@ pub struct Program<'a> {
     pub command: &'a [String],
     /// The shim logs its decisions to stderr.
     pub debug: bool,
+}
+
+/// Where the service of one run listens: in the temporary directory, named
+/// after `scope` (e.g. the lab and host) and this process, so runs side by
+/// side never share a socket.
+pub fn socket_path(scope: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("steer-toe-{scope}-{}.sock", std::process::id()))
 }
 
 /// Why a program could not be run on the data path.
@@ -90,4 +97,21 @@ fn prepare(cmd: &mut Command, program: &Program<'_>) -> Result<(), RunError> {
         cmd.env(DEBUG_ENV, "1");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_scope_and_process_has_its_own_socket() {
+        let a = socket_path("lab-rcv");
+        assert_eq!(a.parent(), Some(std::env::temp_dir().as_path()));
+        let name = a.file_name().unwrap().to_string_lossy().into_owned();
+        assert_eq!(
+            name,
+            format!("steer-toe-lab-rcv-{}.sock", std::process::id())
+        );
+        assert_ne!(a, socket_path("lab-snd"));
+    }
 }
