@@ -36,19 +36,6 @@ pub fn progress(json: bool) -> impl Fn(&str) {
     }
 }
 
-/// Prints `result` as JSON with `--json`, else with `table`.
-pub fn json_or<T: Serialize>(
-    json: bool,
-    result: &T,
-    table: impl FnOnce(&T) -> anyhow::Result<()>,
-) -> anyhow::Result<()> {
-    if json {
-        self::json(result)
-    } else {
-        table(result)
-    }
-}
-
 /// Prints `value` as pretty JSON on stdout.
 pub fn json<T: Serialize>(value: &T) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
@@ -73,21 +60,6 @@ pub fn print<T: Serialize + Present>(json: bool, result: &T) -> anyhow::Result<(
 pub fn text(text: &Text) -> anyhow::Result<()> {
     write!(std::io::stdout().lock(), "{text}")?;
     Ok(())
-}
-
-/// "mean ± ci" of `s` times `scale`, or "mean ± n/a" with one sample (no
-/// interval).
-pub fn pm(s: stats::Stat, scale: f64, digits: usize) -> String {
-    plot::text::pm(s.mean, s.ci95, scale, digits)
-}
-
-/// A unit variant's name as its JSON has it (its serde name), so a table
-/// names a value as the `--json` result does, without restating the names.
-pub fn serde_name<T: Serialize>(value: &T) -> String {
-    match serde_json::to_value(value) {
-        Ok(serde_json::Value::String(name)) => name,
-        other => format!("{other:?}"),
-    }
 }
 
 /// Prints aligned `label  value` rows.

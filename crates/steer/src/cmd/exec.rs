@@ -192,7 +192,7 @@ pub fn run_attach(args: AttachArgs, json: bool) -> anyhow::Result<i32> {
     }
     if args.plan.destinations.to.is_empty() {
         let binder = CgroupBinder::open_pinned(&args.cgroup)?;
-        super::wire::print_sorted(json, &BinderStatus::of(&binder)?)?;
+        output::print(json, &BinderStatus::of(&binder)?)?;
         return Ok(exit::OK);
     }
     let plans = plans(&args.plan, args.netns.as_deref(), "steer attach")?;

@@ -6,8 +6,6 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use lab::{Lab, LabSpec, WiredStatus};
-use plot::text::Present;
-use serde::Serialize;
 use wire::{DriverArgs, DriverRun, WireConfig, WireRun, WireSpecs};
 
 use crate::{exit, output};
@@ -94,7 +92,7 @@ pub fn run(cmd: WireCommand, json: bool) -> anyhow::Result<i32> {
 
 fn up(name: &str, json: bool) -> anyhow::Result<i32> {
     let lab = Lab::up(&LabSpec::wired(name))?;
-    print_sorted(json, &WiredStatus::of(&lab)?)?;
+    output::print(json, &WiredStatus::of(&lab)?)?;
     Ok(exit::OK)
 }
 
@@ -116,7 +114,7 @@ fn forward(args: RunArgs, json: bool) -> anyhow::Result<i32> {
     let duration = Duration::from_secs(args.seconds);
     output::note!("{}", cfg.start_line(&args.lab, duration));
     let stats = wire.run_for(duration)?;
-    print_sorted(json, &WireRun { config: cfg, stats })?;
+    output::print(json, &WireRun { config: cfg, stats })?;
     Ok(exit::OK)
 }
 
@@ -128,17 +126,6 @@ fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
     let duration = Duration::from_secs(args.seconds);
     output::note!("{}", cfg.start_line(duration));
     let stats = driver.run_for(duration)?;
-    print_sorted(json, &DriverRun { config: cfg, stats })?;
+    output::print(json, &DriverRun { config: cfg, stats })?;
     Ok(exit::OK)
-}
-
-/// [`output::print`], with every JSON object's keys in sorted order: the
-/// JSON these commands have always printed (it was assembled as a JSON
-/// value), which scripts may compare byte for byte.
-pub(crate) fn print_sorted<T: Serialize + Present>(json: bool, result: &T) -> anyhow::Result<()> {
-    if json {
-        output::json(&serde_json::to_value(result)?)
-    } else {
-        output::text(&result.text())
-    }
 }
