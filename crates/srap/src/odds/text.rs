@@ -87,8 +87,8 @@ mod tests {
         assert!(lines[2].starts_with("expected max    "), "{text}");
         assert_eq!(lines[3], "");
         assert_eq!(lines[4], "max flows on a core      exact  monte carlo");
-        // All 16 flows on one core (32 / 32^16) is above 1e-12? No: 2.8e-23,
-        // never sampled, so left out and said so.
+        // All 16 flows on one core (32 / 32^16, about 2.8e-23) is below
+        // 1e-12 and never sampled: left out, and the table says so.
         assert_eq!(
             lines.last(),
             Some(&"(rows with probability below 1e-12 omitted; --json lists all)")
