@@ -30,6 +30,8 @@
 //! pub enum ReceiverSource { Agent { url, token }, File(path), Stated(StatedConfig) }
 //! impl Receiver { pub fn resolve(&ReceiverSource, to) -> Result<Receiver, ReceiverError>; plan(from, to, proto, flows, range, seed) }
 //! pub fn source_address(from, seen_from, to, netns) -> Result<(IpAddr, SourceOrigin), ReceiverError>
+//! // a plan with where its inputs came from (`steer ports plan`)
+//! impl PlanResult { pub fn new(&Receiver, &PlanRequest { to, from, proto, flows, port_range, seed }) -> Result<PlanResult, ReceiverError> }
 //! ```
 //!
 //! # Security
@@ -48,6 +50,7 @@ pub mod error;
 mod http;
 pub mod load;
 pub mod metrics;
+pub mod plan;
 pub mod receiver;
 pub mod served;
 pub mod server;
@@ -60,6 +63,7 @@ pub use api::{
 pub use args::{ReceiverArgs, ServeArgs};
 pub use client::{AgentClient, ClientError, PathCheck};
 pub use error::AgentError;
+pub use plan::{PlanRequest, PlanResult};
 pub use receiver::{Receiver, ReceiverError, ReceiverSource, SourceOrigin};
 pub use served::{Devices, FileSource, Sources};
 pub use server::{stderr_log, Agent, LogFn, ServerOptions, DEFAULT_PORT};

@@ -60,6 +60,12 @@ pub enum ReceiverError {
     QueuesNeeded,
     #[error(transparent)]
     Host(#[from] host::HostError),
+    /// A plan for no flow was asked for.
+    #[error("--flows must be at least 1")]
+    NoFlows,
+    /// The planner refused (a range too small, a config it cannot steer).
+    #[error(transparent)]
+    Plan(#[from] SrapError),
     /// The kernel has no route towards the receiver, so it cannot say which
     /// of our addresses the flows would leave from.
     #[error("no route to {to}: cannot tell which local address the flows would leave from (name the source address)")]
@@ -76,8 +82,9 @@ impl ReceiverError {
         match self {
             ReceiverError::Agent(e) => e.is_environment(),
             ReceiverError::Config(e) | ReceiverError::Key(e) => e.is_environment(),
-            ReceiverError::QueuesNeeded => false,
+            ReceiverError::QueuesNeeded | ReceiverError::NoFlows => false,
             ReceiverError::Host(e) => e.is_environment(),
+            ReceiverError::Plan(e) => e.is_environment(),
             ReceiverError::NoRoute { source, .. } => matches!(
                 source.kind(),
                 io::ErrorKind::PermissionDenied | io::ErrorKind::Unsupported
@@ -91,8 +98,9 @@ impl ReceiverError {
         match self {
             ReceiverError::Agent(e) => e.is_bad_input(),
             ReceiverError::Config(e) | ReceiverError::Key(e) => e.is_bad_input(),
-            ReceiverError::QueuesNeeded => true,
+            ReceiverError::QueuesNeeded | ReceiverError::NoFlows => true,
             ReceiverError::Host(e) => e.is_bad_input(),
+            ReceiverError::Plan(e) => e.is_bad_input(),
             ReceiverError::NoRoute { source, .. } => matches!(
                 source.kind(),
                 io::ErrorKind::NotFound

@@ -47,8 +47,19 @@ pub enum NicError {
     #[error("state file {path} is unreadable: {reason}")]
     State { path: String, reason: String },
     /// Reading the NIC's own RSS (ethtool netlink) failed.
-    #[error("NIC RSS: {0}")]
+    /// The NIC's own RSS could not be read. The message leaves out the
+    /// source, which a printer of the error chain shows next.
+    #[error("NIC RSS")]
     NicRss(#[from] rss::live::LiveError),
+    /// A config file or stated config (--config, --key) that rss refused,
+    /// as rss says it.
+    #[error(transparent)]
+    Rss(rss::RssError),
+    /// None of the places a config can come from was named.
+    #[error(
+        "say where the RSS config comes from: --config FILE, --dev DEV, or --key KEY --queues N"
+    )]
+    NoConfigSource,
 }
 
 fn in_netns(netns: &Option<String>) -> String {
@@ -73,6 +84,7 @@ impl NicError {
             ),
             NicError::Io { source, .. } => source.kind() == std::io::ErrorKind::Unsupported,
             NicError::NicRss(e) => e.is_environment(),
+            NicError::Rss(e) => e.is_environment(),
             _ => false,
         }
     }
@@ -86,6 +98,7 @@ impl NicError {
     pub fn is_bad_input(&self) -> bool {
         match self {
             NicError::NicRss(e) => e.is_bad_input(),
+            NicError::Rss(e) => e.is_bad_input(),
             _ => matches!(
                 self,
                 NicError::NoSuchDevice { .. }
@@ -94,6 +107,7 @@ impl NicError {
                     | NicError::UnsupportedConfig { .. }
                     | NicError::InvalidConfig(_)
                     | NicError::FlowsNotTracked { .. }
+                    | NicError::NoConfigSource
             ),
         }
     }

@@ -27,6 +27,8 @@
 //! pub fn reset_stats(dev, netns) -> Result<(), NicError>
 //! pub fn flows(dev, netns) -> Result<Vec<FlowStats>, NicError>
 //! pub fn clear_flows(dev, netns) -> Result<(), NicError>
+//! // what the commands report: Change::{attached, updated, detached} (Display: one line), TrackedFlows
+//! // a device's config as flags name it: LocalConfigArgs { config, dev, netns, assumed }.load()
 //! // helpers: nic::offload::{check_peer, veth_peer}
 //! ```
 //!
@@ -59,16 +61,20 @@
 //! TCP with unfilled checksums after the cpumap (see [`offload`]). The fix is
 //! in the error: `ethtool -K PEER tx off`.
 
+mod config_args;
 pub mod error;
 mod loader;
 pub mod offload;
+pub mod report;
 pub mod state;
 pub mod sys;
 
 use serde::Serialize;
 
+pub use config_args::LocalConfigArgs;
 pub use error::NicError;
 pub use loader::{MAX_CPUMAP_QSIZE, MAX_FLOWS, MAX_QUEUES, MAX_TABLE};
+pub use report::{Action, Change, TrackedFlows};
 
 /// How to attach. On a command line (feature `clap`, `steer nic attach`)
 /// only `--track-flows` is offered; the rest keep their defaults.

@@ -19,6 +19,7 @@ pub mod indirection;
 pub mod key;
 #[cfg(feature = "live")]
 pub mod live;
+pub mod prediction;
 pub mod toeplitz;
 pub mod tuple;
 
@@ -29,5 +30,6 @@ pub use error::RssError;
 pub use fields::{FlowType, HashFields, HashFieldsByFlow};
 pub use indirection::IndirectionTable;
 pub use key::RssKey;
+pub use prediction::Prediction;
 pub use toeplitz::{toeplitz_reference, PathUnsupported, ToeplitzPath, ToeplitzTable};
 pub use tuple::{FlowTuple, HashInput, L4Proto};

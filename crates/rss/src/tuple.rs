@@ -1,6 +1,7 @@
 //! Flow tuples and the byte string a NIC feeds to its hash.
 
-use std::net::IpAddr;
+use std::fmt;
+use std::net::{IpAddr, SocketAddr};
 
 use serde::{Deserialize, Serialize};
 
@@ -57,6 +58,24 @@ impl FlowTuple {
             (L4Proto::Udp, false) => Some(FlowType::Udp6),
             (L4Proto::Other, _) => None,
         }
+    }
+}
+
+/// `tcp 10.0.0.1:40000 -> 10.0.0.2:5201`, IPv6 as `[fd00::1]:40000`, and
+/// `ip a -> b (2-tuple)` for traffic hashed on its addresses alone.
+impl fmt::Display for FlowTuple {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let proto = match self.proto {
+            L4Proto::Tcp => "tcp",
+            L4Proto::Udp => "udp",
+            L4Proto::Other => return write!(f, "ip {} -> {} (2-tuple)", self.src, self.dst),
+        };
+        write!(
+            f,
+            "{proto} {} -> {}",
+            SocketAddr::new(self.src, self.src_port),
+            SocketAddr::new(self.dst, self.dst_port)
+        )
     }
 }
 
@@ -126,5 +145,43 @@ impl HashInput {
             input.push(&dp.to_be_bytes());
         }
         Ok(input)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flows_print_v6_addresses_in_brackets_and_2_tuples_without_ports() {
+        for (src, dst, proto, text) in [
+            (
+                "10.0.0.1",
+                "10.0.0.2",
+                L4Proto::Tcp,
+                "tcp 10.0.0.1:40000 -> 10.0.0.2:5201",
+            ),
+            (
+                "fd00::1",
+                "fd00::2",
+                L4Proto::Udp,
+                "udp [fd00::1]:40000 -> [fd00::2]:5201",
+            ),
+            (
+                "10.0.0.1",
+                "10.0.0.2",
+                L4Proto::Other,
+                "ip 10.0.0.1 -> 10.0.0.2 (2-tuple)",
+            ),
+        ] {
+            let f = FlowTuple::new(
+                src.parse().unwrap(),
+                40000,
+                dst.parse().unwrap(),
+                5201,
+                proto,
+            );
+            assert_eq!(f.to_string(), text);
+        }
     }
 }

@@ -28,6 +28,10 @@ use serde::Serialize;
 
 use crate::error::SrapError;
 
+mod text;
+
+pub use text::percent;
+
 /// Largest flow count [`max_load_distribution`] accepts (its cost grows as
 /// N^3 log M).
 pub const MAX_EXACT_FLOWS: u32 = 256;

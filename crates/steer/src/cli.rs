@@ -119,7 +119,7 @@ pub enum RssCommand {
     /// Write an RssConfig as JSON, from stated assumptions, for `--config`.
     ///
     /// Example: steer rss config --key microsoft --queues 8 --weight 1 1 2 2 1 1 1 1 > cfg.json
-    Config(ConfigArgs),
+    Config(rss::StatedArgs),
 }
 
 #[derive(Debug, Args)]
@@ -138,29 +138,7 @@ pub struct WhereArgs {
     #[arg(long, conflicts_with_all = ["src", "dst", "proto"])]
     pub sockets: bool,
     #[command(flatten)]
-    pub source: ConfigSource,
-}
-
-/// Where the RSS configuration comes from (exactly one).
-#[derive(Debug, Args)]
-pub struct ConfigSource {
-    /// An RssConfig JSON file (from `steer rss config` or `steer rss show --json`).
-    #[arg(long, group = "from")]
-    pub config: Option<PathBuf>,
-    /// A live device: Steer's software RSS config if attached, else the NIC's.
-    #[arg(long, group = "from")]
-    pub dev: Option<String>,
-    /// Network namespace of --dev; default: the namespace steer runs in.
-    #[arg(long, requires = "dev")]
-    pub netns: Option<String>,
-    #[command(flatten)]
-    pub assumed: rss::StatedArgs,
-}
-
-#[derive(Debug, Args)]
-pub struct ConfigArgs {
-    #[command(flatten)]
-    pub assumed: rss::StatedArgs,
+    pub source: nic::LocalConfigArgs,
 }
 
 /// The device a `steer nic` command works on, and its namespace.

@@ -218,6 +218,26 @@ fn allocator_serves_two_racing_client_processes() {
         .stderr(predicate::str::contains("already"));
 }
 
+/// The allocator's socket is missing: one line naming the socket, with the
+/// cause once. The connect error used to show its io error in its own
+/// message and again as its source, so the one-line report of the error
+/// chain printed the cause twice.
+#[test]
+fn a_missing_allocator_socket_is_reported_with_its_cause_once() {
+    let dir = TempDir::new("steer-ports-missing");
+    let sock = dir.join("missing.sock");
+    let sock = sock.to_str().unwrap();
+    for args in [
+        &["ports", "status", "--socket", sock][..],
+        &["ports", "lease", "--to", "10.0.0.2:5201", "--socket", sock][..],
+    ] {
+        let out = steer().args(args).output().unwrap();
+        common::fails_with_one_line(&out, 1, "cannot reach the allocator at ");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
+    }
+}
+
 /// How the fake agent of [`fake_agent`] behaves.
 #[derive(Clone, Copy)]
 enum Agent {

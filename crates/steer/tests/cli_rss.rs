@@ -190,6 +190,24 @@ fn bad_input_is_one_line_and_exit_2() {
     );
 }
 
+/// A device without RSS (loopback) named by --dev: why, said once (the
+/// NIC error used to repeat its cause after itself).
+#[test]
+fn a_device_without_rss_is_one_line_saying_why_once() {
+    let out = steer()
+        .args(["rss", "where", "--dev", "lo", "1.1.1.1:1", "2.2.2.2:2"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert_eq!(
+        err.matches("lo has no readable RSS configuration").count(),
+        1,
+        "{err}"
+    );
+}
+
 #[test]
 fn config_with_unknown_field_or_bad_queue_is_rejected() {
     let dir = TempDir::new("steer-cli-bad");

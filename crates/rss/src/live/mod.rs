@@ -30,6 +30,7 @@ pub mod placement;
 mod sockets;
 #[allow(unsafe_code)]
 mod sys;
+mod text;
 
 use netlink_sys::protocols::NETLINK_GENERIC;
 use serde::Serialize;
@@ -44,7 +45,7 @@ pub use error::LiveError;
 pub use ethtool_nl::{ChannelCount, Channels};
 pub use files::Roots;
 pub use irq::QueueIrq;
-pub use placement::{place_sockets, SocketPlacement};
+pub use placement::{place_sockets, socket_rows, SocketPlacement, SocketRow, SocketRows};
 pub use sockets::{tcp_sockets, SockDiag, TcpSocket};
 
 use ethtool_nl::{EthtoolMessage, RssReply};
@@ -76,6 +77,12 @@ pub struct DeviceReport {
     /// Assumptions made and anything else worth knowing.
     pub notes: Vec<String>,
 }
+
+/// The reports of several devices (`steer rss show`); JSON: the list
+/// itself.
+#[derive(Debug, Clone, Serialize)]
+#[serde(transparent)]
+pub struct DeviceReports(pub Vec<DeviceReport>);
 
 /// How [`inspect_with`] reads a device.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,7 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use crate::{FlowTuple, L4Proto, Placement, Predictor};
+use plot::text::{Present, Table, Text};
+use serde::Serialize;
+
+use crate::{FlowTuple, L4Proto, Placement, Prediction, Predictor, RssError};
 
 use super::TcpSocket;
 
@@ -61,6 +64,63 @@ pub fn place_sockets(predictor: &Predictor, sockets: Vec<TcpSocket>) -> Vec<Sock
     rows
 }
 
+/// One connection as `steer rss where --sockets` lists it: where it lands,
+/// with the bytes hashed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SocketRow {
+    pub socket: TcpSocket,
+    #[serde(flatten)]
+    pub placement: Prediction,
+    pub busy: bool,
+    /// Another busy flow lands on the same CPU.
+    pub shares_cpu: bool,
+}
+
+/// Every placed connection; JSON: the list itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct SocketRows(pub Vec<SocketRow>);
+
+/// [`place_sockets`], each with its [`Prediction`].
+pub fn socket_rows(predictor: &Predictor, sockets: Vec<TcpSocket>) -> Result<SocketRows, RssError> {
+    let rows = place_sockets(predictor, sockets)
+        .into_iter()
+        .map(|p| {
+            Ok(SocketRow {
+                placement: Prediction::placed(predictor.config(), p.flow, p.placement)?,
+                socket: p.socket,
+                busy: p.busy,
+                shares_cpu: p.shares_cpu,
+            })
+        })
+        .collect::<Result<_, RssError>>()?;
+    Ok(SocketRows(rows))
+}
+
+impl Present for SocketRows {
+    fn text(&self) -> Text {
+        Table::of(
+            &["remote", "local", "hash", "queue", "cpu", "rx bytes", ""],
+            &self.0,
+            |r| {
+                vec![
+                    r.socket.remote.to_string(),
+                    r.socket.local.to_string(),
+                    r.placement.hash.clone(),
+                    r.placement.queue.to_string(),
+                    r.placement.cpu.to_string(),
+                    // The byte count is the kernel's; "?" where it sent none.
+                    r.socket
+                        .bytes_received
+                        .map_or("?".into(), |b| b.to_string()),
+                    if r.shares_cpu { "SHARED CPU" } else { "" }.into(),
+                ]
+            },
+        )
+        .into()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,6 +168,40 @@ mod tests {
         assert_eq!(rows[0].flow.src_port, 40000);
         assert_eq!(rows[0].flow.dst_port, 5201);
         assert_eq!(rows[0].placement, predictor.place(&rows[0].flow).unwrap());
+    }
+
+    #[test]
+    fn socket_rows_carry_the_prediction_and_flag_shared_cpus() {
+        let predictor = one_queue();
+        let rows = socket_rows(
+            &predictor,
+            vec![socket(40000, Some(BUSY_BYTES)), socket(40001, None)],
+        )
+        .unwrap();
+        let first = &rows.0[0];
+        assert_eq!(
+            first.placement,
+            Prediction::of(
+                predictor.config(),
+                place_sockets(&predictor, vec![socket(40000, None)])[0].flow
+            )
+            .unwrap()
+        );
+        let text = rows.text().to_string();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0].trim_end(),
+            "remote                  local        hash  queue  cpu  rx bytes"
+        );
+        assert!(lines[1].ends_with(" 1048576  SHARED CPU"), "{text}");
+        // The kernel said nothing about the second's bytes.
+        assert!(lines[2].ends_with("       ?  SHARED CPU"), "{text}");
+        // The JSON is the list, each row the socket, the prediction's
+        // fields and the flags.
+        let json = serde_json::to_value(&rows).unwrap();
+        assert_eq!(json[0]["socket"]["remote"], "10.0.0.1:40000");
+        assert_eq!(json[0]["queue"], 0);
+        assert_eq!(json[1]["shares_cpu"], true);
     }
 
     #[test]

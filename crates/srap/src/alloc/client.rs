@@ -24,7 +24,10 @@ pub const CLIENT_TIMEOUT: Duration = Duration::from_millis(200);
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum ClientError {
-    #[error("cannot reach the allocator at {path}: {source}")]
+    /// The socket refused or is missing. The io error is the source, so
+    /// the message leaves it out: a printer of the error chain (the steer
+    /// binary's one-line report) would show it twice.
+    #[error("cannot reach the allocator at {}", path.display())]
     Connect {
         path: PathBuf,
         #[source]

@@ -43,13 +43,15 @@ pub fn socket_path() -> PathBuf {
 pub enum AllocError {
     #[error("another allocator is already listening on {0}")]
     AlreadyRunning(PathBuf),
-    #[error("cannot listen on {path}: {source}")]
+    // The io errors are the sources, left out of the messages: a printer
+    // of the error chain shows them next.
+    #[error("cannot listen on {}", path.display())]
     Listen {
         path: PathBuf,
         #[source]
         source: io::Error,
     },
-    #[error("allocator socket {path}: {source}")]
+    #[error("allocator socket {}", path.display())]
     Io {
         path: PathBuf,
         #[source]

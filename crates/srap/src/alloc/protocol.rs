@@ -24,6 +24,8 @@ use std::net::IpAddr;
 use rss::{L4Proto, RssConfig};
 use serde::{Deserialize, Serialize};
 
+mod text;
+
 /// The protocol version this crate speaks.
 pub const VERSION: u32 = 1;
 /// Longest request line accepted (an RssConfig with a 65,536-entry table

@@ -1,37 +1,10 @@
 //! `steer nic attach|update|stats|flows|detach`.
 
+use nic::{Change, TrackedFlows};
 use rss::RssConfig;
-use serde::Serialize;
 
-use crate::cli::{NicCommand, NicDev};
+use crate::cli::NicCommand;
 use crate::{exit, output};
-
-/// What `attach`, `update` and `detach` print with `--json`.
-#[derive(Serialize)]
-struct Change<'a> {
-    dev: &'a str,
-    netns: Option<&'a str>,
-    /// `attached`, `updated` or `detached`.
-    action: &'static str,
-    /// The config now applied (absent after `detach`).
-    queues: Option<u32>,
-    cpus: Option<Vec<u32>>,
-    track_flows: Option<bool>,
-}
-
-impl<'a> Change<'a> {
-    /// `action` done on `dev`, leaving `config` applied (none after detach).
-    fn new(dev: &'a NicDev, action: &'static str, config: Option<&RssConfig>) -> Self {
-        Change {
-            dev: dev.name(),
-            netns: dev.netns.as_deref(),
-            action,
-            queues: config.map(|c| c.queues),
-            cpus: config.map(RssConfig::cpus),
-            track_flows: None,
-        }
-    }
-}
 
 pub fn run(cmd: NicCommand, json: bool) -> anyhow::Result<i32> {
     match cmd {
@@ -40,104 +13,43 @@ pub fn run(cmd: NicCommand, json: bool) -> anyhow::Result<i32> {
             config,
             options,
         } => {
+            let (name, netns) = (dev.name(), dev.netns.as_deref());
             let config = RssConfig::from_file(&config)?;
-            nic::attach(dev.name(), dev.netns.as_deref(), &config, &options)?;
-            let change = Change {
-                track_flows: Some(options.track_flows),
-                ..Change::new(&dev, "attached", Some(&config))
-            };
-            if json {
-                output::json(&change)?;
-            } else {
-                output::note!(
-                    "software RSS attached to {}: {} queues over CPUs {:?}",
-                    dev.name(),
-                    config.queues,
-                    config.cpus()
-                );
-            }
+            nic::attach(name, netns, &config, &options)?;
+            report(json, &Change::attached(name, netns, &config, &options))?;
         }
         NicCommand::Update { dev, config } => {
+            let (name, netns) = (dev.name(), dev.netns.as_deref());
             let config = RssConfig::from_file(&config)?;
-            nic::update(dev.name(), dev.netns.as_deref(), &config)?;
-            if json {
-                output::json(&Change::new(&dev, "updated", Some(&config)))?;
-            } else {
-                output::note!("software RSS on {} updated", dev.name());
-            }
+            nic::update(name, netns, &config)?;
+            report(json, &Change::updated(name, netns, &config))?;
         }
         NicCommand::Detach { dev } => {
-            nic::detach(dev.name(), dev.netns.as_deref())?;
-            if json {
-                output::json(&Change::new(&dev, "detached", None))?;
-            } else {
-                output::note!("software RSS detached from {}", dev.name());
-            }
+            let (name, netns) = (dev.name(), dev.netns.as_deref());
+            nic::detach(name, netns)?;
+            report(json, &Change::detached(name, netns))?;
         }
         NicCommand::Stats { dev, reset } => {
             let stats = nic::stats(dev.name(), dev.netns.as_deref())?;
             if reset {
                 nic::reset_stats(dev.name(), dev.netns.as_deref())?;
             }
-            print_stats(&stats, json)?;
+            output::print(json, &stats)?;
         }
         NicCommand::Flows { dev } => {
             let flows = nic::flows(dev.name(), dev.netns.as_deref())?;
-            if json {
-                output::json(&flows)?;
-            } else {
-                output::table_of(&["flow", "queue", "packets", "bytes"], flows.iter(), |f| {
-                    vec![
-                        output::flow(&f.tuple),
-                        f.queue.to_string(),
-                        f.packets.to_string(),
-                        f.bytes.to_string(),
-                    ]
-                })?;
-            }
+            output::print(json, &TrackedFlows(flows))?;
         }
     }
     Ok(exit::OK)
 }
 
-fn print_stats(stats: &nic::NicStats, json: bool) -> anyhow::Result<()> {
+/// A change as JSON on stdout with `--json`, else as a note on stderr.
+fn report(json: bool, change: &Change) -> anyhow::Result<()> {
     if json {
-        return output::json(stats);
+        output::json(change)
+    } else {
+        output::note!("{change}");
+        Ok(())
     }
-    output::table_of(
-        &["queue", "cpu", "packets", "bytes"],
-        stats.queues.iter(),
-        |q| {
-            vec![
-                q.queue.to_string(),
-                q.cpu.to_string(),
-                q.packets.to_string(),
-                q.bytes.to_string(),
-            ]
-        },
-    )?;
-    println!();
-    output::table_of(
-        &[
-            "cpu",
-            "packets",
-            "bytes",
-            "cpumap enqueued",
-            "cpumap dropped (queue full)",
-            "kthread dropped",
-        ],
-        stats.cpus.iter().zip(&stats.cpumap),
-        |(c, m)| {
-            vec![
-                c.cpu.to_string(),
-                c.packets.to_string(),
-                c.bytes.to_string(),
-                m.enqueued.to_string(),
-                m.enqueue_drops.to_string(),
-                m.kthread_drops.to_string(),
-            ]
-        },
-    )?;
-    println!("\nnon-IP frames (not hashed): {}", stats.non_ip_packets);
-    Ok(())
 }

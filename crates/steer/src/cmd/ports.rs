@@ -5,14 +5,12 @@ use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use agent::receiver::source_address;
-use agent::ReceiverArgs;
+use agent::{PlanRequest, PlanResult, ReceiverArgs};
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
 use rss::{L4Proto, RssConfig};
-use serde::Serialize;
 use srap::alloc::{AllocClient, Server, ServerOptions};
-use srap::{OddsArgs, Plan, PortRange, SocketArgs};
+use srap::{OddsArgs, PortRange, SocketArgs};
 
 use crate::{exit, output};
 
@@ -124,54 +122,8 @@ pub fn run(cmd: PortsCommand, json: bool) -> anyhow::Result<i32> {
     }
 }
 
-fn percent(p: f64) -> String {
-    if p == 0.0 {
-        "0".into()
-    } else if p >= 0.0001 {
-        format!("{:.2}%", p * 100.0)
-    } else {
-        format!("{p:.3e}")
-    }
-}
-
 fn odds(args: &OddsArgs, json: bool) -> anyhow::Result<i32> {
-    let odds = args.odds()?;
-    if json {
-        output::json(&odds)?;
-        return Ok(exit::OK);
-    }
-    output::rows(&[
-        (
-            "flows on cores",
-            format!("{} on {} (uniform, independent)", odds.flows, odds.cores),
-        ),
-        (
-            "collision-free",
-            format!(
-                "{} exact, {} in {} trials (seed {})",
-                percent(odds.collision_free),
-                percent(odds.sampled_collision_free),
-                odds.trials,
-                odds.seed
-            ),
-        ),
-        (
-            "expected max",
-            format!("{:.3} flows on one core", odds.expected_max),
-        ),
-    ])?;
-    println!();
-    let body: Vec<Vec<String>> = odds
-        .distribution
-        .iter()
-        .filter(|r| r.exact >= 1e-12 || r.sampled > 0.0)
-        .map(|r| vec![r.max.to_string(), percent(r.exact), percent(r.sampled)])
-        .collect();
-    output::table(&["max flows on a core", "exact", "monte carlo"], &body)?;
-    let shown = body.len();
-    if shown < odds.distribution.len() {
-        println!("(rows with probability below 1e-12 omitted; --json lists all)");
-    }
+    output::print(json, &args.odds()?)?;
     Ok(exit::OK)
 }
 
@@ -186,99 +138,18 @@ pub fn resolve(to: &str) -> anyhow::Result<SocketAddr> {
         .with_context(|| format!("--to {to}: no address"))
 }
 
-#[derive(Serialize)]
-struct PlanResult<'a> {
-    to: SocketAddr,
-    from: IpAddr,
-    /// Where `from` came from: "given", "seen by the agent" or "route".
-    from_source: &'static str,
-    /// Where the receiver's config came from.
-    receiver: &'a str,
-    port_range: PortRange,
-    #[serde(flatten)]
-    plan: &'a Plan,
-}
-
 fn plan(args: &PlanArgs, json: bool) -> anyhow::Result<i32> {
     let to = resolve(&args.to)?;
     let receiver = args.receiver.resolve(to)?;
-    let (from, from_source) = source_address(args.from, receiver.seen_from, to, None)?;
-    let from_source = from_source.name();
-    if args.flows == 0 {
-        bail!("--flows must be at least 1");
-    }
-    let (plan, range) =
-        receiver.plan(from, to, args.proto, args.flows, args.port_range, args.seed)?;
-    if json {
-        output::json(&PlanResult {
-            to,
-            from,
-            from_source,
-            receiver: &receiver.origin,
-            port_range: range,
-            plan: &plan,
-        })?;
-        return Ok(exit::OK);
-    }
-    output::table_of(
-        &["port", "queue", "cpu", "hash"],
-        plan.entries.iter(),
-        |e| {
-            vec![
-                e.port.to_string(),
-                e.queue.to_string(),
-                e.cpu.to_string(),
-                format!("{:#010x}", e.hash),
-            ]
-        },
-    )?;
-    println!();
-    let mut rows = vec![
-        (
-            "flow",
-            format!("{from} -> {to} ({from_source} source address)"),
-        ),
-        ("receiver", receiver.origin.clone()),
-        (
-            "cpus",
-            format!(
-                "{} flows on {} of {} receiver CPUs, at most {} per CPU",
-                plan.flows,
-                plan.cpus_used,
-                plan.cpus.len(),
-                plan.max_per_cpu
-            ),
-        ),
-        (
-            "queues",
-            format!(
-                "{} of {} queues, at most {} per queue",
-                plan.queues_used,
-                plan.queues.len(),
-                plan.max_per_queue
-            ),
-        ),
-        ("port range", range.to_string()),
-    ];
-    if plan.flows > plan.cpus.len() {
-        rows.push((
-            "note",
-            format!(
-                "more flows than CPUs: least-loaded CPUs first, at most {} per CPU (ideal {})",
-                plan.max_per_cpu, plan.ideal_max_per_cpu
-            ),
-        ));
-    }
-    if !plan.unreachable_cpus.is_empty() {
-        rows.push((
-            "note",
-            format!(
-                "no free port in the range reaches CPUs {:?}",
-                plan.unreachable_cpus
-            ),
-        ));
-    }
-    output::rows(&rows)?;
+    let request = PlanRequest {
+        to,
+        from: args.from,
+        proto: args.proto,
+        flows: args.flows,
+        port_range: args.port_range,
+        seed: args.seed,
+    };
+    output::print(json, &PlanResult::new(&receiver, &request)?)?;
     Ok(exit::OK)
 }
 
@@ -330,49 +201,12 @@ fn serve(args: &ServeArgs, json: bool) -> anyhow::Result<i32> {
 fn lease(args: &LeaseArgs, json: bool) -> anyhow::Result<i32> {
     let mut client = AllocClient::connect(args.socket.path())?;
     let lease = client.lease(args.proto, args.from, args.to.ip(), args.to.port())?;
-    if json {
-        output::json(&lease)?;
-        return Ok(exit::OK);
-    }
-    output::rows(&[
-        ("port", lease.port.to_string()),
-        ("queue", lease.queue.to_string()),
-        ("cpu", lease.cpu.to_string()),
-        ("lease", lease.lease.to_string()),
-    ])?;
+    output::print(json, &lease)?;
     Ok(exit::OK)
 }
 
 fn status(args: &SocketArgs, json: bool) -> anyhow::Result<i32> {
     let status = AllocClient::connect(args.path())?.status()?;
-    if json {
-        output::json(&status)?;
-        return Ok(exit::OK);
-    }
-    let remotes: Vec<String> = status.remotes.iter().map(IpAddr::to_string).collect();
-    output::rows(&[("receivers", remotes.join(" "))])?;
-    output::table_of(
-        &[
-            "lease",
-            "local",
-            "remote",
-            "queue",
-            "cpu",
-            "age ms",
-            "connected",
-        ],
-        status.leases.iter(),
-        |l| {
-            vec![
-                l.lease.to_string(),
-                format!("{}:{}", l.local, l.port),
-                format!("{}:{}", l.remote, l.remote_port),
-                l.queue.to_string(),
-                l.cpu.to_string(),
-                l.age_ms.to_string(),
-                if l.connected { "yes" } else { "no" }.into(),
-            ]
-        },
-    )?;
+    output::print(json, &status)?;
     Ok(exit::OK)
 }
