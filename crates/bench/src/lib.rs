@@ -14,6 +14,7 @@ pub mod compare;
 pub mod criterion;
 pub mod db;
 mod error;
+pub mod list;
 pub mod progress;
 pub mod report;
 pub mod run;
