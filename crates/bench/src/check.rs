@@ -40,9 +40,16 @@ pub struct Machine {
 }
 
 impl Baseline {
+    /// The baseline in the file at `path`; a file that is not there is bad
+    /// input (the user named it), as one that does not parse.
     pub fn load(path: &Path) -> Result<Baseline, BenchError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| BenchError::io(format!("read {}", path.display()), e))?;
+        let text = std::fs::read_to_string(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => BenchError::Baseline {
+                path: path.display().to_string(),
+                reason: "no such file (`steer bench check --update` makes one)".into(),
+            },
+            _ => BenchError::io(format!("read {}", path.display()), e),
+        })?;
         serde_json::from_str(&text).map_err(|e| BenchError::Baseline {
             path: path.display().to_string(),
             reason: e.to_string(),
@@ -369,10 +376,8 @@ mod tests {
         h.record(run, &meta, &row("lb-live", State::Pass).result)
             .unwrap();
         let file = dir.path().join("b.json");
-        assert!(
-            check_run(&h, &file, "last").is_err(),
-            "no baseline file yet"
-        );
+        let missing = check_run(&h, &file, "last").unwrap_err();
+        assert!(missing.is_bad_input(), "{missing}");
         assert_eq!(update_baseline(&h, &file, "last").unwrap(), run);
         let report = check_run(&h, &file, "last").unwrap();
         assert_eq!((report.run, report.regressions()), (run, 0));

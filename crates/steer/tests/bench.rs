@@ -213,8 +213,23 @@ fn check_exits_1_on_a_state_regression_only() {
     );
     let cmp: serde_json::Value = serde_json::from_slice(&cmp.stdout).unwrap();
     assert_eq!(cmp["cases"][0]["verdict"], "regression");
-    // A bad baseline file is bad input.
+    // A bad baseline file is bad input, and so is a missing one.
     assert_eq!(check("{not json"), Some(2));
+    let missing = steer(
+        dir.path(),
+        &[
+            "bench",
+            "check",
+            "--baseline",
+            "none.json",
+            "--db",
+            "h.sqlite",
+        ],
+    );
+    assert_eq!(missing.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&missing.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("none.json: no such file"), "{err}");
 }
 
 #[test]
