@@ -88,7 +88,7 @@ impl Comparison {
 }
 
 /// A table of each case's state change and verdict, its metrics beneath
-/// it (mean [band] n= in A and B, the change), then the count of state
+/// it (`mean [band] n=` in A and B, the change), then the count of state
 /// regressions. Absent states and values read "-".
 impl Present for Comparison {
     fn text(&self) -> Text {
