@@ -9,12 +9,13 @@
 //! machines, and compare shows them.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use plot::text::{Present, Table, Text};
 use serde::{Deserialize, Serialize};
 
 use crate::case::matches_filter;
-use crate::db::{ResultRow, RunRow};
+use crate::db::{History, ResultRow, RunRow};
 use crate::{BenchError, State};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -39,9 +40,16 @@ pub struct Machine {
 }
 
 impl Baseline {
+    /// The baseline in the file at `path`; a file that is not there is bad
+    /// input (the user named it), as one that does not parse.
     pub fn load(path: &Path) -> Result<Baseline, BenchError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| BenchError::io(format!("read {}", path.display()), e))?;
+        let text = std::fs::read_to_string(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => BenchError::Baseline {
+                path: path.display().to_string(),
+                reason: "no such file (`steer bench check --update` makes one)".into(),
+            },
+            _ => BenchError::io(format!("read {}", path.display()), e),
+        })?;
         serde_json::from_str(&text).map_err(|e| BenchError::Baseline {
             path: path.display().to_string(),
             reason: e.to_string(),
@@ -110,6 +118,10 @@ pub struct MissingCase {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct CheckReport {
+    /// The baseline file, named in the text (the JSON has none; the caller
+    /// chose the file).
+    #[serde(skip)]
+    pub baseline_file: PathBuf,
     pub run: i64,
     /// The run's `--filter` (none: the whole matrix).
     pub filter: Option<String>,
@@ -125,6 +137,73 @@ impl CheckReport {
     pub fn regressions(&self) -> usize {
         self.lines.iter().filter(|l| l.regression).count() + self.missing.len()
     }
+}
+
+/// One row per case of the run (baseline and current state, verdict,
+/// reason), then the baseline cases missing from it, then a summary line.
+impl Present for CheckReport {
+    fn text(&self) -> Text {
+        let state = |s: Option<State>| s.map_or("-".to_string(), |s| s.to_string());
+        let header = ["case", "baseline", "now", "verdict", "reason"];
+        let mut table = Table::of(&header, &self.lines, |l| {
+            vec![
+                l.case_id.clone(),
+                state(l.baseline),
+                l.now.to_string(),
+                if l.regression { "REGRESSION" } else { "ok" }.into(),
+                l.reason.clone(),
+            ]
+        });
+        for m in &self.missing {
+            table.push(vec![
+                m.case_id.clone(),
+                m.baseline.to_string(),
+                "-".into(),
+                "MISSING".into(),
+                "selected by the run's filter, not in the run".into(),
+            ]);
+        }
+        Text::from(table).line(format!(
+            "run {}: {} regressions against {} ({} state changes, {} cases missing; {} baseline cases not selected by the filter {})",
+            self.run,
+            self.regressions(),
+            self.baseline_file.display(),
+            self.regressions() - self.missing.len(),
+            self.missing.len(),
+            self.not_selected,
+            self.filter.as_deref().unwrap_or("(none)")
+        ))
+    }
+}
+
+/// Checks run `which` (`last`, a run id; [`History::resolve`]) of `history`
+/// against the baseline file `baseline_file`.
+pub fn check_run(
+    history: &History,
+    baseline_file: &Path,
+    which: &str,
+) -> Result<CheckReport, BenchError> {
+    let run = history.resolve(which)?;
+    let rows = history.results(run)?;
+    let info = history.run(run)?;
+    let baseline = Baseline::load(baseline_file)?;
+    Ok(CheckReport {
+        baseline_file: baseline_file.into(),
+        ..check(&baseline, run, info.filter.as_deref(), &rows)
+    })
+}
+
+/// Merges the states of run `which` of `history` into the baseline file
+/// at `baseline_file` (`steer bench check --update`); returns the run's id.
+pub fn update_baseline(
+    history: &History,
+    baseline_file: &Path,
+    which: &str,
+) -> Result<i64, BenchError> {
+    let run = history.resolve(which)?;
+    let rows = history.results(run)?;
+    Baseline::update_file(baseline_file, &history.run(run)?, &rows)?;
+    Ok(run)
 }
 
 /// Checks run `run` (its `filter` and its `rows`) against `baseline`.
@@ -158,6 +237,7 @@ pub fn check(
         })
         .collect();
     CheckReport {
+        baseline_file: PathBuf::new(),
         run,
         filter: filter.map(Into::into),
         lines,
@@ -249,6 +329,60 @@ mod tests {
         // Not selected by the filter: not judged, not missing.
         let r = check(&baseline(), 1, Some("demo/*,lb-live"), &rows);
         assert_eq!((r.regressions(), r.not_selected), (0, 1));
+    }
+
+    #[test]
+    fn a_report_reads_each_case_the_missing_ones_and_a_summary() {
+        let rows = [
+            row("demo/flows=16/queues=32", State::NoValue),
+            row("new/case", State::Fail),
+        ];
+        let report = CheckReport {
+            baseline_file: "b.json".into(),
+            ..check(&baseline(), 3, Some("demo/*,srpic/*,new"), &rows)
+        };
+        let text = report.text().to_string();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("case  "), "{text}");
+        assert!(
+            lines[0].contains("  baseline      now     verdict"),
+            "{text}"
+        );
+        assert!(lines[1].contains("PASS  NOVALUE  REGRESSION"), "{text}");
+        // Not in the baseline: "-", shown, not judged.
+        assert!(lines[2].contains("   -     FAIL          ok"), "{text}");
+        assert!(lines[3].starts_with("srpic/streams=1"), "{text}");
+        assert!(lines[3].contains("PASS        -     MISSING"), "{text}");
+        assert_eq!(
+            lines[4],
+            "run 3: 2 regressions against b.json (1 state changes, 1 cases missing; \
+             1 baseline cases not selected by the filter demo/*,srpic/*,new)"
+        );
+        let r = check(&baseline(), 3, None, &rows);
+        assert!(r.text().to_string().ends_with("by the filter (none))\n"));
+        // The JSON stays without the file.
+        assert!(serde_json::to_value(&report)
+            .unwrap()
+            .get("baseline_file")
+            .is_none());
+    }
+
+    #[test]
+    fn a_run_is_checked_against_the_file_and_updates_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut h = History::open(&dir.path().join("h.sqlite")).unwrap();
+        let meta = stats::Meta::collect();
+        let run = h.begin_run(&meta, true, None, 1, "raw").unwrap();
+        h.record(run, &meta, &row("lb-live", State::Pass).result)
+            .unwrap();
+        let file = dir.path().join("b.json");
+        let missing = check_run(&h, &file, "last").unwrap_err();
+        assert!(missing.is_bad_input(), "{missing}");
+        assert_eq!(update_baseline(&h, &file, "last").unwrap(), run);
+        let report = check_run(&h, &file, "last").unwrap();
+        assert_eq!((report.run, report.regressions()), (run, 0));
+        assert_eq!(report.baseline_file, file);
+        assert!(check_run(&h, &file, "prev").is_err(), "one run only");
     }
 
     #[test]

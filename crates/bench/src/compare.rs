@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use plot::text::{Present, Table, Text};
 use serde::Serialize;
 
 use crate::case::Better;
@@ -83,6 +84,62 @@ impl Comparison {
             .iter()
             .filter(|c| c.verdict == Verdict::Regression)
             .count()
+    }
+}
+
+/// A table of each case's state change and verdict, its metrics beneath
+/// it (`mean [band] n=` in A and B, the change), then the count of state
+/// regressions. Absent states and values read "-".
+impl Present for Comparison {
+    fn text(&self) -> Text {
+        let header = [
+            "case / metric",
+            "state",
+            "verdict",
+            "A mean [band]",
+            "B mean [band]",
+            "change",
+            "unit",
+        ];
+        let state = |s: Option<State>| s.map_or("-".to_string(), |s| s.to_string());
+        let band = |s: &Option<Summary>| {
+            s.map_or("-".into(), |s| {
+                format!("{:.3} [{:.3}..{:.3}] n={}", s.mean, s.low, s.high, s.n)
+            })
+        };
+        let mut table = Table::new(&header);
+        for c in &self.cases {
+            table.push(vec![
+                c.case_id.clone(),
+                format!("{} -> {}", state(c.state_a), state(c.state_b)),
+                c.verdict.label().into(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+            ]);
+            for m in &c.metrics {
+                table.push(vec![
+                    format!("  {}", m.metric),
+                    String::new(),
+                    m.verdict.label().into(),
+                    band(&m.a),
+                    band(&m.b),
+                    m.change_percent.map_or("-".into(), |p| format!("{p:+.1}%")),
+                    m.unit.clone(),
+                ]);
+            }
+        }
+        Text::new()
+            .line(format!(
+                "run {} ({}) -> run {} ({})",
+                self.run_a, self.commit_a, self.run_b, self.commit_b
+            ))
+            .table(table)
+            .line(format!(
+                "{} state regressions (PASS -> not PASS); metric changes are flagged only beyond the noise band",
+                self.regressions()
+            ))
     }
 }
 
@@ -183,5 +240,66 @@ pub fn case_change(id: &str, a: Option<&ResultRow>, b: Option<&ResultRow>) -> Ca
         state_b,
         verdict,
         metrics,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::{CaseResult, MetricSamples};
+
+    fn row(state: State, rate: &[f64]) -> ResultRow {
+        let samples = MetricSamples {
+            unit: "Gbit/s".into(),
+            better: Better::Higher,
+            values: rate.to_vec(),
+        };
+        ResultRow {
+            run_id: 1,
+            result: CaseResult {
+                case_id: "a".into(),
+                name: "a".into(),
+                params: BTreeMap::new(),
+                command: Vec::new(),
+                state,
+                reason: String::new(),
+                metrics: [("rate".to_string(), samples)].into(),
+                repetitions: Vec::new(),
+                seconds: 0.0,
+            },
+            raw_path: None,
+            timestamp: 0,
+        }
+    }
+
+    #[test]
+    fn a_comparison_reads_cases_with_their_metrics_and_absent_values_as_dashes() {
+        let (a, b) = (row(State::Pass, &[1.0, 3.0]), row(State::Fail, &[]));
+        let cmp = Comparison {
+            run_a: 1,
+            run_b: 2,
+            commit_a: "abc".into(),
+            commit_b: "def".into(),
+            cases: compare_rows(&[a], &[b]),
+        };
+        let text = cmp.text().to_string();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "run 1 (abc) -> run 2 (def)");
+        assert!(
+            lines[1].starts_with("case / metric         state     verdict"),
+            "{text}"
+        );
+        assert!(
+            lines[2].starts_with("a              PASS -> FAIL  REGRESSION"),
+            "{text}"
+        );
+        assert!(
+            lines[3].ends_with("missing  2.000 [0.000..4.000] n=2              -       -  Gbit/s"),
+            "{text}"
+        );
+        assert_eq!(
+            lines[4],
+            "1 state regressions (PASS -> not PASS); metric changes are flagged only beyond the noise band"
+        );
     }
 }

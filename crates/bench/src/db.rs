@@ -22,6 +22,7 @@
 
 use std::path::{Path, PathBuf};
 
+use plot::text::{Present, Table, Text};
 use rusqlite::{params, Connection, OpenFlags};
 use serde::Serialize;
 
@@ -103,6 +104,39 @@ pub struct ResultRow {
 pub struct Passed {
     pub passed: usize,
     pub cases: usize,
+}
+
+/// The runs of a history, oldest first, each with its pass count:
+/// `steer bench history`. Its JSON is the runs alone ([`RunRow`]s).
+#[derive(Debug, Clone, Serialize)]
+pub struct RunLog(pub Vec<LoggedRun>);
+
+/// A run and how many of its cases passed.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoggedRun {
+    #[serde(flatten)]
+    pub run: RunRow,
+    /// Shown in the text; the JSON gives the run as stored.
+    #[serde(skip)]
+    pub passed: Passed,
+}
+
+/// One row per run: status, kind, commit, passed/recorded, filter.
+impl Present for RunLog {
+    fn text(&self) -> Text {
+        let header = ["run", "status", "kind", "commit", "pass", "filter"];
+        Table::of(&header, &self.0, |LoggedRun { run, passed }| {
+            vec![
+                run.id.to_string(),
+                run.status.clone(),
+                if run.quick { "quick" } else { "full" }.into(),
+                run.git_commit.clone(),
+                format!("{}/{}", passed.passed, passed.cases),
+                run.filter.clone().unwrap_or_default(),
+            ]
+        })
+        .into()
+    }
 }
 
 pub struct History {
@@ -355,6 +389,15 @@ impl History {
         rows.collect::<Result<_, _>>().map_err(|e| self.sql(e))
     }
 
+    /// Every run with its pass count ([`History::passed`]).
+    pub fn log(&self) -> Result<RunLog, BenchError> {
+        let runs = self.runs()?.into_iter().map(|run| {
+            let passed = self.passed(run.id)?;
+            Ok(LoggedRun { run, passed })
+        });
+        runs.collect::<Result<_, _>>().map(RunLog)
+    }
+
     /// `last`, `prev` (the one before last), `last~N`, or a run id.
     pub fn resolve(&self, which: &str) -> Result<i64, BenchError> {
         let ids: Vec<i64> = self.runs()?.iter().map(|r| r.id).collect();
@@ -541,5 +584,29 @@ mod tests {
                 cases: 0
             }
         );
+    }
+
+    #[test]
+    fn the_log_reads_each_run_with_its_pass_count_and_its_json_is_the_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut h = History::open(&dir.path().join("bench.sqlite")).unwrap();
+        let meta = stats::Meta::collect();
+        let first = h.begin_run(&meta, true, Some("a,b"), 1, "raw").unwrap();
+        h.record(first, &meta, &result("a", State::Pass)).unwrap();
+        h.record(first, &meta, &result("b", State::Fail)).unwrap();
+        h.finish_run(first, "complete").unwrap();
+        h.begin_run(&meta, false, None, 1, "raw").unwrap();
+        let log = h.log().unwrap();
+        let text = log.text().to_string();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert!(lines[0].starts_with("run    status   kind"), "{text}");
+        assert!(lines[0].ends_with("pass  filter"), "{text}");
+        assert!(lines[1].starts_with("  1  complete  quick"), "{text}");
+        assert!(lines[1].ends_with("  1/2     a,b"), "{text}");
+        assert!(lines[2].starts_with("  2   running   full"), "{text}");
+        assert!(lines[2].ends_with("  0/0        "), "{text}");
+        let json = serde_json::to_value(&log).unwrap();
+        assert_eq!(json, serde_json::to_value(h.runs().unwrap()).unwrap());
     }
 }

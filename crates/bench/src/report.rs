@@ -16,6 +16,7 @@ use crate::db::{History, ResultRow, RunRow};
 use crate::runner::file_stem;
 use crate::stats::Summary;
 use crate::{BenchError, State};
+use plot::text::{Present, Text};
 use plot::{esc, num};
 
 /// What a report contains.
@@ -26,6 +27,16 @@ pub struct ReportSummary {
     pub cases: usize,
     pub charts: usize,
     pub raw_files: usize,
+}
+
+/// The page written and what it holds, on one line.
+impl Present for ReportSummary {
+    fn text(&self) -> Text {
+        Text::new().line(format!(
+            "{} ({} runs, {} cases, {} charts, {} raw files)",
+            self.index, self.runs, self.cases, self.charts, self.raw_files
+        ))
+    }
 }
 
 /// Writes `dir/index.html` (and `dir/raw/`) from the last `max_runs` runs.
@@ -357,6 +368,21 @@ section.charts svg { border: 1px solid #ddd; margin: 0 8px 8px 0; }
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_summary_reads_as_the_page_and_its_counts() {
+        let summary = ReportSummary {
+            index: "out/index.html".into(),
+            runs: 3,
+            cases: 4,
+            charts: 5,
+            raw_files: 30,
+        };
+        assert_eq!(
+            summary.text().to_string(),
+            "out/index.html (3 runs, 4 cases, 5 charts, 30 raw files)\n"
+        );
+    }
 
     #[test]
     fn dates() {

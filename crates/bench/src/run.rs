@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use plot::text::{Present, Table, Text};
 use serde::Serialize;
 
 use crate::case::{load_matrix, matches_filter, Case};
@@ -40,6 +41,36 @@ impl RunSummary {
 
     pub fn count(&self, state: State) -> usize {
         self.results.iter().filter(|r| r.state == state).count()
+    }
+}
+
+/// One row per case (its state, seconds, first metric, reason), then the
+/// count of each state and where the history and raw outputs are.
+impl Present for RunSummary {
+    fn text(&self) -> Text {
+        let header = ["case", "state", "seconds", "first metric", "reason"];
+        let table = Table::of(&header, &self.results, |r| {
+            vec![
+                r.case_id.clone(),
+                r.state.to_string(),
+                format!("{:.1}", r.seconds),
+                r.first_metric(),
+                r.reason.clone(),
+            ]
+        });
+        let counts: Vec<String> = State::ALL
+            .iter()
+            .filter(|st| self.count(**st) > 0)
+            .map(|st| format!("{} {st}", self.count(*st)))
+            .collect();
+        Text::from(table).line(format!(
+            "run {} {}: {}; history {}; raw outputs {}",
+            self.run,
+            self.status,
+            counts.join(", "),
+            self.db,
+            self.raw_dir
+        ))
     }
 }
 
@@ -197,4 +228,74 @@ pub fn raw_root(db: &Path) -> PathBuf {
     let mut name = db.file_name().unwrap_or_default().to_os_string();
     name.push(".raw");
     db.with_file_name(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::case::Better;
+    use crate::runner::MetricSamples;
+
+    fn result(case_id: &str, state: State, metrics: &[(&str, &[f64])]) -> CaseResult {
+        CaseResult {
+            case_id: case_id.into(),
+            name: case_id.into(),
+            params: BTreeMap::new(),
+            command: Vec::new(),
+            state,
+            reason: if state == State::Pass {
+                String::new()
+            } else {
+                "exit status 3".into()
+            },
+            metrics: metrics
+                .iter()
+                .map(|(name, values)| {
+                    let samples = MetricSamples {
+                        unit: "Gbit/s".into(),
+                        better: Better::Higher,
+                        values: values.to_vec(),
+                    };
+                    (name.to_string(), samples)
+                })
+                .collect(),
+            repetitions: Vec::new(),
+            seconds: 1.5,
+        }
+    }
+
+    #[test]
+    fn a_run_reads_as_its_cases_then_the_count_of_each_state() {
+        let summary = RunSummary {
+            run: 4,
+            status: "complete".into(),
+            db: "h.sqlite".into(),
+            raw_dir: "h.sqlite.raw/4".into(),
+            results: vec![
+                result("a", State::Pass, &[("empty", &[]), ("rate", &[1.0, 2.0])]),
+                result("b", State::NoExit, &[]),
+            ],
+        };
+        let text = summary.text().to_string();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "case   state  seconds       first metric         reason"
+        );
+        // The first metric with samples, and none for a case without.
+        assert_eq!(
+            lines[1],
+            "a       PASS      1.5  rate 1.500 Gbit/s               "
+        );
+        assert_eq!(
+            lines[2],
+            "b     NOEXIT      1.5                     exit status 3"
+        );
+        assert_eq!(
+            lines[3],
+            "run 4 complete: 1 PASS, 1 NOEXIT; history h.sqlite; raw outputs h.sqlite.raw/4"
+        );
+    }
 }

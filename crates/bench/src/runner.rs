@@ -75,6 +75,18 @@ pub struct CaseResult {
 }
 
 impl CaseResult {
+    /// The first metric (by name) with samples, as `name mean unit`, or
+    /// empty when no metric has one: the summary's "first metric" column.
+    pub fn first_metric(&self) -> String {
+        self.metrics
+            .iter()
+            .find_map(|(name, m)| {
+                crate::stats::Summary::of(&m.values)
+                    .map(|s| format!("{name} {:.3} {}", s.mean, m.unit))
+            })
+            .unwrap_or_default()
+    }
+
     /// A case that never started (precondition, interrupted run).
     pub fn not_run(case: &Case, command: Vec<String>, reason: String) -> CaseResult {
         CaseResult {

@@ -32,6 +32,8 @@ use crate::error::SimError;
 use crate::sim::{window_variances, Policy, Replay, SimConfig, Simulator};
 use crate::trace::Trace;
 
+mod text;
+
 /// Packets of each connection (one-way 5-tuple, as the simulator's
 /// connection table keys them) per measurement window, sparse.
 #[derive(Debug, Clone)]

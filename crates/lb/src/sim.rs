@@ -48,6 +48,8 @@ use crate::rng::mix64;
 use crate::servers::{bucket_cores, server_config, DEFAULT_BUCKETS};
 use crate::trace::{Trace, TraceStats};
 
+pub mod text;
+
 /// One second, the paper's window (the default of [`SimConfig::window_s`]).
 pub const WINDOW_NS: u64 = 1_000_000_000;
 /// Bounds on the measurement window, in seconds.

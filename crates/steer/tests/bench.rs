@@ -213,6 +213,44 @@ fn check_exits_1_on_a_state_regression_only() {
     );
     let cmp: serde_json::Value = serde_json::from_slice(&cmp.stdout).unwrap();
     assert_eq!(cmp["cases"][0]["verdict"], "regression");
-    // A bad baseline file is bad input.
+    // A bad baseline file is bad input, and so is a missing one.
     assert_eq!(check("{not json"), Some(2));
+    let missing = steer(
+        dir.path(),
+        &[
+            "bench",
+            "check",
+            "--baseline",
+            "none.json",
+            "--db",
+            "h.sqlite",
+        ],
+    );
+    assert_eq!(missing.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&missing.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("none.json: no such file"), "{err}");
+}
+
+#[test]
+fn bad_repetitions_and_timeouts_are_usage_errors_exit_2() {
+    let dir = TempDir::new("steer-bench-test");
+    write_cases(dir.path());
+    for bad in [
+        &["--repetitions", "0"][..],
+        &["--repetitions", "-1"],
+        &["--timeout", "-1"],
+        &["--timeout", "0"],
+        &["--timeout", "nan"],
+        &["--timeout", "inf"],
+    ] {
+        let args = [&run_args("first")[..], bad].concat();
+        let out = steer(dir.path(), &args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {err}");
+        // Refused by the argument parser, naming the flag, before any run.
+        assert!(err.starts_with("error: invalid value"), "{bad:?}: {err}");
+        assert!(err.contains(bad[0]), "{bad:?}: {err}");
+    }
+    assert!(!dir.path().join("h.sqlite").exists());
 }

@@ -5,12 +5,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use bench::check::Baseline;
 use bench::db::HistoryPath;
+use bench::list::CaseList;
 use bench::progress::Progress;
-use bench::run::{RunRequest, RunSummary, Selection};
-use bench::stats::Summary;
-use bench::{History, State};
+use bench::run::{RunRequest, Selection};
+use bench::History;
 use clap::{Args, Subcommand};
 
 use crate::{exit, output};
@@ -50,12 +49,18 @@ pub struct RunArgs {
     /// Each case's quick variant (each experiment's --quick).
     #[arg(long)]
     pub quick: bool,
-    /// Runs of every case; each is one sample of every metric.
-    #[arg(long, default_value_t = 1)]
+    /// Runs of every case (at least 1); each is one sample of every metric.
+    #[arg(
+        long,
+        default_value_t = 1,
+        value_parser = clap::value_parser!(u32).range(1..),
+        allow_negative_numbers = true
+    )]
     pub repetitions: u32,
-    /// Seconds before a case is killed, instead of each case's own timeout.
-    #[arg(long)]
-    pub timeout: Option<f64>,
+    /// Seconds (positive) before a case is killed, instead of each case's
+    /// own timeout.
+    #[arg(long, value_parser = seconds, allow_negative_numbers = true)]
+    pub timeout: Option<Duration>,
     #[command(flatten)]
     pub select: Selection,
     #[command(flatten)]
@@ -127,21 +132,13 @@ pub fn run(cmd: BenchCommand, json: bool) -> anyhow::Result<i32> {
 
 fn run_matrix(args: RunArgs, json: bool) -> anyhow::Result<i32> {
     let cases = args.select.cases()?;
-    if args.repetitions == 0 {
-        anyhow::bail!("--repetitions must be at least 1");
-    }
-    let timeout = match args.timeout {
-        Some(t) if !(t > 0.0 && t.is_finite()) => anyhow::bail!("--timeout must be positive"),
-        Some(t) => Some(Duration::from_secs_f64(t)),
-        None => None,
-    };
     let db = args.db.path();
     let mut history = History::open(&db)?;
     let req = RunRequest {
         quick: args.quick,
         filter: args.select.filter.clone(),
         repetitions: args.repetitions,
-        timeout,
+        timeout: args.timeout,
         steer: std::env::current_exe().context("cannot find the steer binary")?,
         root: std::env::current_dir().context("cannot read the current directory")?,
     };
@@ -151,11 +148,7 @@ fn run_matrix(args: RunArgs, json: bool) -> anyhow::Result<i32> {
         progress.event(e)
     })?;
     progress.finish();
-    if json {
-        output::json(&summary)?;
-    } else {
-        print_run(&summary)?;
-    }
+    output::print(json, &summary)?;
     Ok(if summary.interrupted() {
         exit::INTERRUPTED
     } else {
@@ -163,173 +156,33 @@ fn run_matrix(args: RunArgs, json: bool) -> anyhow::Result<i32> {
     })
 }
 
-fn first_metric(
-    metrics: &std::collections::BTreeMap<String, bench::runner::MetricSamples>,
-) -> String {
-    metrics
-        .iter()
-        .find_map(|(name, m)| {
-            Summary::of(&m.values).map(|s| format!("{name} {:.3} {}", s.mean, m.unit))
-        })
-        .unwrap_or_default()
-}
-
-fn print_run(s: &RunSummary) -> anyhow::Result<()> {
-    output::table_of(
-        &["case", "state", "seconds", "first metric", "reason"],
-        s.results.iter(),
-        |r| {
-            vec![
-                r.case_id.clone(),
-                r.state.to_string(),
-                format!("{:.1}", r.seconds),
-                first_metric(&r.metrics),
-                r.reason.clone(),
-            ]
-        },
-    )?;
-    let counts: Vec<String> = State::ALL
-        .iter()
-        .filter(|st| s.count(**st) > 0)
-        .map(|st| format!("{} {st}", s.count(*st)))
-        .collect();
-    println!(
-        "run {} {}: {}; history {}; raw outputs {}",
-        s.run,
-        s.status,
-        counts.join(", "),
-        s.db,
-        s.raw_dir
-    );
-    Ok(())
-}
-
 fn list(args: ListArgs, json: bool) -> anyhow::Result<i32> {
-    let cases = args.select.cases()?;
-    let steer = std::env::current_exe()?.display().to_string();
-    let root = std::env::current_dir()?.display().to_string();
-    if json {
-        let v: Vec<_> = cases
-            .iter()
-            .map(|c| c.listing(args.quick, &steer, &root))
-            .collect();
-        output::json(&v)?;
-        return Ok(exit::OK);
-    }
-    output::table_of(
-        &["case", "timeout", "metrics", "command"],
-        cases.iter(),
-        |c| {
-            vec![
-                c.id.clone(),
-                c.timeout(args.quick).to_string(),
-                c.spec
-                    .metrics
-                    .iter()
-                    .map(|m| m.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(","),
-                c.argv(args.quick, "steer", ".").join(" "),
-            ]
-        },
-    )?;
+    let list = CaseList {
+        cases: args.select.cases()?,
+        quick: args.quick,
+        steer: std::env::current_exe()?.display().to_string(),
+        root: std::env::current_dir()?.display().to_string(),
+    };
+    output::print(json, &list)?;
     Ok(exit::OK)
 }
 
 fn history(args: HistoryPath, json: bool) -> anyhow::Result<i32> {
-    let h = History::open_existing(&args.path())?;
-    let runs = h.runs()?;
-    if json {
-        output::json(&runs)?;
-        return Ok(exit::OK);
-    }
-    let passed = runs
-        .iter()
-        .map(|r| h.passed(r.id))
-        .collect::<Result<Vec<_>, _>>()?;
-    output::table_of(
-        &["run", "status", "kind", "commit", "pass", "filter"],
-        runs.iter().zip(&passed),
-        |(r, p)| {
-            vec![
-                r.id.to_string(),
-                r.status.clone(),
-                if r.quick { "quick" } else { "full" }.into(),
-                r.git_commit.clone(),
-                format!("{}/{}", p.passed, p.cases),
-                r.filter.clone().unwrap_or_default(),
-            ]
-        },
-    )?;
+    let log = History::open_existing(&args.path())?.log()?;
+    output::print(json, &log)?;
     Ok(exit::OK)
 }
 
 fn compare(args: CompareArgs, json: bool) -> anyhow::Result<i32> {
     let h = History::open_existing(&args.db.path())?;
-    let cmp = bench::compare::compare(&h, &args.a, &args.b)?;
-    if json {
-        output::json(&cmp)?;
-        return Ok(exit::OK);
-    }
-    println!(
-        "run {} ({}) -> run {} ({})",
-        cmp.run_a, cmp.commit_a, cmp.run_b, cmp.commit_b
-    );
-    let st = |s: Option<State>| s.map_or("-".to_string(), |s| s.to_string());
-    let band = |s: &Option<Summary>| {
-        s.map_or("-".into(), |s| {
-            format!("{:.3} [{:.3}..{:.3}] n={}", s.mean, s.low, s.high, s.n)
-        })
-    };
-    let mut body = Vec::new();
-    for c in &cmp.cases {
-        body.push(vec![
-            c.case_id.clone(),
-            format!("{} -> {}", st(c.state_a), st(c.state_b)),
-            c.verdict.label().into(),
-            String::new(),
-            String::new(),
-            String::new(),
-            String::new(),
-        ]);
-        for m in &c.metrics {
-            body.push(vec![
-                format!("  {}", m.metric),
-                String::new(),
-                m.verdict.label().into(),
-                band(&m.a),
-                band(&m.b),
-                m.change_percent.map_or("-".into(), |p| format!("{p:+.1}%")),
-                m.unit.clone(),
-            ]);
-        }
-    }
-    output::table(
-        &[
-            "case / metric",
-            "state",
-            "verdict",
-            "A mean [band]",
-            "B mean [band]",
-            "change",
-            "unit",
-        ],
-        &body,
-    )?;
-    println!(
-        "{} state regressions (PASS -> not PASS); metric changes are flagged only beyond the noise band",
-        cmp.regressions()
-    );
+    output::print(json, &bench::compare::compare(&h, &args.a, &args.b)?)?;
     Ok(exit::OK)
 }
 
 fn check(args: CheckArgs, json: bool) -> anyhow::Result<i32> {
     let h = History::open_existing(&args.db.path())?;
-    let run = h.resolve(&args.run)?;
-    let rows = h.results(run)?;
-    let info = h.run(run)?;
     if args.update {
-        Baseline::update_file(&args.baseline, &info, &rows)?;
+        let run = bench::check::update_baseline(&h, &args.baseline, &args.run)?;
         if json {
             output::json(&serde_json::json!({
                 "baseline": args.baseline,
@@ -343,58 +196,55 @@ fn check(args: CheckArgs, json: bool) -> anyhow::Result<i32> {
         }
         return Ok(exit::OK);
     }
-    let baseline = Baseline::load(&args.baseline)?;
-    let report = bench::check::check(&baseline, run, info.filter.as_deref(), &rows);
-    if json {
-        output::json(&report)?;
-    } else {
-        let st = |s: Option<State>| s.map_or("-".to_string(), |s| s.to_string());
-        let mut body: Vec<Vec<String>> = report
-            .lines
-            .iter()
-            .map(|l| {
-                vec![
-                    l.case_id.clone(),
-                    st(l.baseline),
-                    l.now.to_string(),
-                    if l.regression { "REGRESSION" } else { "ok" }.into(),
-                    l.reason.clone(),
-                ]
-            })
-            .collect();
-        body.extend(report.missing.iter().map(|m| {
-            vec![
-                m.case_id.clone(),
-                m.baseline.to_string(),
-                "-".into(),
-                "MISSING".into(),
-                "selected by the run's filter, not in the run".into(),
-            ]
-        }));
-        output::table(&["case", "baseline", "now", "verdict", "reason"], &body)?;
-        println!(
-            "run {run}: {} regressions against {} ({} state changes, {} cases missing; {} baseline cases not selected by the filter {})",
-            report.regressions(),
-            args.baseline.display(),
-            report.regressions() - report.missing.len(),
-            report.missing.len(),
-            report.not_selected,
-            report.filter.as_deref().unwrap_or("(none)")
-        );
-    }
+    let report = bench::check::check_run(&h, &args.baseline, &args.run)?;
+    output::print(json, &report)?;
     Ok(exit::ok_unless(report.regressions() > 0))
 }
 
 fn report(args: ReportArgs, json: bool) -> anyhow::Result<i32> {
     let h = History::open_existing(&args.db.path())?;
     let summary = bench::report::write_report(&h, &args.output, args.runs.max(1))?;
-    if json {
-        output::json(&summary)?;
-    } else {
-        println!(
-            "{} ({} runs, {} cases, {} charts, {} raw files)",
-            summary.index, summary.runs, summary.cases, summary.charts, summary.raw_files
-        );
-    }
+    output::print(json, &summary)?;
     Ok(exit::OK)
+}
+
+/// `--timeout`: a positive, finite number of seconds.
+fn seconds(arg: &str) -> Result<Duration, String> {
+    let secs: f64 = arg.parse().map_err(|e| format!("{e}"))?;
+    if !(secs > 0.0 && secs.is_finite()) {
+        return Err("must be a positive number of seconds".into());
+    }
+    Duration::try_from_secs_f64(secs).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Run {
+        #[command(flatten)]
+        args: RunArgs,
+    }
+
+    #[test]
+    fn repetitions_and_timeout_are_checked_by_the_parser() {
+        let parse = |argv: &[&str]| Run::try_parse_from([&["t"][..], argv].concat());
+        let ok = parse(&["--repetitions", "3", "--timeout", "0.5"]).unwrap();
+        assert_eq!(ok.args.repetitions, 3);
+        assert_eq!(ok.args.timeout, Some(Duration::from_millis(500)));
+        assert_eq!(parse(&[]).unwrap().args.timeout, None);
+        for bad in [
+            &["--repetitions", "0"][..],
+            &["--timeout=-1"],
+            &["--timeout", "0"],
+            &["--timeout", "nan"],
+            &["--timeout", "inf"],
+            &["--timeout", "1e300"],
+            &["--timeout", "soon"],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?}");
+        }
+    }
 }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::builder::{PossibleValue, PossibleValuesParser};
 use clap::{Args, Subcommand};
-use lb::sim::{simulate, Policy, SimConfig, SimReport};
+use lb::sim::{simulate, Policy, SimConfig};
 use lb::Trace;
 use lbxdp::LivePolicy;
 
@@ -143,22 +143,14 @@ fn sim(args: SimArgs, json: bool) -> anyhow::Result<i32> {
                 &[("window-sweep.svg", lb::svg::window_sweep_plot(&report))],
             )?;
         }
-        return if json {
-            output::json(&report)?;
-            Ok(exit::OK)
-        } else {
-            print_sweep(&report).map(|()| exit::OK)
-        };
+        output::print(json, &report)?;
+        return Ok(exit::OK);
     }
     let terminal = std::io::stderr().is_terminal();
     let n = policies.len();
     let report = simulate(&name, &trace, config, &policies, |i, p| {
         if terminal {
-            eprint!(
-                "\rsteer lb sim: replaying policy {}/{n} ({})    ",
-                i + 1,
-                p.name()
-            );
+            eprint!("\rsteer lb sim: {}    ", lb::sim::text::replaying(i, n, p));
         }
     })?;
     if terminal {
@@ -173,91 +165,8 @@ fn sim(args: SimArgs, json: bool) -> anyhow::Result<i32> {
             ],
         )?;
     }
-    if json {
-        output::json(&report)?;
-    } else {
-        print_report(&report)?;
-    }
+    output::print(json, &report)?;
     Ok(exit::OK)
-}
-
-fn print_report(r: &SimReport) -> anyhow::Result<()> {
-    let s = &r.trace_stats;
-    let c = &r.config;
-    output::rows(&[
-        ("trace", r.trace.clone()),
-        (
-            "frames",
-            format!(
-                "{} read, {} kept (IPv4 {}, IPv6 {}; {} fragments and {} non-TCP/UDP hashed on addresses), {} skipped ({} truncated, {} non-IP, {} malformed){}",
-                s.frames,
-                s.kept(),
-                s.ipv4,
-                s.ipv6,
-                s.fragments,
-                s.other_l4,
-                s.skipped(),
-                s.truncated,
-                s.non_ip,
-                s.malformed,
-                if s.truncated_tail { "; last record cut short" } else { "" }
-            ),
-        ),
-        (
-            "set-up",
-            format!(
-                "{} servers x {} cores, {} buckets, reports at {} Hz, seed {}",
-                c.servers, c.cores, c.buckets, c.rate_hz, c.seed
-            ),
-        ),
-        (
-            "replay",
-            format!(
-                "speedup {}, amplify {} -> {} packets, {} flows over {:.1} s ({} packets/s, {} per core per 1 s window; {} idle gaps > {} s shortened)",
-                r.replay.speedup,
-                r.replay.amplify,
-                r.replay.packets,
-                r.replay.flows,
-                r.replay.duration_s,
-                output::measured(r.replay.mean_pps, 0),
-                output::measured(r.replay.packets_per_core_window, 1),
-                r.replay.gaps_shortened,
-                c.max_gap_s
-            ),
-        ),
-        ("metric", r.metric.to_string()),
-    ])?;
-    println!();
-    output::table_of(
-        &[
-            "policy",
-            "server var",
-            "core var",
-            "worst window",
-            "peak/mean",
-            "processed at 100% load",
-            "windows",
-            "connections",
-            "table changes",
-        ],
-        r.policies.iter(),
-        |p| {
-            let at_capacity = p
-                .processed_at_capacity()
-                .map_or("-".to_string(), |share| format!("{:.1}%", 100.0 * share));
-            vec![
-                p.name.to_string(),
-                percent(p.server_variance, "%"),
-                percent(p.core_variance, "%"),
-                percent(p.core_variance_max, "%"),
-                output::measured(p.peak_to_mean, 3),
-                at_capacity,
-                p.windows.to_string(),
-                p.connections.to_string(),
-                p.table_changes.to_string(),
-            ]
-        },
-    )
 }
 
 /// Writes each (file name, SVG text) into `dir`, creating it.
@@ -268,40 +177,6 @@ fn write_svgs(dir: &std::path::Path, files: &[(&str, String)]) -> anyhow::Result
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
-}
-
-/// One row per window length: what limits the balance (per-core variance
-/// in %, connections per window).
-fn print_sweep(r: &lb::limits::SweepReport) -> anyhow::Result<()> {
-    let Some(first) = r.points.first() else {
-        return Ok(());
-    };
-    let mut head: Vec<&str> = vec!["window s", "windows", "pkts/core", "conns", "new", "N_eff"];
-    head.extend(first.policies.iter().map(|v| v.name));
-    head.extend(["clairvoyant", "oracle", "floor", "random", "best baseline"]);
-    println!("{}: per-core variance in %", r.trace);
-    output::table_of(&head, &r.points, |p| {
-        let s = p.stats;
-        let stat = |f: fn(&lb::limits::WindowStats) -> f64| output::measured(s.as_ref().map(f), 1);
-        let mut row = vec![
-            p.window_s.to_string(),
-            s.map_or(0, |s| s.windows).to_string(),
-            stat(|s| s.packets_per_core),
-            stat(|s| s.active_connections),
-            stat(|s| s.new_connections),
-            stat(|s| s.effective_connections),
-        ];
-        row.extend(p.policies.iter().map(|v| percent(v.core_variance, "")));
-        row.extend([
-            percent(p.clairvoyant_online, ""),
-            percent(p.oracle, ""),
-            percent(s.map(|s| s.floor), ""),
-            percent(s.map(|s| s.random_expectation), ""),
-            p.best_baseline
-                .map_or("n/a".into(), |(n, v)| format!("{n} {:.3}", v * 100.0)),
-        ]);
-        row
-    })
 }
 
 #[cfg(test)]
