@@ -48,6 +48,7 @@ pub mod args;
 pub mod client;
 pub mod error;
 mod http;
+pub mod listening;
 pub mod load;
 pub mod metrics;
 pub mod plan;

@@ -127,11 +127,13 @@ mod tests {
             "{text}"
         );
         assert!(
-            lines[1].starts_with("hash         2     37.500 ± 158.828  37.500 ± 158.828  1.0 ± 0.0"),
+            lines[1]
+                .starts_with("hash         2     37.500 ± 158.828  37.500 ± 158.828  1.0 ± 0.0"),
             "{text}"
         );
         assert!(
-            lines[2].starts_with("crossrss     1                  n/a               n/a  1.0 ± n/a"),
+            lines[2]
+                .starts_with("crossrss     1                  n/a               n/a  1.0 ± n/a"),
             "{text}"
         );
         assert_eq!(

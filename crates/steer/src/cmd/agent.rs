@@ -1,10 +1,9 @@
 //! `steer agent`: serve this host's RSS configs, softirq load and the
 //! requester's seen address over HTTP/JSON (crate `agent`, docs/agent.md).
 
-use std::net::IpAddr;
-
 use clap::Args;
 
+use ::agent::listening::Listening;
 use ::agent::{Agent, ServeArgs};
 
 use crate::{exit, output};
@@ -25,38 +24,13 @@ pub struct AgentArgs {
 
 pub fn run(args: AgentArgs, json: bool) -> anyhow::Result<i32> {
     let server = Agent::start(args.serve.options()?)?;
-    let served = server.devices();
     // The note on stderr before the output a script waits for.
     output::note!(
         "steer agent: serving {} (API v{})",
         server.url(),
         ::agent::API_VERSION
     );
-    if json {
-        output::json(&serde_json::json!({
-            "url": server.url(),
-            "token": args.serve.has_token(),
-            "devices": served,
-        }))?;
-    } else {
-        output::table_of(
-            &["dev", "addrs", "origin", "queues", "note"],
-            served.iter(),
-            |e| {
-                vec![
-                    e.dev.clone().unwrap_or_else(|| "-".into()),
-                    e.addrs
-                        .iter()
-                        .map(IpAddr::to_string)
-                        .collect::<Vec<_>>()
-                        .join(","),
-                    e.origin.map_or("-", |o| o.name()).to_string(),
-                    e.queues.map_or("-".into(), |q| q.to_string()),
-                    e.error.clone().unwrap_or_default(),
-                ]
-            },
-        )?;
-    }
+    output::print(json, &Listening::of(&server, args.serve.has_token()))?;
     server.wait();
     Ok(exit::OK)
 }

@@ -109,11 +109,6 @@ fn no_such_policy(names: &[String]) -> anyhow::Error {
     exit::usage(format!("--policy {}: no such policy", names.join(",")))
 }
 
-/// A fraction as a percentage, or "n/a" when it was not measured.
-fn percent(v: Option<f64>, unit: &str) -> String {
-    output::or_na(v, |v| format!("{:.3}{unit}", v * 100.0))
-}
-
 pub fn run(cmd: LbCommand, json: bool) -> anyhow::Result<i32> {
     match cmd {
         LbCommand::Sim(args) => sim(*args, json),
@@ -224,11 +219,5 @@ mod tests {
             vec![LivePolicy::Rr, LivePolicy::CrossRssPlus]
         );
         assert!(Run::try_parse_from(["t", "--policy", "pow2"]).is_err());
-    }
-
-    #[test]
-    fn absent_fractions_print_as_na() {
-        assert_eq!(percent(None, "%"), "n/a");
-        assert_eq!(percent(Some(0.0123), "%"), "1.230%");
     }
 }
