@@ -5,19 +5,11 @@ use std::path::PathBuf;
 
 use thiserror::Error;
 
-/// An error and its causes on one line, `a: b: c`.
+/// An error and its causes on one line, `a: b: c`, each said once
+/// ([`host::error_line`]).
 pub fn chain(err: &dyn std::error::Error) -> String {
-    let mut line = err.to_string();
-    let mut cause = err.source();
-    while let Some(c) = cause {
-        let text = c.to_string();
-        if !line.ends_with(&text) {
-            line.push_str(": ");
-            line.push_str(&text);
-        }
-        cause = c.source();
-    }
-    line
+    let causes = std::iter::successors(Some(err), |e| e.source());
+    host::error_line(causes.map(|e| e.to_string()))
 }
 
 #[derive(Debug, Error)]

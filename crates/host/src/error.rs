@@ -5,6 +5,25 @@ use std::process::ExitStatus;
 
 use thiserror::Error;
 
+/// Messages of an error and its causes, outermost first, on one line:
+/// `a: b: c`. A cause whose text the line already holds is not repeated:
+/// many errors show their cause in their own message (`"{op}: {source}"`)
+/// and also keep it as their source, so the chain would say it twice.
+/// Line breaks inside a message become spaces.
+pub fn error_line(messages: impl IntoIterator<Item = String>) -> String {
+    let mut line = String::new();
+    for text in messages {
+        let text = text.replace('\n', " ");
+        if line.is_empty() {
+            line = text;
+        } else if !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+    }
+    line
+}
+
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum HostError {
@@ -77,5 +96,26 @@ impl HostError {
             what: what.into(),
             source,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cause_already_in_the_message_is_said_once() {
+        let line = |m: &[&str]| error_line(m.iter().map(|s| s.to_string()));
+        assert_eq!(line(&["a", "b", "c"]), "a: b: c");
+        assert_eq!(
+            line(&["connect /x: no such file", "no such file"]),
+            "connect /x: no such file"
+        );
+        assert_eq!(
+            line(&["ip: program not found (gone)", "gone"]),
+            "ip: program not found (gone)"
+        );
+        assert_eq!(line(&["two\nlines", "cause"]), "two lines: cause");
+        assert_eq!(line(&[]), "");
     }
 }

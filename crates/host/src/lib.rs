@@ -54,7 +54,7 @@ pub mod preload;
 pub mod snmp;
 pub mod sysfs;
 
-pub use error::HostError;
+pub use error::{error_line, HostError};
 
 /// Whether this process runs as root (effective uid 0).
 pub fn is_root() -> bool {

@@ -57,16 +57,13 @@ pub fn usage(message: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(Usage(message.into()))
 }
 
-/// Prints `steer: <error chain>` on one line and returns the exit code.
+/// Prints `steer: <error chain>` on one line, each cause once, and returns
+/// the exit code.
 pub fn report(err: &anyhow::Error) -> i32 {
     if is_broken_pipe(err) {
         return OK;
     }
-    let chain: Vec<String> = err.chain().map(|e| e.to_string()).collect();
-    let mut line = chain.join(": ");
-    if line.contains('\n') {
-        line = line.replace('\n', " ");
-    }
+    let line = host::error_line(err.chain().map(|e| e.to_string()));
     crate::output::note!("steer: {line}");
     code_for(err)
 }
@@ -121,6 +118,9 @@ fn class_of(cause: &(dyn std::error::Error + 'static)) -> Option<i32> {
         lb::ReportError,
         lb::SimError,
         lbxdp::LbXdpError,
+        toe::ToeError,
+        toe::app::RunError,
+        order::report::SortError,
         exp::ExpError,
         bench::BenchError,
     ) {
@@ -216,6 +216,15 @@ mod tests {
             reason: "short".into(),
         };
         assert_eq!(code(garbled.into()), FAILED);
+        let timed_out = toe::app::RunError::Service(toe::ToeError::TimedOut);
+        assert_eq!(code(timed_out.into()), FAILED);
+        let config = toe::ToeError::Config("--pipeline-threads 0".into());
+        assert_eq!(code(config.into()), BAD_INPUT);
+        let missing = toe::app::RunError::Spawn {
+            program: "nosuch".into(),
+            source: io::Error::from(io::ErrorKind::NotFound),
+        };
+        assert_eq!(code(missing.into()), BAD_INPUT);
     }
 
     #[test]

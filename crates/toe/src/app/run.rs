@@ -61,6 +61,35 @@ pub enum RunError {
     Service(#[from] ToeError),
 }
 
+impl RunError {
+    /// Refused for want of privilege, or the data path's environment
+    /// ([`ToeError::is_environment`]).
+    pub fn is_environment(&self) -> bool {
+        match self {
+            RunError::Listen { source, .. }
+            | RunError::Shim(source)
+            | RunError::Spawn { source, .. } => {
+                source.kind() == std::io::ErrorKind::PermissionDenied
+            }
+            RunError::Netns { source, .. } => source.is_environment(),
+            RunError::Service(e) => e.is_environment(),
+            RunError::NoProgram => false,
+        }
+    }
+
+    /// No program, a program that does not exist, a namespace that does
+    /// not, or a data path asked for what cannot be.
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            RunError::NoProgram => true,
+            RunError::Spawn { source, .. } => source.kind() == std::io::ErrorKind::NotFound,
+            RunError::Netns { source, .. } => source.is_bad_input(),
+            RunError::Service(e) => e.is_bad_input(),
+            RunError::Listen { .. } | RunError::Shim(_) => false,
+        }
+    }
+}
+
 /// Serves `ep` while `program` runs as system(3) would run it (^C goes to
 /// the program); returns its exit status and the data path's counters.
 pub fn run(ep: Endpoint, program: &Program<'_>) -> Result<(ExitStatus, Counters), RunError> {

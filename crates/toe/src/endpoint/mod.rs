@@ -76,6 +76,24 @@ pub enum ToeError {
     Laminar(#[from] crate::laminar::LaminarError),
 }
 
+impl ToeError {
+    /// The machine lacks what the data path needs (privilege, AF_XDP).
+    pub fn is_environment(&self) -> bool {
+        matches!(self, ToeError::Io(e) if e.is_environment())
+    }
+
+    /// The caller asked for what cannot be: a bad configuration, a port in
+    /// use, a device that does not exist. A refused, reset or timed-out
+    /// connection and a Laminar fault are failures of the operation.
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            ToeError::Config(_) | ToeError::AddrInUse(_) => true,
+            ToeError::Io(e) => e.is_bad_input(),
+            _ => false,
+        }
+    }
+}
+
 /// Sizes and limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EndpointConfig {
