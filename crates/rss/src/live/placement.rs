@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use plot::text::{Present, Table, Text};
+use plot::text::{or_na, Present, Table, Text};
 use serde::Serialize;
 
 use crate::{FlowTuple, L4Proto, Placement, Prediction, Predictor, RssError};
@@ -109,10 +109,8 @@ impl Present for SocketRows {
                     r.placement.hash.clone(),
                     r.placement.queue.to_string(),
                     r.placement.cpu.to_string(),
-                    // The byte count is the kernel's; "?" where it sent none.
-                    r.socket
-                        .bytes_received
-                        .map_or("?".into(), |b| b.to_string()),
+                    // The byte count is the kernel's; "n/a" where it sent none.
+                    or_na(r.socket.bytes_received, |b| b.to_string()),
                     if r.shares_cpu { "SHARED CPU" } else { "" }.into(),
                 ]
             },
@@ -195,7 +193,7 @@ mod tests {
         );
         assert!(lines[1].ends_with(" 1048576  SHARED CPU"), "{text}");
         // The kernel said nothing about the second's bytes.
-        assert!(lines[2].ends_with("       ?  SHARED CPU"), "{text}");
+        assert!(lines[2].ends_with("     n/a  SHARED CPU"), "{text}");
         // The JSON is the list, each row the socket, the prediction's
         // fields and the flags.
         let json = serde_json::to_value(&rows).unwrap();

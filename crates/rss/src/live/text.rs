@@ -31,7 +31,7 @@ impl Present for DeviceReport {
         }
         match &self.rss {
             Some(cfg) => {
-                let source = self.source.as_deref().unwrap_or("?");
+                let source = self.source.as_deref().unwrap_or("n/a");
                 rows.push("hash", format!("{} ({source})", cfg.hash_function.name()));
                 rows.push("input transform", format!("{:?}", cfg.input_transform));
                 rows.push("key", format!("{} ({} bytes)", cfg.key, cfg.key.len()));
