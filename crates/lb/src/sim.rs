@@ -994,8 +994,9 @@ mod tests {
         assert_eq!(v.server_variance, 0.0);
     }
 
-    #[test]
-    fn a_replay_that_lasts_no_time_has_no_rate() {
+    /// A trace of `packets` packets of one TCP flow, packet `i` at
+    /// `ts_ns(i)`.
+    pub(super) fn one_flow_trace(packets: u64, ts_ns: impl Fn(u64) -> u64) -> Trace {
         let tuple = FlowTuple::new(
             IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
             1000,
@@ -1003,11 +1004,26 @@ mod tests {
             80,
             rss::L4Proto::Tcp,
         );
-        let trace = Trace {
-            link_type: 101,
-            packets: vec![crate::trace::TracePacket { ts_ns: 5, tuple }; 3],
-            stats: TraceStats::default(),
+        let packets = (0..packets).map(|i| crate::trace::TracePacket {
+            ts_ns: ts_ns(i),
+            tuple,
+        });
+        let packets: Vec<_> = packets.collect();
+        let stats = TraceStats {
+            frames: packets.len(),
+            ipv4: packets.len(),
+            ..TraceStats::default()
         };
+        Trace {
+            link_type: 101,
+            packets,
+            stats,
+        }
+    }
+
+    #[test]
+    fn a_replay_that_lasts_no_time_has_no_rate() {
+        let trace = one_flow_trace(3, |_| 5);
         let r = simulate(
             "one instant",
             &trace,

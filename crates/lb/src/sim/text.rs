@@ -102,37 +102,13 @@ impl SimReport {
 
 #[cfg(test)]
 mod tests {
-    use std::net::{IpAddr, Ipv4Addr};
-
-    use rss::FlowTuple;
 
     use super::*;
     use crate::sim::{simulate, SimConfig};
-    use crate::trace::{Trace, TracePacket, TraceStats};
 
     /// A report of `packets` packets of one flow, all at time `ts_ns(i)`.
     fn report(packets: u64, ts_ns: impl Fn(u64) -> u64) -> SimReport {
-        let tuple = FlowTuple::new(
-            IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
-            1000,
-            IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
-            80,
-            rss::L4Proto::Tcp,
-        );
-        let trace = Trace {
-            link_type: 101,
-            packets: (0..packets)
-                .map(|i| TracePacket {
-                    ts_ns: ts_ns(i),
-                    tuple,
-                })
-                .collect(),
-            stats: TraceStats {
-                frames: packets as usize,
-                ipv4: packets as usize,
-                ..TraceStats::default()
-            },
-        };
+        let trace = crate::sim::tests::one_flow_trace(packets, ts_ns);
         let policies = [Policy::Rr, Policy::CrossrssPlus];
         simulate("t.pcap", &trace, SimConfig::default(), &policies, |_, _| {}).unwrap()
     }
