@@ -502,15 +502,21 @@ fn run_cell(
     })
 }
 
-/// The cells to run, in order.
+/// The cells to run, in order, each once (a sender, stream count, spread
+/// or drop rate named twice runs once).
 pub fn cells(params: &SrpicParams) -> Vec<Cell> {
     let mut out = Vec::new();
+    let mut push = |cell: Cell| {
+        if !out.contains(&cell) {
+            out.push(cell);
+        }
+    };
     for &gro in &params.gro {
         for &sender in &params.senders {
             for &streams in &params.streams {
                 for &spread in &params.spreads {
                     for srpic in [false, true] {
-                        out.push(Cell {
+                        push(Cell {
                             kind: "reorder",
                             sender,
                             streams,
@@ -525,7 +531,7 @@ pub fn cells(params: &SrpicParams) -> Vec<Cell> {
             // Table 5: one stream.
             for &drop in &params.drop_rates {
                 for srpic in [false, true] {
-                    out.push(Cell {
+                    push(Cell {
                         kind: "drop",
                         sender,
                         streams: 1,
@@ -736,6 +742,24 @@ mod tests {
         assert!(cells(&p).iter().all(|c| c.gro && c.kind == "reorder"));
         let full = SrpicParams::default();
         assert_eq!(cells(&full).len(), 2 * 2 * (3 * 4 * 2 + 4 * 2));
+    }
+
+    #[test]
+    fn a_value_named_twice_runs_once() {
+        let p = SrpicParams::default().quick();
+        let twice = SrpicParams {
+            senders: [p.senders.clone(), p.senders.clone()].concat(),
+            streams: vec![1, 1],
+            spreads: [p.spreads.clone(), p.spreads.clone()].concat(),
+            gro: vec![true, true],
+            ..p.clone()
+        };
+        assert_eq!(cells(&twice), cells(&p));
+        let drops = |d: Vec<f64>| SrpicParams {
+            drop_rates: d,
+            ..p.clone()
+        };
+        assert_eq!(cells(&drops(vec![0.01, 0.01])), cells(&drops(vec![0.01])));
     }
 
     #[test]

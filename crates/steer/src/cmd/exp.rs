@@ -21,8 +21,7 @@ use crate::{exit, output};
 pub enum ExpCommand {
     /// What the XDP software RSS costs TCP: iperf3 with the program
     /// attached, with no program, and with kernel RPS instead, rotating in
-    /// one run, with the drop counters of each (needs root, iperf3, tc,
-    /// ethtool).
+    /// one run, with the drop counters of each (needs root, iperf3).
     XdpOverhead(XdpOverheadArgs),
     /// Live CrossRSS: short and long TCP connections from client namespaces
     /// through the XDP load balancer to backends with software RSS, each
@@ -193,7 +192,6 @@ fn gro_settings(args: &[GroArg]) -> Vec<bool> {
 fn srpic(args: SrpicArgs, json: bool) -> anyhow::Result<i32> {
     use exp::srpic::SrpicParams;
     let params = SrpicParams {
-        senders: each_once(args.params.senders),
         gro: gro_settings(&args.gro),
         ..args.params
     };
