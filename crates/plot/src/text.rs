@@ -192,6 +192,12 @@ pub fn or_na<T>(value: Option<T>, show: impl FnOnce(T) -> String) -> String {
     value.map_or_else(|| "n/a".into(), show)
 }
 
+/// A fraction as a percentage with `digits` decimals and `unit` after it
+/// ("%" or ""), or "n/a" when it was not measured.
+pub fn percent(fraction: Option<f64>, digits: usize, unit: &str) -> String {
+    or_na(fraction, |f| format!("{:.digits$}{unit}", f * 100.0))
+}
+
 /// "mean ± ci" times `scale`, or "mean ± n/a" without an interval (one
 /// sample).
 pub fn pm(mean: f64, ci95: Option<f64>, scale: f64, digits: usize) -> String {
@@ -236,6 +242,8 @@ mod tests {
         assert_eq!(measured(Some(2.345), 2), "2.35");
         assert_eq!(pm(0.5, Some(0.01), 100.0, 1), "50.0 ± 1.0");
         assert_eq!(pm(0.5, None, 1.0, 2), "0.50 ± n/a");
+        assert_eq!(percent(Some(0.0123), 3, "%"), "1.230%");
+        assert_eq!(percent(None, 3, "%"), "n/a");
     }
 
     #[test]

@@ -1,14 +1,14 @@
 //! How a [`SimReport`] reads: the trace, set-up and replay as labelled
 //! rows, then one row per policy.
 
-use plot::text::{measured, or_na, Present, Rows, Table, Text};
+use plot::text::{measured, Present, Rows, Table, Text};
 
 use super::{Policy, SimReport};
 
-/// A fraction as a percentage with `unit` after it, or "n/a" when it was
-/// not measured.
+/// A fraction as a percentage with `unit` after it ([`plot::text::percent`],
+/// 3 decimals), or "n/a".
 pub(crate) fn percent(v: Option<f64>, unit: &str) -> String {
-    or_na(v, |v| format!("{:.3}{unit}", v * 100.0))
+    plot::text::percent(v, 3, unit)
 }
 
 /// What a terminal shows while policy `index` (from 0) of `total` replays.

@@ -13,9 +13,9 @@ fn percent_ci(s: Option<Stat>) -> String {
     or_na(s, |s| pm(s.mean, s.ci95, 100.0, 3))
 }
 
-/// A fraction as a percentage, or "n/a" when it was not measured.
+/// A fraction as a percentage (3 decimals), or "n/a" when not measured.
 fn percent(v: Option<f64>) -> String {
-    or_na(v, |v| format!("{:.3}", v * 100.0))
+    plot::text::percent(v, 3, "")
 }
 
 impl LivePolicyResult {
