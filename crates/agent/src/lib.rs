@@ -43,6 +43,7 @@
 //! peer, method, path (without query) and reason, never the token. The API
 //! is read-only: nothing a client sends changes the host.
 
+pub mod allocator;
 pub mod api;
 pub mod args;
 pub mod client;

@@ -106,6 +106,7 @@ fn class_of(cause: &(dyn std::error::Error + 'static)) -> Option<i32> {
         agent::ReceiverError,
         agent::TokenError,
         agent::load::ProcError,
+        agent::allocator::AllocatorError,
         binder::BinderError,
         order::CaptureError,
         order::sorter::ConfigError,

@@ -2,14 +2,13 @@
 //! `srap`, docs/srap.md).
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
-use std::path::PathBuf;
-use std::time::Duration;
 
+use agent::allocator::AllocatorArgs;
 use agent::{PlanRequest, PlanResult, ReceiverArgs};
-use anyhow::{bail, Context};
+use anyhow::Context;
 use clap::{Args, Subcommand};
-use rss::{L4Proto, RssConfig};
-use srap::alloc::{AllocClient, Server, ServerOptions};
+use rss::L4Proto;
+use srap::alloc::AllocClient;
 use srap::{OddsArgs, PortRange, SocketArgs};
 
 use crate::{exit, output};
@@ -37,7 +36,7 @@ pub enum PortsCommand {
     /// (protocol: docs/srap.md).
     ///
     /// Example: steer ports serve --config rcv.json --for 10.77.1.2
-    Serve(ServeArgs),
+    Serve(AllocatorArgs),
     /// Ask the allocator for one port (what the binders do per connect()).
     Lease(LeaseArgs),
     /// The allocator's live leases and configured receivers.
@@ -69,32 +68,6 @@ pub struct PlanArgs {
     pub seed: Option<u64>,
     #[command(flatten)]
     pub receiver: ReceiverArgs,
-}
-
-#[derive(Debug, Args)]
-pub struct ServeArgs {
-    #[command(flatten)]
-    pub socket: SocketArgs,
-    /// RssConfig JSON of a receiver; pair each with a --for.
-    #[arg(long)]
-    pub config: Vec<PathBuf>,
-    /// The receiver address the matching --config is for.
-    #[arg(long = "for", value_name = "ADDR")]
-    pub for_addr: Vec<IpAddr>,
-    /// Milliseconds a lease lives without a matching socket.
-    #[arg(long, default_value_t = 2000)]
-    pub grace_ms: u64,
-    /// Fetch the config of any receiver without a --config from its agent
-    /// (the same agent for every receiver: e.g. a lab, or one host), cached
-    /// for --config-ttl-ms and fetched again when older.
-    #[arg(long, value_name = "URL")]
-    pub agent: Option<String>,
-    /// Token for --agent.
-    #[arg(long, requires = "agent")]
-    pub token: Option<String>,
-    /// How long a config fetched from the agent is used.
-    #[arg(long, default_value_t = 10_000)]
-    pub config_ttl_ms: u64,
 }
 
 #[derive(Debug, Args)]
@@ -153,46 +126,13 @@ fn plan(args: &PlanArgs, json: bool) -> anyhow::Result<i32> {
     Ok(exit::OK)
 }
 
-fn serve(args: &ServeArgs, json: bool) -> anyhow::Result<i32> {
-    if args.config.len() != args.for_addr.len() {
-        bail!(
-            "give one --for ADDR per --config FILE ({} configs, {} addresses)",
-            args.config.len(),
-            args.for_addr.len()
-        );
-    }
-    let mut configs = Vec::new();
-    for (path, addr) in args.config.iter().zip(&args.for_addr) {
-        configs.push((*addr, RssConfig::from_file(path)?));
-    }
-    let mut options = ServerOptions::new(args.socket.path());
-    options.grace = Duration::from_millis(args.grace_ms);
-    if let Some(url) = &args.agent {
-        let client = agent::AgentClient::new(
-            url,
-            args.token.as_deref(),
-            agent::AgentClient::DEFAULT_TIMEOUT,
-        )?;
-        options.config_source = Some(std::sync::Arc::new(client));
-        options.config_ttl = Duration::from_millis(args.config_ttl_ms);
-    }
-    let server = Server::bind(options)?;
-    let receivers: Vec<IpAddr> = configs.iter().map(|(addr, _)| *addr).collect();
-    for (addr, config) in configs {
-        server
-            .allocator()
-            .set_config(addr, config)
-            .map_err(|r| exit::usage(format!("--config for {addr}: {}", r.message)))?;
-    }
+fn serve(args: &AllocatorArgs, json: bool) -> anyhow::Result<i32> {
+    let (server, serving) = args.bind()?;
     // The note on stderr first, the JSON a script waits for last.
     output::note!("steer: allocator listening on {}", server.path().display());
     if json {
         // One object when listening, as `steer agent --json` does.
-        output::json(&serde_json::json!({
-            "socket": server.path(),
-            "receivers": receivers,
-            "agent": args.agent,
-        }))?;
+        output::json(&serving)?;
     }
     server.run()?;
     Ok(exit::OK)
