@@ -26,8 +26,9 @@
  *   TX: the application writes bytes, then tx_head; the service sends them
  *       and advances tx_tail.
  *
- * Every listener has an eventfd the service writes to when a connection
- * waits to be accepted. Every connection has a UNIX stream socket pair
+ * Every listener has a pipe whose read end the application gets and the
+ * service makes readable while a connection waits to be accepted (a pipe's
+ * read end, as the kernel's listening socket, never polls writable). Every connection has a UNIX stream socket pair
  * whose one end the application gets (the shim hands it to the program as
  * the socket's descriptor) and whose other end the service keeps, so the
  * kernel's poll, select and epoll report a connection's readiness as they
@@ -162,7 +163,7 @@ struct toe_slot {
 
 /* Control requests (struct toe_req.op) and their replies. */
 #define TOE_OP_HELLO 1   /* -> memfd + doorbell eventfd; reply's local_addr is the data path's address */
-#define TOE_OP_LISTEN 2  /* port -> id (listener) + eventfd */
+#define TOE_OP_LISTEN 2  /* port -> id (listener) + its pipe's read end */
 #define TOE_OP_ACCEPT 3  /* id (listener) -> id (slot) + socket, or err EAGAIN */
 #define TOE_OP_CONNECT 4 /* addr, port[, local_port] -> id (slot, TOE_ST_CONNECTING) + socket,
                            or err EADDRINUSE (local_port held) */

@@ -15,7 +15,7 @@
  * service (no $STEER_TOE_SOCKET, or it does not answer) nothing moves.
  *
  * The descriptor: when a socket moves, the descriptor the service gives
- * (a listener's eventfd, a connection's end of a UNIX socket pair) is
+ * (a listener's pipe read end, a connection's end of a UNIX socket pair) is
  * dup3()ed over the program's descriptor number, so poll, select and epoll
  * work unchanged on mixed descriptor sets and report what the kernel would
  * for a TCP socket (toe_app.h): a connection is readable while bytes or EOF
@@ -1460,8 +1460,8 @@ EXPORT int getpeername(int fd, struct sockaddr *addr, socklen_t *len) {
     return 0;
 }
 
-/* The status flags are the socket's (kept here): the eventfd under it stays
- * non-blocking, as the shim's own reads of it need. */
+/* The status flags are the socket's (kept here): the descriptor under it
+ * stays non-blocking, as the shim's own reads of it need. */
 static int dp_fcntl(int fd, struct tsock *s, int cmd, long arg) {
     switch (cmd) {
     case F_GETFL:

@@ -215,9 +215,68 @@ pub fn signal(fd: &OwnedFd) {
     unsafe { libc::write(fd.as_raw_fd(), (&one as *const u64).cast(), 8) };
 }
 
-/// Resets an eventfd to zero (never blocks).
+/// Empties a readiness descriptor (an eventfd, or a pipe's read end:
+/// [`listener_pipe`]) so it no longer polls readable; never blocks.
 pub fn drain(fd: &OwnedFd) {
-    let mut v: u64 = 0;
-    // SAFETY: reads 8 bytes into a u64; EAGAIN when already zero.
-    unsafe { libc::read(fd.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
+    let mut buf = [0u8; 64];
+    // SAFETY: reads at most 64 bytes into `buf` (an eventfd gives its
+    // 8-byte counter); the descriptor is non-blocking, so the loop ends at
+    // EAGAIN once nothing is left.
+    while unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) } > 0 {}
+}
+
+/// A listener's readiness: the read end (what the application polls; a
+/// pipe's read end polls readable while a byte waits and, as the kernel's
+/// listening socket, never writable, where an eventfd always would) and
+/// the write end the service raises it with. Both non-blocking.
+pub fn listener_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two descriptors into `fds`.
+    check(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) })?;
+    // SAFETY: both were just created and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Makes a [`listener_pipe`]'s read end readable (writes one byte to its
+/// write end). A full pipe refuses the byte, and is readable anyway.
+pub fn raise(write_end: &OwnedFd) {
+    // SAFETY: writes one byte from a local.
+    unsafe { libc::write(write_end.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What poll(2) reports for `fd` right now.
+    fn events(fd: &OwnedFd) -> libc::c_short {
+        let mut p = libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN | libc::POLLOUT,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, no wait.
+        assert!(unsafe { libc::poll(&mut p, 1, 0) } >= 0);
+        p.revents
+    }
+
+    #[test]
+    fn a_listener_pipe_is_readable_while_raised_and_never_writable() {
+        let (read, write) = listener_pipe().unwrap();
+        assert_eq!(events(&read), 0);
+        raise(&write);
+        raise(&write);
+        assert_eq!(events(&read), libc::POLLIN);
+        drain(&read);
+        assert_eq!(events(&read), 0);
+    }
+
+    #[test]
+    fn an_eventfd_drains_to_zero() {
+        let fd = eventfd().unwrap();
+        signal(&fd);
+        assert_eq!(events(&fd), libc::POLLIN | libc::POLLOUT);
+        drain(&fd);
+        assert_eq!(events(&fd), libc::POLLOUT);
+    }
 }

@@ -41,7 +41,11 @@ struct Served {
 
 struct Listener {
     port: u16,
-    efd: OwnedFd,
+    /// What the application polls: readable while connections wait
+    /// ([`ctl::listener_pipe`]), never writable.
+    ready: OwnedFd,
+    /// Raises `ready`.
+    raise: OwnedFd,
     pending: VecDeque<ConnIdx>,
 }
 
@@ -295,15 +299,16 @@ impl Service {
         if taken {
             return Err(libc::EADDRINUSE);
         }
-        let efd = ctl::eventfd().map_err(errno)?;
+        let (ready, raise) = ctl::listener_pipe().map_err(errno)?;
         self.ep.listen(port);
         let cx = entry(&mut self.contexts, id)?;
         let l = Listener {
             port,
-            efd,
+            ready,
+            raise,
             pending: VecDeque::new(),
         };
-        let raw = l.efd.as_raw_fd();
+        let raw = l.ready.as_raw_fd();
         let lid = match cx.listeners.iter().position(Option::is_none) {
             Some(i) => i,
             None => {
@@ -330,9 +335,9 @@ impl Service {
         l.pending.pop_front();
         // Keep the listener's descriptor readable while more wait.
         if l.pending.is_empty() {
-            ctl::drain(&l.efd);
+            ctl::drain(&l.ready);
         } else {
-            ctl::signal(&l.efd);
+            ctl::raise(&l.raise);
         }
         let addrs = self.ep.addresses(conn);
         cx.shm.reset(i);
@@ -424,7 +429,7 @@ impl Service {
                     any = true;
                 }
                 if any {
-                    ctl::signal(&l.efd);
+                    ctl::raise(&l.raise);
                 }
             }
             for i in 0..SLOTS {

@@ -171,9 +171,14 @@ assert srv.getsockname() == ("0.0.0.0", listen_port), srv.getsockname()
 assert srv.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN) == 1
 srv.setblocking(False)
 expect_errno(errno.EAGAIN, srv.accept)
+# A listening socket is never writable (the kernel's never is): waiting for
+# it to be readable or writable wakes only when a connection waits.
+_, writable, _ = select.select([], [srv], [], 0)
+assert writable == [], "an idle listener polls writable"
 print("listening", flush=True)
-readable, _, _ = select.select([srv], [], [], 20)
+readable, writable, _ = select.select([srv], [srv], [], 20)
 assert readable == [srv], "no connection to accept"
+assert writable == [], "a listener with a connection waiting polls writable"
 c, addr = srv.accept()
 c.setblocking(True)
 assert c.getpeername() == addr
