@@ -276,6 +276,7 @@ mod tests {
             results: vec![
                 result("a", State::Pass, &[("empty", &[]), ("rate", &[1.0, 2.0])]),
                 result("b", State::NoExit, &[]),
+                result("c", State::Fail, &[("rate", &[])]),
             ],
         };
         let text = summary.text().to_string();
@@ -284,7 +285,8 @@ mod tests {
             lines[0],
             "case   state  seconds       first metric         reason"
         );
-        // The first metric with samples, and none for a case without.
+        // The first metric with samples, nothing for a case without
+        // metrics, and n/a for one whose metrics were not measured.
         assert_eq!(
             lines[1],
             "a       PASS      1.5  rate 1.500 Gbit/s               "
@@ -293,9 +295,13 @@ mod tests {
             lines[2],
             "b     NOEXIT      1.5                     exit status 3"
         );
+        assert!(
+            lines[3].starts_with("c       FAIL      1.5                n/a"),
+            "{text}"
+        );
         assert_eq!(
-            lines[3],
-            "run 4 complete: 1 PASS, 1 NOEXIT; history h.sqlite; raw outputs h.sqlite.raw/4"
+            lines[4],
+            "run 4 complete: 1 PASS, 1 FAIL, 1 NOEXIT; history h.sqlite; raw outputs h.sqlite.raw/4"
         );
     }
 }

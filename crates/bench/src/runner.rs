@@ -75,16 +75,18 @@ pub struct CaseResult {
 }
 
 impl CaseResult {
-    /// The first metric (by name) with samples, as `name mean unit`, or
-    /// empty when no metric has one: the summary's "first metric" column.
+    /// The first metric (by name) with samples, as `name mean unit`: the
+    /// summary's "first metric" column. "n/a" when the case has metrics and
+    /// none was measured; empty when it has none.
     pub fn first_metric(&self) -> String {
-        self.metrics
-            .iter()
-            .find_map(|(name, m)| {
-                crate::stats::Summary::of(&m.values)
-                    .map(|s| format!("{name} {:.3} {}", s.mean, m.unit))
-            })
-            .unwrap_or_default()
+        let measured = self.metrics.iter().find_map(|(name, m)| {
+            crate::stats::Summary::of(&m.values).map(|s| format!("{name} {:.3} {}", s.mean, m.unit))
+        });
+        match measured {
+            Some(text) => text,
+            None if self.metrics.is_empty() => String::new(),
+            None => "n/a".into(),
+        }
     }
 
     /// A case that never started (precondition, interrupted run).
