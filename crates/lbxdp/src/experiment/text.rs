@@ -91,11 +91,9 @@ impl Present for FirstRepetition<'_> {
                     p.name.to_string(),
                     percent(p.core_variance),
                     percent(p.server_variance),
-                    format!(
-                        "{:?}",
-                        first.map(|r| r.per_backend.clone()).unwrap_or_default()
-                    ),
-                    first.map_or(0, |r| r.controller.steps).to_string(),
+                    // A policy without a repetition measured neither.
+                    or_na(first, |r| format!("{:?}", r.per_backend)),
+                    or_na(first, |r| r.controller.steps.to_string()),
                     p.connections.to_string(),
                     p.failures.to_string(),
                 ]
@@ -157,5 +155,11 @@ mod tests {
             serde_json::to_value(view).unwrap(),
             serde_json::to_value(&r).unwrap()
         );
+        // A policy without a repetition has no backends or steps to show.
+        let mut none = two_policies();
+        none.policies[1].repetitions.clear();
+        let text = FirstRepetition(&none).text().to_string();
+        let row: Vec<&str> = text.lines().nth(2).unwrap().split_whitespace().collect();
+        assert_eq!(row[..5], ["crossrss", "n/a", "n/a", "n/a", "n/a"], "{text}");
     }
 }
