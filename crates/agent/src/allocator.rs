@@ -172,18 +172,14 @@ impl AllocatorArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("steer-allocator-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir.join(name)
-    }
+    use testkit::TempDir;
 
     #[test]
     fn an_unpaired_config_is_bad_input_before_anything_binds() {
+        let dir = TempDir::new("allocator");
         let args = AllocatorArgs {
             socket: SocketArgs {
-                socket: Some(scratch("unpaired.sock")),
+                socket: Some(dir.join("unpaired.sock")),
             },
             config: vec!["rcv.json".into()],
             ..AllocatorArgs::default()
@@ -193,7 +189,7 @@ mod tests {
         };
         assert!(err.is_bad_input(), "{err}");
         assert!(err.to_string().contains("1 configs, 0 addresses"), "{err}");
-        assert!(!scratch("unpaired.sock").exists());
+        assert!(!dir.join("unpaired.sock").exists());
     }
 
     #[test]
@@ -212,7 +208,8 @@ mod tests {
 
     #[test]
     fn a_bound_allocator_lists_its_receivers_and_has_their_configs() {
-        let path = scratch("rcv.json");
+        let dir = TempDir::new("allocator");
+        let path = dir.join("rcv.json");
         let config = rss::StatedArgs {
             key: Some("microsoft".into()),
             queues: 4,
@@ -224,7 +221,7 @@ mod tests {
         let addr: IpAddr = "10.0.0.2".parse().unwrap();
         let args = AllocatorArgs {
             socket: SocketArgs {
-                socket: Some(scratch("bound.sock")),
+                socket: Some(dir.join("bound.sock")),
             },
             config: vec![path],
             for_addr: vec![addr],
@@ -232,7 +229,7 @@ mod tests {
         };
         let (server, serving) = args.bind().unwrap();
         assert_eq!(serving.receivers, vec![addr]);
-        assert_eq!(serving.socket, scratch("bound.sock"));
+        assert_eq!(serving.socket, dir.join("bound.sock"));
         assert_eq!(serving.agent, None);
         assert!(server.allocator().status().remotes.contains(&addr));
     }
