@@ -46,11 +46,11 @@ impl PlanResult {
     /// source address the receiver sees, honouring this host's port range,
     /// reserved ports and ports in use unless a range is given.
     pub fn new(receiver: &Receiver, request: &PlanRequest) -> Result<PlanResult, ReceiverError> {
-        let to = request.to;
-        let (from, origin) = source_address(request.from, receiver.seen_from, to, None)?;
         if request.flows == 0 {
             return Err(ReceiverError::NoFlows);
         }
+        let to = request.to;
+        let (from, origin) = source_address(request.from, receiver.seen_from, to, None)?;
         let (plan, port_range) = receiver.plan(
             from,
             to,
