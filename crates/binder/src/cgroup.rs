@@ -12,32 +12,23 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::skel::SkelBuilder;
 use libbpf_rs::{Link, MapCore, MapFlags, MapHandle};
 use serde::Serialize;
 
 use crate::error::BinderError;
 use srap::Plan;
 
-#[allow(clippy::all, clippy::pedantic, unsafe_op_in_unsafe_fn)]
-mod skel {
-    include!(concat!(env!("OUT_DIR"), "/connect.skel.rs"));
-}
-
+host::bpf_skeleton!(
+    "connect.skel.rs",
+    pod: [
+        binder_dest,
+        binder_plan,
+        binder_host,
+        binder_counter,
+    ]
+);
 use skel::types;
-
-// SAFETY: the map keys and values of `bpf/binder.h`, as libbpf-cargo generates
-// them from the program's BTF: repr(C) structs of integers and byte arrays
-// with every padding byte written out as a field, so no byte is
-// uninitialised and any bit pattern is a valid value (bytemuck::Pod).
-unsafe impl bytemuck::Zeroable for types::binder_dest {}
-unsafe impl bytemuck::Pod for types::binder_dest {}
-unsafe impl bytemuck::Zeroable for types::binder_plan {}
-unsafe impl bytemuck::Pod for types::binder_plan {}
-unsafe impl bytemuck::Zeroable for types::binder_host {}
-unsafe impl bytemuck::Pod for types::binder_host {}
-unsafe impl bytemuck::Zeroable for types::binder_counter {}
-unsafe impl bytemuck::Pod for types::binder_counter {}
 
 /// The constants of `bpf/binder.h`, generated from it by build.rs.
 mod abi {
@@ -174,16 +165,11 @@ impl CgroupBinder {
         let open = skel::ConnectSkelBuilder::default()
             .open(&mut storage)
             .map_err(|e| BinderError::bpf("open connect skeleton", e))?;
-        let skel = open.load().map_err(|e| match e.kind() {
-            libbpf_rs::ErrorKind::PermissionDenied => BinderError::Privilege {
-                what: "load the cgroup connect programs".into(),
-            },
-            _ => BinderError::KernelFeature {
-                what: format!(
-                    "loading the cgroup connect4/connect6 programs (bpf_bind, atomics) failed: {e}"
-                ),
-            },
-        })?;
+        let skel = nic::load_program(
+            open,
+            "the cgroup connect4/connect6 programs",
+            "bpf_bind, atomics",
+        )?;
         let handle = |map: &libbpf_rs::MapMut<'_>, name: &str| {
             MapHandle::try_from(map).map_err(|e| BinderError::bpf(format!("dup map {name}"), e))
         };

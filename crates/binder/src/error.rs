@@ -19,8 +19,6 @@ pub enum BinderError {
     },
     #[error("needs root (CAP_BPF, CAP_NET_ADMIN, CAP_SYS_ADMIN): {what}")]
     Privilege { what: String },
-    #[error("missing kernel feature: {what}")]
-    KernelFeature { what: String },
     #[error("no cgroup v2 hierarchy is mounted (none in /proc/self/mounts)")]
     NoCgroup2,
     #[error("{path} is not a directory of a cgroup v2 hierarchy")]
@@ -33,6 +31,10 @@ pub enum BinderError {
     Plan(String),
     #[error(transparent)]
     Srap(#[from] srap::SrapError),
+    /// Loading the programs failed: nic owns how a BPF load failure reads
+    /// (a refusal is privilege, anything else the kernel's).
+    #[error(transparent)]
+    Nic(#[from] nic::NicError),
 }
 
 impl BinderError {
@@ -54,14 +56,13 @@ impl BinderError {
     /// false for bad input (exit code 2).
     pub fn is_environment(&self) -> bool {
         match self {
-            BinderError::Privilege { .. }
-            | BinderError::KernelFeature { .. }
-            | BinderError::NoCgroup2 => true,
+            BinderError::Privilege { .. } | BinderError::NoCgroup2 => true,
             BinderError::Io { source, .. } => source.kind() == io::ErrorKind::PermissionDenied,
             BinderError::Bpf { source, .. } => {
                 source.kind() == libbpf_rs::ErrorKind::PermissionDenied
             }
             BinderError::Srap(e) => e.is_environment(),
+            BinderError::Nic(e) => e.is_environment(),
             _ => false,
         }
     }
@@ -78,6 +79,7 @@ impl BinderError {
             | BinderError::NoSuchNetns { .. }
             | BinderError::Plan(_) => true,
             BinderError::Srap(e) => e.is_bad_input(),
+            BinderError::Nic(e) => e.is_bad_input(),
             _ => false,
         }
     }

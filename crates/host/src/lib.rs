@@ -2,7 +2,8 @@
 //! namespaces ([`netns`]), asking the kernel about devices over netlink
 //! ([`link`], on the request loop in [`netlink`]), a namespace's own sysfs
 //! ([`sysfs`]) and protocol counters ([`snmp`]), running tools such as
-//! `ip` ([`command`]), preloading shims ([`preload`]),
+//! `ip` ([`command`]), preloading shims ([`preload`]), taking in a BPF
+//! program's skeleton ([`bpf_skeleton!`]),
 //! checking privilege ([`is_root`], [`require_root`]) and reading how busy
 //! the CPUs were ([`cpu`]).
 //!
@@ -33,6 +34,7 @@
 //! command::find_program(name) -> Option<PathBuf>         // as the shell looks it up
 //! command::{wait_like_system(&mut Command), exit_code(status)} // a user program, as system(3)
 //! preload::{install(bytes, name), install_in, preload(&mut Command, shim)} // LD_PRELOAD shims
+//! bpf_skeleton!("prog.skel.rs", pod: [map_key, map_value]) // mod skel, its map types Pod
 //! is_root(), require_root(what)
 //! cpu::CpuTimes::{read(), busy_since(&before)}          // /proc/stat
 //! cpu::pin_current_thread(cpu)                          // sched_setaffinity
@@ -44,6 +46,7 @@
 //! [`HostError::is_bad_input`]); the crates that call this one wrap them in
 //! their own errors.
 
+mod bpf;
 pub mod command;
 pub mod cpu;
 mod error;

@@ -13,8 +13,6 @@ pub enum LbXdpError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{what} needs root (CAP_NET_ADMIN and CAP_BPF)")]
-    Privilege { what: String },
     /// The kernel refused the program (verifier) or lacks a feature.
     #[error("kernel feature missing: {what}")]
     KernelFeature { what: String },
@@ -72,7 +70,7 @@ impl LbXdpError {
     /// input or a failed check.
     pub fn is_environment(&self) -> bool {
         match self {
-            LbXdpError::Privilege { .. } | LbXdpError::KernelFeature { .. } => true,
+            LbXdpError::KernelFeature { .. } => true,
             LbXdpError::Nic(e) => e.is_environment(),
             LbXdpError::Lab(e) => e.is_environment(),
             LbXdpError::Host(e) => e.is_environment(),

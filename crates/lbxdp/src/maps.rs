@@ -8,34 +8,24 @@
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
-use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::skel::SkelBuilder;
 use libbpf_rs::{MapCore, MapFlags, MapHandle, Xdp, XdpFlags};
 use rss::{HashFields, RssConfig};
 use serde::Serialize;
 
 use crate::error::LbXdpError;
 
-#[allow(clippy::all, clippy::pedantic, unsafe_op_in_unsafe_fn)]
-mod skel {
-    include!(concat!(env!("OUT_DIR"), "/lbxdp.skel.rs"));
-}
-
+host::bpf_skeleton!(
+    "lbxdp.skel.rs",
+    pod: [
+        lbxdp_config,
+        lbxdp_toeplitz,
+        lbxdp_backend,
+        lbxdp_conn_key,
+        lbxdp_conn,
+    ]
+);
 pub use skel::types;
-
-// SAFETY: the map keys and values of `lbxdp.h`, as libbpf-cargo generates
-// them from the program's BTF: repr(C) structs of integers and byte arrays
-// with every padding byte written out as a field, so no byte is
-// uninitialised and any bit pattern is a valid value (bytemuck::Pod).
-unsafe impl bytemuck::Zeroable for types::lbxdp_config {}
-unsafe impl bytemuck::Pod for types::lbxdp_config {}
-unsafe impl bytemuck::Zeroable for types::lbxdp_toeplitz {}
-unsafe impl bytemuck::Pod for types::lbxdp_toeplitz {}
-unsafe impl bytemuck::Zeroable for types::lbxdp_backend {}
-unsafe impl bytemuck::Pod for types::lbxdp_backend {}
-unsafe impl bytemuck::Zeroable for types::lbxdp_conn_key {}
-unsafe impl bytemuck::Pod for types::lbxdp_conn_key {}
-unsafe impl bytemuck::Zeroable for types::lbxdp_conn {}
-unsafe impl bytemuck::Pod for types::lbxdp_conn {}
 
 /// The constants of `lbxdp.h`, generated from it by build.rs (all of
 /// them; Rust uses those it needs).
@@ -183,14 +173,7 @@ impl Datapath {
         let open = skel::LbxdpSkelBuilder::default()
             .open(&mut storage)
             .map_err(|e| LbXdpError::bpf("open lbxdp skeleton", e))?;
-        let skel = open.load().map_err(|e| match e.kind() {
-            libbpf_rs::ErrorKind::PermissionDenied => LbXdpError::Privilege {
-                what: "load the XDP load balancer".into(),
-            },
-            _ => LbXdpError::KernelFeature {
-                what: format!("loading the XDP load balancer failed: {e}"),
-            },
-        })?;
+        let skel = nic::load_program(open, "the XDP load balancer", "BPF verifier or map type")?;
         let dup = |fd: std::os::fd::BorrowedFd<'_>, name: &str| {
             fd.try_clone_to_owned()
                 .map_err(|e| LbXdpError::io(format!("dup program {name}"), e))

@@ -30,6 +30,7 @@
 //! // what the commands report: Change::{attached, updated, detached} (Display: one line), TrackedFlows
 //! // a device's config as flags name it: LocalConfigArgs { config, dev, netns, assumed }.load()
 //! // helpers: nic::offload::{check_peer, veth_peer}
+//! pub fn load_program(open_skeleton, program, needs) -> Result<Skel, NicError> // also lbxdp's and binder's
 //! ```
 //!
 //! `netns` is a name under `/run/netns` (`ip netns add NAME`); `None` is the
@@ -73,7 +74,7 @@ use serde::Serialize;
 
 pub use config_args::LocalConfigArgs;
 pub use error::NicError;
-pub use loader::{MAX_CPUMAP_QSIZE, MAX_FLOWS, MAX_QUEUES, MAX_TABLE};
+pub use loader::{load_program, MAX_CPUMAP_QSIZE, MAX_FLOWS, MAX_QUEUES, MAX_TABLE};
 pub use report::{Action, Change, TrackedFlows};
 
 /// How to attach. On a command line (feature `clap`, `steer nic attach`)

@@ -15,31 +15,39 @@ use rss::{FlowTuple, HashFields, HashFunction, InputTransform, L4Proto, RssConfi
 use crate::error::NicError;
 use crate::state;
 
-#[allow(clippy::all, clippy::pedantic, unsafe_op_in_unsafe_fn)]
-mod skel {
-    include!(concat!(env!("OUT_DIR"), "/softrss.skel.rs"));
-}
-
+host::bpf_skeleton!(
+    "softrss.skel.rs",
+    pod: [
+        softrss_config,
+        softrss_toeplitz,
+        softrss_indir_entry,
+        softrss_cpumap_counters,
+        softrss_flow_key,
+        softrss_flow_value,
+        softrss_counters,
+    ]
+);
 pub(crate) use skel::types;
 
-// SAFETY: the map keys and values of `softrss.h`, as libbpf-cargo generates
-// them from the program's BTF: repr(C) structs of integers and byte arrays
-// with every padding byte written out as a field, so no byte is
-// uninitialised and any bit pattern is a valid value (bytemuck::Pod).
-unsafe impl bytemuck::Zeroable for types::softrss_config {}
-unsafe impl bytemuck::Pod for types::softrss_config {}
-unsafe impl bytemuck::Zeroable for types::softrss_toeplitz {}
-unsafe impl bytemuck::Pod for types::softrss_toeplitz {}
-unsafe impl bytemuck::Zeroable for types::softrss_indir_entry {}
-unsafe impl bytemuck::Pod for types::softrss_indir_entry {}
-unsafe impl bytemuck::Zeroable for types::softrss_cpumap_counters {}
-unsafe impl bytemuck::Pod for types::softrss_cpumap_counters {}
-unsafe impl bytemuck::Zeroable for types::softrss_flow_key {}
-unsafe impl bytemuck::Pod for types::softrss_flow_key {}
-unsafe impl bytemuck::Zeroable for types::softrss_flow_value {}
-unsafe impl bytemuck::Pod for types::softrss_flow_value {}
-unsafe impl bytemuck::Zeroable for types::softrss_counters {}
-unsafe impl bytemuck::Pod for types::softrss_counters {}
+/// Loads the opened skeleton of one of Steer's BPF programs (this crate's,
+/// the load balancer's, the cgroup binder's): a refusal is missing
+/// privilege, any other failure the kernel refusing `program` (the
+/// verifier, or a map type or helper it lacks), said with what the program
+/// `needs`.
+pub fn load_program<'obj, S: OpenSkel<'obj>>(
+    open: S,
+    program: &str,
+    needs: &str,
+) -> Result<S::Output, NicError> {
+    open.load().map_err(|e| match e.kind() {
+        libbpf_rs::ErrorKind::PermissionDenied => NicError::Privilege {
+            what: format!("load {program}"),
+        },
+        _ => NicError::KernelFeature {
+            what: format!("loading {program} ({needs}) failed: {e}"),
+        },
+    })
+}
 
 /// The constants of `softrss.h`, generated from it by build.rs (all of
 /// them; Rust uses those it needs).
@@ -470,14 +478,7 @@ pub(crate) fn load_and_attach(
         .flows
         .set_max_entries(flows)
         .map_err(|e| NicError::bpf("size map flows", e))?;
-    let mut skel = open.load().map_err(|e| match e.kind() {
-        libbpf_rs::ErrorKind::PermissionDenied => NicError::Privilege {
-            what: "load the XDP program".into(),
-        },
-        _ => NicError::KernelFeature {
-            what: format!("loading the XDP program (BPF verifier or map type) failed: {e}"),
-        },
-    })?;
+    let mut skel = load_program(open, "the XDP program", "BPF verifier or map type")?;
 
     let handle = |map: &libbpf_rs::MapMut<'_>, name: &str| {
         MapHandle::try_from(map).map_err(|e| NicError::bpf(format!("dup map {name}"), e))
