@@ -129,7 +129,7 @@ impl Ring {
 }
 
 /// What the kernel counted for one socket (`XDP_STATISTICS`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, derive_more::AddAssign)]
 pub struct XskStats {
     /// Frames dropped for other reasons than a full RX ring (no frame in
     /// the fill ring, a frame larger than a chunk).
@@ -140,16 +140,6 @@ pub struct XskStats {
     pub rx_fill_ring_empty: u64,
     pub rx_invalid_descs: u64,
     pub tx_invalid_descs: u64,
-}
-
-impl std::ops::AddAssign for XskStats {
-    fn add_assign(&mut self, o: XskStats) {
-        self.rx_dropped += o.rx_dropped;
-        self.rx_ring_full += o.rx_ring_full;
-        self.rx_fill_ring_empty += o.rx_fill_ring_empty;
-        self.rx_invalid_descs += o.rx_invalid_descs;
-        self.tx_invalid_descs += o.tx_invalid_descs;
-    }
 }
 
 /// An AF_XDP socket bound to one RX queue of one device.

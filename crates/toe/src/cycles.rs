@@ -7,7 +7,7 @@
 //! no other way to split the cost by stage.
 
 /// Ticks per stage, cumulative.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, derive_more::AddAssign)]
 pub struct StageCycles {
     /// Reading frames from the port and handing frames to it.
     pub netif: u64,
@@ -21,18 +21,6 @@ pub struct StageCycles {
     pub copy: u64,
     pub rx_segments: u64,
     pub tx_segments: u64,
-}
-
-impl std::ops::AddAssign for StageCycles {
-    fn add_assign(&mut self, o: StageCycles) {
-        self.netif += o.netif;
-        self.pre += o.pre;
-        self.protocol += o.protocol;
-        self.post += o.post;
-        self.copy += o.copy;
-        self.rx_segments += o.rx_segments;
-        self.tx_segments += o.tx_segments;
-    }
 }
 
 /// What a tick is on this machine.

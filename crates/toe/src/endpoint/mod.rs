@@ -148,7 +148,7 @@ impl Default for EndpointConfig {
 }
 
 /// What the endpoint counted: every frame it did not take is here.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, derive_more::AddAssign)]
 pub struct Counters {
     pub rx_frames: u64,
     pub tx_frames: u64,
@@ -170,27 +170,6 @@ pub struct Counters {
     /// FINs sent again by a peer while we were in TIME_WAIT (each one
     /// acknowledged again).
     pub time_wait_acks: u64,
-}
-
-impl std::ops::AddAssign for Counters {
-    fn add_assign(&mut self, o: Counters) {
-        self.rx_frames += o.rx_frames;
-        self.tx_frames += o.tx_frames;
-        self.malformed += o.malformed;
-        self.bad_checksum += o.bad_checksum;
-        self.arp_replies += o.arp_replies;
-        self.refused_duplicate += o.refused_duplicate;
-        self.refused_beyond_window += o.refused_beyond_window;
-        self.refused_outside_interval += o.refused_outside_interval;
-        self.refused_ack_of_unsent += o.refused_ack_of_unsent;
-        self.fast_retransmits += o.fast_retransmits;
-        self.timeouts += o.timeouts;
-        self.resets_sent += o.resets_sent;
-        self.resets_received += o.resets_received;
-        self.table_full += o.table_full;
-        self.syn_dropped += o.syn_dropped;
-        self.time_wait_acks += o.time_wait_acks;
-    }
 }
 
 /// A connection's sequence and window state, read from the protocol stage.
