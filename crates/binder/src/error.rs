@@ -11,12 +11,6 @@ pub enum BinderError {
         #[source]
         source: io::Error,
     },
-    #[error("{what}: {source}")]
-    Bpf {
-        what: String,
-        #[source]
-        source: libbpf_rs::Error,
-    },
     #[error("needs root (CAP_BPF, CAP_NET_ADMIN, CAP_SYS_ADMIN): {what}")]
     Privilege { what: String },
     #[error("no cgroup v2 hierarchy is mounted (none in /proc/self/mounts)")]
@@ -31,8 +25,8 @@ pub enum BinderError {
     Plan(String),
     #[error(transparent)]
     Srap(#[from] srap::SrapError),
-    /// Loading the programs failed: nic owns how a BPF load failure reads
-    /// (a refusal is privilege, anything else the kernel's).
+    /// A BPF operation failed: nic owns how a BPF failure reads (a
+    /// refusal is privilege; a failed load the kernel's).
     #[error(transparent)]
     Nic(#[from] nic::NicError),
 }
@@ -45,11 +39,10 @@ impl BinderError {
         }
     }
 
+    /// A failed BPF operation (open, attach, a map access): nic's, as the
+    /// load balancer's are, so a refusal reads as privilege everywhere.
     pub(crate) fn bpf(what: impl Into<String>, source: libbpf_rs::Error) -> Self {
-        BinderError::Bpf {
-            what: what.into(),
-            source,
-        }
+        BinderError::Nic(nic::NicError::bpf(what, source))
     }
 
     /// True when the error is about privilege or the kernel (exit code 3),
@@ -58,9 +51,6 @@ impl BinderError {
         match self {
             BinderError::Privilege { .. } | BinderError::NoCgroup2 => true,
             BinderError::Io { source, .. } => source.kind() == io::ErrorKind::PermissionDenied,
-            BinderError::Bpf { source, .. } => {
-                source.kind() == libbpf_rs::ErrorKind::PermissionDenied
-            }
             BinderError::Srap(e) => e.is_environment(),
             BinderError::Nic(e) => e.is_environment(),
             _ => false,
