@@ -2,7 +2,7 @@
 //! skeleton: [`bpf_skeleton!`](crate::bpf_skeleton).
 
 /// Declares `mod skel`, the skeleton libbpf-cargo generated into `OUT_DIR`
-/// (buildkit's `compile_bpf` names it `<program>.skel.rs`), and declares the
+/// (the name given to buildkit's `BpfProgram::build`), and declares the
 /// listed map key and value types of `skel::types` plain old data
 /// ([`bytemuck::Pod`](https://docs.rs/bytemuck)), so map bytes read and
 /// write them without `unsafe` at each use.
