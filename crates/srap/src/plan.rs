@@ -12,7 +12,7 @@
 //! predictor ([`crate::predict`]) that is a few hundred ports for 64 CPUs.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use std::net::{IpAddr, SocketAddr};
 
 use rand::{rngs::StdRng, Rng, SeedableRng};
@@ -157,6 +157,42 @@ impl Order {
             }
         }
         None
+    }
+
+    /// As [`Order::next`], except that among the CPUs with the fewest flows
+    /// the first (by rank) for which `prefer` holds goes first. The planner
+    /// prefers a CPU that still has an unused queue a port reaches, so one
+    /// CPU whose own unused queues no port reaches does not repeat a queue
+    /// while another CPU of the same count has a fresh one.
+    fn next_preferring(
+        &mut self,
+        available: impl Fn(usize) -> bool,
+        prefer: impl Fn(usize) -> bool,
+    ) -> Option<usize> {
+        let mut passed: Vec<(u32, usize, usize)> = Vec::new();
+        let mut chosen = None;
+        while let Some(Reverse(entry)) = self.heap.pop() {
+            let (count, _, i) = entry;
+            if !available(i) {
+                continue;
+            }
+            if passed.first().is_some_and(|first| first.0 != count) {
+                self.heap.push(Reverse(entry));
+                break;
+            }
+            if prefer(i) {
+                chosen = Some(entry);
+                break;
+            }
+            passed.push(entry);
+        }
+        if chosen.is_none() && !passed.is_empty() {
+            chosen = Some(passed.remove(0));
+        }
+        self.heap.extend(passed.into_iter().map(Reverse));
+        let (count, rank, i) = chosen?;
+        self.heap.push(Reverse((count + 1, rank, i)));
+        Some(i)
     }
 }
 
@@ -343,16 +379,30 @@ pub fn plan(
     let mut used = vec![0usize; groups.len()];
     let mut entries = Vec::with_capacity(flows);
     let mut order = Order::new(&counts, &rank);
+    // Queues without a flow that some free port reaches: while any is left,
+    // a CPU that can use one goes before a CPU of the same count that would
+    // repeat a queue.
+    let mut fresh: BTreeSet<u32> = (0..groups.len())
+        .filter(|&g| !candidates[g].is_empty())
+        .map(|g| groups.queue[g])
+        .filter(|q| per_queue.get(q).copied().unwrap_or(0) == 0)
+        .collect();
     for _ in 0..flows {
-        let has_free = |i: usize| {
-            (groups.first[i]..groups.first[i + 1]).any(|g| used[g] < candidates[g].len())
+        let free = |g: usize| used[g] < candidates[g].len();
+        let has_free = |i: usize| (groups.first[i]..groups.first[i + 1]).any(free);
+        let has_fresh = |i: usize| {
+            !fresh.is_empty()
+                && groups
+                    .pick(i, &per_queue, free)
+                    .is_some_and(|g| fresh.contains(&groups.queue[g]))
         };
-        let Some(i) = order.next(has_free) else {
+        let Some(i) = order.next_preferring(has_free, has_fresh) else {
             break;
         };
-        let Some(g) = groups.pick(i, &per_queue, |g| used[g] < candidates[g].len()) else {
+        let Some(g) = groups.pick(i, &per_queue, free) else {
             break;
         };
+        fresh.remove(&groups.queue[g]);
         let port = candidates[g][used[g]];
         used[g] += 1;
         counts[i] += 1;

@@ -5,7 +5,7 @@
 //! at most ceil(N / CPUs) per CPU, least-loaded first, skipped ports,
 //! exhaustion.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
 use proptest::prelude::*;
@@ -13,6 +13,11 @@ use rss::{
     FlowTuple, HashFieldsByFlow, IndirectionTable, InputTransform, L4Proto, RssConfig, RssKey,
 };
 use srap::{plan, plan_from_config, PlanOptions, PortPredictor, PortRange, PortSet, SrapError};
+
+/// Every port of `range`.
+fn ports(range: PortRange) -> impl Iterator<Item = u16> {
+    range.low..=range.high
+}
 
 fn addr(s: &str) -> IpAddr {
     s.parse().unwrap()
@@ -189,6 +194,10 @@ proptest! {
         let mut config = RssConfig::ethtool_default(RssKey::new(key).unwrap(), queues, 128).unwrap();
         config.queue_cpus = (0..queues).map(|q| q % cpus).collect();
         let p = PortPredictor::new(&config, addr("10.77.1.1"), addr("10.77.1.2"), 5201, L4Proto::Tcp).unwrap();
+        // The promise is about queues a port reaches: a degenerate key (mostly
+        // zero bytes) can leave one that no source port hashes to.
+        let reached: BTreeSet<u32> = ports(PortRange::LINUX_DEFAULT).map(|port| p.place(port).queue).collect();
+        prop_assume!(reached.len() == queues as usize);
         let options = PlanOptions { seed: Some(seed), ..PlanOptions::default() };
         let plan = plan(&p, flows, &options).unwrap();
         check_plan_against_rss(&config, &p, &plan);
@@ -385,4 +394,39 @@ fn sixteen_flows_on_thirty_two_queues_two_cpus() {
         let order: Vec<u32> = plan.entries.iter().map(|e| e.queue).collect();
         assert_eq!(order, (0..16).collect::<Vec<_>>());
     }
+}
+
+/// A key with three non-zero bytes leaves queue 13 of 15 (on CPU 1 of 3)
+/// unreached by any source port (the case proptest found). 14 flows still
+/// get 14 distinct queues and at most ceil(14 / 3) = 5 per CPU: when CPU 1
+/// has no unused queue left that a port reaches, CPU 2, of the same count,
+/// takes queue 14 instead of CPU 1 repeating a queue.
+#[test]
+fn an_unreached_queue_does_not_make_another_repeat() {
+    let mut key = vec![0u8; 40];
+    key[11..14].copy_from_slice(&[240, 82, 100]);
+    let mut config = RssConfig::ethtool_default(RssKey::new(key).unwrap(), 15, 128).unwrap();
+    config.queue_cpus = (0..15).map(|q| q % 3).collect();
+    let p = PortPredictor::new(
+        &config,
+        addr("10.77.1.1"),
+        addr("10.77.1.2"),
+        5201,
+        L4Proto::Tcp,
+    )
+    .unwrap();
+    let reached: BTreeSet<u32> = ports(PortRange::LINUX_DEFAULT)
+        .map(|port| p.place(port).queue)
+        .collect();
+    assert_eq!(reached.len(), 14);
+    assert!(!reached.contains(&13));
+    let options = PlanOptions {
+        seed: Some(0),
+        ..PlanOptions::default()
+    };
+    let plan = plan(&p, 14, &options).unwrap();
+    check_plan_against_rss(&config, &p, &plan);
+    let queues: BTreeSet<u32> = plan.entries.iter().map(|e| e.queue).collect();
+    assert_eq!(queues.len(), 14, "{plan:?}");
+    assert_eq!(plan.max_per_cpu, 5);
 }
