@@ -131,7 +131,11 @@ fn concurrent_processes_never_share_a_port_and_stay_balanced() {
     assert_eq!(distinct.len(), ports.len(), "{ports:?}");
     // Every connect was steered (a lease for its port), most of them from
     // the table without a round trip.
-    let leased: BTreeMap<u16, u32> = status.leases.iter().map(|l| (l.port, l.cpu)).collect();
+    let leased: BTreeMap<u16, u32> = status
+        .leases
+        .iter()
+        .map(|l| (l.flow.port, l.flow.cpu))
+        .collect();
     assert_eq!(
         leased.len(),
         status.leases.len(),
@@ -222,7 +226,7 @@ fn allocator_restart_never_fails_a_connect_or_reuses_a_stale_table() {
         .status()
         .leases
         .iter()
-        .map(|l| l.port)
+        .map(|l| l.flow.port)
         .collect();
     for c in r["after"].as_array().unwrap() {
         let port = port_of(c);

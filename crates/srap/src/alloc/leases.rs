@@ -8,19 +8,12 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
 
-use rss::L4Proto;
-
+use super::protocol::LeasedFlow;
 use crate::ports::PortSet;
 
 #[derive(Debug, Clone)]
 pub(super) struct Lease {
-    pub proto: L4Proto,
-    pub local: IpAddr,
-    pub remote: IpAddr,
-    pub remote_port: u16,
-    pub port: u16,
-    pub queue: u32,
-    pub cpu: u32,
+    pub flow: LeasedFlow,
     pub granted: Instant,
     pub connected: bool,
 }
@@ -28,13 +21,13 @@ pub(super) struct Lease {
 impl Lease {
     pub fn tuple(&self) -> (SocketAddr, SocketAddr) {
         (
-            SocketAddr::new(self.local, self.port),
-            SocketAddr::new(self.remote, self.remote_port),
+            SocketAddr::new(self.flow.local, self.flow.port),
+            SocketAddr::new(self.flow.remote, self.flow.remote_port),
         )
     }
 
     fn pair(&self) -> (IpAddr, IpAddr) {
-        (self.local, self.remote)
+        (self.flow.local, self.flow.remote)
     }
 }
 
@@ -74,13 +67,13 @@ impl Leases {
     pub fn insert(&mut self, id: u64, lease: Lease) {
         self.remove(id);
         let flows = self.by_pair.entry(lease.pair()).or_default();
-        add(&mut flows.cpus, lease.cpu);
-        add(&mut flows.queues, lease.queue);
+        add(&mut flows.cpus, lease.flow.cpu);
+        add(&mut flows.queues, lease.flow.queue);
         if lease.connected {
             flows.connected.insert(id);
         }
-        self.ports.insert(lease.port);
-        self.by_port.insert(lease.port, id);
+        self.ports.insert(lease.flow.port);
+        self.by_port.insert(lease.flow.port, id);
         self.all.insert(id, lease);
     }
 
@@ -92,16 +85,16 @@ impl Leases {
 
     fn forget(&mut self, id: u64, lease: &Lease) {
         if let Some(flows) = self.by_pair.get_mut(&lease.pair()) {
-            sub(&mut flows.cpus, lease.cpu);
-            sub(&mut flows.queues, lease.queue);
+            sub(&mut flows.cpus, lease.flow.cpu);
+            sub(&mut flows.queues, lease.flow.queue);
             flows.connected.remove(&id);
             if flows.cpus.is_empty() {
                 self.by_pair.remove(&lease.pair());
             }
         }
-        if self.by_port.get(&lease.port) == Some(&id) {
-            self.by_port.remove(&lease.port);
-            self.ports.remove(lease.port);
+        if self.by_port.get(&lease.flow.port) == Some(&id) {
+            self.by_port.remove(&lease.flow.port);
+            self.ports.remove(lease.flow.port);
         }
     }
 
@@ -110,7 +103,7 @@ impl Leases {
             return;
         };
         lease.connected = true;
-        if let Some(flows) = self.by_pair.get_mut(&(lease.local, lease.remote)) {
+        if let Some(flows) = self.by_pair.get_mut(&(lease.flow.local, lease.flow.remote)) {
             flows.connected.insert(id);
         }
     }
@@ -142,16 +135,19 @@ impl Leases {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use rss::L4Proto;
 
     fn lease(local: u8, port: u16, cpu: u32, queue: u32) -> Lease {
         Lease {
-            proto: L4Proto::Tcp,
-            local: IpAddr::from([10, 0, 0, local]),
-            remote: IpAddr::from([10, 0, 1, 1]),
-            remote_port: 5201,
-            port,
-            queue,
-            cpu,
+            flow: LeasedFlow {
+                proto: L4Proto::Tcp,
+                local: IpAddr::from([10, 0, 0, local]),
+                remote: IpAddr::from([10, 0, 1, 1]),
+                remote_port: 5201,
+                port,
+                queue,
+                cpu,
+            },
             granted: Instant::now(),
             connected: false,
         }
@@ -162,13 +158,13 @@ mod tests {
         let mut pairs: HashMap<(IpAddr, IpAddr), PairFlows> = HashMap::new();
         for (id, l) in leases.iter() {
             let flows = pairs.entry(l.pair()).or_default();
-            add(&mut flows.cpus, l.cpu);
-            add(&mut flows.queues, l.queue);
+            add(&mut flows.cpus, l.flow.cpu);
+            add(&mut flows.queues, l.flow.queue);
             if l.connected {
                 flows.connected.insert(id);
             }
-            assert!(leases.ports().contains(l.port));
-            assert_eq!(leases.on_port(l.port).map(|(i, _)| i), Some(id));
+            assert!(leases.ports().contains(l.flow.port));
+            assert_eq!(leases.on_port(l.flow.port).map(|(i, _)| i), Some(id));
         }
         assert_eq!(pairs.len(), leases.by_pair.len());
         for (pair, want) in pairs {

@@ -139,17 +139,27 @@ pub struct ErrorResponse {
     pub code: ErrorCode,
 }
 
-/// One live lease, as `status` lists it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LeaseInfo {
-    pub lease: u64,
+/// The flow a lease is for and where the receiver's RSS puts it: what the
+/// allocator keeps of a lease and `status` lists alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeasedFlow {
     pub proto: L4Proto,
     pub local: IpAddr,
     pub remote: IpAddr,
     pub remote_port: u16,
+    /// The leased source port.
     pub port: u16,
     pub queue: u32,
     pub cpu: u32,
+}
+
+/// One live lease, as `status` lists it (the flow's fields inline, as
+/// before they had a type of their own).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaseInfo {
+    pub lease: u64,
+    #[serde(flatten)]
+    pub flow: LeasedFlow,
     /// Milliseconds since the lease was granted.
     pub age_ms: u64,
     /// A socket with the lease's 4-tuple has been seen.
@@ -303,5 +313,33 @@ mod tests {
         );
         let line = Refusal::new(ErrorCode::NoConfig, "no").to_line();
         assert_eq!(line, "{\"v\":1,\"error\":\"no\",\"code\":\"no_config\"}\n");
+    }
+
+    /// A status lease keeps its flow's fields inline, in the documented
+    /// order, and reads back the same.
+    #[test]
+    fn a_status_lease_is_one_flat_object() {
+        let info = LeaseInfo {
+            lease: 7,
+            flow: LeasedFlow {
+                proto: L4Proto::Tcp,
+                local: "10.0.0.1".parse().unwrap(),
+                remote: "10.0.0.2".parse().unwrap(),
+                remote_port: 5201,
+                port: 40000,
+                queue: 2,
+                cpu: 1,
+            },
+            age_ms: 15,
+            connected: true,
+        };
+        let line = to_line(&info);
+        assert_eq!(
+            line,
+            "{\"lease\":7,\"proto\":\"tcp\",\"local\":\"10.0.0.1\",\"remote\":\"10.0.0.2\",\
+             \"remote_port\":5201,\"port\":40000,\"queue\":2,\"cpu\":1,\"age_ms\":15,\
+             \"connected\":true}\n"
+        );
+        assert_eq!(serde_json::from_str::<LeaseInfo>(&line).unwrap(), info);
     }
 }

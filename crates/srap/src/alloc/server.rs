@@ -31,7 +31,7 @@ use rss::{L4Proto, RssConfig};
 use super::leases::{Lease, Leases};
 use super::protocol::{
     parse_request, to_line, BatchLease, BatchResponse, ErrorCode, LeaseInfo, LeaseResponse,
-    OkResponse, Refusal, Request, StatusResponse, MAX_BATCH, MAX_LINE, VERSION,
+    LeasedFlow, OkResponse, Refusal, Request, StatusResponse, MAX_BATCH, MAX_LINE, VERSION,
 };
 use super::table::{
     self, Book, Mapping, Offer, RegionKey, TableStats, LT_HEARTBEAT_MS, LT_SLOTS, LT_WAKE_SLOT,
@@ -230,7 +230,7 @@ impl Allocator {
             .filter(|(_, l)| host.read_at > l.granted && !l.connected);
         let to_check = connected
             .chain(seen)
-            .filter(|(_, l)| (l.proto, l.local, l.remote) == (proto, local, remote))
+            .filter(|(_, l)| (l.flow.proto, l.flow.local, l.flow.remote) == (proto, local, remote))
             .map(|(id, l)| (id, l.tuple()))
             .collect();
         let offered = state.table.as_ref().map(Book::offered);
@@ -624,13 +624,7 @@ impl Allocator {
                 .iter()
                 .map(|(id, l)| LeaseInfo {
                     lease: id,
-                    proto: l.proto,
-                    local: l.local,
-                    remote: l.remote,
-                    remote_port: l.remote_port,
-                    port: l.port,
-                    queue: l.queue,
-                    cpu: l.cpu,
+                    flow: l.flow,
                     age_ms: l.granted.elapsed().as_millis() as u64,
                     connected: l.connected,
                 })
@@ -656,7 +650,7 @@ impl Allocator {
         let mut state = self.state();
         let (mut seen, mut gone) = (Vec::new(), Vec::new());
         for (id, lease) in state.leases.iter() {
-            let Some(sockets) = live.get(&lease.proto) else {
+            let Some(sockets) = live.get(&lease.flow.proto) else {
                 continue;
             };
             if sockets.contains(&lease.tuple()) {
@@ -686,7 +680,12 @@ impl Allocator {
         if !self.needs_sweep() {
             return 0;
         }
-        let protos: HashSet<L4Proto> = self.state().leases.iter().map(|(_, l)| l.proto).collect();
+        let protos: HashSet<L4Proto> = self
+            .state()
+            .leases
+            .iter()
+            .map(|(_, l)| l.flow.proto)
+            .collect();
         let mut live = HashMap::new();
         for proto in protos {
             let sockets = match proto {
@@ -833,13 +832,15 @@ fn grant(
     state.leases.insert(
         id,
         Lease {
-            proto,
-            local,
-            remote,
-            remote_port,
-            port,
-            queue,
-            cpu,
+            flow: LeasedFlow {
+                proto,
+                local,
+                remote,
+                remote_port,
+                port,
+                queue,
+                cpu,
+            },
             granted: now,
             connected: false,
         },

@@ -33,12 +33,13 @@ impl Present for StatusResponse {
             ],
             &self.leases,
             |l| {
+                let f = &l.flow;
                 vec![
                     l.lease.to_string(),
-                    format!("{}:{}", l.local, l.port),
-                    format!("{}:{}", l.remote, l.remote_port),
-                    l.queue.to_string(),
-                    l.cpu.to_string(),
+                    format!("{}:{}", f.local, f.port),
+                    format!("{}:{}", f.remote, f.remote_port),
+                    f.queue.to_string(),
+                    f.cpu.to_string(),
                     l.age_ms.to_string(),
                     if l.connected { "yes" } else { "no" }.into(),
                 ]
@@ -52,7 +53,7 @@ impl Present for StatusResponse {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{LeaseInfo, VERSION};
+    use super::super::{LeaseInfo, LeasedFlow, VERSION};
     use super::*;
     use rss::L4Proto;
 
@@ -77,13 +78,15 @@ mod tests {
             v: VERSION,
             leases: vec![LeaseInfo {
                 lease: 1,
-                proto: L4Proto::Tcp,
-                local: "10.0.0.1".parse().unwrap(),
-                remote: "10.0.0.2".parse().unwrap(),
-                remote_port: 5201,
-                port: 40000,
-                queue: 2,
-                cpu: 2,
+                flow: LeasedFlow {
+                    proto: L4Proto::Tcp,
+                    local: "10.0.0.1".parse().unwrap(),
+                    remote: "10.0.0.2".parse().unwrap(),
+                    remote_port: 5201,
+                    port: 40000,
+                    queue: 2,
+                    cpu: 2,
+                },
                 age_ms: 15,
                 connected: false,
             }],
