@@ -35,6 +35,19 @@ fn predictor(config: &RssConfig, port: u16) -> PortPredictor {
     .unwrap()
 }
 
+/// A TCP predictor from the lab's sender, 10.77.1.1, to its receiver's
+/// iperf3 port, 10.77.1.2:5201.
+fn lab_predictor(config: &RssConfig) -> PortPredictor {
+    PortPredictor::new(
+        config,
+        addr("10.77.1.1"),
+        addr("10.77.1.2"),
+        5201,
+        L4Proto::Tcp,
+    )
+    .unwrap()
+}
+
 /// `flows` TCP ports planned from 10.0.0.1 to 10.0.0.2:`port`, from the config.
 fn plan_tcp(config: &RssConfig, port: u16, flows: usize, options: &PlanOptions) -> srap::Plan {
     plan_from_config(
@@ -193,7 +206,7 @@ proptest! {
         let queues = cpus * per_cpu;
         let mut config = RssConfig::ethtool_default(RssKey::new(key).unwrap(), queues, 128).unwrap();
         config.queue_cpus = (0..queues).map(|q| q % cpus).collect();
-        let p = PortPredictor::new(&config, addr("10.77.1.1"), addr("10.77.1.2"), 5201, L4Proto::Tcp).unwrap();
+        let p = lab_predictor(&config);
         // The promise is about queues a port reaches: a degenerate key (mostly
         // zero bytes) can leave one that no source port hashes to.
         let reached: BTreeSet<u32> = ports(PortRange::LINUX_DEFAULT).map(|port| p.place(port).queue).collect();
@@ -371,14 +384,7 @@ fn reads_port_policy_from_a_procfs_tree() {
 fn sixteen_flows_on_thirty_two_queues_two_cpus() {
     let mut config = microsoft(32);
     config.queue_cpus = (0..32).map(|q| q % 2).collect();
-    let p = PortPredictor::new(
-        &config,
-        addr("10.77.1.1"),
-        addr("10.77.1.2"),
-        5201,
-        L4Proto::Tcp,
-    )
-    .unwrap();
+    let p = lab_predictor(&config);
     for seed in 0..20 {
         let options = PlanOptions {
             seed: Some(seed),
@@ -407,14 +413,7 @@ fn an_unreached_queue_does_not_make_another_repeat() {
     key[11..14].copy_from_slice(&[240, 82, 100]);
     let mut config = RssConfig::ethtool_default(RssKey::new(key).unwrap(), 15, 128).unwrap();
     config.queue_cpus = (0..15).map(|q| q % 3).collect();
-    let p = PortPredictor::new(
-        &config,
-        addr("10.77.1.1"),
-        addr("10.77.1.2"),
-        5201,
-        L4Proto::Tcp,
-    )
-    .unwrap();
+    let p = lab_predictor(&config);
     let reached: BTreeSet<u32> = ports(PortRange::LINUX_DEFAULT)
         .map(|port| p.place(port).queue)
         .collect();

@@ -236,6 +236,26 @@ pub fn parse_request(line: &str) -> Result<Request, Refusal> {
         .map_err(|e| Refusal::new(ErrorCode::BadRequest, format!("bad request: {e}")))
 }
 
+/// One lease of 10.0.0.1:40000 to 10.0.0.2:5201, on queue and CPU 2: the
+/// tests' example.
+#[cfg(test)]
+fn sample_lease() -> LeaseInfo {
+    LeaseInfo {
+        lease: 1,
+        flow: LeasedFlow {
+            proto: L4Proto::Tcp,
+            local: "10.0.0.1".parse().unwrap(),
+            remote: "10.0.0.2".parse().unwrap(),
+            remote_port: 5201,
+            port: 40000,
+            queue: 2,
+            cpu: 2,
+        },
+        age_ms: 15,
+        connected: false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -319,26 +339,13 @@ mod tests {
     /// order, and reads back the same.
     #[test]
     fn a_status_lease_is_one_flat_object() {
-        let info = LeaseInfo {
-            lease: 7,
-            flow: LeasedFlow {
-                proto: L4Proto::Tcp,
-                local: "10.0.0.1".parse().unwrap(),
-                remote: "10.0.0.2".parse().unwrap(),
-                remote_port: 5201,
-                port: 40000,
-                queue: 2,
-                cpu: 1,
-            },
-            age_ms: 15,
-            connected: true,
-        };
+        let info = sample_lease();
         let line = to_line(&info);
         assert_eq!(
             line,
-            "{\"lease\":7,\"proto\":\"tcp\",\"local\":\"10.0.0.1\",\"remote\":\"10.0.0.2\",\
-             \"remote_port\":5201,\"port\":40000,\"queue\":2,\"cpu\":1,\"age_ms\":15,\
-             \"connected\":true}\n"
+            "{\"lease\":1,\"proto\":\"tcp\",\"local\":\"10.0.0.1\",\"remote\":\"10.0.0.2\",\
+             \"remote_port\":5201,\"port\":40000,\"queue\":2,\"cpu\":2,\"age_ms\":15,\
+             \"connected\":false}\n"
         );
         assert_eq!(serde_json::from_str::<LeaseInfo>(&line).unwrap(), info);
     }

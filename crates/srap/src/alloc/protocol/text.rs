@@ -53,9 +53,8 @@ impl Present for StatusResponse {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{LeaseInfo, LeasedFlow, VERSION};
+    use super::super::{sample_lease, VERSION};
     use super::*;
-    use rss::L4Proto;
 
     #[test]
     fn a_lease_reads_as_labelled_rows() {
@@ -76,20 +75,7 @@ mod tests {
     fn status_lists_receivers_then_one_row_per_lease() {
         let status = StatusResponse {
             v: VERSION,
-            leases: vec![LeaseInfo {
-                lease: 1,
-                flow: LeasedFlow {
-                    proto: L4Proto::Tcp,
-                    local: "10.0.0.1".parse().unwrap(),
-                    remote: "10.0.0.2".parse().unwrap(),
-                    remote_port: 5201,
-                    port: 40000,
-                    queue: 2,
-                    cpu: 2,
-                },
-                age_ms: 15,
-                connected: false,
-            }],
+            leases: vec![sample_lease()],
             remotes: vec!["10.0.0.2".parse().unwrap(), "10.0.0.3".parse().unwrap()],
         };
         let text = status.text().to_string();
