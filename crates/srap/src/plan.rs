@@ -147,24 +147,11 @@ impl Order {
         }
     }
 
-    /// The next CPU for which `available` holds; CPUs that fail it are
-    /// dropped for good.
-    fn next(&mut self, available: impl Fn(usize) -> bool) -> Option<usize> {
-        while let Some(Reverse((count, rank, i))) = self.heap.pop() {
-            if available(i) {
-                self.heap.push(Reverse((count + 1, rank, i)));
-                return Some(i);
-            }
-        }
-        None
-    }
-
-    /// As [`Order::next`], except that among the CPUs with the fewest flows
-    /// the first (by rank) for which `prefer` holds goes first. The planner
-    /// prefers a CPU that still has an unused queue a port reaches, so one
-    /// CPU whose own unused queues no port reaches does not repeat a queue
-    /// while another CPU of the same count has a fresh one.
-    fn next_preferring(
+    /// The next CPU for which `available` holds (CPUs that fail it are
+    /// dropped for good): the fewest flows first and, among CPUs with as
+    /// few, the first by rank for which `prefer` holds, else the first by
+    /// rank.
+    fn next(
         &mut self,
         available: impl Fn(usize) -> bool,
         prefer: impl Fn(usize) -> bool,
@@ -276,6 +263,63 @@ impl Groups {
     }
 }
 
+/// The order in which flows take (CPU, queue) groups: a CPU by [`Order`],
+/// then that CPU's queue with the fewest flows. Among CPUs with the same
+/// count, one whose pick is a queue without a flow goes first while such a
+/// queue is left, so a CPU whose own unused queues no port reaches does not
+/// repeat a queue while another CPU of its count has a fresh one.
+struct Sequence<'g> {
+    groups: &'g Groups,
+    order: Order,
+    per_queue: BTreeMap<u32, u32>,
+    /// Queues without a flow yet, of the groups `new` was told to count.
+    fresh: BTreeSet<u32>,
+}
+
+impl<'g> Sequence<'g> {
+    fn new(
+        groups: &'g Groups,
+        order: Order,
+        per_queue: BTreeMap<u32, u32>,
+        counted: impl Fn(usize) -> bool,
+    ) -> Self {
+        let fresh = (0..groups.len())
+            .filter(|&g| counted(g))
+            .map(|g| groups.queue[g])
+            .filter(|q| per_queue.get(q).copied().unwrap_or(0) == 0)
+            .collect();
+        Sequence {
+            groups,
+            order,
+            per_queue,
+            fresh,
+        }
+    }
+
+    /// The next (CPU index, group) among the groups for which `free` holds,
+    /// counted as taken.
+    fn next(&mut self, free: impl Fn(usize) -> bool + Copy) -> Option<(usize, usize)> {
+        let Sequence {
+            groups,
+            order,
+            per_queue,
+            fresh,
+        } = self;
+        let has_free = |i: usize| (groups.first[i]..groups.first[i + 1]).any(free);
+        let has_fresh = |i: usize| {
+            !fresh.is_empty()
+                && groups
+                    .pick(i, per_queue, free)
+                    .is_some_and(|g| fresh.contains(&groups.queue[g]))
+        };
+        let i = order.next(has_free, has_fresh)?;
+        let g = groups.pick(i, per_queue, free)?;
+        *per_queue.entry(groups.queue[g]).or_default() += 1;
+        fresh.remove(&groups.queue[g]);
+        Some((i, g))
+    }
+}
+
 /// Plans `flows` source ports for the predictor's (local, remote, remote
 /// port): CPUs first (fewest flows, then least load), and within a CPU its
 /// queue with the fewest flows, so N flows on Q queues over C CPUs use N
@@ -313,16 +357,13 @@ pub fn plan(
     // How many flows each (CPU, queue) gets if every one is reachable.
     let mut need = vec![0usize; groups.len()];
     {
-        let mut per_queue = options.existing_queues.clone();
-        let mut order = Order::new(&existing, &rank);
+        let order = Order::new(&existing, &rank);
+        let mut sequence = Sequence::new(&groups, order, options.existing_queues.clone(), |_| true);
         for _ in 0..flows {
-            let Some(i) = order.next(|i| groups.first[i] < groups.first[i + 1]) else {
+            let Some((_, g)) = sequence.next(|_| true) else {
                 break;
             };
-            if let Some(g) = groups.pick(i, &per_queue, |_| true) {
-                need[g] += 1;
-                *per_queue.entry(groups.queue[g]).or_default() += 1;
-            }
+            need[g] += 1;
         }
     }
     let mut unsatisfied = need.iter().filter(|&&k| k > 0).count();
@@ -375,38 +416,19 @@ pub fn plan(
     // Round-robin over CPUs (least flows, then least load), and over each
     // CPU's queues (least flows, then lowest number).
     let mut counts = existing;
-    let mut per_queue = options.existing_queues.clone();
     let mut used = vec![0usize; groups.len()];
     let mut entries = Vec::with_capacity(flows);
-    let mut order = Order::new(&counts, &rank);
-    // Queues without a flow that some free port reaches: while any is left,
-    // a CPU that can use one goes before a CPU of the same count that would
-    // repeat a queue.
-    let mut fresh: BTreeSet<u32> = (0..groups.len())
-        .filter(|&g| !candidates[g].is_empty())
-        .map(|g| groups.queue[g])
-        .filter(|q| per_queue.get(q).copied().unwrap_or(0) == 0)
-        .collect();
+    let order = Order::new(&counts, &rank);
+    let mut sequence = Sequence::new(&groups, order, options.existing_queues.clone(), |g| {
+        !candidates[g].is_empty()
+    });
     for _ in 0..flows {
-        let free = |g: usize| used[g] < candidates[g].len();
-        let has_free = |i: usize| (groups.first[i]..groups.first[i + 1]).any(free);
-        let has_fresh = |i: usize| {
-            !fresh.is_empty()
-                && groups
-                    .pick(i, &per_queue, free)
-                    .is_some_and(|g| fresh.contains(&groups.queue[g]))
-        };
-        let Some(i) = order.next_preferring(has_free, has_fresh) else {
+        let Some((i, g)) = sequence.next(|g| used[g] < candidates[g].len()) else {
             break;
         };
-        let Some(g) = groups.pick(i, &per_queue, free) else {
-            break;
-        };
-        fresh.remove(&groups.queue[g]);
         let port = candidates[g][used[g]];
         used[g] += 1;
         counts[i] += 1;
-        *per_queue.entry(groups.queue[g]).or_default() += 1;
         let placement = predictor.place(port);
         entries.push(PlanEntry {
             port,
@@ -415,6 +437,7 @@ pub fn plan(
             hash: placement.hash,
         });
     }
+    let per_queue = sequence.per_queue;
     let total: u32 = counts.iter().sum();
     let mut cpu_used = vec![false; n];
     for (g, &u) in used.iter().enumerate() {

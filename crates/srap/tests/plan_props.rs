@@ -429,3 +429,29 @@ fn an_unreached_queue_does_not_make_another_repeat() {
     assert_eq!(queues.len(), 14, "{plan:?}");
     assert_eq!(plan.max_per_cpu, 5);
 }
+
+/// CPUs with unequal queue counts (CPU 0 has queues 0 and 4, CPU 1 the
+/// other six): the queue sequence is still the same for every remote port
+/// and seed, as the cgroup binder's per-host slot counter needs
+/// (docs/srap.md "Plan"), and a CPU whose queues are all in use yields a
+/// tie to one with an unused queue.
+#[test]
+fn unequal_cpus_give_one_queue_sequence_for_every_remote_port() {
+    let mut config = microsoft(8);
+    config.queue_cpus = vec![0, 1, 1, 1, 0, 1, 1, 1];
+    let mut sequences = BTreeSet::new();
+    for remote_port in [80, 443, 5201, 8080, 9000] {
+        for seed in 0..5 {
+            let options = PlanOptions {
+                seed: Some(seed),
+                ..PlanOptions::default()
+            };
+            let plan = plan_tcp(&config, remote_port, 8, &options);
+            sequences.insert(plan.entries.iter().map(|e| e.queue).collect::<Vec<_>>());
+        }
+    }
+    assert_eq!(
+        sequences.into_iter().collect::<Vec<_>>(),
+        [vec![0, 1, 4, 2, 3, 0, 5, 4]]
+    );
+}
