@@ -272,8 +272,10 @@ struct Sequence<'g> {
     groups: &'g Groups,
     order: Order,
     per_queue: BTreeMap<u32, u32>,
-    /// Queues without a flow yet, of the groups `new` was told to count.
-    fresh: BTreeSet<u32>,
+    /// How many of the queues `new` was told to count have no flow yet.
+    /// Every group `next` picks is one of them, so a queue's first flow
+    /// takes one off.
+    fresh: usize,
 }
 
 impl<'g> Sequence<'g> {
@@ -283,7 +285,7 @@ impl<'g> Sequence<'g> {
         per_queue: BTreeMap<u32, u32>,
         counted: impl Fn(usize) -> bool,
     ) -> Self {
-        let fresh = (0..groups.len())
+        let fresh: BTreeSet<u32> = (0..groups.len())
             .filter(|&g| counted(g))
             .map(|g| groups.queue[g])
             .filter(|q| per_queue.get(q).copied().unwrap_or(0) == 0)
@@ -292,12 +294,12 @@ impl<'g> Sequence<'g> {
             groups,
             order,
             per_queue,
-            fresh,
+            fresh: fresh.len(),
         }
     }
 
-    /// The next (CPU index, group) among the groups for which `free` holds,
-    /// counted as taken.
+    /// The next (CPU index, group) among the groups for which `free` holds
+    /// (each of them counted by `new`), counted as taken.
     fn next(&mut self, free: impl Fn(usize) -> bool + Copy) -> Option<(usize, usize)> {
         let Sequence {
             groups,
@@ -305,17 +307,21 @@ impl<'g> Sequence<'g> {
             per_queue,
             fresh,
         } = self;
+        let unused = |q: u32| per_queue.get(&q).copied().unwrap_or(0) == 0;
         let has_free = |i: usize| (groups.first[i]..groups.first[i + 1]).any(free);
         let has_fresh = |i: usize| {
-            !fresh.is_empty()
+            *fresh > 0
                 && groups
                     .pick(i, per_queue, free)
-                    .is_some_and(|g| fresh.contains(&groups.queue[g]))
+                    .is_some_and(|g| unused(groups.queue[g]))
         };
         let i = order.next(has_free, has_fresh)?;
         let g = groups.pick(i, per_queue, free)?;
-        *per_queue.entry(groups.queue[g]).or_default() += 1;
-        fresh.remove(&groups.queue[g]);
+        let count = per_queue.entry(groups.queue[g]).or_default();
+        if *count == 0 {
+            *fresh = fresh.saturating_sub(1);
+        }
+        *count += 1;
         Some((i, g))
     }
 }
