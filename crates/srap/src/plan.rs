@@ -332,9 +332,10 @@ impl<'g> Sequence<'g> {
 /// distinct queues while N <= Q, and at most ceil(N / C) flows share a CPU
 /// (ceil(N / Q) a queue, when every CPU has as many queues).
 ///
-/// Deterministic given the options (and `seed`): the sequence of queues is
-/// the same for every remote port of one receiver, so a slot counter can be
-/// shared across destinations (the cgroup binder's plan map).
+/// Deterministic given the options (and `seed`): while some port reaches
+/// every queue, the sequence of queues is the same for every remote port of
+/// one receiver, so a slot counter can be shared across destinations (the
+/// cgroup binder's plan map).
 pub fn plan(
     predictor: &PortPredictor,
     flows: usize,
