@@ -204,6 +204,12 @@ fn queues_by_cpu(config: &RssConfig, cpus: &[u32]) -> Vec<Vec<u32>> {
     out
 }
 
+/// Flows on `queue` so far: the map counts the flows planned and already
+/// there, so a queue it does not name has none.
+fn flows_on(per_queue: &BTreeMap<u32, u32>, queue: u32) -> u32 {
+    per_queue.get(&queue).copied().unwrap_or(0)
+}
+
 /// The two-level assignment: a CPU by [`Order`], then within it the queue
 /// with the fewest flows (lowest number on a tie) that `available` allows.
 /// Groups are (CPU, queue) pairs; `first[i]..first[i + 1]` are CPU `i`'s.
@@ -249,7 +255,7 @@ impl Groups {
             .filter(|&g| available(g))
             .min_by_key(|&g| {
                 let q = self.queue[g];
-                (per_queue.get(&q).copied().unwrap_or(0), q)
+                (flows_on(per_queue, q), q)
             })
     }
 
@@ -288,7 +294,7 @@ impl<'g> Sequence<'g> {
         let fresh: BTreeSet<u32> = (0..groups.len())
             .filter(|&g| counted(g))
             .map(|g| groups.queue[g])
-            .filter(|q| per_queue.get(q).copied().unwrap_or(0) == 0)
+            .filter(|&q| flows_on(&per_queue, q) == 0)
             .collect();
         Sequence {
             groups,
@@ -307,7 +313,7 @@ impl<'g> Sequence<'g> {
             per_queue,
             fresh,
         } = self;
-        let unused = |q: u32| per_queue.get(&q).copied().unwrap_or(0) == 0;
+        let unused = |q: u32| flows_on(per_queue, q) == 0;
         let has_free = |i: usize| (groups.first[i]..groups.first[i + 1]).any(free);
         let has_fresh = |i: usize| {
             *fresh > 0
