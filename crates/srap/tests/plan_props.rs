@@ -14,9 +14,12 @@ use rss::{
 };
 use srap::{plan, plan_from_config, PlanOptions, PortPredictor, PortRange, PortSet, SrapError};
 
-/// Every port of `range`.
-fn ports(range: PortRange) -> impl Iterator<Item = u16> {
-    range.low..=range.high
+/// The queues some port of Linux's default ephemeral range reaches.
+fn reached_queues(p: &PortPredictor) -> BTreeSet<u32> {
+    let range = PortRange::LINUX_DEFAULT;
+    (range.low..=range.high)
+        .map(|port| p.place(port).queue)
+        .collect()
 }
 
 fn addr(s: &str) -> IpAddr {
@@ -209,8 +212,7 @@ proptest! {
         let p = lab_predictor(&config);
         // The promise is about queues a port reaches: a degenerate key (mostly
         // zero bytes) can leave one that no source port hashes to.
-        let reached: BTreeSet<u32> = ports(PortRange::LINUX_DEFAULT).map(|port| p.place(port).queue).collect();
-        prop_assume!(reached.len() == queues as usize);
+        prop_assume!(reached_queues(&p).len() == queues as usize);
         let options = PlanOptions { seed: Some(seed), ..PlanOptions::default() };
         let plan = plan(&p, flows, &options).unwrap();
         check_plan_against_rss(&config, &p, &plan);
@@ -414,9 +416,7 @@ fn an_unreached_queue_does_not_make_another_repeat() {
     let mut config = RssConfig::ethtool_default(RssKey::new(key).unwrap(), 15, 128).unwrap();
     config.queue_cpus = (0..15).map(|q| q % 3).collect();
     let p = lab_predictor(&config);
-    let reached: BTreeSet<u32> = ports(PortRange::LINUX_DEFAULT)
-        .map(|port| p.place(port).queue)
-        .collect();
+    let reached = reached_queues(&p);
     assert_eq!(reached.len(), 14);
     assert!(!reached.contains(&13));
     let options = PlanOptions {
