@@ -22,6 +22,7 @@ macro_rules! value_enum {
 mod datapath;
 pub mod demo;
 pub mod iperf;
+pub mod loss;
 pub mod ooo;
 pub mod srpic;
 pub mod toe;
@@ -64,6 +65,15 @@ pub(crate) fn refuse_if(bad: bool, message: &str) -> Result<(), ExpError> {
         Err(ExpError::Parameter(message.into()))
     } else {
         Ok(())
+    }
+}
+
+/// A failure of the lab's wire (its forwarder could not start or stop)
+/// as the experiment's.
+pub(crate) fn wire_err(e: wire::WireError) -> ExpError {
+    ExpError::Program {
+        program: "the lab's wire".into(),
+        detail: e.to_string(),
     }
 }
 

@@ -58,7 +58,8 @@ use toe::stages::ConnIdx;
 use toe::{Endpoint, EndpointConfig, ToeError};
 use wire::{Delay, Impairment, Loss, WireConfig, WireHandle};
 
-use crate::datapath::{endpoint, toe_err};
+use crate::datapath::{endpoint, toe_addr, toe_err};
+use crate::wire_err;
 use crate::ExpError;
 
 const PORT: u16 = 5301;
@@ -568,13 +569,6 @@ fn fnv1a(h: u64, bytes: &[u8]) -> u64 {
 }
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 
-fn wire_err(e: wire::WireError) -> ExpError {
-    ExpError::Program {
-        program: "the lab's wire".into(),
-        detail: e.to_string(),
-    }
-}
-
 /// Runs the experiment; `progress` sees every cell.
 pub fn run(params: &OooParams, mut progress: impl FnMut(&Cell)) -> Result<OooResult, ExpError> {
     params.check()?;
@@ -609,13 +603,6 @@ fn prepare_sender(lab: &Lab, params: &OooParams) -> Result<(), ExpError> {
     host::link::replace_route_rto_min(&snd.netns, toe_addr(lab), 32, &snd.dev, rto_min)
         .map_err(LabError::from)?;
     Ok(())
-}
-
-/// The receiving data path's address: on the lab's subnet, on no
-/// interface.
-fn toe_addr(lab: &Lab) -> IpAddr {
-    let o = lab.receiver().ipv4.octets();
-    IpAddr::V4(Ipv4Addr::new(o[0], o[1], o[2], 100))
 }
 
 /// The DCTCP senders' address, on the same subnet, on no interface either.

@@ -30,7 +30,7 @@ mod text;
 
 use crate::refuse_if;
 use std::io::{Read, Write};
-use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 use lab::{Lab, LabError, LabSpec};
@@ -41,7 +41,7 @@ use toe::cycles::StageCycles;
 use toe::input::{InputRun, Locking, Workload};
 use toe::{Endpoint, EndpointConfig, ToeError};
 
-use crate::datapath::{endpoint, toe_err};
+use crate::datapath::{endpoint, pattern, toe_addr, toe_err, StreamCheck};
 use crate::ExpError;
 
 const STREAM_PORT: u16 = 5201;
@@ -234,16 +234,6 @@ pub enum Progress<'a> {
     Rpc(&'a RpcSample),
     Locking(&'a LockingSample),
     Ablation(&'a AblationRow),
-}
-
-fn pattern(i: u64) -> u8 {
-    ((i as u32).wrapping_mul(2_654_435_761) >> 24) as u8
-}
-
-/// The data path's address: on the lab's subnet, on no interface.
-fn toe_addr(lab: &Lab) -> IpAddr {
-    let o = lab.receiver().ipv4.octets();
-    IpAddr::V4(Ipv4Addr::new(o[0], o[1], o[2], 100))
 }
 
 /// Pins the calling thread; on a host with fewer CPUs the thread stays
@@ -536,34 +526,6 @@ fn toe_stream_server(ep: &mut Endpoint, expect: u64) -> Result<(u64, f64, bool),
     Ok((got, secs, ok && got == expect))
 }
 
-/// What a stream server has received: bytes, whether each matched
-/// [`pattern`], and when the first arrived.
-#[derive(Default)]
-struct StreamCheck {
-    got: u64,
-    mismatched: bool,
-    first: Option<Instant>,
-}
-
-impl StreamCheck {
-    /// Checks the next received bytes against the pattern.
-    fn take(&mut self, bytes: &[u8]) {
-        self.first.get_or_insert_with(Instant::now);
-        let got = self.got;
-        self.mismatched |= !bytes
-            .iter()
-            .enumerate()
-            .all(|(i, &b)| b == pattern(got + i as u64));
-        self.got += bytes.len() as u64;
-    }
-
-    /// (bytes, seconds from the first byte, all matched).
-    fn finish(&self) -> (u64, f64, bool) {
-        let secs = self.first.map_or(0.0, |t| t.elapsed().as_secs_f64());
-        (self.got, secs, !self.mismatched)
-    }
-}
-
 /// Echoes `size`-byte requests until the client closes.
 fn toe_echo_server(ep: &mut Endpoint, size: usize) -> Result<(), ExpError> {
     let mut conn = None;
@@ -775,24 +737,6 @@ mod tests {
         let p: ToeParams = crate::parse_params(&["--rpc-size", "128"]).unwrap();
         assert_eq!(p.rpc_size, 128);
         assert!(crate::parse_params::<ToeParams>(&["--rpcs", "many"]).is_err());
-    }
-
-    #[test]
-    fn a_stream_check_counts_bytes_and_catches_one_wrong_byte() {
-        let sent: Vec<u8> = (0..1000).map(pattern).collect();
-        let mut stream = StreamCheck::default();
-        stream.take(&sent[..300]);
-        stream.take(&sent[300..]);
-        let (got, _, ok) = stream.finish();
-        assert_eq!((got, ok), (1000, true));
-        let mut wrong = sent.clone();
-        wrong[700] ^= 1;
-        let mut stream = StreamCheck::default();
-        stream.take(&wrong[..500]);
-        stream.take(&wrong[500..]);
-        assert!(!stream.finish().2);
-        let (got, secs, ok) = StreamCheck::default().finish();
-        assert_eq!((got, secs, ok), (0, 0.0, true));
     }
 
     pub(super) fn stream(stack: Stack, gbit: f64, verified: bool) -> StreamSample {

@@ -54,6 +54,7 @@ const COMMANDS: &[(&str, Json)] = &[
     ("exp srpic", Json::Root),
     ("exp toe", Json::Root),
     ("exp ooo", Json::Root),
+    ("exp loss", Json::Root),
     ("rmt example table-5.1", Json::Plain),
     ("rmt report", Json::Plain),
     ("bench run", Json::Plain),
@@ -690,6 +691,29 @@ fn json_as_root_in_labs() {
     assert_eq!(v["bounds"][1]["bound"], "unbounded", "{v}");
     assert_eq!(v["senders"][1]["sender"], "dctcp", "{v}");
     assert_eq!(v["senders"][1]["byte_exact"], true, "{v}");
+    let v = c.json(
+        "exp loss",
+        &[
+            "--loss",
+            "1",
+            "--model",
+            "uniform",
+            "--rtt",
+            "2",
+            "--rate",
+            "1gbit",
+            "--engine",
+            "toe",
+            "--direction",
+            "send",
+            "--seconds",
+            "1",
+            "--repetitions",
+            "1",
+        ],
+    );
+    assert_eq!(v["byte_exact"], true, "{v}");
+    assert_eq!(v["cells"][0]["id"], "send,reno,1%,2ms,1gbit,toe", "{v}");
 
     c.all_of(Json::Root);
 }

@@ -31,7 +31,7 @@ use stats::{stat, Meta, Stat};
 use wire::stats::{LatencySummary, SignedSummary};
 use wire::{Delay, DriverConfig, DriverHandle, Impairment, Loss, WireConfig, WireHandle};
 
-use crate::ExpError;
+use crate::{wire_err, ExpError};
 
 mod effect;
 mod text;
@@ -300,10 +300,6 @@ fn program_err(program: &str, detail: impl ToString) -> ExpError {
         program: program.into(),
         detail: detail.to_string(),
     }
-}
-
-fn wire_err(e: wire::WireError) -> ExpError {
-    program_err("wire", e)
 }
 
 /// A driver figure every run that moved data has (the data went through

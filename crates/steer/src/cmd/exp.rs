@@ -42,6 +42,11 @@ pub enum ExpCommand {
     /// intervals, through a bottleneck with loss and reordering (needs
     /// root).
     Ooo(super::exp_ooo::OooArgs),
+    /// Goodput under loss (uniform and Gilbert-Elliott bursts, RTTs, rate
+    /// limits) through the lab's wire: each data path engine receiving
+    /// from and sending to Linux TCP, beside Linux to Linux on the same
+    /// wire; retransmissions per drop and timeouts (needs root).
+    Loss(super::exp_loss::LossArgs),
 }
 
 pub fn run(cmd: ExpCommand, json: bool) -> anyhow::Result<i32> {
@@ -51,6 +56,7 @@ pub fn run(cmd: ExpCommand, json: bool) -> anyhow::Result<i32> {
         ExpCommand::Srpic(args) => srpic(args, json),
         ExpCommand::Toe(args) => super::exp_toe::run(args, json),
         ExpCommand::Ooo(args) => super::exp_ooo::run(args, json),
+        ExpCommand::Loss(args) => super::exp_loss::run(args, json),
     }
 }
 

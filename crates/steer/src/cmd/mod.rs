@@ -5,6 +5,7 @@ pub mod bench;
 mod demo;
 pub mod exec;
 pub mod exp;
+mod exp_loss;
 mod exp_ooo;
 mod exp_toe;
 mod lab;
