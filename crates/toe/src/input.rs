@@ -112,6 +112,7 @@ fn process(conn: &mut Conn, seg: Seg, payload: &[u8]) {
             window: 0,
             len: payload.len() as u32,
             ts_val: None,
+            sack: Default::default(),
         },
     );
     if let Some(p) = out.place {

@@ -11,6 +11,10 @@
 //!   per stage.
 //! - [`protocol`]: the protocol stage, the only per-connection atomic one.
 //! - [`ooo`]: the out-of-order intervals it keeps (0, 1, N or unbounded).
+//! - [`sack`]: SACK blocks, the ones a receiver reports (RFC 2018, D-SACK
+//!   of RFC 2883) and the sender's scoreboard (RFC 6675).
+//! - [`recovery`]: what the protocol stage sends again after a loss
+//!   (RFC 6675 SACK recovery, NewReno without SACK, after a timeout).
 //! - [`stages`]: the pre-processor, protocol and post-processor, each
 //!   holding its partition's table.
 //! - [`buffer`]: the per-connection payload rings.
@@ -40,6 +44,8 @@ pub mod laminar;
 pub mod ooo;
 pub mod pipeline;
 pub mod protocol;
+pub mod recovery;
+pub mod sack;
 pub mod segment;
 pub mod sequencer;
 pub mod stages;

@@ -49,10 +49,20 @@ impl OooBound {
     }
 }
 
-/// FlexTOE's and Laminar's receiver: one interval.
+impl OooBound {
+    /// FlexTOE's and Laminar's receiver: one interval (thesis Table 4.1).
+    pub const THESIS: OooBound = OooBound::Intervals(1);
+}
+
+/// The endpoint's default: 64 intervals, 512 bytes per connection at
+/// most. One interval collapses under loss: every segment past it is
+/// dropped and sent again (a Linux bbr sender reached a twelfth of its
+/// goodput at 0.1% loss, docs/toe.md "Loss recovery"); Linux keeps every
+/// out-of-order segment its buffer holds. 64 holes is a hole every 11
+/// segments of a 1 MiB window, more than 2% loss makes.
 impl Default for OooBound {
     fn default() -> Self {
-        OooBound::Intervals(1)
+        OooBound::Intervals(64)
     }
 }
 
@@ -138,9 +148,10 @@ impl OooIntervals {
     }
 
     /// Keeps bytes [lo, hi) past `ack` (0 < lo < hi): merges them with
-    /// every interval they touch, or opens a new interval. False when they
-    /// touch none and the bound is reached: the caller drops them.
-    pub fn insert(&mut self, ack: u32, lo: u32, hi: u32) -> bool {
+    /// every interval they touch, or opens a new interval, and returns the
+    /// interval that holds them now. None when they touch none and the
+    /// bound is reached: the caller drops them.
+    pub fn insert(&mut self, ack: u32, lo: u32, hi: u32) -> Option<Interval> {
         let off = |i: &Interval| distance(ack, i.start) as u32;
         // The first interval ending at or after `lo`, and the first one
         // starting after `hi`: those between touch [lo, hi).
@@ -148,27 +159,34 @@ impl OooIntervals {
         let past = self.intervals.partition_point(|i| off(i) <= hi);
         if first == past {
             if !self.bound.allows(self.intervals.len() + 1) {
-                return false;
+                return None;
             }
-            let start = ack.wrapping_add(lo);
-            self.intervals.insert(
-                first,
-                Interval {
-                    start,
-                    len: hi - lo,
-                },
-            );
-            return true;
+            let new = Interval {
+                start: ack.wrapping_add(lo),
+                len: hi - lo,
+            };
+            self.intervals.insert(first, new);
+            return Some(new);
         }
         let new_lo = lo.min(off(&self.intervals[first]));
         let last = &self.intervals[past - 1];
         let new_hi = hi.max(off(last) + last.len);
         self.intervals.drain(first + 1..past);
-        self.intervals[first] = Interval {
+        let merged = Interval {
             start: ack.wrapping_add(new_lo),
             len: new_hi - new_lo,
         };
-        true
+        self.intervals[first] = merged;
+        Some(merged)
+    }
+
+    /// The interval that already holds all of bytes [lo, hi) past `ack`,
+    /// if one does (a duplicate: RFC 2883's D-SACK reports it).
+    pub fn holding(&self, ack: u32, lo: u32, hi: u32) -> Option<Interval> {
+        let off = |i: &Interval| distance(ack, i.start) as u32;
+        let at = self.intervals.partition_point(|i| off(i) + i.len < hi);
+        let i = self.intervals.get(at)?;
+        (off(i) <= lo && hi <= off(i) + i.len).then_some(*i)
     }
 
     /// RCV.NXT reached `ack`: removes every interval that now starts at or
@@ -219,38 +237,41 @@ mod tests {
             .to_string()
             .contains("'lots'"));
         assert_eq!(OooBound::Unbounded.to_string(), "unbounded");
-        assert_eq!(OooBound::default(), OooBound::Intervals(1));
+        assert_eq!(OooBound::THESIS, OooBound::Intervals(1));
     }
 
     #[test]
     fn zero_intervals_keep_nothing() {
         let mut s = OooIntervals::new(OooBound::Intervals(0));
-        assert!(!s.insert(100, 10, 20));
+        assert!(s.insert(100, 10, 20).is_none());
         assert!(s.is_empty());
     }
 
     #[test]
     fn one_interval_extends_or_refuses() {
         let mut s = OooIntervals::new(OooBound::Intervals(1));
-        assert!(s.insert(100, 10, 20));
+        assert!(s.insert(100, 10, 20).is_some());
         // Touching at either end extends it.
-        assert!(s.insert(100, 20, 30));
-        assert!(s.insert(100, 5, 10));
+        assert!(s.insert(100, 20, 30).is_some());
+        assert!(s.insert(100, 5, 10).is_some());
         assert_eq!(spans(&s, 100), [(5, 30)]);
-        assert!(!s.insert(100, 40, 50));
+        assert!(s.insert(100, 40, 50).is_none());
         assert_eq!(spans(&s, 100), [(5, 30)]);
     }
 
     #[test]
     fn a_segment_bridging_intervals_merges_them() {
         let mut s = OooIntervals::new(OooBound::Intervals(3));
-        assert!(s.insert(0, 10, 20));
-        assert!(s.insert(0, 40, 50));
-        assert!(s.insert(0, 70, 80));
-        assert!(!s.insert(0, 90, 95), "a fourth interval exceeds the bound");
-        assert!(s.insert(0, 15, 45));
+        assert!(s.insert(0, 10, 20).is_some());
+        assert!(s.insert(0, 40, 50).is_some());
+        assert!(s.insert(0, 70, 80).is_some());
+        assert!(
+            s.insert(0, 90, 95).is_none(),
+            "a fourth interval exceeds the bound"
+        );
+        assert!(s.insert(0, 15, 45).is_some());
         assert_eq!(spans(&s, 0), [(10, 50), (70, 80)]);
-        assert!(s.insert(0, 90, 95));
+        assert!(s.insert(0, 90, 95).is_some());
         assert_eq!(s.len(), 3);
     }
 
@@ -271,8 +292,8 @@ mod tests {
     fn sequence_numbers_wrap() {
         let mut s = OooIntervals::new(OooBound::Intervals(2));
         let ack = u32::MAX - 50;
-        assert!(s.insert(ack, 40, 100));
-        assert!(s.insert(ack, 120, 130));
+        assert!(s.insert(ack, 40, 100).is_some());
+        assert!(s.insert(ack, 120, 130).is_some());
         assert_eq!(spans(&s, ack), [(40, 100), (120, 130)]);
         assert_eq!(s.take_reached(ack.wrapping_add(40)), 60);
     }
@@ -293,6 +314,7 @@ mod tests {
             window: 0,
             len: 100,
             ts_val: None,
+            sack: Default::default(),
         };
         let readable = |bound: OooBound| {
             let mut s = ProtoState {
@@ -386,7 +408,7 @@ mod tests {
             let mut reference = Reference { got: vec![false; len], next: 0 };
             let mut deliver = |s: &mut ProtoState, (off, n): (u32, u32), reference: &mut Reference| {
                 reference.receive(off as usize, (off + n) as usize);
-                let o = rx(s, &RxSummary { seq: base.wrapping_add(off), ack: 0, flags: Flags(0), window: 0, len: n, ts_val: None });
+                let o = rx(s, &RxSummary { seq: base.wrapping_add(off), ack: 0, flags: Flags(0), window: 0, len: n, ts_val: None, sack: Default::default() });
                 if let Some(p) = o.place {
                     let src = &stream[(off + p.skip) as usize..(off + p.skip + p.len) as usize];
                     buf[p.pos as usize..(p.pos + p.len) as usize].copy_from_slice(src);

@@ -670,10 +670,6 @@ struct ProtocolStage {
 struct Limits {
     cwnd: u32,
     mss: u32,
-    /// SND.MAX at the last retransmission timeout: until it is
-    /// acknowledged, what was sent before counts as lost (RFC 5681
-    /// section 3.1), as the run-to-completion scheduler counts it.
-    rto_high: Option<u32>,
     /// A paced flow's credit, wire bytes (a segment may overdraw it);
     /// None: not paced.
     credit: Option<i64>,
@@ -764,7 +760,6 @@ impl ProtocolStage {
                 ect,
             } => {
                 let old = self.limits.get(&conn);
-                let rto_high = old.and_then(|l| l.rto_high);
                 let credit = paced.then(|| old.and_then(|l| l.credit).unwrap_or(0));
                 let (cwr, high) = old.map_or((false, None), |l| (l.cwr, l.high));
                 self.limits.insert(
@@ -772,7 +767,6 @@ impl ProtocolStage {
                     Limits {
                         cwnd,
                         mss,
-                        rto_high,
                         credit,
                         frame_overhead,
                         ect,
@@ -794,10 +788,6 @@ impl ProtocolStage {
                 }
             }
             Control::Timeout { conn } => {
-                let (_, snd_max) = self.proto.una_and_max(conn);
-                if let Some(l) = self.limits.get_mut(&conn) {
-                    l.rto_high = Some(snd_max);
-                }
                 self.proto.timeout(conn);
                 self.transmit(conn);
             }
@@ -875,24 +865,15 @@ impl ProtocolStage {
     }
 
     /// Whether the control plane's window has room for a segment,
-    /// counting in flight as the run-to-completion scheduler does
-    /// (everything up to SND.MAX; after a timeout only what was sent
-    /// since; a flow with nothing in flight may always send one), and a
-    /// paced flow has credit left.
+    /// counting in flight as the run-to-completion scheduler does (RFC
+    /// 6675's `pipe`; a flow with nothing in flight may always send one),
+    /// and a paced flow has credit left.
     fn window_open(&mut self, conn: ConnIdx) -> bool {
-        let Some(l) = self.limits.get_mut(&conn) else {
+        let Some(l) = self.limits.get(&conn) else {
             return true;
         };
-        let (una, snd_max) = self.proto.una_and_max(conn);
-        let tx_sent = self.proto.snapshot(conn).tx_sent;
-        if l.rto_high.is_some_and(|h| distance(una, h) <= 0) {
-            l.rto_high = None;
-        }
-        let flight = match l.rto_high {
-            Some(_) => tx_sent,
-            None => distance(una, snd_max).max(0) as u32,
-        };
-        let window = tx_sent == 0 || l.cwnd.saturating_sub(flight.max(tx_sent)) >= l.mss;
+        let pipe = self.proto.pipe(conn);
+        let window = pipe == 0 || l.cwnd.saturating_sub(pipe) >= l.mss;
         window && l.credit.is_none_or(|c| c > 0)
     }
 

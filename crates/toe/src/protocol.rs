@@ -10,21 +10,28 @@
 //!   by default), their segments placed directly in the receive buffer,
 //!   and merged when the hole before them fills; a segment outside the
 //!   window or one the intervals cannot take is dropped and answered with
-//!   an ACK for the expected byte.
-//! - ACKs: acknowledged bytes leave `tx_sent`; three duplicate ACKs reset
-//!   transmission to the first unacknowledged byte (fast retransmit by
-//!   go-back-N, as FlexTOE and TAS do); an ACK for bytes never sent drops
-//!   the segment (RFC 9293 section 3.10.7.4).
+//!   an ACK for the expected byte. Every out-of-order segment is answered
+//!   at once (RFC 5681 section 4.2); where SACK was negotiated the ACK
+//!   carries the intervals as blocks, newest first, and a duplicate first
+//!   as a D-SACK block ([`crate::sack`]; RFC 2018, RFC 2883).
+//! - ACKs: acknowledged bytes leave `tx_sent`; SACK blocks go into the
+//!   scoreboard ([`crate::sack`]); three duplicate ACKs or a scoreboard
+//!   that says the first unacknowledged byte is lost begin a recovery
+//!   episode that sends again only what was lost ([`crate::recovery`],
+//!   RFC 6675; the thesis's go-back-N sent everything after it); an ACK
+//!   for bytes never sent drops the segment (RFC 9293 section 3.10.7.4).
 //! - Transmit: the next segment's sequence number and buffer position,
 //!   within the peer's window; the FIN after the last byte.
 
 use order::seq::distance;
 
+use crate::recovery;
+use crate::sack::{Block, SackBlocks, SackUpdate};
 use crate::segment::Flags;
 use crate::state::ProtoState;
 
 /// What the pre-processor's header summary (*Sum*) carries to this stage.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct RxSummary {
     pub seq: u32,
     pub ack: u32,
@@ -34,6 +41,8 @@ pub struct RxSummary {
     /// Payload bytes.
     pub len: u32,
     pub ts_val: Option<u32>,
+    /// The peer's SACK blocks (RFC 2018), as received.
+    pub sack: SackBlocks,
 }
 
 /// Where payload goes: `len` bytes from payload offset `skip` to receive
@@ -67,14 +76,19 @@ pub struct RxOutcome {
     pub readable: u32,
     /// Transmitted bytes this ACK acknowledged (the FIN not counted).
     pub acked: u32,
-    /// Three duplicate ACKs: transmission went back to the first
-    /// unacknowledged byte.
+    /// A recovery episode began (three duplicate ACKs, or SACK blocks
+    /// saying SND.UNA is lost): the segment at SND.UNA is due again.
     pub fast_retransmit: bool,
     /// The peer's FIN arrived in order.
     pub fin: bool,
     /// Answer with an ACK (every data segment, every refused one).
     pub send_ack: bool,
     pub refused: Option<Refusal>,
+    /// The segment repeated bytes already received: its ACK reports them
+    /// first, as a D-SACK block (RFC 2883 section 4).
+    pub dsack: Option<Block>,
+    /// What the peer's SACK blocks told the sender.
+    pub sack: SackUpdate,
 }
 
 /// Processes one received segment of an established connection.
@@ -94,69 +108,50 @@ pub fn rx(s: &mut ProtoState, seg: &RxSummary) -> RxOutcome {
     out
 }
 
-/// ACK processing: acknowledged bytes, duplicate ACKs, window.
+/// ACK processing: acknowledged bytes, SACK blocks, duplicate ACKs,
+/// window; loss recovery ([`crate::recovery`]) hears of each.
 fn ack(s: &mut ProtoState, seg: &RxSummary, out: &mut RxOutcome) -> Result<(), Refusal> {
-    let una = s.seq.wrapping_sub(s.tx_sent);
-    let d = distance(una, seg.ack);
+    let d = distance(recovery::una(s), seg.ack);
     if d > 0 {
         if distance(seg.ack, s.tx_high) < 0 {
             return Err(Refusal::AckOfUnsent);
         }
-        let d = d as u32;
-        if d > s.tx_sent {
-            // Bytes sent before a go-back-N reset arrived after all: skip
-            // them instead of sending them again.
-            skip_acked(s, d - s.tx_sent);
-        }
+        // SND.NXT is SND.MAX (nothing is sent twice by rewinding it), so
+        // an ACK up to SND.MAX acknowledges at most what is in flight.
+        let d = (d as u32).min(s.tx_sent);
         // The FIN takes the last sequence number (RFC 9293 section 3.4).
         let fin_acked = s.fin_sent && d == s.tx_sent;
-        out.acked += d.min(s.tx_sent) - u32::from(fin_acked);
-        s.tx_sent -= d.min(s.tx_sent);
+        out.acked += d - u32::from(fin_acked);
+        s.tx_sent -= d;
         s.dupack_cnt = 0;
         s.remote_win = seg.window;
+        s.scoreboard.acked(seg.ack);
     } else if d == 0 {
         // RFC 5681 section 2: a duplicate ACK carries no data, does not
         // change the window and arrives while data is outstanding.
         if seg.len == 0 && s.tx_sent > 0 && seg.window == s.remote_win {
             s.dupack_cnt = s.dupack_cnt.saturating_add(1);
-            if s.dupack_cnt == 3 {
-                go_back_n(s);
+            if u32::from(s.dupack_cnt) == recovery::DUP_THRESH && s.recovery.is_none() {
+                recovery::enter(s, false);
                 out.fast_retransmit = true;
             }
         } else {
             s.remote_win = seg.window;
         }
     }
+    if !seg.sack.is_empty() {
+        out.sack = s.scoreboard.update(recovery::una(s), s.tx_high, &seg.sack);
+    }
+    out.fast_retransmit |= recovery::after_ack(s, d > 0);
     Ok(())
 }
 
-/// `n` bytes past `seq` (and perhaps the FIN) were acknowledged though a
-/// reset had put them back in `tx_avail`: they count as sent.
-fn skip_acked(s: &mut ProtoState, n: u32) {
-    let data = n.min(s.tx_avail);
-    s.seq = s.seq.wrapping_add(data);
-    s.tx_pos = s.tx_pos.wrapping_add(data);
-    s.tx_avail -= data;
-    s.tx_sent += data;
-    if n > data && s.fin_queued && !s.fin_sent {
-        s.seq = s.seq.wrapping_add(1);
-        s.tx_sent += 1;
-        s.fin_sent = true;
-    }
-}
-
-/// Sends again from the first unacknowledged byte: everything in flight
-/// returns to `tx_avail` (fast retransmit and the control plane's
-/// retransmission timeout; thesis Fig. 4.4 *Reset*).
-pub fn go_back_n(s: &mut ProtoState) -> u32 {
-    let data = s.tx_sent - u32::from(s.fin_sent);
-    s.seq = s.seq.wrapping_sub(s.tx_sent);
-    s.tx_pos = s.tx_pos.wrapping_sub(data);
-    s.tx_avail += data;
-    s.tx_sent = 0;
-    s.fin_sent = false;
-    s.dupack_cnt = 0;
-    data
+/// The control plane's retransmission timeout (thesis Fig. 4.4 *Reset*):
+/// every byte not acknowledged is lost and is sent again, in order, as
+/// the window allows ([`crate::recovery`]). Returns the bytes in flight.
+pub fn timeout(s: &mut ProtoState) -> u32 {
+    recovery::enter(s, true);
+    s.tx_sent
 }
 
 fn payload(s: &mut ProtoState, seg: &RxSummary, fin: bool, out: &mut RxOutcome) {
@@ -165,6 +160,9 @@ fn payload(s: &mut ProtoState, seg: &RxSummary, fin: bool, out: &mut RxOutcome) 
     let end = off + i64::from(seg.len);
     if end <= 0 && !(fin && end == 0 && !s.fin_received) {
         out.refused = Some(Refusal::Duplicate);
+        if seg.len > 0 {
+            out.dsack = Some((seg.seq, seg.seq.wrapping_add(seg.len)));
+        }
         return;
     }
     if seg.len > 0 && off >= i64::from(s.rx_avail) {
@@ -202,6 +200,7 @@ fn advance(s: &mut ProtoState, n: u32, out: &mut RxOutcome) {
     s.rx_pos = s.rx_pos.wrapping_add(n);
     s.rx_avail -= n;
     out.readable += n;
+    s.sack_reported.trim(s.ack);
 }
 
 /// The hole before an interval is filled: its bytes become readable.
@@ -213,12 +212,22 @@ fn merge_interval(s: &mut ProtoState, out: &mut RxOutcome) {
 }
 
 /// Bytes [start, start + n) past `ack`: kept in an interval (new or
-/// extended, as [`crate::ooo`]'s bound allows), or dropped.
+/// extended, as [`crate::ooo`]'s bound allows), which becomes the newest
+/// SACK block, or dropped. Bytes an interval holds already are a
+/// duplicate, reported as a D-SACK block (RFC 2883 section 4).
 fn out_of_order(s: &mut ProtoState, start: u32, n: u32, skip: u32, out: &mut RxOutcome) {
-    if !s.ooo.insert(s.ack, start, start + n) {
-        out.refused = Some(Refusal::OutsideInterval);
+    let lo = s.ack.wrapping_add(start);
+    if s.ooo.holding(s.ack, start, start + n).is_some() {
+        out.refused = Some(Refusal::Duplicate);
+        out.dsack = Some((lo, lo.wrapping_add(n)));
         return;
     }
+    let Some(held) = s.ooo.insert(s.ack, start, start + n) else {
+        out.refused = Some(Refusal::OutsideInterval);
+        return;
+    };
+    s.sack_reported
+        .record((held.start, held.start.wrapping_add(held.len)));
     out.place = Some(Placement {
         pos: s.rx_pos.wrapping_add(start),
         skip,
@@ -237,9 +246,14 @@ pub struct TxGrant {
     pub fin: bool,
 }
 
-/// Takes up to `mss` bytes of queued data within the peer's window, or
-/// the FIN once everything queued was sent; None when nothing may go.
+/// A retransmission recovery has due, else up to `mss` bytes of queued
+/// data within the peer's window, or the FIN once everything queued was
+/// sent; None when nothing may go.
 pub fn tx(s: &mut ProtoState, mss: u32) -> Option<TxGrant> {
+    s.snd_mss = mss;
+    if let Some(again) = recovery::retransmission(s) {
+        return Some(again);
+    }
     let window = s.remote_win.saturating_sub(s.tx_sent);
     let len = mss.min(s.tx_avail).min(window);
     let fin = s.fin_queued && !s.fin_sent && len == s.tx_avail;
@@ -267,6 +281,7 @@ pub fn tx(s: &mut ProtoState, mss: u32) -> Option<TxGrant> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::ooo::{OooBound, OooIntervals};
     use proptest::prelude::*;
 
     /// (offset, length) of the segments `cuts` (lengths, repeated as
@@ -292,8 +307,47 @@ pub(crate) mod tests {
             tx_high: 5000,
             rx_avail,
             remote_win: 65535,
+            ooo: OooIntervals::new(OooBound::THESIS),
             ..ProtoState::default()
         }
+    }
+
+    fn blocks(snap_of: &ProtoState, dsack: Option<Block>) -> Vec<Block> {
+        snap_of.sack_reported.option(dsack).as_slice().to_vec()
+    }
+
+    #[test]
+    fn every_hole_is_reported_newest_first_and_duplicates_as_dsack() {
+        let mut s = ProtoState {
+            ooo: OooIntervals::new(OooBound::Intervals(8)),
+            ..state(10_000)
+        };
+        // 1000..1100 lost; 1100..1200 and 1300..1400 arrive, 1200..1300
+        // lost too.
+        rx(&mut s, &data(1100, 100));
+        let o = rx(&mut s, &data(1300, 100));
+        assert!(o.send_ack && o.dsack.is_none());
+        assert_eq!(blocks(&s, None), [(1300, 1400), (1100, 1200)]);
+        // The same segment again: reported as a D-SACK block, then the
+        // interval holding it.
+        let o = rx(&mut s, &data(1100, 100));
+        assert_eq!(o.refused, Some(Refusal::Duplicate));
+        assert_eq!(o.dsack, Some((1100, 1200)));
+        assert_eq!(
+            blocks(&s, o.dsack),
+            [(1100, 1200), (1300, 1400)],
+            "the D-SACK block, then the other interval (the one holding it is the same block)"
+        );
+        // The second hole fills: one interval, newest first.
+        rx(&mut s, &data(1200, 100));
+        assert_eq!(blocks(&s, None), [(1100, 1400)]);
+        // The first hole fills: everything readable, nothing to report.
+        let o = rx(&mut s, &data(1000, 100));
+        assert_eq!(o.readable, 400);
+        assert!(blocks(&s, None).is_empty());
+        // Old data again: a D-SACK block below RCV.NXT.
+        let o = rx(&mut s, &data(1000, 100));
+        assert_eq!(o.dsack, Some((1000, 1100)));
     }
 
     fn data(seq: u32, len: u32) -> RxSummary {
@@ -304,6 +358,7 @@ pub(crate) mod tests {
             window: 65535,
             len,
             ts_val: None,
+            sack: Default::default(),
         }
     }
 
@@ -380,37 +435,126 @@ pub(crate) mod tests {
         );
     }
 
-    #[test]
-    fn three_duplicate_acks_go_back_n() {
+    fn pure_ack(ack: u32, sack: &[Block]) -> RxSummary {
+        let mut blocks = SackBlocks::default();
+        for &b in sack {
+            blocks.push(b);
+        }
+        RxSummary {
+            ack,
+            len: 0,
+            sack: blocks,
+            ..data(1000, 0)
+        }
+    }
+
+    /// Sends `n` segments of 1000 bytes from sequence number 5000.
+    fn sent(n: u32) -> ProtoState {
         let mut s = state(1000);
-        s.tx_avail = 3000;
+        s.tx_avail = n * 1000;
         while tx(&mut s, 1000).is_some() {}
-        assert_eq!((s.tx_sent, s.seq), (3000, 8000));
-        let ack = |s: &mut ProtoState, a: u32| {
-            rx(
-                s,
-                &RxSummary {
-                    ack: a,
-                    len: 0,
-                    ..data(1000, 0)
-                },
-            )
-        };
-        assert_eq!(ack(&mut s, 6000).acked, 1000);
-        assert!(!ack(&mut s, 6000).fast_retransmit);
-        assert!(!ack(&mut s, 6000).fast_retransmit);
-        assert!(ack(&mut s, 6000).fast_retransmit);
+        assert_eq!((s.tx_sent, s.seq), (n * 1000, 5000 + n * 1000));
+        s
+    }
+
+    fn grants(s: &mut ProtoState) -> Vec<(u32, u32)> {
+        std::iter::from_fn(|| tx(s, 1000))
+            .map(|g| (g.seq, g.len))
+            .collect()
+    }
+
+    #[test]
+    fn three_duplicate_acks_send_the_first_segment_again_not_the_rest() {
+        let mut s = sent(3);
+        assert_eq!(rx(&mut s, &pure_ack(6000, &[])).acked, 1000);
+        assert!(!rx(&mut s, &pure_ack(6000, &[])).fast_retransmit);
+        assert!(!rx(&mut s, &pure_ack(6000, &[])).fast_retransmit);
+        assert!(rx(&mut s, &pure_ack(6000, &[])).fast_retransmit);
+        // Only the segment at SND.UNA goes again; SND.NXT stays SND.MAX.
+        assert_eq!(grants(&mut s), [(6000, 1000)]);
+        assert_eq!((s.seq, s.tx_sent, s.tx_pos), (8000, 2000, 3000));
         assert_eq!(
-            (s.seq, s.tx_sent, s.tx_avail, s.tx_pos),
-            (6000, 0, 2000, 1000)
+            rx(&mut s, &pure_ack(9000, &[])).refused,
+            Some(Refusal::AckOfUnsent)
         );
-        assert_eq!(ack(&mut s, 9000).refused, Some(Refusal::AckOfUnsent));
-        // The peer had the bytes after the hole: its ACK jumps past what
-        // go-back-N has sent again, and they are not sent a third time.
-        assert!(tx(&mut s, 1000).is_some());
-        let o = ack(&mut s, 8000);
-        assert_eq!((o.acked, o.refused), (2000, None));
-        assert_eq!((s.seq, s.tx_sent, s.tx_avail, s.tx_pos), (8000, 0, 0, 3000));
+        // A partial ACK without SACK (NewReno, RFC 6582): the next
+        // segment at SND.UNA is due.
+        assert_eq!(rx(&mut s, &pure_ack(7000, &[])).acked, 1000);
+        assert_eq!(grants(&mut s), [(7000, 1000)]);
+        let o = rx(&mut s, &pure_ack(8000, &[]));
+        assert_eq!(o.acked, 1000);
+        assert_eq!((s.tx_sent, s.recovery), (0, None));
+    }
+
+    #[test]
+    fn sack_recovery_sends_each_lost_hole_once_and_never_sacked_data() {
+        // Ten segments 5000..15000; 6000..7000 and 9000..10000 lost.
+        let mut s = sent(10);
+        let o = rx(&mut s, &pure_ack(6000, &[]));
+        assert_eq!(o.acked, 1000);
+        rx(&mut s, &pure_ack(6000, &[(7000, 8000)]));
+        rx(&mut s, &pure_ack(6000, &[(7000, 9000)]));
+        assert_eq!(s.recovery, None, "two segments SACKed: not yet lost");
+        let o = rx(&mut s, &pure_ack(6000, &[(10000, 11000), (7000, 9000)]));
+        assert!(o.fast_retransmit, "three segments SACKed above SND.UNA");
+        assert_eq!(crate::recovery::pipe(&s), 9000 - 3000 - 1000);
+        // 6000..7000 now; 9000..10000 has only 1000 bytes SACKed above it.
+        assert_eq!(grants(&mut s), [(6000, 1000)]);
+        rx(&mut s, &pure_ack(6000, &[(10000, 13000), (7000, 9000)]));
+        assert_eq!(grants(&mut s), [(9000, 1000)]);
+        assert_eq!(grants(&mut s), []);
+        // Everything up to the recovery point: the episode ends.
+        let o = rx(&mut s, &pure_ack(15000, &[]));
+        assert_eq!(o.acked, 9000);
+        assert_eq!((s.recovery, s.scoreboard.is_empty()), (None, true));
+    }
+
+    #[test]
+    fn a_timeout_sends_everything_not_acknowledged_once_in_order() {
+        let mut s = sent(4);
+        rx(&mut s, &pure_ack(5000, &[(7000, 8000)]));
+        assert_eq!(timeout(&mut s), 4000);
+        // The scoreboard is cleared (the receiver may have reneged).
+        assert_eq!(crate::recovery::pipe(&s), 0);
+        assert_eq!(
+            grants(&mut s),
+            [(5000, 1000), (6000, 1000), (7000, 1000), (8000, 1000)]
+        );
+        assert_eq!(crate::recovery::pipe(&s), 4000);
+        // SACKed after the timeout: skipped.
+        let mut s = sent(4);
+        timeout(&mut s);
+        rx(&mut s, &pure_ack(5000, &[(6000, 8000)]));
+        assert_eq!(grants(&mut s), [(5000, 1000), (8000, 1000)]);
+    }
+
+    #[test]
+    fn lying_sack_blocks_are_ignored_and_counted() {
+        // Below SND.UNA first: a D-SACK; beyond SND.MAX, reversed: lies.
+        let mut s = sent(3);
+        let o = rx(
+            &mut s,
+            &pure_ack(5000, &[(4000, 4500), (9000, 9500), (6000, 5000)]),
+        );
+        assert_eq!((o.sack.ignored, o.sack.dsack), (2, true));
+        assert!(s.scoreboard.is_empty());
+    }
+
+    #[test]
+    fn a_lost_fin_goes_again_with_its_last_bytes() {
+        let mut s = state(1000);
+        s.tx_avail = 1500;
+        s.fin_queued = true;
+        assert_eq!(grants(&mut s), [(5000, 1000), (6000, 500)]);
+        assert!(s.fin_sent);
+        timeout(&mut s);
+        let g: Vec<TxGrant> = std::iter::from_fn(|| tx(&mut s, 1000)).collect();
+        assert_eq!(g.len(), 2);
+        assert_eq!(
+            (g[1].seq, g[1].pos, g[1].len, g[1].fin),
+            (6000, 1000, 500, true)
+        );
+        assert_eq!((g[0].pos, g[0].fin), (0, false));
     }
 
     #[test]
@@ -459,7 +603,7 @@ pub(crate) mod tests {
             let mut buf = vec![0u8; len];
             let mut readable = 0u32;
             let deliver = |s: &mut ProtoState, (off, n): (u32, u32), buf: &mut Vec<u8>, readable: &mut u32| {
-                let o = rx(s, &RxSummary { seq: base + off, ack: 0, flags: Flags(0), window: 0, len: n, ts_val: None });
+                let o = rx(s, &RxSummary { seq: base + off, ack: 0, flags: Flags(0), window: 0, len: n, ts_val: None, sack: Default::default() });
                 if let Some(p) = o.place {
                     let src = &stream[(off + p.skip) as usize..(off + p.skip + p.len) as usize];
                     buf[p.pos as usize..(p.pos + p.len) as usize].copy_from_slice(src);

@@ -15,6 +15,8 @@ use etherparse::{
     Icmpv6Type, NetSlice, PacketBuilder, SlicedPacket, TcpOptionElement, TransportSlice,
 };
 pub use order::wire::tcp::Flags;
+
+pub use crate::sack::SackBlocks;
 use thiserror::Error;
 
 /// Why a frame was not taken.
@@ -38,9 +40,9 @@ pub struct TcpOptions {
     pub sack_permitted: bool,
     /// (TSval, TSecr), RFC 7323 section 3.
     pub timestamp: Option<(u32, u32)>,
-    /// The first SACK block [left, right) (RFC 2018 section 3), sent by
-    /// the Laminar engine for its out-of-order interval.
-    pub sack: Option<(u32, u32)>,
+    /// SACK blocks [left, right) (RFC 2018 section 3), newest first; a
+    /// D-SACK block (RFC 2883) comes first when there is one.
+    pub sack: SackBlocks,
 }
 
 /// A received TCP segment, borrowing the frame.
@@ -179,7 +181,12 @@ fn options(tcp: &etherparse::TcpSlice<'_>) -> Result<TcpOptions, SegmentError> {
             TcpOptionElement::WindowScale(s) => out.window_scale = Some(s.min(14)),
             TcpOptionElement::SelectiveAcknowledgementPermitted => out.sack_permitted = true,
             TcpOptionElement::Timestamp(v, e) => out.timestamp = Some((v, e)),
-            TcpOptionElement::SelectiveAcknowledgement(first, _) => out.sack = Some(first),
+            TcpOptionElement::SelectiveAcknowledgement(first, rest) => {
+                out.sack = SackBlocks::one(first);
+                for b in rest.into_iter().flatten() {
+                    out.sack.push(b);
+                }
+            }
             _ => {}
         }
     }
@@ -423,7 +430,7 @@ pub fn build(route: &Route, h: &Header, payload: &[u8], out: &mut Vec<u8>) {
     let opts = option_elements(&h.options);
     let tcp = tcp
         .options(&opts)
-        .expect("at most 36 bytes of options, within the 40 TCP allows");
+        .expect("at most 40 bytes of options: SACK blocks are cut to fit beside the timestamp");
     tcp.write(out, payload)
         .expect("writing to a Vec cannot fail and the payload is below 64 KiB");
 }
@@ -451,8 +458,16 @@ fn option_elements(o: &TcpOptions) -> Vec<TcpOptionElement> {
     if let Some(s) = o.window_scale {
         v.extend([Noop, WindowScale(s)]);
     }
-    if let Some(block) = o.sack {
-        v.extend([Noop, Noop, SelectiveAcknowledgement(block, [None; 3])]);
+    // 40 option bytes: 4 blocks, 3 beside the timestamp (RFC 2018
+    // section 3).
+    let room = if o.timestamp.is_some() { 3 } else { 4 };
+    let blocks = o.sack.truncated(room);
+    if let Some(first) = blocks.first() {
+        let mut rest = [None; 3];
+        for (slot, b) in rest.iter_mut().zip(&blocks.as_slice()[1..]) {
+            *slot = Some(*b);
+        }
+        v.extend([Noop, Noop, SelectiveAcknowledgement(first, rest)]);
     }
     v
 }
@@ -545,7 +560,7 @@ mod tests {
             window_scale: Some(7),
             sack_permitted: true,
             timestamp: Some((1, 0)),
-            sack: None,
+            sack: SackBlocks::default(),
         };
         let h = Header {
             flags: Flags(Flags::SYN),
@@ -565,7 +580,7 @@ mod tests {
         let h = Header {
             options: TcpOptions {
                 timestamp: Some((5, 6)),
-                sack: Some((3000, 4460)),
+                sack: SackBlocks::one((3000, 4460)),
                 ..TcpOptions::default()
             },
             ..header()
@@ -576,6 +591,31 @@ mod tests {
             panic!("not TCP")
         };
         assert_eq!(s.options, h.options);
+    }
+
+    #[test]
+    fn four_sack_blocks_fit_alone_three_beside_a_timestamp() {
+        let mut sack = SackBlocks::default();
+        for i in 0..4u32 {
+            sack.push((i * 3000 + 1000, i * 3000 + 2000));
+        }
+        for (timestamp, fit) in [(None, 4), (Some((5, 6)), 3)] {
+            let h = Header {
+                options: TcpOptions {
+                    timestamp,
+                    sack,
+                    ..TcpOptions::default()
+                },
+                ..header()
+            };
+            let mut f = Vec::new();
+            build(&route(), &h, &[], &mut f);
+            let Frame::Tcp(s) = parse(&f).unwrap() else {
+                panic!("not TCP")
+            };
+            assert_eq!(s.options.sack, sack.truncated(fit));
+            assert_eq!(s.options.timestamp, timestamp);
+        }
     }
 
     #[test]

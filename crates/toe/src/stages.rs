@@ -16,6 +16,7 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 
 use crate::protocol::{self, RxOutcome, RxSummary, TxGrant};
+use crate::sack::SackBlocks;
 use crate::segment::{Flags, Header, Route, Segment, TcpOptions};
 use crate::state::{ConnId, PostState, ProtoState};
 
@@ -115,6 +116,7 @@ impl Pre {
                 window: u32::from(seg.window) << shift,
                 len: seg.payload.len() as u32,
                 ts_val: seg.options.timestamp.map(|t| t.0),
+                sack: seg.options.sack,
             },
         }
     }
@@ -151,6 +153,9 @@ pub struct Snapshot {
     pub tx_sent: u32,
     pub fin_received: bool,
     pub fin_acked: bool,
+    /// The SACK blocks an ACK carries now (a D-SACK block first right
+    /// after a duplicate), sent where SACK was negotiated.
+    pub sack: SackBlocks,
 }
 
 /// The protocol stage and its partition.
@@ -178,8 +183,16 @@ impl Protocol {
     }
 
     pub fn rx(&mut self, conn: ConnIdx, summary: &RxSummary) -> (RxOutcome, Snapshot) {
-        let out = protocol::rx(self.at(conn), summary);
-        (out, self.snapshot(conn))
+        let s = self.at(conn);
+        let out = protocol::rx(s, summary);
+        let sack = s.sack_reported.option(out.dsack);
+        (
+            out,
+            Snapshot {
+                sack,
+                ..self.snapshot(conn)
+            },
+        )
     }
 
     pub fn tx(&mut self, conn: ConnIdx, mss: u32) -> Option<(TxGrant, Snapshot)> {
@@ -225,10 +238,16 @@ impl Protocol {
         self.at(conn).fin_queued = true;
     }
 
-    /// The control plane's retransmission timeout: go-back-N (*Reset*).
-    /// Returns the bytes to send again.
+    /// The control plane's retransmission timeout (*Reset*): what was
+    /// not acknowledged is sent again. Returns the bytes in flight.
     pub fn timeout(&mut self, conn: ConnIdx) -> u32 {
-        protocol::go_back_n(self.at(conn))
+        protocol::timeout(self.at(conn))
+    }
+
+    /// Bytes in flight, RFC 6675's `pipe`: what the congestion window
+    /// is compared with.
+    pub fn pipe(&self, conn: ConnIdx) -> u32 {
+        crate::recovery::pipe(&self.conns[conn as usize])
     }
 
     pub fn snapshot(&self, conn: ConnIdx) -> Snapshot {
@@ -241,21 +260,21 @@ impl Protocol {
             tx_sent: s.tx_sent,
             fin_received: s.fin_received,
             fin_acked: s.fin_sent && s.tx_sent == 0,
+            sack: s.sack_reported.option(None),
         }
     }
 
-    /// SND.UNA and SND.MAX: after a go-back-N reset the bytes from `seq`
-    /// up to SND.MAX may still be in the network, and the control plane's
-    /// congestion window counts them.
+    /// SND.UNA and SND.MAX.
     pub fn una_and_max(&self, conn: ConnIdx) -> (u32, u32) {
         let s = &self.conns[conn as usize];
         (s.seq.wrapping_sub(s.tx_sent), s.tx_high)
     }
 
-    /// Whether anything waits to be sent (queued bytes, an unsent FIN).
+    /// Whether anything waits to be sent (queued bytes, an unsent FIN, a
+    /// retransmission recovery has due).
     pub fn has_work(&self, conn: ConnIdx) -> bool {
         let s = &self.conns[conn as usize];
-        s.tx_avail > 0 || (s.fin_queued && !s.fin_sent)
+        s.tx_avail > 0 || (s.fin_queued && !s.fin_sent) || crate::recovery::next_hole(s).is_some()
     }
 }
 
@@ -347,6 +366,11 @@ impl Post {
             window: (snap.rx_avail >> s.rx_wscale).min(65535) as u16,
             options: TcpOptions {
                 timestamp: s.timestamps.then_some((now_ms, snap.next_ts)),
+                sack: if s.sack {
+                    snap.sack
+                } else {
+                    SackBlocks::default()
+                },
                 ..TcpOptions::default()
             },
         }

@@ -7,6 +7,8 @@
 use std::net::IpAddr;
 
 use crate::ooo::OooIntervals;
+use crate::recovery::Recovery;
+use crate::sack::{ReportedBlocks, Scoreboard};
 use crate::segment::Route;
 
 /// Pre-processor partition: connection identification (Table 4.1, 15 B).
@@ -56,19 +58,27 @@ pub struct ProtoState {
     pub remote_win: u32,
     /// Bytes sent and not yet acknowledged.
     pub tx_sent: u32,
-    /// Sequence number of the next byte to send.
+    /// Sequence number of the next new byte to send (SND.NXT; with
+    /// selective retransmission it is always SND.MAX).
     pub seq: u32,
-    /// One past the highest sequence number ever sent (SND.MAX): after a
-    /// go-back-N reset `seq` is below it, and an ACK up to it is still for
-    /// bytes the peer may have (not in Table 4.1: FlexTOE keeps it in the
-    /// control plane's retransmission state).
+    /// One past the highest sequence number ever sent (SND.MAX; not in
+    /// Table 4.1: FlexTOE keeps it in the control plane's retransmission
+    /// state).
     pub tx_high: u32,
     /// Next sequence number expected from the peer (RCV.NXT).
     pub ack: u32,
     /// The out-of-order intervals, their bytes already placed in the
     /// receive buffer (Table 4.1 has one: the default bound).
     pub ooo: OooIntervals,
+    /// The intervals as SACK blocks, newest first (RFC 2018 section 4).
+    pub sack_reported: ReportedBlocks,
     pub dupack_cnt: u8,
+    /// What the peer SACKed (RFC 6675 section 3).
+    pub scoreboard: Scoreboard,
+    /// The recovery episode under way, if any ([`crate::recovery`]).
+    pub recovery: Option<Recovery>,
+    /// The segment size of the last grant: what recovery counts in.
+    pub snd_mss: u32,
     /// The peer's timestamp to echo (TS.Recent, RFC 7323 section 4.3).
     pub next_ts: u32,
     /// The peer's FIN was received in order.
@@ -94,6 +104,8 @@ pub struct PostState {
     pub rx_wscale: u8,
     /// Timestamps were negotiated (RFC 7323): every segment carries one.
     pub timestamps: bool,
+    /// SACK was negotiated (RFC 2018): ACKs carry the receiver's blocks.
+    pub sack: bool,
     /// Bytes acknowledged and bytes acknowledged with ECN-Echo.
     pub cnt_ackb: u64,
     pub cnt_ecnb: u64,

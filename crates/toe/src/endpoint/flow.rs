@@ -65,9 +65,6 @@ pub(super) struct Flow {
     ecn: bool,
     /// One past the highest byte sent: data below it is sent again.
     sent_high: u32,
-    /// SND.MAX at the last retransmission timeout: until it is
-    /// acknowledged, what was sent before the timeout counts as lost.
-    rto_high: Option<u32>,
     /// The post-processor's counters when the policy last ran.
     seen_acked: u64,
     seen_ecn: u64,
@@ -133,7 +130,6 @@ impl Endpoint {
             next_tx_ns: 0,
             ecn,
             sent_high: seq,
-            rto_high: None,
             seen_acked: 0,
             seen_ecn: 0,
             seen_fretx: 0,
@@ -190,8 +186,7 @@ impl Endpoint {
         if self.scheduled[c] || !self.proto.has_work(conn) || self.pre.route(conn).is_none() {
             return;
         }
-        let tx_sent = self.proto.snapshot(conn).tx_sent;
-        if !self.window_open(conn, tx_sent) {
+        if !self.window_open(conn) {
             return;
         }
         self.scheduled[c] = true;
@@ -208,25 +203,18 @@ impl Endpoint {
         (f.ps_per_byte > 0 && !self.wheel.due(f.next_tx_ns, now_ns)).then_some(f.next_tx_ns)
     }
 
-    /// Whether the congestion window has room for a segment. In flight
-    /// is everything up to SND.MAX: a go-back-N reset (fast retransmit)
-    /// does not take the bytes behind the hole out of the network, so
-    /// after it the first unacknowledged segment goes alone and the rest
-    /// as ACKs come back (RFC 6582's partial ACKs, in effect). After a
-    /// timeout what was sent before counts as lost (RFC 5681 section 3.1:
-    /// slow start from one segment). A flow with nothing unacknowledged
-    /// since the reset may always send one segment.
-    fn window_open(&self, conn: ConnIdx, tx_sent: u32) -> bool {
+    /// Whether the congestion window has room for a segment: in flight is
+    /// the protocol stage's RFC 6675 `pipe` (sent and neither SACKed nor
+    /// lost, plus what was sent again; after a timeout only what was sent
+    /// since, RFC 5681 section 3.1's slow start from one segment). A flow
+    /// with nothing in flight may always send one segment.
+    fn window_open(&self, conn: ConnIdx) -> bool {
         let Some(Some(f)) = self.flows.get(conn as usize) else {
             return true;
         };
         let mss = self.control[conn as usize].as_ref().map_or(536, |c| c.mss);
-        let (una, snd_max) = self.proto.una_and_max(conn);
-        let flight = match f.rto_high {
-            Some(h) if distance(una, h) > 0 => tx_sent,
-            _ => distance(una, snd_max).max(0) as u32,
-        };
-        tx_sent == 0 || f.limits.cwnd.saturating_sub(flight.max(tx_sent)) >= mss
+        let pipe = self.proto.pipe(conn);
+        pipe == 0 || f.limits.cwnd.saturating_sub(pipe) >= mss
     }
 
     /// The flow scheduler: releases the flows whose time came, then serves
@@ -255,7 +243,7 @@ impl Endpoint {
                 return;
             }
             // Out of window (or of work): the next ACK brings it back.
-            if !self.window_open(conn, self.proto.snapshot(conn).tx_sent) {
+            if !self.window_open(conn) {
                 return;
             }
             let t = ticks();
@@ -385,12 +373,10 @@ impl Endpoint {
     /// The control plane's retransmission timeout: the policy hears of it
     /// at its next run, and the timed segment is void (Karn).
     pub(super) fn flow_timeout(&mut self, conn: ConnIdx) {
-        let (_, snd_max) = self.proto.una_and_max(conn);
         if let Some(f) = self.flow(conn) {
             f.timeouts += 1;
             f.backoffs += 1;
             f.probe = None;
-            f.rto_high = Some(snd_max);
         }
     }
 

@@ -45,7 +45,7 @@ use crate::laminar::{
     network_segment, AddressHandles, LaminarCounters, LaminarEngine, LaminarError, RxWrite, TxSync,
 };
 use crate::protocol::{RxSummary, TxGrant};
-use crate::segment::{Flags, Header, Segment, TcpOptions};
+use crate::segment::{Flags, Header, SackBlocks, Segment, TcpOptions};
 use crate::stages::{ConnIdx, FourTuple};
 
 /// How often the generator's SYNC grants each connection credits
@@ -550,7 +550,7 @@ impl Endpoint {
             flags: Flags(s.flags | if cwr { Flags::CWR } else { 0 }),
             window: s.window,
             options: TcpOptions {
-                sack: s.sack,
+                sack: SackBlocks::from(s.sack),
                 ..TcpOptions::default()
             },
         };
@@ -575,7 +575,9 @@ impl Endpoint {
         };
         lc.advertised = u32::from(h.window) << lc.wscale;
         h.options.timestamp = lc.timestamps.then(|| (now_ms, lc.ts_recent.unwrap_or(0)));
-        h.options.sack = h.options.sack.filter(|_| lc.sack);
+        if !lc.sack {
+            h.options.sack = SackBlocks::default();
+        }
         self.emit(&route, &h, payload);
         true
     }

@@ -39,7 +39,7 @@ use crate::cc::Policy;
 use crate::cycles::{ticks, StageCycles};
 use crate::ooo::{OooBound, OooIntervals};
 use crate::protocol::{Refusal, RxOutcome};
-use crate::segment::{self, Flags, Frame, Header, Route, Segment, TcpOptions};
+use crate::segment::{self, Flags, Frame, Header, Route, SackBlocks, Segment, TcpOptions};
 use crate::stages::{ConnIdx, FourTuple, Post, Pre, Protocol, Snapshot, Steer};
 use crate::state::{ConnId, PostState, ProtoState};
 use crate::wheel::Wheel;
@@ -772,9 +772,9 @@ impl Endpoint {
             options: TcpOptions {
                 mss: Some(self.cfg.mss),
                 window_scale: h.peer.window_scale.map(|_| WSCALE),
-                sack_permitted: h.peer.sack_permitted && self.cfg.engine == Engine::Laminar,
+                sack_permitted: h.peer.sack_permitted,
                 timestamp: h.peer.timestamp.map(|(val, _)| (self.now_ms(), val)),
-                sack: None,
+                sack: SackBlocks::default(),
             },
         };
         self.emit(&route, &header, &[]);
@@ -871,6 +871,9 @@ impl Endpoint {
             tx_size: tx.size(),
             rx_wscale: if scaled { WSCALE } else { 0 },
             timestamps,
+            // Offered on every SYN we send and answered on every SYN-ACK:
+            // the peer's option says it was negotiated (RFC 2018 section 2).
+            sack: h.peer.sack_permitted,
             ..PostState::default()
         };
         self.post.install(conn, post);

@@ -7,8 +7,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
-use super::{Endpoint, Engine, Handshake, ToeError, SYN_TRIES, WSCALE};
-use crate::segment::{self, Flags, Header, Route, Segment, TcpOptions};
+use super::{Endpoint, Handshake, ToeError, SYN_TRIES, WSCALE};
+use crate::segment::{self, Flags, Header, Route, SackBlocks, Segment, TcpOptions};
 use crate::stages::{ConnIdx, FourTuple};
 
 /// Local ports for active opens (RFC 6335's dynamic range).
@@ -182,11 +182,12 @@ impl Endpoint {
             options: TcpOptions {
                 mss: Some(self.cfg.mss),
                 window_scale: Some(WSCALE),
-                // The Laminar engine's ACKs carry its out-of-order
-                // interval as a SACK block (thesis section 5.5.4.3).
-                sack_permitted: self.cfg.engine == Engine::Laminar,
+                // Every engine's ACKs carry SACK blocks: the
+                // run-to-completion and pipelined engines' intervals, the
+                // Laminar program's one (thesis section 5.5.4.3).
+                sack_permitted: true,
                 timestamp: Some((self.now_ms(), 0)),
-                sack: None,
+                sack: SackBlocks::default(),
             },
         };
         self.emit(&route, &h, &[]);
