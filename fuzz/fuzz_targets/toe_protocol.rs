@@ -47,7 +47,7 @@ fuzz_target!(|data: &[u8]| {
                 window: 65_536,
                 len: u32::from(u16::from_le_bytes([r[8], r[9]])) % 3000,
                 ts_val: None,
-            sack: Default::default(),
+                sack: Default::default(),
             },
         );
         assert!(out.readable <= before);

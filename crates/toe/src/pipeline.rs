@@ -218,6 +218,9 @@ struct CounterCells {
     refused_beyond_window: AtomicU64,
     refused_outside_interval: AtomicU64,
     refused_ack_of_unsent: AtomicU64,
+    dsacks_received: AtomicU64,
+    sack_blocks_ignored: AtomicU64,
+    sack_blocks_dropped: AtomicU64,
 }
 
 /// What the pipeline counted: items per stage and the items a reorder
@@ -249,6 +252,11 @@ pub struct PipelineCounters {
     pub refused_beyond_window: u64,
     pub refused_outside_interval: u64,
     pub refused_ack_of_unsent: u64,
+    /// The peer's SACK blocks: D-SACKs (a retransmission it did not
+    /// need), blocks ignored as lies, blocks the full scoreboard dropped.
+    pub dsacks_received: u64,
+    pub sack_blocks_ignored: u64,
+    pub sack_blocks_dropped: u64,
 }
 
 impl CounterCells {
@@ -275,6 +283,9 @@ impl CounterCells {
             refused_beyond_window: r(&self.refused_beyond_window),
             refused_outside_interval: r(&self.refused_outside_interval),
             refused_ack_of_unsent: r(&self.refused_ack_of_unsent),
+            dsacks_received: r(&self.dsacks_received),
+            sack_blocks_ignored: r(&self.sack_blocks_ignored),
+            sack_blocks_dropped: r(&self.sack_blocks_dropped),
         }
     }
 
@@ -283,6 +294,9 @@ impl CounterCells {
         if out.fast_retransmit {
             Self::add(&self.fast_retransmits, 1);
         }
+        Self::add(&self.dsacks_received, usize::from(out.sack.dsack));
+        Self::add(&self.sack_blocks_ignored, usize::from(out.sack.ignored));
+        Self::add(&self.sack_blocks_dropped, usize::from(out.sack.dropped));
         let refused = match out.refused {
             Some(Refusal::Duplicate) => &self.refused_duplicate,
             Some(Refusal::BeyondWindow) => &self.refused_beyond_window,

@@ -159,8 +159,16 @@ pub struct Counters {
     pub refused_beyond_window: u64,
     pub refused_outside_interval: u64,
     pub refused_ack_of_unsent: u64,
+    /// Recovery episodes begun by duplicate ACKs or SACK blocks.
     pub fast_retransmits: u64,
     pub timeouts: u64,
+    /// D-SACKs from the peer: retransmissions it did not need (RFC 2883),
+    /// TCP_INFO's spurious retransmissions.
+    pub dsacks_received: u64,
+    /// SACK blocks outside SND.UNA..SND.MAX or empty: ignored.
+    pub sack_blocks_ignored: u64,
+    /// SACK blocks the full scoreboard could not keep.
+    pub sack_blocks_dropped: u64,
     pub resets_sent: u64,
     pub resets_received: u64,
     /// SYNs refused because the connection table was full.
@@ -543,6 +551,9 @@ impl Endpoint {
         if out.fast_retransmit {
             self.counters.fast_retransmits += 1;
         }
+        self.counters.dsacks_received += u64::from(out.sack.dsack);
+        self.counters.sack_blocks_ignored += u64::from(out.sack.ignored);
+        self.counters.sack_blocks_dropped += u64::from(out.sack.dropped);
         self.flow_feedback(conn, out, snap, seg.flags.has(Flags::FIN));
         let Some(app) = self.app[conn as usize].as_mut() else {
             return;

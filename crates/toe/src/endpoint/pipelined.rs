@@ -475,6 +475,9 @@ impl Endpoint {
         c.refused_beyond_window += now.refused_beyond_window - was.refused_beyond_window;
         c.refused_outside_interval += now.refused_outside_interval - was.refused_outside_interval;
         c.refused_ack_of_unsent += now.refused_ack_of_unsent - was.refused_ack_of_unsent;
+        c.dsacks_received += now.dsacks_received - was.dsacks_received;
+        c.sack_blocks_ignored += now.sack_blocks_ignored - was.sack_blocks_ignored;
+        c.sack_blocks_dropped += now.sack_blocks_dropped - was.sack_blocks_dropped;
     }
 
     /// The context queue: released after the copy it tells of.
