@@ -118,7 +118,7 @@ test: check-root traces build lint
 # on a state regression against bench/matrix/baseline.json (never on noisy
 # numbers). The history in target/bench-ci/ accumulates over runs.
 BENCH_CI_DB := target/bench-ci/bench.sqlite
-BENCH_CI_FILTER := demo/flows=16/*,xdp-overhead/streams=4,lb-sim/policy=crossrss/*,lb-sim-order/*,srpic/*,lb-live,toe*,ooo
+BENCH_CI_FILTER := demo/flows=16/*,xdp-overhead/streams=4,lb-sim/policy=crossrss/*,lb-sim-order/*,srpic/*,lb-live,toe*,ooo,loss
 bench-matrix: check-root traces build
 	mkdir -p target/bench-ci
 	$(STEER) bench run --quick --filter '$(BENCH_CI_FILTER)' --db $(BENCH_CI_DB)
