@@ -167,8 +167,11 @@ pub enum Control {
         bytes: u32,
         burst: u32,
     },
-    /// The control plane's retransmission timeout: go-back-N.
+    /// The control plane's retransmission timeout: what was not
+    /// acknowledged is sent again ([`crate::recovery`]).
     Timeout { conn: ConnIdx },
+    /// The control plane's probe timer: a tail loss probe (RFC 8985).
+    Probe { conn: ConnIdx },
     /// The application closed: a FIN after the queued bytes (*Fin*).
     Close { conn: ConnIdx },
     /// The connection is gone: nothing more is sent for it and its
@@ -186,6 +189,7 @@ impl Control {
             | Control::Credit { conn, .. }
             | Control::Cwr { conn }
             | Control::Timeout { conn }
+            | Control::Probe { conn }
             | Control::Close { conn }
             | Control::Remove { conn } => conn,
         }
@@ -219,6 +223,7 @@ struct CounterCells {
     refused_outside_interval: AtomicU64,
     refused_ack_of_unsent: AtomicU64,
     dsacks_received: AtomicU64,
+    lost_retransmits: AtomicU64,
     sack_blocks_ignored: AtomicU64,
     sack_blocks_dropped: AtomicU64,
 }
@@ -255,6 +260,8 @@ pub struct PipelineCounters {
     /// The peer's SACK blocks: D-SACKs (a retransmission it did not
     /// need), blocks ignored as lies, blocks the full scoreboard dropped.
     pub dsacks_received: u64,
+    /// Retransmissions found lost without a timeout.
+    pub lost_retransmits: u64,
     pub sack_blocks_ignored: u64,
     pub sack_blocks_dropped: u64,
 }
@@ -284,6 +291,7 @@ impl CounterCells {
             refused_outside_interval: r(&self.refused_outside_interval),
             refused_ack_of_unsent: r(&self.refused_ack_of_unsent),
             dsacks_received: r(&self.dsacks_received),
+            lost_retransmits: r(&self.lost_retransmits),
             sack_blocks_ignored: r(&self.sack_blocks_ignored),
             sack_blocks_dropped: r(&self.sack_blocks_dropped),
         }
@@ -295,6 +303,7 @@ impl CounterCells {
             Self::add(&self.fast_retransmits, 1);
         }
         Self::add(&self.dsacks_received, usize::from(out.sack.dsack));
+        Self::add(&self.lost_retransmits, usize::from(out.lost_retransmit));
         Self::add(&self.sack_blocks_ignored, usize::from(out.sack.ignored));
         Self::add(&self.sack_blocks_dropped, usize::from(out.sack.dropped));
         let refused = match out.refused {
@@ -805,6 +814,10 @@ impl ProtocolStage {
                 self.proto.timeout(conn);
                 self.transmit(conn);
             }
+            Control::Probe { conn } => {
+                self.proto.probe(conn);
+                self.transmit(conn);
+            }
             Control::Close { conn } => {
                 self.proto.close(conn);
                 self.transmit(conn);
@@ -887,7 +900,8 @@ impl ProtocolStage {
             return true;
         };
         let pipe = self.proto.pipe(conn);
-        let window = pipe == 0 || l.cwnd.saturating_sub(pipe) >= l.mss;
+        let window =
+            pipe == 0 || self.proto.probe_due(conn) || l.cwnd.saturating_sub(pipe) >= l.mss;
         window && l.credit.is_none_or(|c| c > 0)
     }
 

@@ -89,6 +89,8 @@ pub struct RxOutcome {
     pub dsack: Option<Block>,
     /// What the peer's SACK blocks told the sender.
     pub sack: SackUpdate,
+    /// Retransmissions were found lost (sent again without a timeout).
+    pub lost_retransmit: bool,
 }
 
 /// Processes one received segment of an established connection.
@@ -142,7 +144,9 @@ fn ack(s: &mut ProtoState, seg: &RxSummary, out: &mut RxOutcome) -> Result<(), R
     if !seg.sack.is_empty() {
         out.sack = s.scoreboard.update(recovery::una(s), s.tx_high, &seg.sack);
     }
+    let lost_before = s.lost_retransmits;
     out.fast_retransmit |= recovery::after_ack(s, d > 0);
+    out.lost_retransmit = s.lost_retransmits != lost_before;
     Ok(())
 }
 
@@ -507,6 +511,47 @@ pub(crate) mod tests {
         let o = rx(&mut s, &pure_ack(15000, &[]));
         assert_eq!(o.acked, 9000);
         assert_eq!((s.recovery, s.scoreboard.is_empty()), (None, true));
+    }
+
+    #[test]
+    fn a_lost_retransmission_is_sent_again_without_a_timeout() {
+        let mut s = sent(6);
+        s.tx_avail = 10_000;
+        // 5000..6000 lost; three segments SACKed above it.
+        let o = rx(&mut s, &pure_ack(5000, &[(6000, 9000)]));
+        assert!(o.fast_retransmit);
+        // The hole goes again (the rest is new data while the window
+        // allows: SND.MAX was 11000 when it left).
+        let g = grants(&mut s);
+        assert_eq!(g[0], (5000, 1000));
+        assert!(g[1..].iter().all(|&(seq, _)| seq >= 11_000));
+        // The retransmission is lost too: new data sent after it arrives.
+        let o = rx(&mut s, &pure_ack(5000, &[(11_000, 13_000), (6000, 9000)]));
+        assert!(!o.lost_retransmit, "two segments beyond it: not yet");
+        let o = rx(&mut s, &pure_ack(5000, &[(11_000, 14_100), (6000, 9000)]));
+        assert!(o.lost_retransmit);
+        assert_eq!(grants(&mut s)[0], (5000, 1000));
+    }
+
+    #[test]
+    fn a_tail_loss_probe_sends_the_last_segment_and_its_sack_starts_recovery() {
+        let mut s = sent(4);
+        // The last three segments are lost; the first was acknowledged.
+        rx(&mut s, &pure_ack(6000, &[]));
+        crate::recovery::probe(&mut s);
+        assert!(crate::recovery::probe_due(&s));
+        assert_eq!(grants(&mut s), [(8000, 1000)], "the last segment again");
+        assert!(!crate::recovery::probe_due(&s));
+        // Its ACK SACKs it: the holes below it are lost at once (one
+        // segment SACKed is below the duplicate-ACK threshold).
+        let o = rx(&mut s, &pure_ack(6000, &[(8000, 9000)]));
+        assert!(o.fast_retransmit);
+        assert_eq!(grants(&mut s), [(6000, 1000), (7000, 1000)]);
+        // With new data queued the probe is new data.
+        let mut s = sent(2);
+        s.tx_avail = 500;
+        crate::recovery::probe(&mut s);
+        assert_eq!(grants(&mut s), [(7000, 500)]);
     }
 
     #[test]

@@ -17,6 +17,19 @@
 //!   byte not cumulatively acknowledged is lost (RFC 6675 section 5.1),
 //!   sent again in order as the window allows; bytes SACKed after the
 //!   timeout are skipped.
+//! - A lost retransmission is found without a timeout, as RACK finds it
+//!   by time (RFC 8985 section 6.2) but counted in sequence space: when
+//!   more than (DupThresh - 1) * SMSS bytes sent after the latest
+//!   retransmission are SACKed while the holes it filled are still not
+//!   acknowledged, those retransmissions were lost, and the holes are due
+//!   again.
+//! - A tail loss probe (RFC 8985 section 7): when the control plane's
+//!   probe timer fires (no ACK for two smoothed RTTs), the next grant may
+//!   exceed the window by one segment: new data if there is some, else
+//!   the last segment again. When the probe's ACK SACKs the tail while
+//!   holes remain below it, every hole below is lost (they were sent at
+//!   least a probe timeout earlier: RACK's rule for them), so recovery
+//!   begins at once instead of after a retransmission timeout.
 //! - In flight is RFC 6675's `pipe` (section 4, SetPipe): bytes sent and
 //!   neither SACKed nor lost, plus those lost and sent again.
 //!
@@ -47,6 +60,19 @@ pub struct Recovery {
     pub una_due: bool,
     /// A retransmission timeout began it: every byte not SACKed is lost.
     pub after_timeout: bool,
+    /// Every hole below this is lost (a tail loss probe's ACK said so).
+    pub lost_below: Option<u32>,
+    /// SND.MAX when the latest retransmission left: bytes SACKed beyond
+    /// it were sent after it.
+    pub rxt_snd_max: Option<u32>,
+}
+
+/// A tail loss probe under way: SND.MAX when it was sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Probe {
+    pub high: u32,
+    /// The probe is granted with the next transmission, window or not.
+    pub due: bool,
 }
 
 /// SND.UNA.
@@ -65,14 +91,45 @@ pub fn enter(s: &mut ProtoState, after_timeout: bool) {
     let una = una(s);
     if after_timeout {
         s.scoreboard.clear();
+        s.probe = None;
     }
     s.recovery = Some(Recovery {
         point: s.tx_high,
         high_rxt: una,
         una_due: !after_timeout,
         after_timeout,
+        lost_below: None,
+        rxt_snd_max: None,
     });
     s.dupack_cnt = 0;
+}
+
+/// The control plane's probe timer fired: the next grant is a tail loss
+/// probe (RFC 8985 section 7.3).
+pub fn probe(s: &mut ProtoState) {
+    if s.tx_sent > 0 {
+        s.probe = Some(Probe {
+            high: s.tx_high,
+            due: true,
+        });
+    }
+}
+
+/// Whether a probe waits to be sent (it may exceed the window).
+pub fn probe_due(s: &ProtoState) -> bool {
+    s.probe.is_some_and(|p| p.due)
+}
+
+/// The probe as a grant: new data if the peer's window takes some
+/// (the caller's new-data path sends it), else the last segment again.
+fn probe_grant(s: &mut ProtoState) -> Option<TxGrant> {
+    let p = s.probe.as_mut().filter(|p| p.due)?;
+    p.due = false;
+    if s.tx_avail > 0 && s.remote_win > s.tx_sent {
+        return None;
+    }
+    let from = s.tx_high.wrapping_sub(s.tx_sent.min(smss(s)));
+    Some(grant(s, from, s.tx_high))
 }
 
 /// After an ACK was taken (SND.UNA advanced if `advanced`) and its SACK
@@ -81,27 +138,62 @@ pub fn enter(s: &mut ProtoState, after_timeout: bool) {
 /// when the scoreboard says SND.UNA is lost. Returns whether one began.
 pub fn after_ack(s: &mut ProtoState, advanced: bool) -> bool {
     let una = una(s);
+    let tail = probe_answered(s, una);
+    let limit = (DUP_THRESH - 1) * smss(s);
     match s.recovery.as_mut() {
         Some(r) if distance(r.point, una) >= 0 => s.recovery = None,
         Some(r) => {
             if advanced && s.scoreboard.is_empty() && !r.after_timeout {
                 r.una_due = true;
             }
+            if tail.is_some() {
+                // What was sent again before the probe is lost too.
+                r.lost_below = tail;
+                r.high_rxt = una;
+            }
+            if r.rxt_snd_max
+                .is_some_and(|m| s.scoreboard.sacked_above(m) > limit)
+            {
+                r.high_rxt = una;
+                r.rxt_snd_max = None;
+                s.lost_retransmits = s.lost_retransmits.wrapping_add(1);
+            }
             return false;
         }
         None => {}
     }
-    if s.tx_sent > 0 && is_lost(s, una) {
+    if s.tx_sent > 0 && (tail.is_some() || is_lost(s, una)) {
         enter(s, false);
+        if let Some(r) = s.recovery.as_mut() {
+            r.lost_below = tail;
+        }
         return true;
     }
     false
 }
 
+/// The probe's ACK: done when SND.UNA passed what it probed; when a SACK
+/// block reached it with holes below, returns where the holes end (every
+/// one of them lost, RFC 8985 section 7.4 with RACK's rule).
+fn probe_answered(s: &mut ProtoState, una: u32) -> Option<u32> {
+    let p = s.probe?;
+    if distance(p.high, una) >= 0 {
+        s.probe = None;
+        return None;
+    }
+    let high = s.scoreboard.high()?;
+    if p.due || distance(p.high, high) < 0 {
+        return None;
+    }
+    s.probe = None;
+    Some(high)
+}
+
 /// RFC 6675 `IsLost(seq)`: more than (DupThresh - 1) * SMSS bytes SACKed
 /// above it, or the episode began with a timeout.
 fn is_lost(s: &ProtoState, seq: u32) -> bool {
-    s.recovery.is_some_and(|r| r.after_timeout)
+    s.recovery
+        .is_some_and(|r| r.after_timeout || r.lost_below.is_some_and(|b| distance(seq, b) > 0))
         || s.scoreboard.sacked_above(seq) > (DUP_THRESH - 1) * smss(s)
 }
 
@@ -149,10 +241,20 @@ pub fn next_hole(s: &ProtoState) -> Option<Block> {
 /// buffer position, length and FIN (the FIN takes the sequence number
 /// after the data, RFC 9293 section 3.4).
 pub fn retransmission(s: &mut ProtoState) -> Option<TxGrant> {
+    if let Some(g) = probe_grant(s) {
+        return Some(g);
+    }
     let (a, b) = next_hole(s)?;
+    let high = s.tx_high;
     let r = s.recovery.as_mut()?;
     r.high_rxt = b;
     r.una_due = false;
+    r.rxt_snd_max = Some(high);
+    Some(grant(s, a, b))
+}
+
+/// Bytes [a, b) again (the FIN with them if b passes the data).
+fn grant(s: &ProtoState, a: u32, b: u32) -> TxGrant {
     let data_end = s.seq.wrapping_sub(u32::from(s.fin_sent));
     let data_stop = if distance(data_end, b) > 0 {
         data_end
@@ -160,12 +262,12 @@ pub fn retransmission(s: &mut ProtoState) -> Option<TxGrant> {
         b
     };
     let len = distance(a, data_stop).max(0) as u32;
-    Some(TxGrant {
+    TxGrant {
         seq: a,
         pos: s.tx_pos.wrapping_sub(distance(a, data_end) as u32),
         len,
         fin: s.fin_sent && distance(data_end, b) > 0,
-    })
+    }
 }
 
 /// RFC 6675 `pipe`: bytes in flight.

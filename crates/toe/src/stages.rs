@@ -244,6 +244,23 @@ impl Protocol {
         protocol::timeout(self.at(conn))
     }
 
+    /// The control plane's probe timer: the next grant is a tail loss
+    /// probe ([`crate::recovery`], RFC 8985 section 7).
+    pub fn probe(&mut self, conn: ConnIdx) {
+        crate::recovery::probe(self.at(conn));
+    }
+
+    /// Whether a tail loss probe waits: it may go beyond the window.
+    pub fn probe_due(&self, conn: ConnIdx) -> bool {
+        crate::recovery::probe_due(&self.conns[conn as usize])
+    }
+
+    /// Retransmissions found lost without a timeout, over the
+    /// connection's life.
+    pub fn lost_retransmits(&self, conn: ConnIdx) -> u32 {
+        self.conns[conn as usize].lost_retransmits
+    }
+
     /// Bytes in flight, RFC 6675's `pipe`: what the congestion window
     /// is compared with.
     pub fn pipe(&self, conn: ConnIdx) -> u32 {
@@ -274,7 +291,10 @@ impl Protocol {
     /// retransmission recovery has due).
     pub fn has_work(&self, conn: ConnIdx) -> bool {
         let s = &self.conns[conn as usize];
-        s.tx_avail > 0 || (s.fin_queued && !s.fin_sent) || crate::recovery::next_hole(s).is_some()
+        s.tx_avail > 0
+            || (s.fin_queued && !s.fin_sent)
+            || crate::recovery::next_hole(s).is_some()
+            || crate::recovery::probe_due(s)
     }
 }
 

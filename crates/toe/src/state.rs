@@ -7,7 +7,7 @@
 use std::net::IpAddr;
 
 use crate::ooo::OooIntervals;
-use crate::recovery::Recovery;
+use crate::recovery::{Probe, Recovery};
 use crate::sack::{ReportedBlocks, Scoreboard};
 use crate::segment::Route;
 
@@ -79,6 +79,11 @@ pub struct ProtoState {
     pub recovery: Option<Recovery>,
     /// The segment size of the last grant: what recovery counts in.
     pub snd_mss: u32,
+    /// A tail loss probe under way.
+    pub probe: Option<Probe>,
+    /// Retransmissions found lost without a timeout, over the
+    /// connection's life.
+    pub lost_retransmits: u32,
     /// The peer's timestamp to echo (TS.Recent, RFC 7323 section 4.3).
     pub next_ts: u32,
     /// The peer's FIN was received in order.

@@ -40,7 +40,8 @@ use order::wire::ecn::{set_ecn, Ecn};
 use rmt::laminar::segment::TcpSegment;
 use rmt::laminar::ConnectionSpec;
 
-use super::{Endpoint, Handshake, ToeError, MAX_RTO};
+use super::timer::{Expiry, RetransmitTimer};
+use super::{Endpoint, Handshake, ToeError};
 use crate::laminar::{
     network_segment, AddressHandles, LaminarCounters, LaminarEngine, LaminarError, RxWrite, TxSync,
 };
@@ -169,8 +170,8 @@ struct LaminarTx {
     /// The highest ACK the peer sent (for the ECN-Echo count).
     ack_high: u32,
     last_sync: Instant,
-    last_progress: Instant,
-    rto: Duration,
+    /// The retransmission timer, the other engines' ([`super::timer`]).
+    timer: RetransmitTimer,
     close_requested: bool,
 }
 
@@ -261,8 +262,7 @@ impl Endpoint {
                 fast_retransmits: 0,
                 ack_high: base_seq,
                 last_sync: now,
-                last_progress: now,
-                rto: self.cfg.min_rto,
+                timer: RetransmitTimer::new(now, self.cfg.min_rto),
                 close_requested: false,
             }),
         });
@@ -479,7 +479,7 @@ impl Endpoint {
     /// acknowledged: the transmit buffer frees that space.
     fn laminar_acked(&mut self, s: &TxSync) {
         let conn = ConnIdx::from(s.conn);
-        let (now, min_rto) = (self.now, self.cfg.min_rto);
+        let now = self.now;
         let Some(tx) = self.laminar_conn(conn).and_then(|c| c.tx.as_mut()) else {
             return;
         };
@@ -492,8 +492,7 @@ impl Endpoint {
         tx.acked = acked;
         tx.acked_bytes += u64::from(newly);
         tx.credits = s.credits;
-        tx.last_progress = now;
-        tx.rto = min_rto;
+        tx.timer.progress(now);
         // Acknowledged beyond what a go-back-N left to push: skip it.
         if distance(tx.pushed, tx.acked) > 0 {
             tx.pushed = tx.acked;
@@ -789,19 +788,20 @@ impl Endpoint {
         }
     }
 
-    /// The control plane's retransmission timeout: go-back-N from the
-    /// first unacknowledged byte (thesis §5.3.2.3 leaves timeouts to it).
+    /// The control plane's retransmission timeout ([`super::timer`], the
+    /// other engines' timer without the probe: the program's transmit
+    /// path sends from `tx-next-ack` only): go-back-N from the first
+    /// unacknowledged byte (thesis §5.3.2.3 leaves timeouts to it).
     fn laminar_timeout(&mut self, conn: ConnIdx) {
         let now = self.now;
         let Some(tx) = self.laminar_conn(conn).and_then(|c| c.tx.as_mut()) else {
             return;
         };
-        if tx.pushed == tx.acked || now - tx.last_progress < tx.rto {
+        let in_flight = tx.pushed.wrapping_sub(tx.acked);
+        if tx.timer.expired(now, in_flight, u32::MAX, 0) != Some(Expiry::Timeout) {
             return;
         }
         tx.pushed = tx.acked;
-        tx.last_progress = now;
-        tx.rto = (tx.rto * 2).min(MAX_RTO);
         self.counters.timeouts += 1;
         self.flow_timeout(conn);
     }
@@ -848,7 +848,7 @@ impl Endpoint {
             // Nothing was in flight: the retransmission timer starts now,
             // not at the last acknowledgement.
             if first {
-                tx.last_progress = now;
+                tx.timer.last_progress = now;
             }
             payload.resize(len as usize, 0);
             app.tx.read(tx.pushed, &mut payload);
@@ -928,8 +928,7 @@ mod tests {
             fast_retransmits: 0,
             ack_high: u32::MAX - 100,
             last_sync: now,
-            last_progress: now,
-            rto: crate::EndpointConfig::default().min_rto,
+            timer: RetransmitTimer::new(now, crate::EndpointConfig::default().min_rto),
             close_requested: false,
         }
     }

@@ -21,6 +21,7 @@ mod flow;
 mod laminar;
 mod open;
 mod pipelined;
+mod timer;
 
 pub use flow::FlowInfo;
 pub use laminar::{Engine, EngineChoice, EngineName};
@@ -50,7 +51,6 @@ const WSCALE: u8 = 7;
 /// RFC 6298 bounds the retransmission timeout below by 1 s; Linux uses
 /// 200 ms, which a lab's sub-millisecond RTT allows too.
 const DEFAULT_MIN_RTO: Duration = Duration::from_millis(200);
-const MAX_RTO: Duration = Duration::from_secs(4);
 const SYN_TRIES: u8 = 5;
 
 /// Errors of the application interface.
@@ -162,6 +162,10 @@ pub struct Counters {
     /// Recovery episodes begun by duplicate ACKs or SACK blocks.
     pub fast_retransmits: u64,
     pub timeouts: u64,
+    /// Tail loss probes sent (RFC 8985 section 7).
+    pub tail_loss_probes: u64,
+    /// Retransmissions found lost without a timeout.
+    pub lost_retransmits: u64,
     /// D-SACKs from the peer: retransmissions it did not need (RFC 2883),
     /// TCP_INFO's spurious retransmissions.
     pub dsacks_received: u64,
@@ -209,8 +213,7 @@ struct AppConn {
 struct Control {
     /// Payload bytes per segment (the peer's MSS less our options).
     mss: u32,
-    last_progress: Instant,
-    rto: Duration,
+    timer: timer::RetransmitTimer,
 }
 
 /// A connection being opened (passive: SYN received, SYN-ACK sent).
@@ -554,6 +557,7 @@ impl Endpoint {
         self.counters.dsacks_received += u64::from(out.sack.dsack);
         self.counters.sack_blocks_ignored += u64::from(out.sack.ignored);
         self.counters.sack_blocks_dropped += u64::from(out.sack.dropped);
+        self.counters.lost_retransmits += u64::from(out.lost_retransmit);
         self.flow_feedback(conn, out, snap, seg.flags.has(Flags::FIN));
         let Some(app) = self.app[conn as usize].as_mut() else {
             return;
@@ -571,8 +575,7 @@ impl Endpoint {
         app.eof |= out.fin;
         if out.acked > 0 {
             if let Some(c) = self.control[conn as usize].as_mut() {
-                c.last_progress = self.now;
-                c.rto = self.cfg.min_rto;
+                c.timer.progress(self.now);
             }
         }
         if out.send_ack {
@@ -666,27 +669,38 @@ impl Endpoint {
         self.cycles.post += ticks() - t2;
         if let Some(c) = self.control[conn as usize].as_mut() {
             if snap.tx_sent == g.len + u32::from(g.fin) {
-                c.last_progress = self.now;
+                c.timer.last_progress = self.now;
             }
         }
     }
 
-    /// The control plane's retransmission timeouts (go-back-N) and
-    /// handshake retries.
+    /// The control plane's retransmission timeouts and tail loss probes
+    /// ([`timer`]), and handshake retries.
     fn timers(&mut self) {
         let now = self.now;
         for conn in 0..self.control.len() as ConnIdx {
+            // An index taken by an open still in its handshake has no
+            // protocol state yet.
+            if self.control[conn as usize].is_none() {
+                continue;
+            }
+            let in_flight = self.proto.snapshot(conn).tx_sent;
+            let srtt = self.post.state(conn).rtt_est;
             let Some(c) = self.control[conn as usize].as_mut() else {
                 continue;
             };
-            if self.proto.snapshot(conn).tx_sent == 0 || now - c.last_progress < c.rto {
-                continue;
+            match c.timer.expired(now, in_flight, c.mss, srtt) {
+                Some(timer::Expiry::Timeout) => {
+                    self.proto.timeout(conn);
+                    self.flow_timeout(conn);
+                    self.counters.timeouts += 1;
+                }
+                Some(timer::Expiry::Probe) => {
+                    self.proto.probe(conn);
+                    self.counters.tail_loss_probes += 1;
+                }
+                None => continue,
             }
-            c.last_progress = now;
-            c.rto = (c.rto * 2).min(MAX_RTO);
-            self.proto.timeout(conn);
-            self.flow_timeout(conn);
-            self.counters.timeouts += 1;
             self.activate(conn);
         }
         let due: Vec<FourTuple> = self
@@ -891,8 +905,7 @@ impl Endpoint {
         let mss = peer_mss.min(u32::from(self.cfg.mss)) - if timestamps { 12 } else { 0 };
         self.control[conn as usize] = Some(Control {
             mss,
-            last_progress: self.now,
-            rto: self.cfg.min_rto,
+            timer: timer::RetransmitTimer::new(self.now, self.cfg.min_rto),
         });
         self.install_flow(conn, mss, h.ecn, h.iss.wrapping_add(1));
         self.app[conn as usize] = Some(AppConn {

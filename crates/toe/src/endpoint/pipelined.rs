@@ -34,7 +34,8 @@ use std::time::{Duration, Instant};
 
 use order::seq::distance;
 
-use super::{Endpoint, ToeError, MAX_RTO};
+use super::timer::Expiry;
+use super::{Endpoint, ToeError};
 use crate::app::ctl;
 use crate::buffer::PayloadBuf;
 use crate::pipeline::{
@@ -418,7 +419,7 @@ impl Endpoint {
         let now = self.now;
         if self.conn_snapshot(conn).tx_sent == 0 {
             if let Some(c) = self.control.get_mut(conn as usize).and_then(Option::as_mut) {
-                c.last_progress = now;
+                c.timer.last_progress = now;
             }
         }
     }
@@ -476,6 +477,7 @@ impl Endpoint {
         c.refused_outside_interval += now.refused_outside_interval - was.refused_outside_interval;
         c.refused_ack_of_unsent += now.refused_ack_of_unsent - was.refused_ack_of_unsent;
         c.dsacks_received += now.dsacks_received - was.dsacks_received;
+        c.lost_retransmits += now.lost_retransmits - was.lost_retransmits;
         c.sack_blocks_ignored += now.sack_blocks_ignored - was.sack_blocks_ignored;
         c.sack_blocks_dropped += now.sack_blocks_dropped - was.sack_blocks_dropped;
     }
@@ -499,8 +501,7 @@ impl Endpoint {
             Notice::Acked { n, .. } => {
                 app.tx_free += n;
                 if let Some(c) = self.control.get_mut(conn as usize).and_then(Option::as_mut) {
-                    c.last_progress = now;
-                    c.rto = self.cfg.min_rto;
+                    c.timer.progress(now);
                 }
                 self.flow_progress(conn);
             }
@@ -611,20 +612,29 @@ impl Endpoint {
         }
     }
 
-    /// The control plane's retransmission timeout: bytes in flight and no
-    /// acknowledgement for an RTO ask the protocol stage for a go-back-N
-    /// (thesis section 4.1 leaves timeouts to the control plane).
+    /// The control plane's timers ([`super::timer`], the same as the
+    /// run-to-completion engine's): a tail loss probe or a retransmission
+    /// timeout, asked of the protocol stage (thesis section 4.1 leaves
+    /// timeouts to the control plane).
     fn pipeline_timeout(&mut self, conn: ConnIdx) {
         let now = self.now;
-        let in_flight = self.conn_snapshot(conn).tx_sent > 0;
+        if self.control.get(conn as usize).is_none_or(Option::is_none) {
+            return;
+        }
+        let in_flight = self.conn_snapshot(conn).tx_sent;
+        let srtt = self.post_state(conn).rtt_est;
         let Some(c) = self.control.get_mut(conn as usize).and_then(Option::as_mut) else {
             return;
         };
-        if !in_flight || now - c.last_progress < c.rto {
-            return;
+        match c.timer.expired(now, in_flight, c.mss, srtt) {
+            Some(Expiry::Timeout) => {}
+            Some(Expiry::Probe) => {
+                self.counters.tail_loss_probes += 1;
+                self.pipelined_control(conn, Control::Probe { conn });
+                return;
+            }
+            None => return,
         }
-        c.last_progress = now;
-        c.rto = (c.rto * 2).min(MAX_RTO);
         self.counters.timeouts += 1;
         self.flow_timeout(conn);
         if let Some(p) = self
