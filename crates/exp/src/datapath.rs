@@ -83,6 +83,15 @@ impl StreamCheck {
     }
 }
 
+/// The closing line of a stream experiment's table: whether every
+/// transfer arrived byte for byte.
+pub(crate) fn byte_exact_line(exact: bool) -> String {
+    format!(
+        "byte-exact: {} (every transfer checked byte for byte)",
+        if exact { "yes" } else { "NO" }
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -226,6 +226,12 @@ pub fn next_hole(s: &ProtoState) -> Option<Block> {
             return Some(clip((una, next_sacked)));
         }
     }
+    lost_holes(s, r).next().map(clip)
+}
+
+/// The lost holes not yet sent again in the episode, lowest first.
+fn lost_holes<'a>(s: &'a ProtoState, r: &Recovery) -> impl Iterator<Item = Block> + 'a {
+    let una = una(s);
     let from = if distance(una, r.high_rxt) > 0 {
         r.high_rxt
     } else {
@@ -233,8 +239,7 @@ pub fn next_hole(s: &ProtoState) -> Option<Block> {
     };
     s.scoreboard
         .holes(from, lost_limit(s, r))
-        .find(|h| is_lost(s, h.0))
-        .map(clip)
+        .filter(move |h| is_lost(s, h.0))
 }
 
 /// Takes the next retransmission, if one is due: its sequence number,
@@ -274,22 +279,9 @@ fn grant(s: &ProtoState, a: u32, b: u32) -> TxGrant {
 pub fn pipe(s: &ProtoState) -> u32 {
     let outstanding = distance(una(s), s.tx_high).max(0) as u32;
     let sacked = s.scoreboard.sacked();
-    let lost_unsent = match s.recovery.as_ref() {
-        Some(r) => {
-            let una = una(s);
-            let from = if distance(una, r.high_rxt) > 0 {
-                r.high_rxt
-            } else {
-                una
-            };
-            s.scoreboard
-                .holes(from, lost_limit(s, r))
-                .filter(|h| is_lost(s, h.0))
-                .map(|(a, b)| b.wrapping_sub(a))
-                .sum()
-        }
-        None => 0,
-    };
+    let lost_unsent = s.recovery.as_ref().map_or(0, |r| {
+        lost_holes(s, r).map(|(a, b)| b.wrapping_sub(a)).sum()
+    });
     outstanding
         .saturating_sub(sacked)
         .saturating_sub(lost_unsent)

@@ -101,10 +101,7 @@ impl Present for LossResult {
                     self.dctcp.detail.clone()
                 }
             ))
-            .line(format!(
-                "byte-exact: {} (every transfer checked byte for byte)",
-                if self.byte_exact { "yes" } else { "NO" }
-            ))
+            .line(crate::datapath::byte_exact_line(self.byte_exact))
     }
 }
 

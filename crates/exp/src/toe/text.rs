@@ -151,10 +151,7 @@ impl Present for ToeResult {
             .table(self.ablation())
             .blank()
             .table(self.locking())
-            .line(format!(
-                "byte-exact: {} (every transfer checked byte for byte)",
-                if self.byte_exact { "yes" } else { "NO" }
-            ))
+            .line(crate::datapath::byte_exact_line(self.byte_exact))
     }
 }
 
