@@ -715,7 +715,8 @@ pub struct Cell {
 /// Whether the kernel has DCTCP (for DCTCP-against-DCTCP cells).
 #[derive(Debug, Clone, Serialize)]
 pub struct DctcpSupport {
-    pub available: bool,
+    /// None: the kernel's lists could not be read, so it is not known.
+    pub available: Option<bool>,
     pub detail: String,
 }
 
@@ -1238,14 +1239,25 @@ impl Drop for AllowedCc {
 /// Whether this kernel has DCTCP: loaded (listed as available) or as a
 /// module it could load.
 fn dctcp_support() -> DctcpSupport {
-    let available = std::fs::read_to_string(AVAILABLE_CC).unwrap_or_default();
+    let unknown = |what: &str, e: std::io::Error| DctcpSupport {
+        available: None,
+        detail: format!("unknown: reading {what}: {e}"),
+    };
+    let available = match std::fs::read_to_string(AVAILABLE_CC) {
+        Ok(a) => a,
+        Err(e) => return unknown(AVAILABLE_CC, e),
+    };
     if available.split_whitespace().any(|n| n == "dctcp") {
         return DctcpSupport {
-            available: true,
+            available: Some(true),
             detail: "dctcp is available; DCTCP cells are not part of this experiment yet".into(),
         };
     }
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    const RELEASE: &str = "/proc/sys/kernel/osrelease";
+    let release = match std::fs::read_to_string(RELEASE) {
+        Ok(r) => r,
+        Err(e) => return unknown(RELEASE, e),
+    };
     let dir = format!("/lib/modules/{}/kernel/net/ipv4", release.trim());
     let module = std::fs::read_dir(&dir).ok().and_then(|d| {
         d.flatten()
@@ -1253,11 +1265,11 @@ fn dctcp_support() -> DctcpSupport {
     });
     match module {
         Some(_) => DctcpSupport {
-            available: true,
+            available: Some(true),
             detail: "the tcp_dctcp module is there, not loaded; DCTCP cells are not part of this experiment yet".into(),
         },
         None => DctcpSupport {
-            available: false,
+            available: Some(false),
             detail: format!(
                 "absent: not in {AVAILABLE_CC} ({}) and no tcp_dctcp module in {dir}",
                 available.trim()

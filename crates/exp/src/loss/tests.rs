@@ -57,7 +57,7 @@ pub(super) fn quick_result() -> LossResult {
         }
     }
     let dctcp = DctcpSupport {
-        available: false,
+        available: Some(false),
         detail: "absent: test".into(),
     };
     summarize(&p, samples, dctcp)

@@ -95,7 +95,7 @@ impl Present for LossResult {
             .line("ratio: the data path's mean goodput / Linux's (issue 23's goal: at least 0.95)")
             .line(format!(
                 "dctcp: {}",
-                if self.dctcp.available {
+                if self.dctcp.available == Some(true) {
                     format!("available ({})", self.dctcp.detail)
                 } else {
                     self.dctcp.detail.clone()
