@@ -110,30 +110,40 @@ fn congested_wire(lab: &Lab, toward_linux: bool, k: u32) -> WireHandle {
 const RATES: [u64; 2] = [5_000_000, 20_000_000];
 
 /// How many 2 s windows a rate test measures before it gives up: a
-/// window counts if it is within tolerance. On this shared VM a noisy
-/// spell stalls the endpoint's thread beyond its 1 ms catch-up and takes
-/// 10-35% off one window (seen on code that passed before and after); an
-/// enforcement that is wrong is wrong in every window.
+/// window counts if it is within tolerance.
 const RATE_WINDOWS: usize = 3;
 
 /// Gives `conn` `rate` and measures it on `at`'s device (see [`rate_at`]):
-/// within `tolerance` of it in one of [`RATE_WINDOWS`] windows.
+/// within `tolerance` of it in one of [`RATE_WINDOWS`] windows. On this
+/// shared VM the hypervisor takes the vCPU away for milliseconds at a time
+/// (steal time), beyond the 1 ms a late flow may make up; the data path
+/// counts the time it could not make up (`Counters::pacing_lag_ns`), so
+/// the rate expected is the rate over the window less that time. A window
+/// that lost more than half its time to lag measured too little to count.
 fn assert_rate_held(ep: &mut Endpoint, conn: u32, at: &lab::Host, rate: u64, tolerance: f64) {
     ep.set_rate(conn, Some(rate)).unwrap();
     let mut errors = Vec::new();
     for _ in 0..RATE_WINDOWS {
-        let measured = rate_at(ep, conn, at, &[0x5a; 1 << 16]);
-        let error = measured / rate as f64 - 1.0;
+        let w = rate_at(ep, conn, at, &[0x5a; 1 << 16]);
+        let sending = w.seconds - w.lag_seconds;
+        let error = w.bytes as f64 / (rate as f64 * sending) - 1.0;
         eprintln!(
-            "rate {rate} B/s: measured {measured:.0} B/s on the receiving device ({:+.2}%); {:?} {:?}",
+            "rate {rate} B/s: {} B on the receiving device in {:.3} s, {:.3} s of it lagging: {:+.2}%; {:?} {:?}",
+            w.bytes,
+            w.seconds,
+            w.lag_seconds,
             error * 100.0,
             ep.pipeline_counters(),
             ep.laminar_counters()
         );
-        if error.abs() < tolerance {
+        if error.abs() < tolerance && sending > w.seconds / 2.0 {
             return;
         }
-        errors.push(format!("{:+.2}%", error * 100.0));
+        errors.push(format!(
+            "{:+.2}% ({:.3} s lag)",
+            error * 100.0,
+            w.lag_seconds
+        ));
     }
     panic!("rate {rate}: every window missed it: {}", errors.join(", "));
 }
@@ -161,22 +171,53 @@ fn rx_bytes(netns: &str, dev: &str) -> u64 {
     .unwrap()
 }
 
-/// Keeps `conn` sending for 2.3 s and returns the byte rate `at`'s device
-/// received over the last 2 s of it (the first 300 ms let the rate settle).
-fn rate_at(ep: &mut Endpoint, conn: u32, at: &lab::Host, chunk: &[u8]) -> f64 {
+/// What one measurement window saw.
+struct RateWindow {
+    /// Bytes the receiving device counted.
+    bytes: u64,
+    seconds: f64,
+    /// The endpoint's `pacing_lag_ns` over the window, seconds.
+    lag_seconds: f64,
+}
+
+/// Keeps `conn` sending for 2.3 s and returns what `at`'s device received
+/// over the last 2 s of it (the first 300 ms let the rate settle), with
+/// the pacing lag the endpoint counted between the same two moments (read
+/// in the loop within one poll of the meter's readings).
+fn rate_at(ep: &mut Endpoint, conn: u32, at: &lab::Host, chunk: &[u8]) -> RateWindow {
+    use std::sync::atomic::{AtomicU8, Ordering};
     let (ns, dev) = (at.netns.clone(), at.dev.clone());
-    let meter = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(300));
-        let (b0, t0) = (rx_bytes(&ns, &dev), Instant::now());
-        std::thread::sleep(Duration::from_secs(2));
-        let (b1, t1) = (rx_bytes(&ns, &dev), Instant::now());
-        (b1 - b0) as f64 / (t1 - t0).as_secs_f64()
+    let readings = std::sync::Arc::new(AtomicU8::new(0));
+    let meter = std::thread::spawn({
+        let readings = readings.clone();
+        move || {
+            std::thread::sleep(Duration::from_millis(300));
+            let (b0, t0) = (rx_bytes(&ns, &dev), Instant::now());
+            readings.store(1, Ordering::Release);
+            std::thread::sleep(Duration::from_secs(2));
+            let (b1, t1) = (rx_bytes(&ns, &dev), Instant::now());
+            readings.store(2, Ordering::Release);
+            (b1 - b0, (t1 - t0).as_secs_f64())
+        }
     });
+    let mut lag = [None, None];
     poll_until(ep, "the measurement", |ep| {
         feed(ep, conn, chunk);
+        let seen = readings.load(Ordering::Acquire) as usize;
+        for slot in lag.iter_mut().take(seen) {
+            slot.get_or_insert(ep.counters().pacing_lag_ns);
+        }
         meter.is_finished()
     });
-    meter.join().unwrap()
+    let (bytes, seconds) = meter.join().unwrap();
+    let [Some(lag0), Some(lag1)] = lag else {
+        panic!("the loop missed the meter's readings");
+    };
+    RateWindow {
+        bytes,
+        seconds,
+        lag_seconds: (lag1 - lag0) as f64 / 1e9,
+    }
 }
 
 /// Keeps `conn`'s transmit buffer full.
@@ -194,10 +235,11 @@ fn feed(ep: &mut Endpoint, conn: u32, chunk: &[u8]) {
 /// counter (frames as they left the port, no FCS) must show it. Over a
 /// 2 s window the enforcement itself is exact to a picosecond per byte,
 /// and the window's edges are worth at most one burst each (1 ms of
-/// catch-up: 0.05%). What can move the measurement is a stall of the
-/// endpoint's thread longer than the 1 ms it may make up: 2% allows 40 ms
-/// of such stalls in 2 s (the thread runs SCHED_FIFO, so builds sharing
-/// the host do not cause them); the printed error is what this run saw.
+/// catch-up: 0.05%). A stall of the endpoint's thread longer than the
+/// 1 ms it may make up loses rate, which the data path counts and the
+/// expected bytes leave out (see [`assert_rate_held`]); with that, runs
+/// here measured -0.5% to +0.0% beside 0.0-0.18 s of lag in 2 s, so 2%
+/// is four times the noise and far below any wrong enforcement.
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
 fn a_flow_given_a_rate_sends_at_that_rate() {
@@ -231,7 +273,7 @@ fn a_flow_given_a_rate_sends_at_that_rate() {
         Err(ToeError::Config(_))
     ));
     for rate in RATES {
-        assert_rate_held(&mut ep, conn, lab.sender(), rate, 0.05);
+        assert_rate_held(&mut ep, conn, lab.sender(), rate, 0.02);
         assert_eq!(ep.flow_info(conn).unwrap().rate, Some(rate));
     }
     close_to_sink(&mut ep, conn, linux);
@@ -483,7 +525,7 @@ fn a_laminar_flow_given_a_rate_sends_at_that_rate() {
     let (conn, linux) = connect_to_sink(&lab, &mut ep);
     for rate in RATES {
         let before = ep.laminar_counters().expect("the Laminar engine");
-        assert_rate_held(&mut ep, conn, lab.sender(), rate, 0.05);
+        assert_rate_held(&mut ep, conn, lab.sender(), rate, 0.02);
         let after = ep.laminar_counters().expect("the Laminar engine");
         // The data went as TX commands, paced by the generator's SYNCs.
         assert!(after.host_tx > before.host_tx && after.credit_syncs > before.credit_syncs);

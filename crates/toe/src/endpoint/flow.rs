@@ -190,7 +190,14 @@ impl Endpoint {
             return;
         }
         self.scheduled[c] = true;
-        match self.not_due(conn, self.now_ns()) {
+        let now_ns = self.now_ns();
+        // A flow that was idle (nothing to send, or a closed window) owes
+        // no time from before: its schedule restarts here, so what
+        // `serve` counts as lag is the loop's lateness alone.
+        if let Some(f) = self.flow(conn) {
+            f.next_tx_ns = f.next_tx_ns.max(now_ns.saturating_sub(CATCH_UP_NS));
+        }
+        match self.not_due(conn, now_ns) {
             Some(at) => self.wheel.schedule_at(conn, at),
             None => self.wheel.schedule_now(conn),
         }
@@ -260,9 +267,11 @@ impl Endpoint {
                 if f.ps_per_byte > 0 {
                     // Time advances from the previous departure, not the
                     // release, so a late release loses no rate, up to
-                    // CATCH_UP_NS.
-                    let base = f.next_tx_ns.max(now_ns.saturating_sub(CATCH_UP_NS));
-                    f.next_tx_ns = base + frame * f.ps_per_byte / 1_000;
+                    // CATCH_UP_NS; beyond it the rate is lost and counted.
+                    let earliest = now_ns.saturating_sub(CATCH_UP_NS);
+                    let lag = earliest.saturating_sub(f.next_tx_ns);
+                    f.next_tx_ns = f.next_tx_ns.max(earliest) + frame * f.ps_per_byte / 1_000;
+                    self.counters.pacing_lag_ns += lag;
                 }
             }
         }

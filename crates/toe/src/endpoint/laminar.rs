@@ -776,6 +776,9 @@ impl Endpoint {
         // The generator's clock keeps its phase (a poll between two
         // periods loses no part of one), unless the poll came too late.
         tx.last_sync = if periods > MAX_SYNCS_PER_POLL {
+            let lost =
+                (now - tx.last_sync).saturating_sub(CREDIT_PERIOD * MAX_SYNCS_PER_POLL as u32);
+            self.counters.pacing_lag_ns += lost.as_nanos() as u64;
             now
         } else {
             tx.last_sync + CREDIT_PERIOD * periods as u32

@@ -173,6 +173,12 @@ pub struct Counters {
     pub sack_blocks_ignored: u64,
     /// SACK blocks the full scoreboard could not keep.
     pub sack_blocks_dropped: u64,
+    /// Time flows fell behind their schedule beyond the 1 ms they may make
+    /// up, nanoseconds: rate not sent because the endpoint's loop ran late
+    /// (its thread stalled or descheduled). Rate-limited flows on the
+    /// run-to-completion engine, every sending connection's credit SYNCs
+    /// on the Laminar engine.
+    pub pacing_lag_ns: u64,
     pub resets_sent: u64,
     pub resets_received: u64,
     /// SYNs refused because the connection table was full.
