@@ -25,7 +25,6 @@
 
 use order::seq::distance;
 
-use crate::recovery;
 use crate::sack::{Block, SackBlocks, SackUpdate};
 use crate::segment::Flags;
 use crate::state::ProtoState;
@@ -113,7 +112,8 @@ pub fn rx(s: &mut ProtoState, seg: &RxSummary) -> RxOutcome {
 /// ACK processing: acknowledged bytes, SACK blocks, duplicate ACKs,
 /// window; loss recovery ([`crate::recovery`]) hears of each.
 fn ack(s: &mut ProtoState, seg: &RxSummary, out: &mut RxOutcome) -> Result<(), Refusal> {
-    let d = distance(recovery::una(s), seg.ack);
+    let d = distance(s.sent().una, seg.ack);
+    let mut duplicate = false;
     if d > 0 {
         if distance(seg.ack, s.tx_high) < 0 {
             return Err(Refusal::AckOfUnsent);
@@ -125,28 +125,19 @@ fn ack(s: &mut ProtoState, seg: &RxSummary, out: &mut RxOutcome) -> Result<(), R
         let fin_acked = s.fin_sent && d == s.tx_sent;
         out.acked += d - u32::from(fin_acked);
         s.tx_sent -= d;
-        s.dupack_cnt = 0;
         s.remote_win = seg.window;
-        s.scoreboard.acked(seg.ack);
     } else if d == 0 {
         // RFC 5681 section 2: a duplicate ACK carries no data, does not
         // change the window and arrives while data is outstanding.
-        if seg.len == 0 && s.tx_sent > 0 && seg.window == s.remote_win {
-            s.dupack_cnt = s.dupack_cnt.saturating_add(1);
-            if u32::from(s.dupack_cnt) == recovery::DUP_THRESH && s.recovery.is_none() {
-                recovery::enter(s, false);
-                out.fast_retransmit = true;
-            }
-        } else {
+        duplicate = seg.len == 0 && s.tx_sent > 0 && seg.window == s.remote_win;
+        if !duplicate {
             s.remote_win = seg.window;
         }
     }
-    if !seg.sack.is_empty() {
-        out.sack = s.scoreboard.update(recovery::una(s), s.tx_high, &seg.sack);
-    }
-    let lost_before = s.lost_retransmits;
-    out.fast_retransmit |= recovery::after_ack(s, d > 0);
-    out.lost_retransmit = s.lost_retransmits != lost_before;
+    let e = s.loss.on_ack(s.sent(), d > 0, duplicate, &seg.sack);
+    out.fast_retransmit = e.began;
+    out.sack = e.sack;
+    out.lost_retransmit = e.lost_retransmit;
     Ok(())
 }
 
@@ -154,7 +145,7 @@ fn ack(s: &mut ProtoState, seg: &RxSummary, out: &mut RxOutcome) -> Result<(), R
 /// every byte not acknowledged is lost and is sent again, in order, as
 /// the window allows ([`crate::recovery`]). Returns the bytes in flight.
 pub fn timeout(s: &mut ProtoState) -> u32 {
-    recovery::enter(s, true);
+    s.loss.enter(s.sent(), true);
     s.tx_sent
 }
 
@@ -250,13 +241,35 @@ pub struct TxGrant {
     pub fin: bool,
 }
 
+/// Bytes [a, b) again (the FIN with them if b passes the data).
+fn again(s: &ProtoState, a: u32, b: u32) -> TxGrant {
+    let data_end = s.seq.wrapping_sub(u32::from(s.fin_sent));
+    let data_stop = if distance(data_end, b) > 0 {
+        data_end
+    } else {
+        b
+    };
+    TxGrant {
+        seq: a,
+        pos: s.tx_pos.wrapping_sub(distance(a, data_end) as u32),
+        len: distance(a, data_stop).max(0) as u32,
+        fin: s.fin_sent && distance(data_end, b) > 0,
+    }
+}
+
 /// A retransmission recovery has due, else up to `mss` bytes of queued
 /// data within the peer's window, or the FIN once everything queued was
 /// sent; None when nothing may go.
 pub fn tx(s: &mut ProtoState, mss: u32) -> Option<TxGrant> {
-    s.snd_mss = mss;
-    if let Some(again) = recovery::retransmission(s) {
-        return Some(again);
+    s.loss.snd_mss = mss;
+    let sent = s.sent();
+    let new_data = s.tx_avail > 0 && s.remote_win > s.tx_sent;
+    if let Some((a, b)) = s
+        .loss
+        .take_probe(sent, new_data)
+        .or_else(|| s.loss.take_retransmission(sent))
+    {
+        return Some(again(s, a, b));
     }
     let window = s.remote_win.saturating_sub(s.tx_sent);
     let len = mss.min(s.tx_avail).min(window);
@@ -487,7 +500,7 @@ pub(crate) mod tests {
         assert_eq!(grants(&mut s), [(7000, 1000)]);
         let o = rx(&mut s, &pure_ack(8000, &[]));
         assert_eq!(o.acked, 1000);
-        assert_eq!((s.tx_sent, s.recovery), (0, None));
+        assert_eq!((s.tx_sent, s.loss.recovery), (0, None));
     }
 
     #[test]
@@ -498,10 +511,10 @@ pub(crate) mod tests {
         assert_eq!(o.acked, 1000);
         rx(&mut s, &pure_ack(6000, &[(7000, 8000)]));
         rx(&mut s, &pure_ack(6000, &[(7000, 9000)]));
-        assert_eq!(s.recovery, None, "two segments SACKed: not yet lost");
+        assert_eq!(s.loss.recovery, None, "two segments SACKed: not yet lost");
         let o = rx(&mut s, &pure_ack(6000, &[(10000, 11000), (7000, 9000)]));
         assert!(o.fast_retransmit, "three segments SACKed above SND.UNA");
-        assert_eq!(crate::recovery::pipe(&s), 9000 - 3000 - 1000);
+        assert_eq!(s.loss.pipe(s.sent()), 9000 - 3000 - 1000);
         // 6000..7000 now; 9000..10000 has only 1000 bytes SACKed above it.
         assert_eq!(grants(&mut s), [(6000, 1000)]);
         rx(&mut s, &pure_ack(6000, &[(10000, 13000), (7000, 9000)]));
@@ -510,7 +523,10 @@ pub(crate) mod tests {
         // Everything up to the recovery point: the episode ends.
         let o = rx(&mut s, &pure_ack(15000, &[]));
         assert_eq!(o.acked, 9000);
-        assert_eq!((s.recovery, s.scoreboard.is_empty()), (None, true));
+        assert_eq!(
+            (s.loss.recovery, s.loss.scoreboard.is_empty()),
+            (None, true)
+        );
     }
 
     #[test]
@@ -538,10 +554,10 @@ pub(crate) mod tests {
         let mut s = sent(4);
         // The last three segments are lost; the first was acknowledged.
         rx(&mut s, &pure_ack(6000, &[]));
-        crate::recovery::probe(&mut s);
-        assert!(crate::recovery::probe_due(&s));
+        s.loss.probe(s.sent());
+        assert!(s.loss.probe_due());
         assert_eq!(grants(&mut s), [(8000, 1000)], "the last segment again");
-        assert!(!crate::recovery::probe_due(&s));
+        assert!(!s.loss.probe_due());
         // Its ACK SACKs it: the holes below it are lost at once (one
         // segment SACKed is below the duplicate-ACK threshold).
         let o = rx(&mut s, &pure_ack(6000, &[(8000, 9000)]));
@@ -550,7 +566,7 @@ pub(crate) mod tests {
         // With new data queued the probe is new data.
         let mut s = sent(2);
         s.tx_avail = 500;
-        crate::recovery::probe(&mut s);
+        s.loss.probe(s.sent());
         assert_eq!(grants(&mut s), [(7000, 500)]);
     }
 
@@ -560,12 +576,12 @@ pub(crate) mod tests {
         rx(&mut s, &pure_ack(5000, &[(7000, 8000)]));
         assert_eq!(timeout(&mut s), 4000);
         // The scoreboard is cleared (the receiver may have reneged).
-        assert_eq!(crate::recovery::pipe(&s), 0);
+        assert_eq!(s.loss.pipe(s.sent()), 0);
         assert_eq!(
             grants(&mut s),
             [(5000, 1000), (6000, 1000), (7000, 1000), (8000, 1000)]
         );
-        assert_eq!(crate::recovery::pipe(&s), 4000);
+        assert_eq!(s.loss.pipe(s.sent()), 4000);
         // SACKed after the timeout: skipped.
         let mut s = sent(4);
         timeout(&mut s);
@@ -582,7 +598,7 @@ pub(crate) mod tests {
             &pure_ack(5000, &[(4000, 4500), (9000, 9500), (6000, 5000)]),
         );
         assert_eq!((o.sack.ignored, o.sack.dsack), (2, true));
-        assert!(s.scoreboard.is_empty());
+        assert!(s.loss.scoreboard.is_empty());
     }
 
     #[test]

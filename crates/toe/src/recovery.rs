@@ -1,4 +1,4 @@
-//! Loss recovery in the protocol stage: what to send again, and how much
+//! Loss recovery, one for every engine: what to send again, and how much
 //! is in flight while recovering.
 //!
 //! - SACK-based recovery (RFC 6675 section 5): three duplicate ACKs, or
@@ -34,18 +34,36 @@
 //!   neither SACKed nor lost, plus those lost and sent again.
 //!
 //! This replaces the thesis's go-back-N (section 4.3.1), which sent every
-//! byte after the hole again. The state is the protocol partition's
-//! (Table 4.1): the scoreboard and the episode change with every ACK, in
-//! arrival order, as the sequence state does.
+//! byte after the hole again. The state ([`LossState`]) is the protocol
+//! partition's (Table 4.1) on the run-to-completion and pipelined engines:
+//! the scoreboard and the episode change with every ACK, in arrival
+//! order, as the sequence state does. On the Laminar engine the control
+//! plane keeps it beside each transmit side, fed by the ACKs it
+//! translates, and pushes what it says to send (see
+//! `endpoint::laminar`).
 
 use order::seq::distance;
 
-use crate::protocol::TxGrant;
-use crate::sack::Block;
-use crate::state::ProtoState;
+use crate::sack::{Block, SackBlocks, SackUpdate, Scoreboard};
 
 /// RFC 5681's duplicate-ACK threshold (DupThresh).
 pub const DUP_THRESH: u32 = 3;
+
+/// The sender's sequence space as recovery sees it: SND.UNA and SND.MAX
+/// (every engine's sender keeps SND.NXT at SND.MAX: nothing is sent
+/// twice by rewinding it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sent {
+    pub una: u32,
+    pub max: u32,
+}
+
+impl Sent {
+    /// Bytes sent and not acknowledged.
+    pub fn outstanding(self) -> u32 {
+        distance(self.una, self.max).max(0) as u32
+    }
+}
 
 /// A recovery episode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,216 +93,257 @@ pub struct Probe {
     pub due: bool,
 }
 
-/// SND.UNA.
-pub fn una(s: &ProtoState) -> u32 {
-    s.seq.wrapping_sub(s.tx_sent)
+/// What one ACK did to the loss state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AckEffect {
+    /// A recovery episode began (three duplicate ACKs, or `IsLost`).
+    pub began: bool,
+    /// What the SACK blocks did to the scoreboard.
+    pub sack: SackUpdate,
+    /// A retransmission was found lost.
+    pub lost_retransmit: bool,
 }
 
-/// The segment size recovery counts in (the last one granted).
-fn smss(s: &ProtoState) -> u32 {
-    s.snd_mss.max(1)
+/// A sender's loss state: the scoreboard, the episode, the probe. One
+/// type for every engine: the protocol stage keeps it in its partition,
+/// Laminar's control plane beside each transmit side.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LossState {
+    /// What the peer SACKed (RFC 6675 section 3).
+    pub scoreboard: Scoreboard,
+    /// The recovery episode under way, if any.
+    pub recovery: Option<Recovery>,
+    /// A tail loss probe under way.
+    pub probe: Option<Probe>,
+    pub dupack_cnt: u8,
+    /// The segment size of the last grant: what recovery counts in.
+    pub snd_mss: u32,
+    /// Retransmissions found lost without a timeout, over the
+    /// connection's life.
+    pub lost_retransmits: u32,
 }
 
-/// Begins an episode: after three duplicate ACKs or `IsLost(SND.UNA)`,
-/// or after a retransmission timeout.
-pub fn enter(s: &mut ProtoState, after_timeout: bool) {
-    let una = una(s);
-    if after_timeout {
-        s.scoreboard.clear();
-        s.probe = None;
+impl LossState {
+    fn smss(&self) -> u32 {
+        self.snd_mss.max(1)
     }
-    s.recovery = Some(Recovery {
-        point: s.tx_high,
-        high_rxt: una,
-        una_due: !after_timeout,
-        after_timeout,
-        lost_below: None,
-        rxt_snd_max: None,
-    });
-    s.dupack_cnt = 0;
-}
 
-/// The control plane's probe timer fired: the next grant is a tail loss
-/// probe (RFC 8985 section 7.3).
-pub fn probe(s: &mut ProtoState) {
-    if s.tx_sent > 0 {
-        s.probe = Some(Probe {
-            high: s.tx_high,
-            due: true,
+    /// Begins an episode: after three duplicate ACKs or `IsLost(SND.UNA)`,
+    /// or after a retransmission timeout.
+    pub fn enter(&mut self, sent: Sent, after_timeout: bool) {
+        if after_timeout {
+            self.scoreboard.clear();
+            self.probe = None;
+        }
+        self.recovery = Some(Recovery {
+            point: sent.max,
+            high_rxt: sent.una,
+            una_due: !after_timeout,
+            after_timeout,
+            lost_below: None,
+            rxt_snd_max: None,
         });
+        self.dupack_cnt = 0;
     }
-}
 
-/// Whether a probe waits to be sent (it may exceed the window).
-pub fn probe_due(s: &ProtoState) -> bool {
-    s.probe.is_some_and(|p| p.due)
-}
-
-/// The probe as a grant: new data if the peer's window takes some
-/// (the caller's new-data path sends it), else the last segment again.
-fn probe_grant(s: &mut ProtoState) -> Option<TxGrant> {
-    let p = s.probe.as_mut().filter(|p| p.due)?;
-    p.due = false;
-    if s.tx_avail > 0 && s.remote_win > s.tx_sent {
-        return None;
-    }
-    let from = s.tx_high.wrapping_sub(s.tx_sent.min(smss(s)));
-    Some(grant(s, from, s.tx_high))
-}
-
-/// After an ACK was taken (SND.UNA advanced if `advanced`) and its SACK
-/// blocks merged: ends an episode SND.UNA completed, makes the segment at
-/// SND.UNA due after a partial ACK without SACK, and begins an episode
-/// when the scoreboard says SND.UNA is lost. Returns whether one began.
-pub fn after_ack(s: &mut ProtoState, advanced: bool) -> bool {
-    let una = una(s);
-    let tail = probe_answered(s, una);
-    let limit = (DUP_THRESH - 1) * smss(s);
-    match s.recovery.as_mut() {
-        Some(r) if distance(r.point, una) >= 0 => s.recovery = None,
-        Some(r) => {
-            if advanced && s.scoreboard.is_empty() && !r.after_timeout {
-                r.una_due = true;
+    /// An acceptable ACK was taken: `sent` is after it, `advanced` says
+    /// SND.UNA moved, `duplicate` that it is RFC 5681 section 2's
+    /// duplicate ACK. Counts duplicates, merges the SACK blocks, and ends,
+    /// continues or begins an episode.
+    pub fn on_ack(
+        &mut self,
+        sent: Sent,
+        advanced: bool,
+        duplicate: bool,
+        sack: &SackBlocks,
+    ) -> AckEffect {
+        let mut e = AckEffect::default();
+        if advanced {
+            self.dupack_cnt = 0;
+            self.scoreboard.acked(sent.una);
+        } else if duplicate {
+            self.dupack_cnt = self.dupack_cnt.saturating_add(1);
+            if u32::from(self.dupack_cnt) == DUP_THRESH && self.recovery.is_none() {
+                self.enter(sent, false);
+                e.began = true;
             }
-            if tail.is_some() {
-                // What was sent again before the probe is lost too.
+        }
+        if !sack.is_empty() {
+            e.sack = self.scoreboard.update(sent.una, sent.max, sack);
+        }
+        let lost_before = self.lost_retransmits;
+        e.began |= self.after_ack(sent, advanced);
+        e.lost_retransmit = self.lost_retransmits != lost_before;
+        e
+    }
+
+    /// The control plane's probe timer fired: the next grant is a tail
+    /// loss probe (RFC 8985 section 7.3).
+    pub fn probe(&mut self, sent: Sent) {
+        if sent.outstanding() > 0 {
+            self.probe = Some(Probe {
+                high: sent.max,
+                due: true,
+            });
+        }
+    }
+
+    /// Whether a probe waits to be sent (it may exceed the window).
+    pub fn probe_due(&self) -> bool {
+        self.probe.is_some_and(|p| p.due)
+    }
+
+    /// Takes a due probe: None if `new_data` (the peer's window takes
+    /// some: the caller's new-data path sends it), else the last segment
+    /// again.
+    pub fn take_probe(&mut self, sent: Sent, new_data: bool) -> Option<Block> {
+        let smss = self.smss();
+        let p = self.probe.as_mut().filter(|p| p.due)?;
+        p.due = false;
+        if new_data {
+            return None;
+        }
+        Some((
+            sent.max.wrapping_sub(sent.outstanding().min(smss)),
+            sent.max,
+        ))
+    }
+
+    /// After an ACK was taken and its SACK blocks merged: ends an episode
+    /// SND.UNA completed, makes the segment at SND.UNA due after a
+    /// partial ACK without SACK, and begins an episode when the
+    /// scoreboard says SND.UNA is lost. Returns whether one began.
+    fn after_ack(&mut self, sent: Sent, advanced: bool) -> bool {
+        let tail = self.probe_answered(sent.una);
+        let limit = (DUP_THRESH - 1) * self.smss();
+        match self.recovery.as_mut() {
+            Some(r) if distance(r.point, sent.una) >= 0 => self.recovery = None,
+            Some(r) => {
+                if advanced && self.scoreboard.is_empty() && !r.after_timeout {
+                    r.una_due = true;
+                }
+                if tail.is_some() {
+                    // What was sent again before the probe is lost too.
+                    r.lost_below = tail;
+                    r.high_rxt = sent.una;
+                }
+                if r.rxt_snd_max
+                    .is_some_and(|m| self.scoreboard.sacked_above(m) > limit)
+                {
+                    r.high_rxt = sent.una;
+                    r.rxt_snd_max = None;
+                    self.lost_retransmits = self.lost_retransmits.wrapping_add(1);
+                }
+                return false;
+            }
+            None => {}
+        }
+        if sent.outstanding() > 0 && (tail.is_some() || self.is_lost(sent.una)) {
+            self.enter(sent, false);
+            if let Some(r) = self.recovery.as_mut() {
                 r.lost_below = tail;
-                r.high_rxt = una;
             }
-            if r.rxt_snd_max
-                .is_some_and(|m| s.scoreboard.sacked_above(m) > limit)
-            {
-                r.high_rxt = una;
-                r.rxt_snd_max = None;
-                s.lost_retransmits = s.lost_retransmits.wrapping_add(1);
-            }
-            return false;
+            return true;
         }
-        None => {}
+        false
     }
-    if s.tx_sent > 0 && (tail.is_some() || is_lost(s, una)) {
-        enter(s, false);
-        if let Some(r) = s.recovery.as_mut() {
-            r.lost_below = tail;
+
+    /// The probe's ACK: done when SND.UNA passed what it probed; when a
+    /// SACK block reached it with holes below, returns where the holes
+    /// end (every one of them lost, RFC 8985 section 7.4 with RACK's rule).
+    fn probe_answered(&mut self, una: u32) -> Option<u32> {
+        let p = self.probe?;
+        if distance(p.high, una) >= 0 {
+            self.probe = None;
+            return None;
         }
-        return true;
+        let high = self.scoreboard.high()?;
+        if p.due || distance(p.high, high) < 0 {
+            return None;
+        }
+        self.probe = None;
+        Some(high)
     }
-    false
-}
 
-/// The probe's ACK: done when SND.UNA passed what it probed; when a SACK
-/// block reached it with holes below, returns where the holes end (every
-/// one of them lost, RFC 8985 section 7.4 with RACK's rule).
-fn probe_answered(s: &mut ProtoState, una: u32) -> Option<u32> {
-    let p = s.probe?;
-    if distance(p.high, una) >= 0 {
-        s.probe = None;
-        return None;
+    /// RFC 6675 `IsLost(seq)`: more than (DupThresh - 1) * SMSS bytes
+    /// SACKed above it, or the episode began with a timeout.
+    fn is_lost(&self, seq: u32) -> bool {
+        self.recovery
+            .is_some_and(|r| r.after_timeout || r.lost_below.is_some_and(|b| distance(seq, b) > 0))
+            || self.scoreboard.sacked_above(seq) > (DUP_THRESH - 1) * self.smss()
     }
-    let high = s.scoreboard.high()?;
-    if p.due || distance(p.high, high) < 0 {
-        return None;
+
+    /// Where lost holes may lie: up to the highest SACKed byte, or to
+    /// SND.MAX after a timeout.
+    fn lost_limit(&self, sent: Sent, r: &Recovery) -> u32 {
+        match self.scoreboard.high() {
+            _ if r.after_timeout => sent.max,
+            Some(h) => h,
+            None => sent.una,
+        }
     }
-    s.probe = None;
-    Some(high)
-}
 
-/// RFC 6675 `IsLost(seq)`: more than (DupThresh - 1) * SMSS bytes SACKed
-/// above it, or the episode began with a timeout.
-fn is_lost(s: &ProtoState, seq: u32) -> bool {
-    s.recovery
-        .is_some_and(|r| r.after_timeout || r.lost_below.is_some_and(|b| distance(seq, b) > 0))
-        || s.scoreboard.sacked_above(seq) > (DUP_THRESH - 1) * smss(s)
-}
-
-/// Where lost holes may lie: up to the highest SACKed byte, or to SND.MAX
-/// after a timeout.
-fn lost_limit(s: &ProtoState, r: &Recovery) -> u32 {
-    match s.scoreboard.high() {
-        _ if r.after_timeout => s.tx_high,
-        Some(h) => h,
-        None => una(s),
-    }
-}
-
-/// The next range to send again, at most one segment, without taking it.
-pub fn next_hole(s: &ProtoState) -> Option<Block> {
-    let r = s.recovery.as_ref()?;
-    let una = una(s);
-    let mss = smss(s);
-    let clip = |(a, b): Block| {
-        let end = if distance(a, b) > mss as i32 {
-            a.wrapping_add(mss)
-        } else {
-            b
+    /// The next range to send again, at most one segment, without taking
+    /// it.
+    pub fn next_hole(&self, sent: Sent) -> Option<Block> {
+        let r = self.recovery.as_ref()?;
+        let mss = self.smss();
+        let clip = |(a, b): Block| {
+            let end = if distance(a, b) > mss as i32 {
+                a.wrapping_add(mss)
+            } else {
+                b
+            };
+            (a, end)
         };
-        (a, end)
-    };
-    if r.una_due && distance(r.high_rxt, una) >= 0 {
-        let next_sacked = s.scoreboard.blocks().first().map_or(s.tx_high, |b| b.0);
-        if distance(una, next_sacked) > 0 {
-            return Some(clip((una, next_sacked)));
+        if r.una_due && distance(r.high_rxt, sent.una) >= 0 {
+            let next_sacked = self.scoreboard.blocks().first().map_or(sent.max, |b| b.0);
+            if distance(sent.una, next_sacked) > 0 {
+                return Some(clip((sent.una, next_sacked)));
+            }
         }
+        self.lost_holes(sent, r).next().map(clip)
     }
-    lost_holes(s, r).next().map(clip)
-}
 
-/// The lost holes not yet sent again in the episode, lowest first.
-fn lost_holes<'a>(s: &'a ProtoState, r: &Recovery) -> impl Iterator<Item = Block> + 'a {
-    let una = una(s);
-    let from = if distance(una, r.high_rxt) > 0 {
-        r.high_rxt
-    } else {
-        una
-    };
-    s.scoreboard
-        .holes(from, lost_limit(s, r))
-        .filter(move |h| is_lost(s, h.0))
-}
-
-/// Takes the next retransmission, if one is due: its sequence number,
-/// buffer position, length and FIN (the FIN takes the sequence number
-/// after the data, RFC 9293 section 3.4).
-pub fn retransmission(s: &mut ProtoState) -> Option<TxGrant> {
-    if let Some(g) = probe_grant(s) {
-        return Some(g);
+    /// The lost holes not yet sent again in the episode, lowest first.
+    fn lost_holes<'a>(&'a self, sent: Sent, r: &Recovery) -> impl Iterator<Item = Block> + 'a {
+        let from = if distance(sent.una, r.high_rxt) > 0 {
+            r.high_rxt
+        } else {
+            sent.una
+        };
+        self.scoreboard
+            .holes(from, self.lost_limit(sent, r))
+            .filter(move |h| self.is_lost(h.0))
     }
-    let (a, b) = next_hole(s)?;
-    let high = s.tx_high;
-    let r = s.recovery.as_mut()?;
-    r.high_rxt = b;
-    r.una_due = false;
-    r.rxt_snd_max = Some(high);
-    Some(grant(s, a, b))
-}
 
-/// Bytes [a, b) again (the FIN with them if b passes the data).
-fn grant(s: &ProtoState, a: u32, b: u32) -> TxGrant {
-    let data_end = s.seq.wrapping_sub(u32::from(s.fin_sent));
-    let data_stop = if distance(data_end, b) > 0 {
-        data_end
-    } else {
-        b
-    };
-    let len = distance(a, data_stop).max(0) as u32;
-    TxGrant {
-        seq: a,
-        pos: s.tx_pos.wrapping_sub(distance(a, data_end) as u32),
-        len,
-        fin: s.fin_sent && distance(data_end, b) > 0,
+    /// Takes the next retransmission, if one is due: at most one segment
+    /// of bytes to send again.
+    pub fn take_retransmission(&mut self, sent: Sent) -> Option<Block> {
+        let (a, b) = self.next_hole(sent)?;
+        let r = self.recovery.as_mut()?;
+        r.high_rxt = b;
+        r.una_due = false;
+        r.rxt_snd_max = Some(sent.max);
+        Some((a, b))
     }
-}
 
-/// RFC 6675 `pipe`: bytes in flight.
-pub fn pipe(s: &ProtoState) -> u32 {
-    let outstanding = distance(una(s), s.tx_high).max(0) as u32;
-    let sacked = s.scoreboard.sacked();
-    let lost_unsent = s.recovery.as_ref().map_or(0, |r| {
-        lost_holes(s, r).map(|(a, b)| b.wrapping_sub(a)).sum()
-    });
-    outstanding
-        .saturating_sub(sacked)
-        .saturating_sub(lost_unsent)
+    /// RFC 6675 `pipe`: bytes in flight.
+    pub fn pipe(&self, sent: Sent) -> u32 {
+        sent.outstanding()
+            .saturating_sub(self.scoreboard.sacked())
+            .saturating_sub(self.lost(sent))
+    }
+
+    /// Bytes RFC 6675 holds lost and not yet sent again: TCP_INFO's
+    /// tcpi_lost counts them in segments.
+    pub fn lost(&self, sent: Sent) -> u32 {
+        self.recovery.as_ref().map_or(0, |r| {
+            self.lost_holes(sent, r)
+                .map(|(a, b)| b.wrapping_sub(a))
+                .sum()
+        })
+    }
 }
 
 #[cfg(test)]
@@ -338,15 +397,15 @@ mod tests {
                 prop_assert!(round < 199, "no progress 100 rounds after the path healed");
                 // The sender fills its window.
                 let mut wire = Vec::new();
-                while pipe(&snd) == 0 || pipe(&snd) + MSS <= CWND {
+                while snd.loss.pipe(snd.sent()) == 0 || snd.loss.pipe(snd.sent()) + MSS <= CWND {
                     let Some(g) = tx(&mut snd, MSS) else { break };
                     let end = g.seq.wrapping_add(g.len);
-                    for &b in snd.scoreboard.blocks() {
+                    for &b in snd.loss.scoreboard.blocks() {
                         prop_assert!(!overlaps((g.seq, end), b), "resent SACKed {:?} over {:?}", (g.seq, end), b);
                     }
                     wire.push((g.seq, g.len));
                 }
-                let before = una(&snd);
+                let before = snd.sent().una;
                 // The path: 0-1 lost, 2 duplicated, 3-4 swapped with the next.
                 let mut arrived = Vec::new();
                 for (i, seg) in wire.iter().enumerate() {
@@ -370,10 +429,10 @@ mod tests {
                     let a = RxSummary { seq: irs, ack: rcv.ack, flags: Flags(Flags::ACK), window: 1 << 20, len: 0, ts_val: None, sack: blocks.truncated(3) };
                     let o = rx(&mut snd, &a);
                     prop_assert_eq!(o.refused, None);
-                    prop_assert!(pipe(&snd) <= snd.tx_sent);
+                    prop_assert!(snd.loss.pipe(snd.sent()) <= snd.tx_sent);
                 }
                 // The control plane's timer: a round without progress.
-                if una(&snd) == before && snd.tx_sent > 0 {
+                if snd.sent().una == before && snd.tx_sent > 0 {
                     timeout(&mut snd);
                 }
             }

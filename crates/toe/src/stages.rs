@@ -247,24 +247,26 @@ impl Protocol {
     /// The control plane's probe timer: the next grant is a tail loss
     /// probe ([`crate::recovery`], RFC 8985 section 7).
     pub fn probe(&mut self, conn: ConnIdx) {
-        crate::recovery::probe(self.at(conn));
+        let s = self.at(conn);
+        s.loss.probe(s.sent());
     }
 
     /// Whether a tail loss probe waits: it may go beyond the window.
     pub fn probe_due(&self, conn: ConnIdx) -> bool {
-        crate::recovery::probe_due(&self.conns[conn as usize])
+        self.conns[conn as usize].loss.probe_due()
     }
 
     /// Retransmissions found lost without a timeout, over the
     /// connection's life.
     pub fn lost_retransmits(&self, conn: ConnIdx) -> u32 {
-        self.conns[conn as usize].lost_retransmits
+        self.conns[conn as usize].loss.lost_retransmits
     }
 
     /// Bytes in flight, RFC 6675's `pipe`: what the congestion window
     /// is compared with.
     pub fn pipe(&self, conn: ConnIdx) -> u32 {
-        crate::recovery::pipe(&self.conns[conn as usize])
+        let s = &self.conns[conn as usize];
+        s.loss.pipe(s.sent())
     }
 
     pub fn snapshot(&self, conn: ConnIdx) -> Snapshot {
@@ -283,8 +285,8 @@ impl Protocol {
 
     /// SND.UNA and SND.MAX.
     pub fn una_and_max(&self, conn: ConnIdx) -> (u32, u32) {
-        let s = &self.conns[conn as usize];
-        (s.seq.wrapping_sub(s.tx_sent), s.tx_high)
+        let sent = self.conns[conn as usize].sent();
+        (sent.una, sent.max)
     }
 
     /// Whether anything waits to be sent (queued bytes, an unsent FIN, a
@@ -293,8 +295,8 @@ impl Protocol {
         let s = &self.conns[conn as usize];
         s.tx_avail > 0
             || (s.fin_queued && !s.fin_sent)
-            || crate::recovery::next_hole(s).is_some()
-            || crate::recovery::probe_due(s)
+            || s.loss.next_hole(s.sent()).is_some()
+            || s.loss.probe_due()
     }
 }
 

@@ -7,8 +7,8 @@
 use std::net::IpAddr;
 
 use crate::ooo::OooIntervals;
-use crate::recovery::{Probe, Recovery};
-use crate::sack::{ReportedBlocks, Scoreboard};
+use crate::recovery::{LossState, Sent};
+use crate::sack::ReportedBlocks;
 use crate::segment::Route;
 
 /// Pre-processor partition: connection identification (Table 4.1, 15 B).
@@ -72,18 +72,8 @@ pub struct ProtoState {
     pub ooo: OooIntervals,
     /// The intervals as SACK blocks, newest first (RFC 2018 section 4).
     pub sack_reported: ReportedBlocks,
-    pub dupack_cnt: u8,
-    /// What the peer SACKed (RFC 6675 section 3).
-    pub scoreboard: Scoreboard,
-    /// The recovery episode under way, if any ([`crate::recovery`]).
-    pub recovery: Option<Recovery>,
-    /// The segment size of the last grant: what recovery counts in.
-    pub snd_mss: u32,
-    /// A tail loss probe under way.
-    pub probe: Option<Probe>,
-    /// Retransmissions found lost without a timeout, over the
-    /// connection's life.
-    pub lost_retransmits: u32,
+    /// The sender's loss recovery ([`crate::recovery`]).
+    pub loss: LossState,
     /// The peer's timestamp to echo (TS.Recent, RFC 7323 section 4.3).
     pub next_ts: u32,
     /// The peer's FIN was received in order.
@@ -92,6 +82,16 @@ pub struct ProtoState {
     pub fin_queued: bool,
     /// Our FIN was sent (it takes the sequence number after the data).
     pub fin_sent: bool,
+}
+
+impl ProtoState {
+    /// SND.UNA and SND.MAX.
+    pub fn sent(&self) -> Sent {
+        Sent {
+            una: self.seq.wrapping_sub(self.tx_sent),
+            max: self.tx_high,
+        }
+    }
 }
 
 /// Post-processor partition: application interface and congestion
