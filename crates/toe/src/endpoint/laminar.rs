@@ -46,6 +46,7 @@ use crate::laminar::{
     network_segment, AddressHandles, LaminarCounters, LaminarEngine, LaminarError, RxWrite, TxSync,
 };
 use crate::protocol::{RxSummary, TxGrant};
+use crate::recovery::{LossState, Sent};
 use crate::segment::{Flags, Header, SackBlocks, Segment, TcpOptions};
 use crate::stages::{ConnIdx, FourTuple};
 
@@ -172,7 +173,20 @@ struct LaminarTx {
     last_sync: Instant,
     /// The retransmission timer, the other engines' ([`super::timer`]).
     timer: RetransmitTimer,
+    /// Loss recovery, the other engines' ([`crate::recovery`]), in
+    /// sequence numbers: fed by the ACKs the control plane translates.
+    loss: LossState,
     close_requested: bool,
+}
+
+impl LaminarTx {
+    /// SND.UNA and SND.MAX.
+    fn sent(&self) -> Sent {
+        Sent {
+            una: self.base_seq.wrapping_add(self.acked),
+            max: self.base_seq.wrapping_add(self.pushed),
+        }
+    }
 }
 
 impl LaminarPath {
@@ -263,6 +277,7 @@ impl Endpoint {
                 ack_high: base_seq,
                 last_sync: now,
                 timer: RetransmitTimer::new(now, self.cfg.min_rto),
+                loss: LossState::default(),
                 close_requested: false,
             }),
         });
@@ -705,6 +720,14 @@ impl Endpoint {
         }
     }
 
+    /// The loss state of `conn`'s transmit side while Laminar has it,
+    /// with its SND.UNA and SND.MAX.
+    pub(super) fn laminar_loss(&self, conn: ConnIdx) -> Option<(&LossState, Sent)> {
+        let path = self.laminar.as_ref()?;
+        let tx = path.conns.get(conn as usize)?.as_ref()?.tx.as_ref()?;
+        Some((&tx.loss, tx.sent()))
+    }
+
     /// What congestion control reads for `conn` while Laminar transmits
     /// for it: bytes acknowledged, of them ECN-Echo-acknowledged, fast
     /// retransmits (all since install).
@@ -932,6 +955,7 @@ mod tests {
             ack_high: u32::MAX - 100,
             last_sync: now,
             timer: RetransmitTimer::new(now, crate::EndpointConfig::default().min_rto),
+            loss: LossState::default(),
             close_requested: false,
         }
     }
