@@ -671,7 +671,8 @@ pub struct Sample {
     /// Retransmission timeouts of the sender.
     pub rtos: Option<u64>,
     pub fast_retransmits: Option<u64>,
-    /// Tail loss probes (Linux senders; the data path sends none yet).
+    /// Tail loss probes: `TcpExtTCPLossProbes` for a Linux sender,
+    /// `Counters::tail_loss_probes` for the data path.
     pub loss_probes: Option<u64>,
     /// Retransmissions the receiver reported as duplicates (D-SACK, RFC
     /// 2883): D-SACKs a Linux sender received (`TcpExtTCPDSACKRecv`) or
@@ -989,10 +990,11 @@ fn linux_read(listener: TcpListener) -> StreamCheck {
     check
 }
 
-/// Whether `engine` sends and counts D-SACKs (RFC 2883): the
+/// Whether `engine`, receiving, sends D-SACKs (RFC 2883): the
 /// run-to-completion and pipelined engines do; Laminar's program keeps one
-/// SACK block, its interval, and reads none.
-fn reports_dsack(engine: toe::Engine) -> bool {
+/// SACK block, its interval. (Sending, every engine reads them: the
+/// control plane's loss state reads Laminar's ACKs.)
+fn sends_dsack(engine: toe::Engine) -> bool {
     !matches!(engine, toe::Engine::Laminar)
 }
 
@@ -1074,7 +1076,7 @@ fn linux_to_toe(
         loss_probes: count(LOSS_PROBES),
         // Laminar's program reports no duplicate as D-SACK; the other
         // engines do (RFC 2883).
-        spurious: reports_dsack(engine).then(|| count(DSACK_RECV)).flatten(),
+        spurious: sends_dsack(engine).then(|| count(DSACK_RECV)).flatten(),
         sender_cc: Some(sender_cc),
         endpoint: Some(endpoint),
     })
@@ -1126,8 +1128,8 @@ fn toe_to_linux(lab: &Lab, engine: toe::Engine, secs: Duration) -> Result<Measur
         retransmissions: flow.as_ref().map(|f| u64::from(f.retrans_segs)),
         rtos: Some(endpoint.timeouts),
         fast_retransmits: Some(endpoint.fast_retransmits),
-        loss_probes: None,
-        spurious: reports_dsack(engine).then_some(endpoint.dsacks_received),
+        loss_probes: Some(endpoint.tail_loss_probes),
+        spurious: Some(endpoint.dsacks_received),
         sender_cc: flow.map(|f| f.congestion.to_string()),
         endpoint: Some(endpoint),
     })

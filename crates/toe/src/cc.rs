@@ -32,7 +32,8 @@ pub struct FlowStats {
     pub acked: u64,
     /// Of those, bytes acknowledged by ACKs carrying ECN-Echo.
     pub ecn_acked: u64,
-    /// Fast retransmits (three duplicate ACKs: go-back-N).
+    /// Recovery episodes begun without a timeout (three duplicate ACKs,
+    /// or SACK blocks: RFC 6675).
     pub fast_retransmits: u32,
     /// Retransmission timeouts.
     pub timeouts: u32,

@@ -311,7 +311,7 @@ impl Endpoint {
     }
 
     /// After the protocol stage: an RTT sample when the timed segment is
-    /// acknowledged (none across a go-back-N), and in TIME_WAIT a FIN
+    /// acknowledged (none across a retransmission), and in TIME_WAIT a FIN
     /// sent again restarts the wait (its ACK goes out as for any
     /// duplicate).
     pub(super) fn flow_feedback(
@@ -372,9 +372,10 @@ impl Endpoint {
         }
     }
 
-    /// A go-back-N: what is in flight is sent again, so the timed segment
-    /// gives no sample (Karn).
-    pub(super) fn flow_go_back(&mut self, conn: ConnIdx) {
+    /// A recovery episode began on a path that does not go through the
+    /// protocol stage (Laminar's): the timed segment may be sent again,
+    /// so it gives no sample (Karn).
+    pub(super) fn flow_recovering(&mut self, conn: ConnIdx) {
         if let Some(f) = self.flow(conn) {
             f.probe = None;
         }

@@ -9,7 +9,7 @@
 //!   sequence number and its ACK, the window rescaled from the peer's
 //!   scale to ours (the program has one window scale per connection, and
 //!   uses it both ways). Options are not given to the program (it reads
-//!   only a SACK block, and its sender is go-back-N); FIN is not either
+//!   only a SACK block); FIN is not either
 //!   (the program would drop the whole segment as an exception). IPv6
 //!   addresses become 32-bit handles ([`AddressHandles`]).
 //! - Out: the program's segments are built into frames with the
@@ -21,11 +21,20 @@
 //! - Congestion control (§5.3.2.1): the data path's counters (bytes
 //!   acknowledged, from the program's `tx-next-ack` reports; bytes
 //!   acknowledged with ECN-Echo, counted at translation; the program's
-//!   fast retransmits; RTT samples of one timed segment at a time, none
-//!   across a go-back-N) go to the connection's policy every control
+//!   recovery episodes; RTT samples of one timed segment of new data at
+//!   a time, none across a retransmission) go to the connection's policy every control
 //!   interval, and its rate becomes the credits each generator SYNC
-//!   grants. The host also keeps what is in flight within the policy's
-//!   window.
+//!   grants. The host also keeps what is in flight (RFC 6675's `pipe`)
+//!   within the policy's window.
+//! - Loss recovery is the other engines' ([`crate::recovery`]): the
+//!   control plane keeps a [`LossState`] beside each transmit side, fed
+//!   by every ACK it translates (its SACK blocks, duplicate ACKs), and
+//!   pushes what it says was lost as TX commands at their own offsets,
+//!   before new data. The thesis's transmit path goes back to
+//!   `tx-next-ack` on the program's fast retransmit (§5.3.2.3); here that
+//!   signal is only a SYNC, and nothing is pushed twice unless lost.
+//!   The retransmission timer is the other engines' too, tail loss probe
+//!   included.
 //! - FIN in: once `rx-next-seq` reaches the FIN, the control plane moves
 //!   `rx-next-seq` past it, acknowledges it and tells the application (end
 //!   of stream); a FIN arriving before all data is dropped and comes again.
@@ -46,7 +55,7 @@ use crate::laminar::{
     network_segment, AddressHandles, LaminarCounters, LaminarEngine, LaminarError, RxWrite, TxSync,
 };
 use crate::protocol::{RxSummary, TxGrant};
-use crate::recovery::{LossState, Sent};
+use crate::recovery::{AckEffect, LossState, Sent};
 use crate::segment::{Flags, Header, SackBlocks, Segment, TcpOptions};
 use crate::stages::{ConnIdx, FourTuple};
 
@@ -154,7 +163,8 @@ struct LaminarTx {
     base_seq: u32,
     /// The application wrote up to here.
     queued: u32,
-    /// Pushed to the pipeline up to here (back to `acked` on a go-back-N).
+    /// New data pushed to the pipeline up to here (SND.MAX: what is lost
+    /// is pushed again from the loss state, never by rewinding this).
     pushed: u32,
     /// Acknowledged up to here, as the last SYNC said.
     acked: u32,
@@ -168,8 +178,11 @@ struct LaminarTx {
     acked_bytes: u64,
     ecn_acked_bytes: u64,
     fast_retransmits: u32,
-    /// The highest ACK the peer sent (for the ECN-Echo count).
+    /// The highest ACK the peer sent (for the ECN-Echo count, and
+    /// recovery's SND.UNA).
     ack_high: u32,
+    /// The peer's window on its last ACK (a duplicate ACK repeats it).
+    peer_window: u32,
     last_sync: Instant,
     /// The retransmission timer, the other engines' ([`super::timer`]).
     timer: RetransmitTimer,
@@ -180,12 +193,72 @@ struct LaminarTx {
 }
 
 impl LaminarTx {
-    /// SND.UNA and SND.MAX.
+    /// SND.UNA (the highest ACK the control plane translated: the
+    /// program's SYNCs report it later) and SND.MAX.
     fn sent(&self) -> Sent {
         Sent {
-            una: self.base_seq.wrapping_add(self.acked),
+            una: self.ack_high,
             max: self.base_seq.wrapping_add(self.pushed),
         }
+    }
+
+    /// The next segment to push, taken from the loss state if it is a
+    /// probe or a retransmission: its first sequence number, length, and
+    /// whether it is sent again; None when nothing may go (see
+    /// [`Endpoint::laminar_push`]).
+    fn next_push(&mut self, mss: u32, cwnd: u32, remote: u32) -> Option<(u32, u32, bool)> {
+        self.loss.snd_mss = mss;
+        let sent = self.sent();
+        let new_len = self.queued.wrapping_sub(self.pushed).min(mss);
+        let new_fits = new_len > 0 && sent.outstanding() + new_len <= remote;
+        let probe = self.loss.probe_due();
+        // A probe without new data to carry it sends the last segment
+        // again (RFC 8985 section 7.3).
+        let last_segment = probe && !new_fits && sent.outstanding() > 0;
+        let (from, len, again) = match self.loss.next_hole(sent) {
+            _ if last_segment => {
+                let len = sent.outstanding().min(mss);
+                (sent.max.wrapping_sub(len), len, true)
+            }
+            Some((a, b)) => (a, b.wrapping_sub(a), true),
+            None if new_fits => (sent.max, new_len, false),
+            None => return None,
+        };
+        let pipe = self.loss.pipe(sent);
+        if len == 0 || self.credits < len || (!probe && pipe > 0 && cwnd.saturating_sub(pipe) < len)
+        {
+            return None;
+        }
+        // Taken: the probe (whatever goes with it), the retransmission.
+        if probe {
+            self.loss.take_probe(sent, !last_segment);
+        }
+        if again && !last_segment {
+            self.loss.take_retransmission(sent);
+        }
+        Some((from, len, again))
+    }
+
+    /// An ACK as the control plane translates it: its ECN-Echo counted,
+    /// and loss recovery told (RFC 5681 section 2's duplicate ACK: no
+    /// data, the same window, data outstanding). An ACK of what was never
+    /// pushed is the program's to reject (stage 7), and recovery does not
+    /// hear of it.
+    fn take_ack(&mut self, seg: &Segment<'_>, window: u32, sack: &SackBlocks) -> Option<AckEffect> {
+        let before = self.sent();
+        if distance(seg.ack, before.max) < 0 {
+            return None;
+        }
+        self.count_ack(seg.ack, seg.flags.has(Flags::ECE));
+        let after = self.sent();
+        let advanced = after.una != before.una;
+        let duplicate = !advanced
+            && seg.ack == before.una
+            && seg.payload.is_empty()
+            && before.outstanding() > 0
+            && window == self.peer_window;
+        self.peer_window = window;
+        Some(self.loss.on_ack(after, advanced, duplicate, sack))
     }
 }
 
@@ -275,6 +348,7 @@ impl Endpoint {
                 ecn_acked_bytes: 0,
                 fast_retransmits: 0,
                 ack_high: base_seq,
+                peer_window: remote_win,
                 last_sync: now,
                 timer: RetransmitTimer::new(now, self.cfg.min_rto),
                 loss: LossState::default(),
@@ -328,9 +402,16 @@ impl Endpoint {
         if let Some((val, _)) = seg.options.timestamp {
             lc.ts_recent = Some(val);
         }
-        if let (Some(tx), true) = (lc.tx.as_mut(), seg.flags.has(Flags::ACK)) {
-            tx.count_ack(seg.ack, seg.flags.has(Flags::ECE));
+        let effect = match (lc.tx.as_mut(), seg.flags.has(Flags::ACK)) {
+            (Some(tx), true) => tx.take_ack(seg, summary.window, &summary.sack),
+            _ => None,
+        };
+        if let Some(e) = effect {
+            self.laminar_loss_effect(conn, &e);
         }
+        let Some(lc) = self.laminar_conn(conn) else {
+            return false;
+        };
         let window = (summary.window >> lc.wscale).min(u32::from(u16::MAX)) as u16;
         let ack = (transmits && seg.flags.has(Flags::ACK)).then_some((seg.ack, window));
         let handles = self.laminar.as_ref().map(|p| &p.handles);
@@ -450,16 +531,11 @@ impl Endpoint {
         for s in out.syncs {
             self.laminar_acked(&s);
         }
+        // The program's fast retransmit (§5.3.2.3's third duplicate ACK)
+        // is a SYNC here: the control plane's loss state saw the same
+        // ACKs, with their SACK blocks, and decides what to send again.
         for r in out.retransmits {
-            let conn = ConnIdx::from(r.conn);
             self.laminar_acked(&r);
-            self.counters.fast_retransmits += 1;
-            self.flow_go_back(conn);
-            if let Some(tx) = self.laminar_conn(conn).and_then(|c| c.tx.as_mut()) {
-                // Go-back-N from the first unacknowledged byte (§5.3.2.3).
-                tx.pushed = tx.acked;
-                tx.fast_retransmits += 1;
-            }
         }
         for s in out.segments {
             self.laminar_send(&s);
@@ -508,10 +584,6 @@ impl Endpoint {
         tx.acked_bytes += u64::from(newly);
         tx.credits = s.credits;
         tx.timer.progress(now);
-        // Acknowledged beyond what a go-back-N left to push: skip it.
-        if distance(tx.pushed, tx.acked) > 0 {
-            tx.pushed = tx.acked;
-        }
         if let Some(app) = self.app.get_mut(conn as usize).and_then(Option::as_mut) {
             app.tx_free += newly;
         }
@@ -696,7 +768,8 @@ impl Endpoint {
     /// Once per poll for every connection Laminar transmits for: the
     /// generator's SYNCs for the credit periods that passed, then TX
     /// commands for what was queued, as far as credits and the peer's
-    /// window allow; the retransmission timeout (go-back-N); the hand-over
+    /// window allow, what recovery sends again first; the retransmission
+    /// timer (timeout and tail loss probe); the hand-over
     /// to the FIN once the application closed and all was acknowledged.
     fn laminar_transmit(&mut self) {
         let conns: Vec<ConnIdx> = match self.laminar.as_ref() {
@@ -814,30 +887,62 @@ impl Endpoint {
         }
     }
 
-    /// The control plane's retransmission timeout ([`super::timer`], the
-    /// other engines' timer without the probe: the program's transmit
-    /// path sends from `tx-next-ack` only): go-back-N from the first
-    /// unacknowledged byte (thesis §5.3.2.3 leaves timeouts to it).
+    /// The control plane's retransmission timer ([`super::timer`], the
+    /// other engines'; thesis §5.3.2.3 leaves timeouts to it): a timeout
+    /// makes everything unacknowledged lost, a probe timeout makes the
+    /// next push a tail loss probe ([`crate::recovery`]).
     fn laminar_timeout(&mut self, conn: ConnIdx) {
         let now = self.now;
+        let mss = self.control[conn as usize].as_ref().map_or(536, |c| c.mss);
+        let srtt_us = self.flow_info(conn).and_then(|f| f.srtt_us).unwrap_or(0);
         let Some(tx) = self.laminar_conn(conn).and_then(|c| c.tx.as_mut()) else {
             return;
         };
-        let in_flight = tx.pushed.wrapping_sub(tx.acked);
-        if tx.timer.expired(now, in_flight, u32::MAX, 0) != Some(Expiry::Timeout) {
-            return;
+        let sent = tx.sent();
+        let expiry = tx.timer.expired(now, sent.outstanding(), mss, srtt_us);
+        match expiry {
+            Some(Expiry::Timeout) => tx.loss.enter(sent, true),
+            Some(Expiry::Probe) => tx.loss.probe(sent),
+            None => return,
         }
-        tx.pushed = tx.acked;
-        self.counters.timeouts += 1;
-        self.flow_timeout(conn);
+        if expiry == Some(Expiry::Timeout) {
+            self.counters.timeouts += 1;
+            self.flow_timeout(conn);
+        } else {
+            self.counters.tail_loss_probes += 1;
+        }
     }
 
-    /// TX commands for the queued bytes, one segment each, while there
-    /// are credits, the peer's window (as the program last took it:
-    /// stage 9 would drop what goes beyond) has room, and so has
-    /// congestion control's window (the host's check: credits carry the
+    /// What an ACK did to the loss state, into the counters; an episode
+    /// that began is a fast retransmit for congestion control, and voids
+    /// the timed segment (Karn).
+    fn laminar_loss_effect(&mut self, conn: ConnIdx, e: &AckEffect) {
+        self.counters.dsacks_received += u64::from(e.sack.dsack);
+        self.counters.sack_blocks_ignored += u64::from(e.sack.ignored);
+        self.counters.sack_blocks_dropped += u64::from(e.sack.dropped);
+        self.counters.lost_retransmits += u64::from(e.lost_retransmit);
+        if !e.began {
+            return;
+        }
+        self.counters.fast_retransmits += 1;
+        self.flow_recovering(conn);
+        if let Some(tx) = self.laminar_conn(conn).and_then(|c| c.tx.as_mut()) {
+            tx.fast_retransmits += 1;
+        }
+    }
+
+    /// TX commands, one segment each: first a tail loss probe or what
+    /// loss recovery says was lost (at its own offset: the program takes
+    /// a TX command anywhere in the window), then queued bytes. Each
+    /// waits for credits to cover it whole (stage 8 lets one through
+    /// while any are left, so pushing on a remainder would send more than
+    /// the rate) and for room in congestion control's window, compared
+    /// with RFC 6675's `pipe` (the host's check: credits carry the
     /// policy's rate, the window bounds what is in flight while the
-    /// feedback of a rate change is on its way).
+    /// feedback of a rate change is on its way; a probe may exceed it by
+    /// one segment, RFC 8985 section 7.3). New data also needs the peer's
+    /// window as the program last took it (stage 9 drops what goes
+    /// beyond).
     fn laminar_push(&mut self, conn: ConnIdx) {
         let (now, now_ns) = (self.now, self.laminar_now_ns());
         let mss = self.control[conn as usize].as_ref().map_or(536, |c| c.mss);
@@ -847,39 +952,33 @@ impl Endpoint {
         };
         let mut payload = std::mem::take(&mut self.tx_payload);
         for _ in 0..MAX_PUSH_PER_POLL {
-            let Some(lc) = self
+            let Some(tx) = self
                 .laminar
                 .as_mut()
                 .and_then(|p| p.conns.get_mut(conn as usize))
                 .and_then(Option::as_mut)
+                .and_then(|lc| lc.tx.as_mut())
             else {
                 break;
             };
-            let Some(tx) = lc.tx.as_mut() else {
+            let Some((from, len, again)) = tx.next_push(mss, cwnd, remote) else {
                 break;
             };
-            let left = tx.queued.wrapping_sub(tx.pushed);
-            let len = left.min(mss);
-            let in_flight = tx.pushed.wrapping_add(len).wrapping_sub(tx.acked);
-            // A segment waits for credits to cover it whole: stage 8 lets
-            // one through while any are left, so pushing on a remainder
-            // would send more than the rate.
-            let first = tx.pushed == tx.acked;
-            if len == 0 || tx.credits < len || in_flight > remote || (in_flight > cwnd && !first) {
-                break;
-            }
             let Some(app) = self.app.get(conn as usize).and_then(Option::as_ref) else {
                 break;
             };
             // Nothing was in flight: the retransmission timer starts now,
             // not at the last acknowledgement.
-            if first {
+            if tx.sent().outstanding() == 0 {
                 tx.timer.last_progress = now;
             }
+            let offset = from.wrapping_sub(tx.base_seq);
             payload.resize(len as usize, 0);
-            app.tx.read(tx.pushed, &mut payload);
-            let offset = tx.pushed;
-            tx.pushed = tx.pushed.wrapping_add(len);
+            app.tx.read(offset, &mut payload);
+            if !again {
+                tx.pushed = tx.pushed.wrapping_add(len);
+            }
+            // A retransmission is counted as it leaves (`data_marks`).
             tx.credits = tx.credits.saturating_sub(len);
             if let Some(path) = self.laminar.as_mut() {
                 if let Err(e) = path.engine.transmit(now_ns, conn as u16, offset, &payload) {
@@ -939,7 +1038,10 @@ impl LaminarTx {
 
 #[cfg(test)]
 mod tests {
+    use std::net::{IpAddr, Ipv4Addr};
+
     use super::*;
+    use crate::segment::Route;
 
     fn tx(queued: u32) -> LaminarTx {
         let now = Instant::now();
@@ -953,6 +1055,7 @@ mod tests {
             ecn_acked_bytes: 0,
             fast_retransmits: 0,
             ack_high: u32::MAX - 100,
+            peer_window: 0,
             last_sync: now,
             timer: RetransmitTimer::new(now, crate::EndpointConfig::default().min_rto),
             loss: LossState::default(),
@@ -973,6 +1076,67 @@ mod tests {
         t.count_ack(t.base_seq.wrapping_add(900), true);
         assert_eq!(t.ecn_acked_bytes, 300 + 400);
         assert_eq!(t.ack_high, t.base_seq.wrapping_add(900));
+    }
+
+    /// An ACK from the peer: `ack` bytes from the base, SACK blocks as
+    /// byte ranges from the base.
+    fn ack(t: &mut LaminarTx, ack: u32, blocks: &[(u32, u32)]) -> Option<AckEffect> {
+        let mut sack = SackBlocks::default();
+        for &(a, b) in blocks {
+            sack.push((t.base_seq.wrapping_add(a), t.base_seq.wrapping_add(b)));
+        }
+        let seg = Segment {
+            route: Route {
+                src_mac: [0; 6],
+                dst_mac: [0; 6],
+                src: IpAddr::V4(Ipv4Addr::LOCALHOST),
+                dst: IpAddr::V4(Ipv4Addr::LOCALHOST),
+                src_port: 1,
+                dst_port: 2,
+            },
+            seq: 0,
+            ack: t.base_seq.wrapping_add(ack),
+            flags: Flags(Flags::ACK),
+            window: 0,
+            options: TcpOptions::default(),
+            ce: false,
+            payload: &[],
+        };
+        t.take_ack(&seg, 1 << 20, &sack)
+    }
+
+    /// Laminar's transmit side recovers as the other engines do: SACK
+    /// blocks over three segments make the first hole lost, the host
+    /// pushes each lost hole once (never SACKed bytes), then new data
+    /// from SND.MAX; a full window holds a retransmission back.
+    #[test]
+    fn the_laminar_transmit_side_pushes_lost_holes_once_then_new_data() {
+        const MSS: u32 = 1000;
+        let mut t = tx(12 * MSS);
+        t.pushed = 8 * MSS;
+        t.credits = u32::MAX;
+        let push = |t: &mut LaminarTx, cwnd| {
+            t.next_push(MSS, cwnd, 1 << 20)
+                .map(|(from, len, again)| (from.wrapping_sub(t.base_seq), len, again))
+        };
+        // Segments 0 and 1 lost, 2-4 SACKed: IsLost(SND.UNA).
+        let e = ack(&mut t, 0, &[(2 * MSS, 5 * MSS)]).unwrap();
+        assert!(e.began, "{e:?}");
+        // In flight: 8 segments less 3 SACKed and 2 lost.
+        assert_eq!(t.loss.pipe(t.sent()), 3 * MSS);
+        assert_eq!(push(&mut t, 3 * MSS), None, "the window is full");
+        assert_eq!(push(&mut t, 10 * MSS), Some((0, MSS, true)));
+        assert_eq!(push(&mut t, 10 * MSS), Some((MSS, MSS, true)));
+        // Segments 5-7 are not lost (nothing SACKed above them): new data.
+        assert_eq!(push(&mut t, 10 * MSS), Some((8 * MSS, MSS, false)));
+        assert_eq!(t.pushed, 8 * MSS, "the caller moves SND.MAX");
+        // The ACK of everything up to the recovery point ends it.
+        t.pushed = 9 * MSS;
+        let e = ack(&mut t, 8 * MSS, &[]).unwrap();
+        assert!(!e.began);
+        assert_eq!(t.loss.recovery, None);
+        // An ACK beyond SND.MAX is the program's to reject.
+        assert_eq!(ack(&mut t, 10 * MSS, &[]), None);
     }
 
     /// The layout reaches only the pipelined engine; the default is toe's.
