@@ -60,14 +60,14 @@
 #define TOE_DEBUG_ENV "STEER_TOE_DEBUG"
 
 #define TOE_MAGIC 0x31656f74u /* "toe1" */
-#define TOE_VERSION 2
+#define TOE_VERSION 3
 #define TOE_SLOTS 64
 #define TOE_RING_SIZE 262144 /* bytes per ring and direction: a power of two, whole pages */
 #define TOE_HEADER_SIZE 64
-#define TOE_SLOT_SIZE 128
+#define TOE_SLOT_SIZE 192
 #define TOE_SLOTS_OFF 64
-#define TOE_RINGS_OFF 12288 /* TOE_SLOTS_OFF + TOE_SLOTS * TOE_SLOT_SIZE, page aligned */
-#define TOE_SHM_SIZE 33566720 /* TOE_RINGS_OFF + 2 * TOE_SLOTS * TOE_RING_SIZE */
+#define TOE_RINGS_OFF 16384 /* TOE_SLOTS_OFF + TOE_SLOTS * TOE_SLOT_SIZE, page aligned */
+#define TOE_SHM_SIZE 33570816 /* TOE_RINGS_OFF + 2 * TOE_SLOTS * TOE_RING_SIZE */
 
 /* struct toe_slot.state (written by the service) */
 #define TOE_ST_FREE 0
@@ -104,8 +104,10 @@ struct toe_addrs {
     uint8_t remote_addr[16];
 };
 
-/* One connection. The TCP_INFO fields are the protocol stage's state,
- * copied by the service each time it serves the connection. */
+/* One connection. The TCP_INFO fields are the data path's state (the
+ * protocol stage's, or Laminar's transmit side's) and the control plane's
+ * counts, copied by the service each time it serves the connection. The
+ * loss counts are segments, as Linux's struct tcp_info has them. */
 struct toe_slot {
     uint32_t rx_head;   /* service */
     uint32_t rx_tail;   /* application */
@@ -127,7 +129,11 @@ struct toe_slot {
     uint32_t rx_armed;   /* both: 1 while the service's readable byte is unread */
     uint32_t total_retrans; /* service: data segments sent again, over the connection's life */
     uint32_t backoffs;      /* service: retransmission timeouts since new data was last acked */
-    uint8_t reserved[12];
+    uint32_t retrans;    /* service: segments sent again and still in flight (Linux's retrans_out) */
+    uint32_t lost;       /* service: segments marked lost, those sent again included (lost_out) */
+    uint32_t sacked;     /* service: segments SACKed above snd_una (sacked_out) */
+    uint32_t reordering; /* service: the duplicate-ACK threshold, segments (tp->reordering) */
+    uint8_t reserved[60];
 };
 
 #define TOE_OFF_RX_HEAD 0
@@ -154,6 +160,10 @@ struct toe_slot {
 #define TOE_OFF_RX_ARMED 104
 #define TOE_OFF_TOTAL_RETRANS 108
 #define TOE_OFF_BACKOFFS 112
+#define TOE_OFF_RETRANS 116
+#define TOE_OFF_LOST 120
+#define TOE_OFF_SACKED 124
+#define TOE_OFF_REORDERING 128
 
 /* struct toe_slot.congestion: the policy behind the window (toe::cc),
  * named as TCP_CONGESTION names it. */

@@ -98,6 +98,10 @@ _Static_assert(offsetof(struct toe_slot, congestion) == TOE_OFF_CONGESTION, "con
 _Static_assert(offsetof(struct toe_slot, rx_armed) == TOE_OFF_RX_ARMED, "rx_armed");
 _Static_assert(offsetof(struct toe_slot, total_retrans) == TOE_OFF_TOTAL_RETRANS, "total_retrans");
 _Static_assert(offsetof(struct toe_slot, backoffs) == TOE_OFF_BACKOFFS, "backoffs");
+_Static_assert(offsetof(struct toe_slot, retrans) == TOE_OFF_RETRANS, "retrans");
+_Static_assert(offsetof(struct toe_slot, lost) == TOE_OFF_LOST, "lost");
+_Static_assert(offsetof(struct toe_slot, sacked) == TOE_OFF_SACKED, "sacked");
+_Static_assert(offsetof(struct toe_slot, reordering) == TOE_OFF_REORDERING, "reordering");
 
 #define EXPORT __attribute__((visibility("default")))
 /* The prologue of a wrapper: `s` is the data-path socket behind `fd`; a
@@ -1289,13 +1293,19 @@ static int tcp_info(const struct tsock *s, void *val, socklen_t *len) {
         ti.tcpi_snd_cwnd = mss ? LOAD(&sl->snd_cwnd) / mss : 0; /* segments, as Linux counts */
         ti.tcpi_rtt = LOAD(&sl->srtt_us);
         /* The data path's own counts (Linux: icsk_retransmits, icsk_backoff,
-         * total_retrans). Fields it does not keep (tcpi_lost, tcpi_sacked,
-         * tcpi_retrans, the timestamps and byte counters) stay 0: see
+         * total_retrans; retrans_out, lost_out, sacked_out, reordering, in
+         * segments: tcpi_unacked - tcpi_sacked - tcpi_lost + tcpi_retrans is
+         * what the data path holds in flight, as with Linux). Fields it does
+         * not keep (the timestamps, byte counters, ...) stay 0: see
          * docs/toe.md. */
         uint32_t backoffs = LOAD(&sl->backoffs);
         ti.tcpi_retransmits = backoffs > 255 ? 255 : (uint8_t)backoffs;
         ti.tcpi_backoff = ti.tcpi_retransmits;
         ti.tcpi_total_retrans = LOAD(&sl->total_retrans);
+        ti.tcpi_retrans = LOAD(&sl->retrans);
+        ti.tcpi_lost = LOAD(&sl->lost);
+        ti.tcpi_sacked = LOAD(&sl->sacked);
+        ti.tcpi_reordering = LOAD(&sl->reordering);
     }
     socklen_t n = *len < sizeof(ti) ? *len : (socklen_t)sizeof(ti);
     memcpy(val, &ti, n);

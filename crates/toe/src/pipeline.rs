@@ -47,6 +47,7 @@ use crate::buffer::PayloadBuf;
 use order::seq::distance;
 
 use crate::protocol::{Placement, Refusal, RxOutcome, RxSummary, TxGrant};
+use crate::recovery::LossInfo;
 use crate::segment::{self, Flags, Frame, Header, Route};
 use crate::sequencer::{Reorder, Sequencer};
 use crate::stages::{ConnIdx, FourTuple, Post, Pre, Protocol, Snapshot, Steer};
@@ -197,12 +198,16 @@ impl Control {
 }
 
 /// A connection's state as the protocol stage last left it, for the
-/// control plane (retransmission timeout, teardown, RST validation).
+/// control plane (retransmission timeout, teardown, RST validation,
+/// TCP_INFO).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Published {
     pub snap: Snapshot,
     /// SND.MAX: one past the highest sequence number sent.
     pub snd_max: u32,
+    /// The loss state's counts for TCP_INFO, in segments: read here with
+    /// the rest, as the loss state is the protocol stage's alone.
+    pub loss: LossInfo,
 }
 
 /// What the stages did, counted as they do it.
@@ -881,9 +886,11 @@ impl ProtocolStage {
             return;
         }
         let (_, snd_max) = self.proto.una_and_max(conn);
+        let mss = self.limits.get(&conn).map_or(self.mss, |l| l.mss);
         let p = Published {
             snap: self.proto.snapshot(conn),
             snd_max,
+            loss: self.proto.loss_info(conn, mss),
         };
         self.published
             .lock()
@@ -1453,5 +1460,134 @@ impl Drop for Pipeline {
         for w in self.workers.drain(..) {
             let _ = w.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recovery::DUP_THRESH;
+    use crate::sack::SackBlocks;
+    use crate::segment::TcpOptions;
+    use crate::state::{ConnId, PostState};
+
+    const MSS: u32 = 1000;
+    const ISS: u32 = 5000;
+    const IRS: u32 = 7000;
+
+    /// Polls the published state of connection 0 until `done` says so.
+    fn wait_for(p: &Pipeline, what: &str, done: impl Fn(&Published) -> bool) -> Published {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(s) = p.published(0).filter(|s| done(s)) {
+                return s;
+            }
+            assert!(Instant::now() < deadline, "{what}: {:?}", p.published(0));
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// The pipelined engine's TCP_INFO counts are what its protocol stage
+    /// publishes with the sequence state (the control plane takes no other
+    /// lock for them): ten segments out, the peer SACKs the fourth to
+    /// sixth, the hole below goes again.
+    #[test]
+    fn the_protocol_stage_publishes_its_loss_state() {
+        let id = ConnId {
+            peer_mac: [2, 0, 0, 0, 0, 1],
+            local_mac: [2, 0, 0, 0, 0, 2],
+            peer_ip: "10.0.0.1".parse().unwrap(),
+            local_ip: "10.0.0.2".parse().unwrap(),
+            local_port: 80,
+            remote_port: 40000,
+            flow_group: 0,
+        };
+        let mut pre = Pre::default();
+        pre.install(0, id, 0);
+        let mut post = Post::default();
+        post.install(
+            0,
+            PostState {
+                sack: true,
+                ..PostState::default()
+            },
+        );
+        let buffers = Arc::new(Buffers {
+            rx: Mutex::new(PayloadBuf::new(1 << 16)),
+            tx: Mutex::new(PayloadBuf::new(1 << 16)),
+        });
+        let shared = Shared {
+            pre: Arc::new(RwLock::new(pre)),
+            post: Arc::new(RwLock::new(post)),
+            buffers: Arc::new(RwLock::new(HashMap::from([(0, buffers)]))),
+            trace: None,
+        };
+        let inbox: Arc<Mutex<VecDeque<Vec<u8>>>> = Arc::default();
+        let rx = inbox.clone();
+        let device = Device {
+            rx: Box::new(move |f: &mut dyn FnMut(&[u8])| {
+                let frames: Vec<_> = rx.lock().unwrap().drain(..).collect();
+                frames.iter().for_each(|fr| f(fr));
+                frames.len()
+            }),
+            tx: Box::new(|frames: &[Vec<u8>]| frames.len()),
+            wake: None,
+        };
+        let p = Pipeline::start(PipelineConfig::default(), device, shared);
+        p.control(Control::Install {
+            conn: 0,
+            state: ProtoState {
+                seq: ISS,
+                tx_high: ISS,
+                ack: IRS,
+                rx_avail: 1 << 16,
+                remote_win: 65535,
+                ..ProtoState::default()
+            },
+        });
+        p.control(Control::Limit {
+            conn: 0,
+            cwnd: 1 << 20,
+            mss: MSS,
+            paced: false,
+            frame_overhead: 66,
+            ect: false,
+        });
+        p.control(Control::Queued {
+            conn: 0,
+            n: 10 * MSS,
+        });
+        let s = wait_for(&p, "ten segments sent", |s| s.snd_max == ISS + 10 * MSS);
+        let none = LossInfo {
+            reordering: DUP_THRESH,
+            ..LossInfo::default()
+        };
+        assert_eq!(s.loss, none);
+        // The peer's ACK: nothing new acknowledged, 3000 bytes SACKed
+        // above SND.UNA, so SND.UNA is lost (RFC 6675 IsLost).
+        let h = Header {
+            seq: IRS,
+            ack: ISS,
+            flags: Flags(Flags::ACK),
+            window: 65535,
+            options: TcpOptions {
+                sack: SackBlocks::one((ISS + 3 * MSS, ISS + 6 * MSS)),
+                ..TcpOptions::default()
+            },
+        };
+        let mut f = Vec::new();
+        segment::build(&id.route().reversed(), &h, &[], &mut f);
+        inbox.lock().unwrap().push_back(f);
+        // The hole's three segments are lost; the first goes again at
+        // once (RFC 6675 section 5 step 4), the rest as the window allows.
+        let s = wait_for(&p, "recovery", |s| s.loss.retrans > 0);
+        let LossInfo {
+            retrans,
+            lost,
+            sacked,
+            reordering,
+        } = s.loss;
+        assert_eq!((sacked, lost, reordering), (3, 3, DUP_THRESH), "{s:?}");
+        assert!(retrans <= lost, "{s:?}");
     }
 }

@@ -32,6 +32,9 @@
 //!   begins at once instead of after a retransmission timeout.
 //! - In flight is RFC 6675's `pipe` (section 4, SetPipe): bytes sent and
 //!   neither SACKed nor lost, plus those lost and sent again.
+//! - TCP_INFO's tcpi_sacked, tcpi_lost, tcpi_retrans and tcpi_reordering
+//!   ([`LossInfo`]) are read from this state in Linux's terms, so that
+//!   they add up to `pipe` as Linux's add up to its in-flight count.
 //!
 //! This replaces the thesis's go-back-N (section 4.3.1), which sent every
 //! byte after the hole again. The state ([`LossState`]) is the protocol
@@ -335,8 +338,8 @@ impl LossState {
             .saturating_sub(self.lost(sent))
     }
 
-    /// Bytes RFC 6675 holds lost and not yet sent again: TCP_INFO's
-    /// tcpi_lost counts them in segments.
+    /// Bytes RFC 6675 holds lost and not yet sent again (what `pipe`
+    /// leaves out).
     pub fn lost(&self, sent: Sent) -> u32 {
         self.recovery.as_ref().map_or(0, |r| {
             self.lost_holes(sent, r)
@@ -344,6 +347,81 @@ impl LossState {
                 .sum()
         })
     }
+
+    /// Bytes sent again in the episode and still in flight: the holes
+    /// below HighRxt, neither SACKed nor acknowledged (what `pipe` counts
+    /// back in, RFC 6675 section 4's "retransmitted" octets). Linux's
+    /// `retrans_out`. A tail loss probe is not among them: Linux sends
+    /// one with `__tcp_retransmit_skb`, which leaves `retrans_out` alone
+    /// (the probe counts in tcpi_total_retrans only, as here).
+    pub fn retrans_out(&self, sent: Sent) -> u32 {
+        self.recovery.as_ref().map_or(0, |r| {
+            self.scoreboard
+                .holes(sent.una, r.high_rxt)
+                .map(|(a, b)| b.wrapping_sub(a))
+                .sum()
+        })
+    }
+
+    /// Bytes marked lost, sent again or not: Linux's `lost_out`, which
+    /// keeps a lost segment marked after its retransmission (the mark
+    /// goes with the segment's ACK or SACK, or when the retransmission
+    /// is found lost too and the hole is due again). Linux's
+    /// include/net/tcp.h reads in-flight as "packets sent once on
+    /// transmission queue MINUS packets left network, but not honestly
+    /// ACKed yet PLUS packets fast retransmitted", `packets_out -
+    /// (sacked_out + lost_out) + retrans_out` (`tcp_packets_in_flight`,
+    /// `tcp_left_out`): with the retransmitted bytes in `lost_out` and in
+    /// `retrans_out` that is this module's `pipe`, so what TCP_INFO
+    /// reports adds up as Linux's does. [`LossState::lost`], the lost
+    /// bytes not yet sent again, is `lost_out - retrans_out`.
+    pub fn lost_out(&self, sent: Sent) -> u32 {
+        self.lost(sent) + self.retrans_out(sent)
+    }
+
+    /// What TCP_INFO reports of the loss state, in segments of `mss`
+    /// bytes (the connection's, tcpi_snd_mss), as Linux counts them.
+    pub fn info(&self, sent: Sent, mss: u32) -> LossInfo {
+        let segments = |bytes: u32| bytes.div_ceil(mss.max(1));
+        // Outside an episode nothing is lost or sent again (`lost` and
+        // `retrans_out` are 0): only the SACKed bytes are counted, so
+        // the data path's publishers pay for the holes only in recovery.
+        let (retrans, lost) = match self.recovery {
+            Some(_) => (self.retrans_out(sent), self.lost_out(sent)),
+            None => (0, 0),
+        };
+        LossInfo {
+            retrans: segments(retrans),
+            lost: segments(lost),
+            sacked: segments(self.scoreboard.sacked()),
+            reordering: DUP_THRESH,
+        }
+    }
+}
+
+/// A connection's loss state as TCP_INFO reports it, in segments
+/// (Linux's `tcp_sock` counts segments: include/linux/tcp.h's
+/// `retrans_out`, `lost_out`, `sacked_out`, `reordering`). Bytes are
+/// rounded up to whole segments, so a short hole is one segment, as the
+/// short segment that left it was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LossInfo {
+    /// tcpi_retrans: segments sent again and still in flight
+    /// ([`LossState::retrans_out`]).
+    pub retrans: u32,
+    /// tcpi_lost: segments marked lost, those sent again included
+    /// ([`LossState::lost_out`], Linux's meaning).
+    pub lost: u32,
+    /// tcpi_sacked: segments SACKed above SND.UNA (the scoreboard's
+    /// bytes). Without SACK 0: Linux instead counts duplicate ACKs there
+    /// (`tcp_add_reno_sack`), which this state does not report.
+    pub sacked: u32,
+    /// tcpi_reordering: the duplicate threshold in segments,
+    /// [`DUP_THRESH`]. Fixed: RFC 6675's DupThresh is not adapted to
+    /// reordering seen (Linux raises `tp->reordering` up to
+    /// `tcp_max_reordering`; RFC 8985's RACK uses a time window
+    /// instead).
+    pub reordering: u32,
 }
 
 #[cfg(test)]
@@ -352,7 +430,7 @@ mod tests {
 
     use crate::ooo::{OooBound, OooIntervals};
     use crate::protocol::{rx, timeout, tx, RxSummary};
-    use crate::sack::Block;
+    use crate::sack::{Block, SackBlocks};
     use crate::segment::Flags;
     use crate::state::ProtoState;
 
@@ -430,6 +508,14 @@ mod tests {
                     let o = rx(&mut snd, &a);
                     prop_assert_eq!(o.refused, None);
                     prop_assert!(snd.loss.pipe(snd.sent()) <= snd.tx_sent);
+                    // TCP_INFO's counts add up as Linux's do: in flight
+                    // is out - (sacked + lost) + retransmitted.
+                    let (l, sent) = (&snd.loss, snd.sent());
+                    prop_assert!(l.retrans_out(sent) <= l.lost_out(sent));
+                    prop_assert_eq!(
+                        sent.outstanding() + l.retrans_out(sent),
+                        l.scoreboard.sacked() + l.lost_out(sent) + l.pipe(sent)
+                    );
                 }
                 // The control plane's timer: a round without progress.
                 if snd.sent().una == before && snd.tx_sent > 0 {
@@ -439,5 +525,134 @@ mod tests {
             prop_assert_eq!(rcv.ack, iss.wrapping_add(len));
 
         }
+    }
+
+    /// Linux's in-flight from TCP_INFO's counts: `packets_out -
+    /// (sacked_out + lost_out) + retrans_out` (include/net/tcp.h).
+    fn linux_in_flight(sent: Sent, i: LossInfo) -> u32 {
+        sent.outstanding().div_ceil(MSS) - (i.sacked + i.lost) + i.retrans
+    }
+
+    #[test]
+    fn tcp_info_counts_sacked_lost_and_resent_segments_as_linux_does() {
+        // Ten segments out, the fourth to sixth SACKed: three segments
+        // SACKed above SND.UNA make it lost (IsLost), an episode begins.
+        let mut l = LossState {
+            snd_mss: MSS,
+            ..LossState::default()
+        };
+        let sent = Sent {
+            una: 1000,
+            max: 2000,
+        };
+        assert_eq!(
+            l.info(sent, MSS),
+            LossInfo {
+                reordering: DUP_THRESH,
+                ..LossInfo::default()
+            }
+        );
+        let e = l.on_ack(sent, false, true, &SackBlocks::one((1300, 1600)));
+        assert!(e.began);
+        let i = l.info(sent, MSS);
+        assert_eq!((i.sacked, i.lost, i.retrans), (3, 3, 0));
+        assert_eq!(linux_in_flight(sent, i) * MSS, l.pipe(sent));
+        // The segment at SND.UNA goes again: still lost (Linux keeps the
+        // mark until it is acknowledged), and in flight again.
+        assert_eq!(l.take_retransmission(sent), Some((1000, 1100)));
+        let i = l.info(sent, MSS);
+        assert_eq!((i.sacked, i.lost, i.retrans), (3, 3, 1));
+        assert_eq!(l.lost(sent), 200);
+        assert_eq!(l.retrans_out(sent), 100);
+        assert_eq!(linux_in_flight(sent, i) * MSS, l.pipe(sent));
+        // Its ACK: the retransmission left the network.
+        let sent = Sent {
+            una: 1100,
+            max: 2000,
+        };
+        l.on_ack(sent, true, false, &SackBlocks::one((1300, 1600)));
+        let i = l.info(sent, MSS);
+        assert_eq!((i.sacked, i.lost, i.retrans), (3, 2, 0));
+        // The rest of the hole goes, then the episode's end.
+        assert_eq!(l.take_retransmission(sent), Some((1100, 1200)));
+        assert_eq!(l.take_retransmission(sent), Some((1200, 1300)));
+        let i = l.info(sent, MSS);
+        assert_eq!((i.sacked, i.lost, i.retrans), (3, 2, 2));
+        assert_eq!(linux_in_flight(sent, i) * MSS, l.pipe(sent));
+        let sent = Sent {
+            una: 2000,
+            max: 2000,
+        };
+        l.on_ack(sent, true, false, &SackBlocks::default());
+        assert_eq!(l.recovery, None);
+        let i = l.info(sent, MSS);
+        assert_eq!((i.sacked, i.lost, i.retrans, i.reordering), (0, 0, 0, 3));
+    }
+
+    #[test]
+    fn a_retransmission_found_lost_is_lost_again_and_no_longer_in_flight() {
+        let mut l = LossState {
+            snd_mss: MSS,
+            ..LossState::default()
+        };
+        let sent = Sent {
+            una: 1000,
+            max: 2000,
+        };
+        l.on_ack(sent, false, true, &SackBlocks::one((1100, 1400)));
+        assert_eq!(l.take_retransmission(sent), Some((1000, 1100)));
+        assert_eq!(l.info(sent, MSS).retrans, 1);
+        // New data left after it; more than two segments of it SACKed
+        // while SND.UNA stays: the retransmission was lost too.
+        let sent = Sent {
+            una: 1000,
+            max: 2400,
+        };
+        let e = l.on_ack(sent, false, true, &SackBlocks::one((2000, 2400)));
+        assert!(e.lost_retransmit);
+        let i = l.info(sent, MSS);
+        assert_eq!((i.lost, i.retrans), (7, 0));
+        assert_eq!(linux_in_flight(sent, i) * MSS, l.pipe(sent));
+    }
+
+    #[test]
+    fn after_a_timeout_everything_out_is_lost_and_each_resend_in_flight() {
+        let mut l = LossState {
+            snd_mss: MSS,
+            ..LossState::default()
+        };
+        let sent = Sent {
+            una: 1000,
+            max: 2000,
+        };
+        l.on_ack(sent, false, true, &SackBlocks::one((1500, 1600)));
+        l.enter(sent, true);
+        // RFC 2018 section 8: the scoreboard is cleared, nothing reads
+        // SACKed (Linux's `tcp_timeout_mark_lost` clears its marks only
+        // when the receiver reneged on the first segment's).
+        let i = l.info(sent, MSS);
+        assert_eq!((i.sacked, i.lost, i.retrans), (0, 10, 0));
+        l.take_retransmission(sent);
+        l.take_retransmission(sent);
+        let i = l.info(sent, MSS);
+        assert_eq!((i.sacked, i.lost, i.retrans), (0, 10, 2));
+        assert_eq!(linux_in_flight(sent, i) * MSS, l.pipe(sent));
+    }
+
+    #[test]
+    fn a_short_hole_or_block_is_a_whole_segment() {
+        let mut l = LossState {
+            snd_mss: MSS,
+            ..LossState::default()
+        };
+        let sent = Sent {
+            una: 1000,
+            max: 1450,
+        };
+        l.on_ack(sent, false, true, &SackBlocks::one((1050, 1450)));
+        let i = l.info(sent, MSS);
+        // 400 bytes SACKed: 4 segments; the 50-byte hole: 1.
+        assert_eq!((i.sacked, i.lost), (4, 1));
+        assert_eq!(l.info(sent, 0).sacked, 400, "no segment size: bytes");
     }
 }

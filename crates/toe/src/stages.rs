@@ -16,6 +16,7 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 
 use crate::protocol::{self, RxOutcome, RxSummary, TxGrant};
+use crate::recovery::LossInfo;
 use crate::sack::SackBlocks;
 use crate::segment::{Flags, Header, Route, Segment, TcpOptions};
 use crate::state::{ConnId, PostState, ProtoState};
@@ -262,6 +263,13 @@ impl Protocol {
         self.conns[conn as usize].loss.lost_retransmits
     }
 
+    /// TCP_INFO's loss counts, in segments of `mss` bytes
+    /// ([`crate::recovery::LossInfo`]).
+    pub fn loss_info(&self, conn: ConnIdx, mss: u32) -> LossInfo {
+        let s = &self.conns[conn as usize];
+        s.loss.info(s.sent(), mss)
+    }
+
     /// Bytes in flight, RFC 6675's `pipe`: what the congestion window
     /// is compared with.
     pub fn pipe(&self, conn: ConnIdx) -> u32 {
@@ -396,5 +404,62 @@ impl Post {
                 ..TcpOptions::default()
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recovery::DUP_THRESH;
+
+    /// The peer's pure ACK of `ack` with SACK block `sack`.
+    fn ack(ack: u32, sack: (u32, u32)) -> RxSummary {
+        RxSummary {
+            seq: 7000,
+            ack,
+            flags: Flags(Flags::ACK),
+            window: 1 << 20,
+            len: 0,
+            ts_val: None,
+            sack: SackBlocks::one(sack),
+        }
+    }
+
+    /// The run-to-completion engine's TCP_INFO counts come from its
+    /// protocol stage: ten segments out, the fourth to sixth SACKed, the
+    /// first hole sent again.
+    #[test]
+    fn the_protocol_stage_reports_its_loss_state_in_segments() {
+        const MSS: u32 = 1000;
+        let mut p = Protocol::default();
+        p.install(
+            0,
+            ProtoState {
+                seq: 5000,
+                tx_high: 5000,
+                ack: 7000,
+                rx_avail: 1 << 20,
+                remote_win: 1 << 20,
+                ..ProtoState::default()
+            },
+        );
+        p.queued(0, 10 * MSS);
+        while p.tx(0, MSS).is_some() {}
+        let i = p.loss_info(0, MSS);
+        assert_eq!(
+            (i.sacked, i.lost, i.retrans, i.reordering),
+            (0, 0, 0, DUP_THRESH)
+        );
+        let (out, _) = p.rx(0, &ack(5000, (8000, 11_000)));
+        assert!(out.fast_retransmit);
+        let i = p.loss_info(0, MSS);
+        assert_eq!((i.sacked, i.lost, i.retrans), (3, 3, 0));
+        let (g, _) = p.tx(0, MSS).unwrap();
+        assert_eq!((g.seq, g.len), (5000, MSS));
+        let i = p.loss_info(0, MSS);
+        assert_eq!((i.sacked, i.lost, i.retrans), (3, 3, 1));
+        // In flight is Linux's packets_out - (sacked_out + lost_out) +
+        // retrans_out, as the window sees it.
+        assert_eq!((10 - 3 - 3 + 1) * MSS, p.pipe(0));
     }
 }

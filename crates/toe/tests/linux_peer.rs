@@ -767,3 +767,109 @@ fn the_engines_open_to_linux_close_and_take_an_aborted_peers_reset() {
         reset_then_serve(&lab, &mut ep);
     }
 }
+
+/// The most segments TCP_INFO's loss fields said at once during a
+/// transfer, and the duplicate thresholds it reported.
+#[derive(Debug, Default)]
+struct LossPeaks {
+    sacked: u32,
+    lost: u32,
+    retrans: u32,
+    reordering: Vec<u32>,
+}
+
+impl LossPeaks {
+    fn take(&mut self, i: &toe::TcpInfo) {
+        self.sacked = self.sacked.max(i.sacked);
+        self.lost = self.lost.max(i.lost);
+        self.retrans = self.retrans.max(i.retrans);
+        if !self.reordering.contains(&i.reordering) {
+            self.reordering.push(i.reordering);
+        }
+        // Linux's lost_out holds the lost segments sent again too.
+        assert!(i.retrans <= i.lost, "{i:?}");
+    }
+}
+
+/// TCP_INFO from the data path while it sends 2 MiB to Linux through the
+/// wire at 1% loss, read after every poll: during recovery segments read
+/// SACKed, lost and sent again (tcpi_sacked, tcpi_lost, tcpi_retrans); at
+/// the end, with everything acknowledged, tcpi_total_retrans counts what
+/// went again and nothing is lost, SACKed or timed out. On every engine:
+/// the protocol stage's loss state, the pipeline's as its protocol stage
+/// published it, Laminar's transmit side's.
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP, AF_PACKET): `make test` runs it as root"]
+fn tcp_info_reports_the_loss_state_during_recovery_on_every_engine() {
+    testkit::require_root("network namespaces, veths, XDP, AF_XDP, AF_PACKET");
+    let lab = common::lab("toei", true, false);
+    let engines = [
+        Engine::Toe,
+        Engine::Laminar,
+        Engine::Pipeline(PipelineLayout::default()),
+    ];
+    for (e, engine) in engines.into_iter().enumerate() {
+        let mut ep = endpoint_on(&lab, toe_addr(&lab), engine);
+        let port = PORT + 70 + e as u16;
+        ep.listen(port);
+        let wire = common::impaired_wire(&lab, Delay::default(), Loss::Uniform { p: 0.01 }, 31);
+        let to = SocketAddr::new(toe_addr(&lab), port);
+        let linux =
+            host::netns::spawn_in(&lab.sender().netns, move || -> std::io::Result<Vec<u8>> {
+                let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(10))?;
+                s.set_read_timeout(Some(Duration::from_secs(60)))?;
+                let mut got = Vec::new();
+                s.read_to_end(&mut got)?;
+                Ok(got)
+            })
+            .unwrap();
+        let conn = common::accept(&mut ep, port, LIMIT);
+        let data = pattern(2 << 20, 5);
+        let (mut at, mut seen) = (0, LossPeaks::default());
+        run_until(&mut ep, "the transfer, acknowledged", |ep| {
+            match ep.send(conn, &data[at..]) {
+                Ok(n) => at += n,
+                Err(ToeError::WouldBlock) => {}
+                Err(e) => panic!("{engine:?}: {e}"),
+            }
+            let i = ep.tcp_info(conn).expect("established");
+            seen.take(&i);
+            at == data.len() && i.snd_una == i.snd_nxt
+        });
+        let end = ep.tcp_info(conn).unwrap();
+        ep.close(conn).unwrap();
+        run_until(&mut ep, "Linux reads to the FIN", |_| linux.is_finished());
+        let got = linux.join().unwrap().unwrap().unwrap();
+        let st = wire.stop().unwrap();
+        eprintln!(
+            "{engine:?}: wire dropped {} of the endpoint's frames; peaks {seen:?}; at the end {end:?}",
+            st.b_to_a.counters.dropped_policy
+        );
+        assert!(
+            got == data,
+            "{engine:?}: Linux got {} other bytes",
+            got.len()
+        );
+        assert!(
+            st.b_to_a.counters.dropped_policy > 0,
+            "the wire lost nothing"
+        );
+        assert!(
+            seen.sacked > 0 && seen.lost > 0 && seen.retrans > 0,
+            "{engine:?}: recovery never showed: {seen:?}"
+        );
+        assert_eq!(seen.reordering, [3], "DupThresh, never adapted");
+        assert!(end.total_retrans > 0, "{end:?}");
+        assert_eq!(
+            (
+                end.sacked,
+                end.lost,
+                end.retrans,
+                end.retransmits,
+                end.backoff
+            ),
+            (0, 0, 0, 0, 0),
+            "everything acknowledged: {end:?}"
+        );
+    }
+}

@@ -16,7 +16,8 @@
 //! - bind() before connect(): the connection uses the bound port, and a
 //!   second socket bound to it gets EADDRINUSE.
 //! - TCP_INFO's retransmission counts through a lossy wire, against the
-//!   wire's own count of dropped frames.
+//!   wire's own count of dropped frames, and its loss state (segments
+//!   SACKed, lost, sent again) seen during recovery, on every engine.
 //! - Malformed control messages: an error reply or a closed context, and
 //!   the service serving on.
 //! - A program killed mid-transfer: the data path serves the others.
@@ -295,24 +296,58 @@ fn a_port_bound_before_connect_is_the_connections_and_held_against_others() {
 }
 
 /// Sends 4 MiB, waits for the sink to close, and prints TCP_INFO's
-/// retransmission fields: tcpi_retransmits, tcpi_backoff,
-/// tcpi_total_retrans.
+/// retransmission fields at the end (tcpi_retransmits, tcpi_backoff,
+/// tcpi_total_retrans), then the most segments tcpi_sacked, tcpi_lost and
+/// tcpi_retrans said at once while the bytes were out (sampled after each
+/// send and each wait, the socket non-blocking), then every
+/// tcpi_reordering seen.
 const RETRANS: &str = r#"
-import socket, struct, sys
+import select, socket, struct, sys
 s = socket.create_connection((sys.argv[1], int(sys.argv[2])))
-s.sendall(bytes(range(256)) * (4 << 12))
+data = memoryview(bytes(range(256)) * (4 << 12))
+# struct tcp_info: 8 one-byte fields, then 32-bit ones from tcpi_rto on.
+SACKED, LOST, RETRANS, REORDERING = 5, 6, 7, 20
+peak, reordering = [0, 0, 0], set()
+def info():
+    b = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
+    return b, struct.unpack_from("24I", b, 8)
+def sample():
+    u = info()[1]
+    for k, f in enumerate((SACKED, LOST, RETRANS)):
+        peak[k] = max(peak[k], u[f])
+    reordering.add(u[REORDERING])
+s.setblocking(False)
+at = 0
+while at < len(data):
+    try:
+        at += s.send(data[at:at + 16384])
+    except BlockingIOError:
+        select.select([], [s], [], 0.001)
+    sample()
 s.shutdown(socket.SHUT_WR)
-assert s.recv(1) == b"", "the sink sent bytes"
-info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
-print(info[2], info[4], struct.unpack_from("I", info, 100)[0], flush=True)
+while True:
+    sample()
+    try:
+        assert s.recv(1) == b"", "the sink sent bytes"
+        break
+    except BlockingIOError:
+        select.select([s], [], [], 0.001)
+b, u = info()
+print(b[2], b[4], u[23], *peak, *sorted(reordering), flush=True)
 "#;
 
-/// On the run-to-completion stages and on the pipelined engine (whose
-/// post-processors count a data segment the protocol stage sends again).
+/// On every engine: the run-to-completion stages, Laminar's program and
+/// the pipelined engine (whose post-processors count a data segment the
+/// protocol stage sends again, and whose protocol stage publishes its
+/// loss state with its sequence state).
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, AF_XDP, AF_PACKET): `make test` runs it as root"]
 fn tcp_info_counts_the_retransmissions_a_lossy_wire_forced() {
-    for engine in [Engine::Toe, Engine::Pipeline(PipelineLayout::default())] {
+    for engine in [
+        Engine::Toe,
+        Engine::Laminar,
+        Engine::Pipeline(PipelineLayout::default()),
+    ] {
         eprintln!("{engine:?}");
         tcp_info_counts_retransmissions_on(engine);
     }
@@ -330,14 +365,20 @@ fn tcp_info_counts_retransmissions_on(engine: Engine) {
         .split_whitespace()
         .map(|f| f.parse().unwrap())
         .collect();
-    let [retransmits, backoff, total_retrans] = fields[..] else {
+    let [retransmits, backoff, total_retrans, sacked, lost, retrans, ref reordering @ ..] =
+        fields[..]
+    else {
         panic!("{stdout}")
     };
     // The data path's frames to Linux cross the wire from b to a; nearly
     // all are data segments (the handshake's ACK and the FIN aside), and
     // each one the wire dropped was sent again.
     let dropped = st.b_to_a.counters.dropped_policy;
-    println!("wire dropped {dropped} of the data path's frames; TCP_INFO: {stdout}");
+    println!(
+        "{engine:?}: wire dropped {dropped} of the data path's frames; TCP_INFO: \
+         retransmits {retransmits}, backoff {backoff}, total_retrans {total_retrans}; \
+         at most sacked {sacked}, lost {lost}, retrans {retrans}; reordering {reordering:?}"
+    );
     assert!(dropped > 0, "the wire dropped nothing");
     assert!(
         total_retrans + 2 >= dropped,
@@ -345,6 +386,17 @@ fn tcp_info_counts_retransmissions_on(engine: Engine) {
     );
     // Everything is acknowledged: no timeout is outstanding.
     assert_eq!((retransmits, backoff), (0, 0));
+    // Recovery was seen under way: segments SACKed above a hole, marked
+    // lost, and some of them sent again while the program looked.
+    assert!(
+        sacked > 0 && lost > 0,
+        "{engine:?}: tcpi_sacked and tcpi_lost never above 0: {stdout}"
+    );
+    assert!(
+        retrans > 0,
+        "{engine:?}: tcpi_retrans never above 0: {stdout}"
+    );
+    assert_eq!(reordering, [3], "tcpi_reordering: DupThresh, not adapted");
     svc.stop().unwrap();
 }
 

@@ -293,16 +293,25 @@ impl Connection<'_> {
         self.cx.shm.addresses(self.slot)
     }
 
-    /// The data path's sequence and window state of this connection, as
-    /// the service last copied it.
+    /// The data path's sequence, window and loss state of this
+    /// connection and its retransmission counts, as the service last
+    /// copied them.
     pub fn tcp_info(&self) -> TcpInfo {
         let s = self.cx.shm.slot(self.slot);
+        let backoffs = s.backoffs.load(Ordering::Relaxed);
         TcpInfo {
             snd_una: s.snd_una.load(Ordering::Relaxed),
             snd_nxt: s.snd_nxt.load(Ordering::Relaxed),
             rcv_nxt: s.rcv_nxt.load(Ordering::Relaxed),
             rcv_wnd: s.rcv_wnd.load(Ordering::Relaxed),
             snd_mss: s.snd_mss.load(Ordering::Relaxed),
+            retrans: s.retrans.load(Ordering::Relaxed),
+            lost: s.lost.load(Ordering::Relaxed),
+            sacked: s.sacked.load(Ordering::Relaxed),
+            reordering: s.reordering.load(Ordering::Relaxed),
+            total_retrans: s.total_retrans.load(Ordering::Relaxed),
+            retransmits: backoffs,
+            backoff: backoffs,
         }
     }
 }

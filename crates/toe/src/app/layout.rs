@@ -108,10 +108,18 @@ pub struct Slot {
     pub rx_armed: AtomicU32,
     /// Data segments sent again over the connection's life, and
     /// retransmission timeouts since new data was last acknowledged
-    /// (TCP_INFO's tcpi_total_retrans and tcpi_retransmits).
+    /// (TCP_INFO's tcpi_total_retrans, and tcpi_retransmits and
+    /// tcpi_backoff).
     pub total_retrans: AtomicU32,
     pub backoffs: AtomicU32,
-    reserved: [u8; 12],
+    /// The loss state in segments, as Linux counts it (TCP_INFO's
+    /// tcpi_retrans, tcpi_lost, tcpi_sacked, tcpi_reordering; see
+    /// [`crate::recovery::LossInfo`]).
+    pub retrans: AtomicU32,
+    pub lost: AtomicU32,
+    pub sacked: AtomicU32,
+    pub reordering: AtomicU32,
+    reserved: [u8; 60],
 }
 
 /// `struct toe_req`.
@@ -238,7 +246,7 @@ impl Slot {
 
 // The layout the shim was compiled with is this one.
 const _: () = {
-    assert!(c::TOE_VERSION == 2);
+    assert!(c::TOE_VERSION == 3);
     assert!(size_of::<Header>() == c::TOE_HEADER_SIZE as usize);
     assert!(size_of::<Slot>() == c::TOE_SLOT_SIZE as usize);
     assert!(size_of::<Request>() == c::TOE_REQ_SIZE as usize);
@@ -272,4 +280,8 @@ const _: () = {
     assert!(offset_of!(Slot, rx_armed) == c::TOE_OFF_RX_ARMED as usize);
     assert!(offset_of!(Slot, total_retrans) == c::TOE_OFF_TOTAL_RETRANS as usize);
     assert!(offset_of!(Slot, backoffs) == c::TOE_OFF_BACKOFFS as usize);
+    assert!(offset_of!(Slot, retrans) == c::TOE_OFF_RETRANS as usize);
+    assert!(offset_of!(Slot, lost) == c::TOE_OFF_LOST as usize);
+    assert!(offset_of!(Slot, sacked) == c::TOE_OFF_SACKED as usize);
+    assert!(offset_of!(Slot, reordering) == c::TOE_OFF_REORDERING as usize);
 };

@@ -659,7 +659,7 @@ fn unplug_writable(slot: &Slot, notice: &Notice, over: bool) {
     }
 }
 
-/// The protocol stage's state, for TCP_INFO.
+/// The data path's and the control plane's state, for TCP_INFO.
 fn copy_info(ep: &Endpoint, slot: &super::layout::Slot, conn: ConnIdx) {
     if let Some(info) = ep.tcp_info(conn) {
         slot.snd_una.store(info.snd_una, Ordering::Relaxed);
@@ -667,6 +667,14 @@ fn copy_info(ep: &Endpoint, slot: &super::layout::Slot, conn: ConnIdx) {
         slot.rcv_nxt.store(info.rcv_nxt, Ordering::Relaxed);
         slot.rcv_wnd.store(info.rcv_wnd, Ordering::Relaxed);
         slot.snd_mss.store(info.snd_mss, Ordering::Relaxed);
+        slot.retrans.store(info.retrans, Ordering::Relaxed);
+        slot.lost.store(info.lost, Ordering::Relaxed);
+        slot.sacked.store(info.sacked, Ordering::Relaxed);
+        slot.reordering.store(info.reordering, Ordering::Relaxed);
+        slot.total_retrans
+            .store(info.total_retrans, Ordering::Relaxed);
+        // One count for both: see `TcpInfo::backoff`.
+        slot.backoffs.store(info.retransmits, Ordering::Relaxed);
     }
     if let Some(flow) = ep.flow_info(conn) {
         let policy = match flow.congestion {
@@ -678,9 +686,6 @@ fn copy_info(ep: &Endpoint, slot: &super::layout::Slot, conn: ConnIdx) {
         slot.srtt_us
             .store(flow.srtt_us.unwrap_or(0), Ordering::Relaxed);
         slot.congestion.store(policy, Ordering::Relaxed);
-        slot.total_retrans
-            .store(flow.retrans_segs, Ordering::Relaxed);
-        slot.backoffs.store(flow.backoffs, Ordering::Relaxed);
     }
 }
 

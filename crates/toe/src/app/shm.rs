@@ -227,6 +227,10 @@ impl Shm {
             &s.rx_armed,
             &s.total_retrans,
             &s.backoffs,
+            &s.retrans,
+            &s.lost,
+            &s.sacked,
+            &s.reordering,
         ] {
             a.store(0, Ordering::Relaxed);
         }

@@ -190,7 +190,11 @@ pub struct Counters {
     pub time_wait_acks: u64,
 }
 
-/// A connection's sequence and window state, read from the protocol stage.
+/// What TCP_INFO reports of a connection: its sequence and window state
+/// and its loss state, read from the data path's transmit side (the
+/// protocol stage, or Laminar's while it transmits), and the control
+/// plane's retransmission counts. Counts are segments, as Linux's
+/// `struct tcp_info` has them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TcpInfo {
     pub snd_una: u32,
@@ -198,6 +202,28 @@ pub struct TcpInfo {
     pub rcv_nxt: u32,
     pub rcv_wnd: u32,
     pub snd_mss: u32,
+    /// tcpi_retrans: sent again and still in flight (Linux's
+    /// `retrans_out`; [`crate::recovery::LossInfo`] has the rest).
+    pub retrans: u32,
+    /// tcpi_lost: marked lost, those sent again included (`lost_out`).
+    pub lost: u32,
+    /// tcpi_sacked: SACKed above SND.UNA (`sacked_out`).
+    pub sacked: u32,
+    /// tcpi_reordering: the duplicate-ACK threshold (fixed at 3).
+    pub reordering: u32,
+    /// tcpi_total_retrans: data segments sent again, over the
+    /// connection's life (tail loss probes included, as Linux counts
+    /// them in `__tcp_retransmit_skb`).
+    pub total_retrans: u32,
+    /// tcpi_retransmits: retransmission timeouts since new data was last
+    /// acknowledged (`icsk_retransmits`).
+    pub retransmits: u32,
+    /// tcpi_backoff: how often the retransmission timeout was doubled
+    /// (`icsk_backoff`). The same count as `retransmits`: the timer
+    /// doubles at each timeout and returns to its minimum at the first
+    /// acknowledgement of new data (RFC 6298 section 5.7), where Linux
+    /// keeps the backoff until an RTT sample.
+    pub backoff: u32,
 }
 
 /// The application's side of a connection (what libTOE holds).
@@ -407,17 +433,40 @@ impl Endpoint {
         ))
     }
 
-    /// The protocol stage's sequence and window state of an established
-    /// connection, and its segment size (what TCP_INFO reports).
+    /// What TCP_INFO reports of an established connection: the
+    /// protocol stage's sequence, window and loss state (on the pipelined
+    /// engine as its protocol stage last published them; on the Laminar
+    /// engine the transmit side's from Laminar's own loss state while
+    /// Laminar transmits), its segment size, and the control plane's
+    /// retransmission counts.
     pub fn tcp_info(&self, conn: ConnIdx) -> Option<TcpInfo> {
         let c = self.control.get(conn as usize)?.as_ref()?;
         let s = self.conn_snapshot(conn);
+        let (snd_una, snd_nxt, loss) = match self.laminar_loss(conn) {
+            Some((l, sent)) => (sent.una, sent.max, l.info(sent, c.mss)),
+            None => (
+                s.seq.wrapping_sub(s.tx_sent),
+                s.seq,
+                self.pipelined_loss(conn)
+                    .unwrap_or_else(|| self.proto.loss_info(conn, c.mss)),
+            ),
+        };
+        let (total_retrans, backoffs) = self
+            .flow_info(conn)
+            .map_or((0, 0), |f| (f.retrans_segs, f.backoffs));
         Some(TcpInfo {
-            snd_una: s.seq.wrapping_sub(s.tx_sent),
-            snd_nxt: s.seq,
+            snd_una,
+            snd_nxt,
             rcv_nxt: s.ack,
             rcv_wnd: s.rx_avail,
             snd_mss: c.mss,
+            retrans: loss.retrans,
+            lost: loss.lost,
+            sacked: loss.sacked,
+            reordering: loss.reordering,
+            total_retrans,
+            retransmits: backoffs,
+            backoff: backoffs,
         })
     }
 

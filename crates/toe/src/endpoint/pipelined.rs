@@ -42,6 +42,7 @@ use crate::pipeline::{
     Buffers, Control, Device, Notice, Pipeline, PipelineConfig, PipelineCounters, Shared,
 };
 use crate::protocol::RxOutcome;
+use crate::recovery::LossInfo;
 use crate::segment::{self, Header, Route, Segment};
 use crate::stages::{ConnIdx, Post, Pre, Snapshot};
 use crate::state::{ConnId, PostState, ProtoState};
@@ -340,6 +341,15 @@ impl Endpoint {
             .and(self.pipeline.as_ref())
             .and_then(|p| p.pipeline.published(conn))
             .map_or_else(|| self.proto.snapshot(conn), |p| p.snap)
+    }
+
+    /// TCP_INFO's loss counts of a connection the pipeline serves, as
+    /// its protocol stage last published them (None for the others).
+    pub(super) fn pipelined_loss(&self, conn: ConnIdx) -> Option<LossInfo> {
+        self.pipelined(conn)
+            .and(self.pipeline.as_ref())
+            .and_then(|p| p.pipeline.published(conn))
+            .map(|p| p.loss)
     }
 
     /// The post-processor's partition of `conn` (its congestion counters
