@@ -262,14 +262,14 @@ pub fn run(cfg: AblationConfig) -> AblationResult {
     for conn in 0..cfg.connections {
         pipeline.control(Control::Install {
             conn,
-            state: ProtoState {
+            state: Box::new(ProtoState {
                 seq: OUR_ISN,
                 tx_high: OUR_ISN,
                 ack: PEER_ISN,
                 rx_avail: 1 << 16,
                 remote_win: 1 << 20,
                 ..ProtoState::default()
-            },
+            }),
         });
     }
     let n = cfg.connections as usize;

@@ -44,6 +44,7 @@ pub mod laminar;
 pub mod ooo;
 pub mod pipeline;
 pub mod protocol;
+pub mod prr;
 pub mod recovery;
 pub mod sack;
 pub mod segment;

@@ -137,7 +137,10 @@ pub enum Notice {
 #[derive(Debug, Clone)]
 pub enum Control {
     /// Install a connection's protocol state in its group's stage.
-    Install { conn: ConnIdx, state: ProtoState },
+    Install {
+        conn: ConnIdx,
+        state: Box<ProtoState>,
+    },
     /// The application queued `n` bytes (*Win*).
     Queued { conn: ConnIdx, n: u32 },
     /// The application read `n` bytes (*Win*); the window update goes
@@ -484,7 +487,8 @@ struct TxMarks {
     /// ECT(0) on the frame and CWR in its header (RFC 3168).
     ect: bool,
     cwr: bool,
-    /// The data was sent before (go-back-N): counted per connection.
+    /// The data was sent before (a retransmission): counted per
+    /// connection.
     again: bool,
 }
 
@@ -764,7 +768,7 @@ impl ProtocolStage {
         let (conn, removing) = (c.conn(), matches!(c, Control::Remove { .. }));
         match c {
             Control::Install { conn, state } => {
-                self.proto.install(conn, state);
+                self.proto.install(conn, *state);
                 self.limits.remove(&conn);
                 let pre = self.shared.pre.read().expect("pre table lock");
                 if let Some(r) = pre.route(conn) {
@@ -898,18 +902,16 @@ impl ProtocolStage {
             .insert(conn, p);
     }
 
-    /// Whether the control plane's window has room for a segment,
-    /// counting in flight as the run-to-completion scheduler does (RFC
-    /// 6675's `pipe`; a flow with nothing in flight may always send one),
-    /// and a paced flow has credit left.
+    /// Whether the control plane's window has room for a segment, as the
+    /// run-to-completion scheduler asks (RFC 6675's `pipe`, the tail loss
+    /// probe, PRR during a fast recovery:
+    /// [`crate::recovery::LossState::may_send`]), and a paced flow has
+    /// credit left.
     fn window_open(&mut self, conn: ConnIdx) -> bool {
         let Some(l) = self.limits.get(&conn) else {
             return true;
         };
-        let pipe = self.proto.pipe(conn);
-        let window =
-            pipe == 0 || self.proto.probe_due(conn) || l.cwnd.saturating_sub(pipe) >= l.mss;
-        window && l.credit.is_none_or(|c| c > 0)
+        self.proto.may_send(conn, l.cwnd, l.mss) && l.credit.is_none_or(|c| c > 0)
     }
 
     /// What a data segment carries for ECN (RFC 3168 sections 6.1.2 and
@@ -1536,14 +1538,14 @@ mod tests {
         let p = Pipeline::start(PipelineConfig::default(), device, shared);
         p.control(Control::Install {
             conn: 0,
-            state: ProtoState {
+            state: Box::new(ProtoState {
                 seq: ISS,
                 tx_high: ISS,
                 ack: IRS,
                 rx_avail: 1 << 16,
                 remote_win: 65535,
                 ..ProtoState::default()
-            },
+            }),
         });
         p.control(Control::Limit {
             conn: 0,

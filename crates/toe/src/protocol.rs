@@ -269,7 +269,9 @@ pub fn tx(s: &mut ProtoState, mss: u32) -> Option<TxGrant> {
         .take_probe(sent, new_data)
         .or_else(|| s.loss.take_retransmission(sent))
     {
-        return Some(again(s, a, b));
+        let g = again(s, a, b);
+        s.loss.on_send(g.len);
+        return Some(g);
     }
     let window = s.remote_win.saturating_sub(s.tx_sent);
     let len = mss.min(s.tx_avail).min(window);
@@ -292,6 +294,7 @@ pub fn tx(s: &mut ProtoState, mss: u32) -> Option<TxGrant> {
     if distance(s.tx_high, s.seq) > 0 {
         s.tx_high = s.seq;
     }
+    s.loss.on_send(len);
     Some(grant)
 }
 

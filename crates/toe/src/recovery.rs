@@ -47,6 +47,7 @@
 
 use order::seq::distance;
 
+use crate::prr::Prr;
 use crate::sack::{Block, SackBlocks, SackUpdate, Scoreboard};
 
 /// RFC 5681's duplicate-ACK threshold (DupThresh).
@@ -124,6 +125,9 @@ pub struct LossState {
     /// Retransmissions found lost without a timeout, over the
     /// connection's life.
     pub lost_retransmits: u32,
+    /// The episode's rate reduction (RFC 6937), unless a timeout began
+    /// it (slow start follows a timeout instead).
+    pub prr: Option<Prr>,
 }
 
 impl LossState {
@@ -138,6 +142,8 @@ impl LossState {
             self.scoreboard.clear();
             self.probe = None;
         }
+        self.prr = (!after_timeout)
+            .then(|| Prr::begin(sent.outstanding(), sent.una, self.scoreboard.sacked()));
         self.recovery = Some(Recovery {
             point: sent.max,
             high_rxt: sent.una,
@@ -161,6 +167,8 @@ impl LossState {
         sack: &SackBlocks,
     ) -> AckEffect {
         let mut e = AckEffect::default();
+        let reducing = self.prr.is_some();
+        let sacked_before = self.scoreboard.sacked();
         if advanced {
             self.dupack_cnt = 0;
             self.scoreboard.acked(sent.una);
@@ -177,7 +185,40 @@ impl LossState {
         let lost_before = self.lost_retransmits;
         e.began |= self.after_ack(sent, advanced);
         e.lost_retransmit = self.lost_retransmits != lost_before;
+        let (sacked, mss) = (self.scoreboard.sacked(), self.smss());
+        if let Some(p) = self.prr.as_mut() {
+            // RFC 6937 counts the ACK that begins the episode too: what
+            // it newly SACKed was delivered.
+            if !reducing || e.began {
+                *p = Prr::begin(sent.outstanding(), sent.una, sacked_before);
+            }
+            p.on_ack(sent.una, sacked, mss);
+        }
         e
+    }
+
+    /// `len` bytes were sent (new data or again): PRR counts them while
+    /// it reduces.
+    pub fn on_send(&mut self, len: u32) {
+        if let Some(p) = self.prr.as_mut() {
+            p.on_send(len);
+        }
+    }
+
+    /// Whether `len` more bytes may go under the congestion window
+    /// `cwnd`: always with nothing in flight or a tail loss probe due
+    /// (RFC 8985 section 7.3); during a fast recovery as PRR allows
+    /// (RFC 6937, `cwnd` its ssthresh); else if `cwnd` has room beyond
+    /// `pipe` (RFC 6675).
+    pub fn may_send(&self, sent: Sent, cwnd: u32, len: u32) -> bool {
+        let pipe = self.pipe(sent);
+        if pipe == 0 || self.probe_due() {
+            return true;
+        }
+        match &self.prr {
+            Some(p) => p.quota(pipe, cwnd, self.smss()) >= len,
+            None => cwnd.saturating_sub(pipe) >= len,
+        }
     }
 
     /// The control plane's probe timer fired: the next grant is a tail
@@ -220,7 +261,10 @@ impl LossState {
         let tail = self.probe_answered(sent.una);
         let limit = (DUP_THRESH - 1) * self.smss();
         match self.recovery.as_mut() {
-            Some(r) if distance(r.point, sent.una) >= 0 => self.recovery = None,
+            Some(r) if distance(r.point, sent.una) >= 0 => {
+                self.recovery = None;
+                self.prr = None;
+            }
             Some(r) => {
                 if advanced && self.scoreboard.is_empty() && !r.after_timeout {
                     r.una_due = true;

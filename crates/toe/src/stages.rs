@@ -252,6 +252,14 @@ impl Protocol {
         s.loss.probe(s.sent());
     }
 
+    /// Whether `len` more bytes may go under the congestion window `cwnd`
+    /// ([`crate::recovery::LossState::may_send`]: `pipe`, the tail loss
+    /// probe and PRR).
+    pub fn may_send(&self, conn: ConnIdx, cwnd: u32, len: u32) -> bool {
+        let s = &self.conns[conn as usize];
+        s.loss.may_send(s.sent(), cwnd, len)
+    }
+
     /// Whether a tail loss probe waits: it may go beyond the window.
     pub fn probe_due(&self, conn: ConnIdx) -> bool {
         self.conns[conn as usize].loss.probe_due()

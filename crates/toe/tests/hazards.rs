@@ -156,14 +156,14 @@ fn run(sequencing: bool, until_done: bool) -> Run {
     let p = Pipeline::start(cfg, device, shared.clone());
     p.control(Control::Install {
         conn: 0,
-        state: ProtoState {
+        state: Box::new(ProtoState {
             seq: OUR_ISN,
             tx_high: OUR_ISN,
             ack: PEER_ISN,
             rx_avail: 1 << 20,
             remote_win: 1 << 20,
             ..ProtoState::default()
-        },
+        }),
     });
     for _ in 0..20 {
         p.control(Control::Queued {

@@ -214,15 +214,16 @@ impl Endpoint {
     /// the protocol stage's RFC 6675 `pipe` (sent and neither SACKed nor
     /// lost, plus what was sent again; after a timeout only what was sent
     /// since, RFC 5681 section 3.1's slow start from one segment). A flow
-    /// with nothing in flight may always send one segment, and a tail
-    /// loss probe goes whatever the window (RFC 8985 section 7.3).
+    /// with nothing in flight may always send one segment, a tail loss
+    /// probe goes whatever the window (RFC 8985 section 7.3), and during
+    /// a fast recovery PRR paces the reduction (RFC 6937); see
+    /// [`crate::recovery::LossState::may_send`].
     fn window_open(&self, conn: ConnIdx) -> bool {
         let Some(Some(f)) = self.flows.get(conn as usize) else {
             return true;
         };
         let mss = self.control[conn as usize].as_ref().map_or(536, |c| c.mss);
-        let pipe = self.proto.pipe(conn);
-        pipe == 0 || self.proto.probe_due(conn) || f.limits.cwnd.saturating_sub(pipe) >= mss
+        self.proto.may_send(conn, f.limits.cwnd, mss)
     }
 
     /// The flow scheduler: releases the flows whose time came, then serves

@@ -224,9 +224,7 @@ impl LaminarTx {
             None if new_fits => (sent.max, new_len, false),
             None => return None,
         };
-        let pipe = self.loss.pipe(sent);
-        if len == 0 || self.credits < len || (!probe && pipe > 0 && cwnd.saturating_sub(pipe) < len)
-        {
+        if len == 0 || self.credits < len || !self.loss.may_send(sent, cwnd, len) {
             return None;
         }
         // Taken: the probe (whatever goes with it), the retransmission.
@@ -236,6 +234,7 @@ impl LaminarTx {
         if again && !last_segment {
             self.loss.take_retransmission(sent);
         }
+        self.loss.on_send(len);
         Some((from, len, again))
     }
 
@@ -1108,7 +1107,7 @@ mod tests {
     /// Laminar's transmit side recovers as the other engines do: SACK
     /// blocks over three segments make the first hole lost, the host
     /// pushes each lost hole once (never SACKed bytes), then new data
-    /// from SND.MAX; a full window holds a retransmission back.
+    /// from SND.MAX, as PRR lets them go (RFC 6937).
     #[test]
     fn the_laminar_transmit_side_pushes_lost_holes_once_then_new_data() {
         const MSS: u32 = 1000;
@@ -1124,8 +1123,12 @@ mod tests {
         assert!(e.began, "{e:?}");
         // In flight: 8 segments less 3 SACKed and 2 lost.
         assert_eq!(t.loss.pipe(t.sent()), 3 * MSS);
+        // The first retransmission goes whatever the window (RFC 6937's
+        // forward progress); then PRR holds the window at ssthresh.
+        assert_eq!(push(&mut t, 3 * MSS), Some((0, MSS, true)));
         assert_eq!(push(&mut t, 3 * MSS), None, "the window is full");
-        assert_eq!(push(&mut t, 10 * MSS), Some((0, MSS, true)));
+        // Below a larger ssthresh, the ACK's delivery (three segments
+        // SACKed) and one more segment may go (PRR-SSRB).
         assert_eq!(push(&mut t, 10 * MSS), Some((MSS, MSS, true)));
         // Segments 5-7 are not lost (nothing SACKed above them): new data.
         assert_eq!(push(&mut t, 10 * MSS), Some((8 * MSS, MSS, false)));

@@ -19,8 +19,9 @@
 //!   engines, over the post-processors' counters; the window it sets is
 //!   written to the protocol stage ([`Control::Limit`], section 4.2: the
 //!   control plane writes per-flow state), whose transmit grants respect
-//!   it. The retransmission timeout is the control plane's: it asks the
-//!   protocol stage for a go-back-N ([`Control::Timeout`]).
+//!   it. The retransmission timer is the control plane's: it tells the
+//!   protocol stage of a timeout ([`Control::Timeout`]: everything
+//!   unacknowledged is lost, [`crate::recovery`]) or a probe.
 //! - The control plane reads each connection's sequence state from what
 //!   the protocol stage published ([`crate::pipeline::Published`]) to
 //!   validate a RST, answer a SYN in TIME_WAIT and free a finished
@@ -263,7 +264,7 @@ impl Endpoint {
             .install(conn, s.post);
         path.pipeline.control(Control::Install {
             conn,
-            state: s.proto,
+            state: Box::new(s.proto),
         });
         let i = conn as usize;
         if path.conns.len() <= i {
