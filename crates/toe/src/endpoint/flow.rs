@@ -113,7 +113,7 @@ impl Endpoint {
     pub(super) fn install_flow(&mut self, conn: ConnIdx, mss: u32, ecn: bool, seq: u32) {
         // The Laminar engine's data path is rate-based (credits, thesis
         // section 5.3.2.1): its policy always writes a rate.
-        let rate_based = self.laminar.is_some();
+        let rate_based = self.engine.laminar().is_some();
         let cc = self
             .cfg
             .congestion

@@ -71,58 +71,6 @@ const MAX_SYNCS_PER_POLL: u64 = 10;
 /// Most TX commands one connection pushes per poll.
 const MAX_PUSH_PER_POLL: u32 = 64;
 
-/// The data path that carries established connections.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Engine {
-    /// The run-to-completion stages (thesis chapter 4's baseline).
-    #[default]
-    Toe,
-    /// Laminar's program in the match-action emulator (chapter 5); IPv6
-    /// connections run through it with 32-bit address handles
-    /// ([`AddressHandles`]).
-    Laminar,
-    /// The fine-grained pipeline of chapter 4 (section 4.3) on worker
-    /// threads, laid out as given.
-    Pipeline(super::PipelineLayout),
-}
-
-/// An [`Engine`] as the command line chooses it: its name, and the layout
-/// a pipelined one runs with.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "clap", derive(clap::Args))]
-pub struct EngineChoice {
-    /// What carries established connections: toe's run-to-completion
-    /// stages (FlexTOE's baseline), Laminar's match-action program in the
-    /// RMT emulator (IPv4 and IPv6), or FlexTOE's fine-grained pipeline on
-    /// worker threads (laid out by the --pipeline-* options). Opens, closes
-    /// and timeouts are the endpoint's control plane either way.
-    #[cfg_attr(feature = "clap", arg(long, value_enum, default_value_t))]
-    pub engine: EngineName,
-    #[cfg_attr(feature = "clap", command(flatten))]
-    pub layout: super::PipelineLayout,
-}
-
-/// An [`Engine`]'s name.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
-pub enum EngineName {
-    #[default]
-    Toe,
-    Laminar,
-    Pipeline,
-}
-
-impl EngineChoice {
-    /// The engine chosen; the layout counts only for the pipelined one.
-    pub fn engine(&self) -> Engine {
-        match self.engine {
-            EngineName::Toe => Engine::Toe,
-            EngineName::Laminar => Engine::Laminar,
-            EngineName::Pipeline => Engine::Pipeline(self.layout),
-        }
-    }
-}
-
 /// The Laminar engine and what the endpoint keeps per connection for it.
 pub(super) struct LaminarPath {
     engine: LaminarEngine,
@@ -276,7 +224,7 @@ impl LaminarPath {
 impl Endpoint {
     /// What the Laminar engine counted (None with the Toe engine).
     pub fn laminar_counters(&self) -> Option<LaminarCounters> {
-        self.laminar.as_ref().map(|p| p.engine.counters())
+        self.engine.laminar().map(|p| p.engine.counters())
     }
 
     /// After the handshake: the connection goes into Laminar's tables and
@@ -295,7 +243,7 @@ impl Endpoint {
         let initial_cwnd = self
             .flow_info(conn)
             .map_or(u32::from(self.cfg.mss), |f| f.cwnd);
-        let Some(path) = self.laminar.as_mut() else {
+        let Some(path) = self.engine.laminar_mut() else {
             return;
         };
         let first = h.irs.wrapping_add(1);
@@ -357,7 +305,7 @@ impl Endpoint {
     }
 
     pub(super) fn release_laminar(&mut self, conn: ConnIdx) {
-        let Some(path) = self.laminar.as_mut() else {
+        let Some(path) = self.engine.laminar_mut() else {
             return;
         };
         if let Some(Some(_)) = path.conns.get_mut(conn as usize).map(Option::take) {
@@ -368,8 +316,8 @@ impl Endpoint {
     }
 
     fn laminar_conn(&mut self, conn: ConnIdx) -> Option<&mut LaminarConn> {
-        self.laminar
-            .as_mut()?
+        self.engine
+            .laminar_mut()?
             .conns
             .get_mut(conn as usize)?
             .as_mut()
@@ -413,7 +361,7 @@ impl Endpoint {
         };
         let window = (summary.window >> lc.wscale).min(u32::from(u16::MAX)) as u16;
         let ack = (transmits && seg.flags.has(Flags::ACK)).then_some((seg.ack, window));
-        let handles = self.laminar.as_ref().map(|p| &p.handles);
+        let handles = self.engine.laminar().map(|p| &p.handles);
         let Some((src, dst)) =
             handles.and_then(|h| Some((h.get(seg.route.src)?, h.get(seg.route.dst)?)))
         else {
@@ -460,7 +408,7 @@ impl Endpoint {
         &mut self,
         call: impl FnOnce(&mut LaminarEngine) -> Result<T, LaminarError>,
     ) -> Option<T> {
-        let path = self.laminar.as_mut()?;
+        let path = self.engine.laminar_mut()?;
         match call(&mut path.engine) {
             Ok(v) => Some(v),
             Err(e) => {
@@ -505,13 +453,13 @@ impl Endpoint {
     /// the applications queued, runs it again; returns a failure of the
     /// engine met since the last call.
     pub(super) fn laminar_run(&mut self) -> Result<(), ToeError> {
-        if self.laminar.is_none() {
+        if self.engine.laminar().is_none() {
             return Ok(());
         }
         self.laminar_apply();
         self.laminar_transmit();
         self.laminar_apply();
-        match self.laminar.as_mut().and_then(|p| p.error.take()) {
+        match self.engine.laminar_mut().and_then(|p| p.error.take()) {
             Some(e) => Err(e.into()),
             None => Ok(()),
         }
@@ -592,7 +540,7 @@ impl Endpoint {
     /// A segment the program built, as a frame on the connection's route.
     fn laminar_send(&mut self, s: &TcpSegment) {
         let family = self.addr;
-        let handles = self.laminar.as_ref().map(|p| &p.handles);
+        let handles = self.engine.laminar().map(|p| &p.handles);
         let Some((local, remote)) = handles
             .and_then(|h| Some((h.address(family, s.src_ip)?, h.address(family, s.dst_ip)?)))
         else {
@@ -771,7 +719,7 @@ impl Endpoint {
     /// timer (timeout and tail loss probe); the hand-over
     /// to the FIN once the application closed and all was acknowledged.
     fn laminar_transmit(&mut self) {
-        let conns: Vec<ConnIdx> = match self.laminar.as_ref() {
+        let conns: Vec<ConnIdx> = match self.engine.laminar() {
             Some(p) => (0..p.conns.len() as ConnIdx)
                 .filter(|&c| {
                     p.conns[c as usize]
@@ -795,7 +743,7 @@ impl Endpoint {
     /// The loss state of `conn`'s transmit side while Laminar has it,
     /// with its SND.UNA and SND.MAX.
     pub(super) fn laminar_loss(&self, conn: ConnIdx) -> Option<(&LossState, Sent)> {
-        let path = self.laminar.as_ref()?;
+        let path = self.engine.laminar()?;
         let tx = path.conns.get(conn as usize)?.as_ref()?.tx.as_ref()?;
         Some((&tx.loss, tx.sent()))
     }
@@ -804,7 +752,7 @@ impl Endpoint {
     /// for it: bytes acknowledged, of them ECN-Echo-acknowledged, fast
     /// retransmits (all since install).
     pub(super) fn laminar_flow_counts(&self, conn: ConnIdx) -> Option<(u64, u64, u32)> {
-        let path = self.laminar.as_ref()?;
+        let path = self.engine.laminar()?;
         let tx = path.conns.get(conn as usize)?.as_ref()?.tx.as_ref()?;
         Some((tx.acked_bytes, tx.ecn_acked_bytes, tx.fast_retransmits))
     }
@@ -845,7 +793,7 @@ impl Endpoint {
 
     fn laminar_credit_syncs(&mut self, conn: ConnIdx) {
         let (now, now_ns) = (self.now, self.laminar_now_ns());
-        let Some(path) = self.laminar.as_mut() else {
+        let Some(path) = self.engine.laminar_mut() else {
             return;
         };
         let Some(tx) = path
@@ -952,8 +900,8 @@ impl Endpoint {
         let mut payload = std::mem::take(&mut self.tx_payload);
         for _ in 0..MAX_PUSH_PER_POLL {
             let Some(tx) = self
-                .laminar
-                .as_mut()
+                .engine
+                .laminar_mut()
                 .and_then(|p| p.conns.get_mut(conn as usize))
                 .and_then(Option::as_mut)
                 .and_then(|lc| lc.tx.as_mut())
@@ -979,7 +927,7 @@ impl Endpoint {
             }
             // A retransmission is counted as it leaves (`data_marks`).
             tx.credits = tx.credits.saturating_sub(len);
-            if let Some(path) = self.laminar.as_mut() {
+            if let Some(path) = self.engine.laminar_mut() {
                 if let Err(e) = path.engine.transmit(now_ns, conn as u16, offset, &payload) {
                     path.error.get_or_insert(e);
                 }
@@ -1140,47 +1088,5 @@ mod tests {
         assert_eq!(t.loss.recovery, None);
         // An ACK beyond SND.MAX is the program's to reject.
         assert_eq!(ack(&mut t, 10 * MSS, &[]), None);
-    }
-
-    /// The layout reaches only the pipelined engine; the default is toe's.
-    #[test]
-    fn an_engine_choice_names_its_engine() {
-        let layout = crate::PipelineLayout {
-            threads: 2,
-            ..Default::default()
-        };
-        let chosen = |engine| EngineChoice { engine, layout }.engine();
-        assert_eq!(EngineChoice::default().engine(), Engine::Toe);
-        assert_eq!(chosen(EngineName::Toe), Engine::Toe);
-        assert_eq!(chosen(EngineName::Laminar), Engine::Laminar);
-        assert_eq!(chosen(EngineName::Pipeline), Engine::Pipeline(layout));
-    }
-
-    /// `--engine` and the `--pipeline-*` counts parse into the choice; a
-    /// count of 0, or more than 255 flow groups, is refused.
-    #[cfg(feature = "clap")]
-    #[test]
-    fn engine_options_parse_into_the_choice() {
-        use clap::Parser;
-        #[derive(Parser)]
-        struct Cli {
-            #[command(flatten)]
-            choice: EngineChoice,
-        }
-        let parse = |argv: &[&str]| Cli::try_parse_from([&["t"][..], argv].concat());
-        assert_eq!(parse(&[]).unwrap().choice, EngineChoice::default());
-        let choice = parse(&["--engine", "pipeline", "--pipeline-threads", "3"])
-            .unwrap()
-            .choice;
-        assert_eq!(
-            choice.engine(),
-            Engine::Pipeline(crate::PipelineLayout {
-                threads: 3,
-                ..Default::default()
-            })
-        );
-        assert!(parse(&["--pipeline-groups", "256"]).is_err());
-        assert!(parse(&["--pipeline-copy", "0"]).is_err());
-        assert!(parse(&["--engine", "kernel"]).is_err());
     }
 }

@@ -17,14 +17,15 @@
 //! [`Engine::Pipeline`] they run through the fine-grained pipeline
 //! (`pipelined`, thesis section 4.3) on its worker threads.
 
+mod engine;
 mod flow;
 mod laminar;
 mod open;
 mod pipelined;
 mod timer;
 
+pub use engine::{Engine, EngineChoice, EngineName};
 pub use flow::FlowInfo;
-pub use laminar::{Engine, EngineChoice, EngineName};
 pub use pipelined::PipelineLayout;
 
 use std::collections::{HashMap, VecDeque};
@@ -300,10 +301,8 @@ pub struct Endpoint {
     /// the poll uses.
     now: Instant,
     cycles: StageCycles,
-    /// The Laminar engine, when it is the data path.
-    laminar: Option<laminar::LaminarPath>,
-    /// The pipelined engine, when it is the data path.
-    pipeline: Option<pipelined::PipelinePath>,
+    /// The engine that carries established connections ([`engine`]).
+    engine: engine::EnginePath,
 }
 
 impl Endpoint {
@@ -342,15 +341,8 @@ impl Endpoint {
                 cfg.max_conns
             )));
         }
-        let laminar = match cfg.engine {
-            Engine::Laminar => Some(laminar::LaminarPath::new(cfg.max_conns)?),
-            _ => None,
-        };
         let start = Instant::now();
-        let pipeline = match cfg.engine {
-            Engine::Pipeline(layout) => Some(pipelined::PipelinePath::new(layout, start)?),
-            _ => None,
-        };
+        let engine = engine::EnginePath::new(cfg.engine, cfg.max_conns, start)?;
         port.steer_only(&rules)?;
         Ok(Endpoint {
             port,
@@ -381,8 +373,7 @@ impl Endpoint {
             start,
             now: Instant::now(),
             cycles: StageCycles::default(),
-            laminar,
-            pipeline,
+            engine,
         })
     }
 
@@ -442,15 +433,13 @@ impl Endpoint {
     pub fn tcp_info(&self, conn: ConnIdx) -> Option<TcpInfo> {
         let c = self.control.get(conn as usize)?.as_ref()?;
         let s = self.conn_snapshot(conn);
-        let (snd_una, snd_nxt, loss) = match self.laminar_loss(conn) {
-            Some((l, sent)) => (sent.una, sent.max, l.info(sent, c.mss)),
-            None => (
+        let (snd_una, snd_nxt, loss) = self.engine_loss(conn, c.mss).unwrap_or_else(|| {
+            (
                 s.seq.wrapping_sub(s.tx_sent),
                 s.seq,
-                self.pipelined_loss(conn)
-                    .unwrap_or_else(|| self.proto.loss_info(conn, c.mss)),
-            ),
-        };
+                self.proto.loss_info(conn, c.mss),
+            )
+        });
         let (total_retrans, backoffs) = self
             .flow_info(conn)
             .map_or((0, 0), |f| (f.retrans_segs, f.backoffs));
@@ -504,8 +493,7 @@ impl Endpoint {
             self.input(f);
         }
         self.rx_scratch = frames;
-        self.laminar_run()?;
-        self.pipeline_run()?;
+        self.engine_run()?;
         self.send_deferred_acks();
         self.timers();
         self.open_timers();
@@ -544,10 +532,7 @@ impl Endpoint {
                 self.cycles.pre += ticks() - t;
                 return match steer {
                     Steer::DataPath { conn, summary } => {
-                        // The Laminar engine takes its connections' segments.
-                        if self.laminar_input(conn, seg, &summary)
-                            || self.pipelined_input(conn, frame, seg.flags.has(Flags::FIN))
-                        {
+                        if self.engine_input(conn, seg, &summary, Some(frame)) {
                             return;
                         }
                         let t = ticks();
@@ -885,7 +870,7 @@ impl Endpoint {
         // The ACK may carry data or a FIN already.
         if !seg.payload.is_empty() || seg.flags.has(Flags::FIN) {
             if let Steer::DataPath { conn, summary } = self.pre.steer(seg) {
-                if self.laminar_input(conn, seg, &summary) || self.pipelined_segment(conn, seg) {
+                if self.engine_input(conn, seg, &summary, None) {
                     return;
                 }
                 let (out, snap) = self.proto.rx(conn, &summary);
@@ -974,14 +959,13 @@ impl Endpoint {
             reset: false,
             closed: false,
         });
-        self.install_laminar(conn, t, h, remote_win);
         let installed = pipelined::Installed {
             id,
             peer_wscale,
             proto,
             post,
         };
-        self.install_pipelined(conn, installed);
+        self.engine_install(conn, t, h, remote_win, installed);
     }
 
     /// RFC 5961 section 3.2: a RST is taken only at exactly the next
@@ -995,17 +979,16 @@ impl Endpoint {
             return;
         };
         let snap = self.conn_snapshot(conn);
-        let rcv_nxt = self.laminar_rcv_nxt(conn).unwrap_or(snap.ack);
+        let rcv_nxt = self.engine_rcv_nxt(conn).unwrap_or(snap.ack);
         if seg.seq == rcv_nxt {
             self.counters.resets_received += 1;
             if let Some(app) = self.app[conn as usize].as_mut() {
                 app.reset = true;
             }
-            self.release_laminar(conn);
-            self.release_pipelined(conn);
+            self.engine_release(conn);
             self.pre.remove(conn);
             self.scheduled[conn as usize] = false;
-        } else if !self.laminar_challenge_ack(conn) {
+        } else if !self.engine_challenge_ack(conn) {
             self.send_ack(conn, &snap);
         }
     }
@@ -1052,8 +1035,7 @@ impl Endpoint {
     }
 
     fn release(&mut self, conn: ConnIdx) {
-        self.release_laminar(conn);
-        self.release_pipelined(conn);
+        self.engine_release(conn);
         self.pre.remove(conn);
         self.app[conn as usize] = None;
         self.control[conn as usize] = None;
@@ -1097,7 +1079,7 @@ impl Endpoint {
         app.rx_read = app.rx_read.wrapping_add(n as u32);
         app.rx_ready -= n as u32;
         self.read_rx(conn, pos, &mut buf[..n]);
-        if self.laminar_consumed(conn, n as u32) || self.pipelined_consumed(conn, n as u32) {
+        if self.engine_consumed(conn, n as u32) {
             return Ok(n);
         }
         // Host control *Win*: tell the peer when the window reopens from
@@ -1125,7 +1107,7 @@ impl Endpoint {
         app.tx_write = app.tx_write.wrapping_add(n as u32);
         app.tx_free -= n as u32;
         self.write_tx(conn, pos, &data[..n]);
-        if self.laminar_queued(conn, n as u32) || self.pipelined_queued(conn, n as u32) {
+        if self.engine_queued(conn, n as u32) {
             return Ok(n);
         }
         self.proto.queued(conn, n as u32);
@@ -1145,7 +1127,7 @@ impl Endpoint {
             self.release(conn);
             return Ok(());
         }
-        if self.laminar_close(conn) || self.pipelined_close(conn) {
+        if self.engine_close(conn) {
             return Ok(());
         }
         self.closing(conn);

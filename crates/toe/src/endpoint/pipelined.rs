@@ -218,25 +218,25 @@ pub(super) struct Installed {
 impl Endpoint {
     /// What the pipelined engine counted (None with another engine).
     pub fn pipeline_counters(&self) -> Option<PipelineCounters> {
-        self.pipeline.as_ref().map(|p| p.pipeline.counters())
+        self.engine.pipeline().map(|p| p.pipeline.counters())
     }
 
     /// The descriptor a poll loop waits on besides the port: readable when
     /// the pipeline released frames or notifications (None with another
     /// engine).
     pub fn wake_fd(&self) -> Option<RawFd> {
-        self.pipeline.as_ref().map(|p| p.wake.as_raw_fd())
+        self.engine.pipeline().map(|p| p.wake.as_raw_fd())
     }
 
     fn pipelined(&self, conn: ConnIdx) -> Option<&PipelinedConn> {
-        self.pipeline.as_ref()?.conn(conn)
+        self.engine.pipeline()?.conn(conn)
     }
 
     /// After the handshake: the connection goes into the pipeline's
     /// tables with the state the control plane set up, its payload buffers
     /// into the shared table, and the control plane's first limits.
     pub(super) fn install_pipelined(&mut self, conn: ConnIdx, s: Installed) {
-        let Some(path) = self.pipeline.as_mut() else {
+        let Some(path) = self.engine.pipeline_mut() else {
             return;
         };
         let Some(app) = self.app.get_mut(conn as usize).and_then(Option::as_mut) else {
@@ -283,7 +283,7 @@ impl Endpoint {
 
     /// The connection is gone: the pipeline stops serving it.
     pub(super) fn release_pipelined(&mut self, conn: ConnIdx) {
-        let Some(path) = self.pipeline.as_mut() else {
+        let Some(path) = self.engine.pipeline_mut() else {
             return;
         };
         if let Some(c) = path.conns.get_mut(conn as usize) {
@@ -305,7 +305,7 @@ impl Endpoint {
             let snap = self.conn_snapshot(conn);
             self.flow_feedback(conn, &RxOutcome::default(), &snap, true);
         }
-        if let Some(p) = self.pipeline.as_ref() {
+        if let Some(p) = self.engine.pipeline() {
             let _ = p.inbox.send(frame.to_vec());
         }
         true
@@ -339,7 +339,7 @@ impl Endpoint {
     /// protocol table for the others.
     pub(super) fn conn_snapshot(&self, conn: ConnIdx) -> Snapshot {
         self.pipelined(conn)
-            .and(self.pipeline.as_ref())
+            .and(self.engine.pipeline())
             .and_then(|p| p.pipeline.published(conn))
             .map_or_else(|| self.proto.snapshot(conn), |p| p.snap)
     }
@@ -348,7 +348,7 @@ impl Endpoint {
     /// its protocol stage last published them (None for the others).
     pub(super) fn pipelined_loss(&self, conn: ConnIdx) -> Option<LossInfo> {
         self.pipelined(conn)
-            .and(self.pipeline.as_ref())
+            .and(self.engine.pipeline())
             .and_then(|p| p.pipeline.published(conn))
             .map(|p| p.loss)
     }
@@ -356,7 +356,7 @@ impl Endpoint {
     /// The post-processor's partition of `conn` (its congestion counters
     /// are the pipeline's for the connections it serves).
     pub(super) fn post_state(&self, conn: ConnIdx) -> PostState {
-        match self.pipelined(conn).and(self.pipeline.as_ref()) {
+        match self.pipelined(conn).and(self.engine.pipeline()) {
             Some(p) => *p
                 .pipeline
                 .shared
@@ -415,7 +415,7 @@ impl Endpoint {
     }
 
     fn pipelined_control(&mut self, conn: ConnIdx, c: Control) -> bool {
-        match self.pipeline.as_ref().filter(|p| p.conn(conn).is_some()) {
+        match self.engine.pipeline().filter(|p| p.conn(conn).is_some()) {
             Some(p) => {
                 p.pipeline.control(c);
                 true
@@ -440,7 +440,7 @@ impl Endpoint {
     /// pipeline, and the connections that finished freed.
     pub(super) fn pipeline_run(&mut self) -> Result<(), ToeError> {
         self.pipeline_verdicts();
-        let Some(path) = self.pipeline.as_ref() else {
+        let Some(path) = self.engine.pipeline() else {
             return Ok(());
         };
         ctl::drain(&path.wake);
@@ -450,7 +450,7 @@ impl Endpoint {
         for n in notices {
             self.pipeline_notice(n);
         }
-        let conns: Vec<ConnIdx> = match self.pipeline.as_ref() {
+        let conns: Vec<ConnIdx> = match self.engine.pipeline() {
             Some(p) => (0..p.conns.len() as ConnIdx)
                 .filter(|&c| p.conns[c as usize].is_some())
                 .collect(),
@@ -476,7 +476,7 @@ impl Endpoint {
     /// The protocol stages' verdicts join the endpoint's counters, as the
     /// run-to-completion path counts them.
     fn pipeline_verdicts(&mut self) {
-        let Some(path) = self.pipeline.as_mut() else {
+        let Some(path) = self.engine.pipeline_mut() else {
             return;
         };
         let now = path.pipeline.counters();
@@ -542,7 +542,7 @@ impl Endpoint {
         else {
             return;
         };
-        let Some(path) = self.pipeline.as_mut() else {
+        let Some(path) = self.engine.pipeline_mut() else {
             return;
         };
         let Some(c) = path.conns.get_mut(conn as usize).and_then(Option::as_mut) else {
@@ -591,7 +591,7 @@ impl Endpoint {
     /// reaches it; a retransmission in between voids it (Karn).
     fn pipeline_rtt(&mut self, conn: ConnIdx) {
         let now = self.now;
-        let Some(path) = self.pipeline.as_mut() else {
+        let Some(path) = self.engine.pipeline_mut() else {
             return;
         };
         let Some(p) = path.pipeline.published(conn) else {
@@ -649,8 +649,8 @@ impl Endpoint {
         self.counters.timeouts += 1;
         self.flow_timeout(conn);
         if let Some(p) = self
-            .pipeline
-            .as_mut()
+            .engine
+            .pipeline_mut()
             .and_then(|p| p.conns.get_mut(conn as usize))
             .and_then(Option::as_mut)
         {
