@@ -228,6 +228,23 @@ impl Endpoint {
         }
     }
 
+    /// Congestion control changed the flow's window or rate: an engine
+    /// that enforces it itself hears of it (Laminar: credits).
+    pub(super) fn engine_rate_changed(&mut self, conn: ConnIdx) {
+        if let EnginePath::Laminar(_) = self.engine {
+            self.laminar_set_rate(conn);
+        }
+    }
+
+    /// What congestion control reads (bytes acknowledged, of them with
+    /// ECN-Echo, recovery episodes), where the engine counts it itself.
+    pub(super) fn engine_flow_counts(&self, conn: ConnIdx) -> Option<(u64, u64, u32)> {
+        match self.engine {
+            EnginePath::Laminar(_) => self.laminar_flow_counts(conn),
+            _ => None,
+        }
+    }
+
     /// SND.UNA, SND.MAX and what TCP_INFO reports of the loss state, where
     /// the engine keeps them itself (Laminar's transmit side, the
     /// pipeline's published protocol state).

@@ -155,7 +155,7 @@ impl Endpoint {
         let f = self.flow(conn).ok_or(ToeError::NotConnected)?;
         f.rate_cap = rate;
         f.ps_per_byte = ps_per_byte(f);
-        self.laminar_set_rate(conn);
+        self.engine_rate_changed(conn);
         Ok(())
     }
 
@@ -404,10 +404,10 @@ impl Endpoint {
                 continue;
             }
             let p = self.post_state(conn);
-            // While the Laminar engine transmits, its counters are the
-            // data path's (the post-processor sees none of its segments).
+            // An engine that counts for itself (Laminar's transmit side:
+            // the post-processor sees none of its segments).
             let (acked, ecn, fretx) =
-                self.laminar_flow_counts(conn)
+                self.engine_flow_counts(conn)
                     .unwrap_or((p.cnt_ackb, p.cnt_ecnb, p.cnt_fretx));
             let Some(f) = self.flow(conn) else {
                 continue;
@@ -424,7 +424,7 @@ impl Endpoint {
             (f.seen_acked, f.seen_ecn, f.seen_fretx) = (acked, ecn, fretx);
             f.limits = f.cc.update(&stats);
             f.ps_per_byte = ps_per_byte(f);
-            self.laminar_set_rate(conn);
+            self.engine_rate_changed(conn);
             self.activate(conn);
         }
         self.time_wait_timers();
