@@ -156,3 +156,38 @@ fn a_missing_service_is_a_clear_error() {
     assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
     assert!(e.to_string().contains(&path.display().to_string()), "{e}");
 }
+
+/// A service that goes away while an application waits on one of its
+/// connections: the wait ends with an error (the service's end of the
+/// connection's descriptor hung up), not never.
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
+fn a_wait_ends_with_an_error_when_the_service_goes_away() {
+    let lab = lab("tgone");
+    let path = socket_path(&lab);
+    let svc = service(&lab, &path);
+    let cx = Context::connect(&path).unwrap();
+    let listener = cx.listen(5559).unwrap();
+    let to = SocketAddr::new(toe_addr(&lab), 5559);
+    // Linux connects and sends nothing until the test is over.
+    let (hold, release) = std::sync::mpsc::channel::<()>();
+    let linux = host::netns::spawn_in(&lab.sender().netns, move || {
+        let s = std::net::TcpStream::connect_timeout(&to, Duration::from_secs(10))?;
+        let _ = release.recv();
+        drop(s);
+        std::io::Result::Ok(())
+    })
+    .unwrap();
+    let conn = listener.accept().unwrap();
+    let waited = std::thread::scope(|scope| {
+        let reader = scope.spawn(|| conn.recv(&mut [0u8; 64]));
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(!reader.is_finished(), "nothing was sent: the read waits");
+        svc.stop().unwrap();
+        reader.join().unwrap()
+    });
+    let e = waited.expect_err("the service is gone");
+    assert_eq!(e.kind(), std::io::ErrorKind::ConnectionAborted, "{e}");
+    let _ = hold.send(());
+    linux.join().unwrap().unwrap().unwrap();
+}

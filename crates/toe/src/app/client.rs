@@ -98,12 +98,14 @@ impl Context {
             slot: resp.id as usize,
             fd: efd.ok_or_else(missing_fd)?,
         };
+        let mut hung_up = false;
         loop {
             let s = conn.cx.shm.slot(conn.slot);
             match SlotState::of(s.state.load(Ordering::Acquire)) {
                 SlotState::Established => return Ok(conn),
+                SlotState::Connecting if hung_up => return Err(service_gone()),
                 SlotState::Connecting => {
-                    notice::wait(conn.fd.as_raw_fd(), libc::POLLIN)?;
+                    hung_up = notice::wait(conn.fd.as_raw_fd(), libc::POLLIN)?;
                     notice::drain(conn.fd.as_raw_fd());
                 }
                 _ => {
@@ -124,6 +126,17 @@ fn check(resp: &Response) -> io::Result<()> {
         return Err(io::Error::from_raw_os_error(resp.err));
     }
     Ok(())
+}
+
+/// The service's end of a connection's descriptor hung up while the
+/// connection's state says it is still open: the service is gone (it
+/// writes the state before it closes the descriptor on a reset), and
+/// waiting would never end.
+fn service_gone() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::ConnectionAborted,
+        "the toe service is gone (its end of the connection hung up)",
+    )
 }
 
 fn missing_fd() -> io::Error {
@@ -196,6 +209,7 @@ impl Connection<'_> {
     /// FIN once everything before it was read.
     pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
         let s = self.cx.shm.slot(self.slot);
+        let mut hung_up = false;
         loop {
             // The events first: EOF is set after the last bytes' head.
             let ev = s.events.load(Ordering::Acquire);
@@ -217,13 +231,16 @@ impl Connection<'_> {
             if ev & event::EOF != 0 || buf.is_empty() {
                 return Ok(0);
             }
+            if hung_up {
+                return Err(service_gone());
+            }
             // Empty: read the service's byte away, then wait for the next
             // one (cleared first, so the service writes it again: no
             // wake-up is lost).
             s.rx_armed.store(0, Ordering::SeqCst);
             notice::drain(self.fd.as_raw_fd());
             if s.rx_ready() == 0 && s.events.load(Ordering::Acquire) == ev {
-                notice::wait(self.fd.as_raw_fd(), libc::POLLIN)?;
+                hung_up = notice::wait(self.fd.as_raw_fd(), libc::POLLIN)?;
             }
         }
     }
@@ -231,6 +248,7 @@ impl Connection<'_> {
     /// Queues bytes to send, waiting for room; returns how many fit.
     pub fn send(&self, data: &[u8]) -> io::Result<usize> {
         let s = self.cx.shm.slot(self.slot);
+        let mut hung_up = false;
         loop {
             if s.events.load(Ordering::Acquire) & event::RESET != 0 {
                 return Err(io::ErrorKind::ConnectionReset.into());
@@ -240,6 +258,9 @@ impl Connection<'_> {
             }
             let head = s.tx_head.load(Ordering::Relaxed);
             let room = (RING_SIZE - head.wrapping_sub(s.tx_tail.load(Ordering::Acquire))) as usize;
+            if room == 0 && hung_up {
+                return Err(service_gone());
+            }
             if room > 0 || data.is_empty() {
                 let n = room.min(data.len());
                 // SAFETY: `room` bytes from the head are the producer's.
@@ -256,7 +277,7 @@ impl Connection<'_> {
             self.cx.ring_doorbell();
             // Room may have freed up before the flag was seen.
             if s.tx_tail.load(Ordering::Acquire) == head.wrapping_sub(RING_SIZE) {
-                notice::wait(self.fd.as_raw_fd(), libc::POLLOUT)?;
+                hung_up = notice::wait(self.fd.as_raw_fd(), libc::POLLOUT)?;
             }
         }
     }

@@ -157,8 +157,10 @@ pub mod app {
         {}
     }
 
-    /// Waits until `fd` polls one of `events` (or an error or hang-up).
-    pub fn wait(fd: RawFd, events: i16) -> std::io::Result<()> {
+    /// Waits until `fd` polls one of `events` (or an error or hang-up);
+    /// true if the service's end hung up: a reset closes it, and so does
+    /// a service that is gone, after which nothing will wake the caller.
+    pub fn wait(fd: RawFd, events: i16) -> std::io::Result<bool> {
         let mut p = libc::pollfd {
             fd,
             events,
@@ -167,7 +169,7 @@ pub mod app {
         loop {
             // SAFETY: one valid pollfd.
             if unsafe { libc::poll(&mut p, 1, -1) } >= 0 {
-                return Ok(());
+                return Ok(p.revents & (libc::POLLHUP | libc::POLLERR) != 0);
             }
             let e = std::io::Error::last_os_error();
             if e.kind() != std::io::ErrorKind::Interrupted {
