@@ -7,8 +7,11 @@
 //! NewReno (`net.ipv4.tcp_congestion_control = reno` in the sender's
 //! namespace) or, since this kernel has no `dctcp` module, connections of
 //! a second toe endpoint in the sender's namespace running the data path's
-//! DCTCP ([`dctcp`]), with the wire's bottleneck marking CE past K frames
-//! (Table 5.3's two halves). The wire impairs the data direction: a shared bottleneck (its rate
+//! DCTCP ([`dctcp`]) (Table 5.3's two halves). The wire's bottleneck marks
+//! ECN-capable frames CE past K frames whoever sends, and counts the
+//! frames that arrive ECN-capable, so that NewReno's unmarked frames are
+//! measured (they were not ECN-capable), not assumed. The wire impairs the
+//! data direction: a shared bottleneck (its rate
 //! limit and drop-tail queue), uniform random loss, and per-frame delays
 //! drawn independently from a uniform range, which reorder frames whose
 //! departures are closer than the range's width. ACKs come back with a
@@ -212,8 +215,9 @@ pub struct OooParams {
     )]
     pub queue_frames: u32,
     /// DCTCP's marking threshold K: the bottleneck marks ECN-capable
-    /// frames CE while this many frames wait (DCTCP runs only; Linux's
-    /// NewReno does not negotiate ECN).
+    /// frames CE while this many frames wait (for both senders: Linux's
+    /// NewReno does not negotiate ECN, so its frames are not ECN-capable
+    /// and none is marked, which the wire's counters show).
     #[cfg_attr(
         feature = "clap",
         arg(long, value_name = "FRAMES", default_value_t = OooParams::default().ecn_mark_frames)
@@ -350,7 +354,11 @@ impl OooParams {
         Ok(())
     }
 
-    fn data_direction(&self, sender: SenderCc) -> Impairment {
+    /// The data direction of every sender's cells: the same bottleneck,
+    /// marking at K whoever sends (RFC 3168 section 5: only ECN-capable
+    /// frames are marked, so a sender that did not negotiate ECN is
+    /// unaffected, and one that did shows up as marked).
+    fn data_direction(&self) -> Impairment {
         Impairment {
             delay: Delay::Uniform {
                 lo_ns: self.delay_min_us * 1000,
@@ -365,7 +373,7 @@ impl OooParams {
             },
             rate_bps: self.rate_mbit * 1_000_000,
             queue_frames: self.queue_frames,
-            ecn_mark_frames: (sender == SenderCc::Dctcp).then_some(self.ecn_mark_frames),
+            ecn_mark_frames: Some(self.ecn_mark_frames),
         }
     }
 
@@ -447,6 +455,8 @@ pub struct BoundSummary {
     pub wire_dropped_policy: u64,
     pub wire_dropped_queue: u64,
     pub wire_reordered: u64,
+    /// Frames that reached the bottleneck ECN-capable.
+    pub wire_ecn_capable: u64,
     /// Frames the bottleneck marked CE (0 when nothing was ECN-capable).
     pub wire_ce_marked: u64,
     /// The bottleneck's mean backlog as arriving frames found it, frames.
@@ -464,6 +474,10 @@ pub struct SenderSummary {
     /// Every flow of this sender's cells completed and matched.
     pub byte_exact: bool,
     pub bounds: Vec<BoundSummary>,
+    /// Frames that reached the bottleneck ECN-capable, over all of this
+    /// sender's cells (the bottleneck marks for every sender: 0 says the
+    /// sender did not negotiate ECN).
+    pub wire_ecn_capable: u64,
     /// CE marks over all of this sender's cells.
     pub wire_ce_marked: u64,
 }
@@ -643,7 +657,7 @@ fn run_cell(
         .wire()
         .ok_or_else(|| ExpError::Parameter("the lab has no wire".into()))?;
     let mut wcfg = WireConfig::new(Some(&w.netns), &w.sender_dev, &w.receiver_dev);
-    wcfg.a_to_b = params.data_direction(sender);
+    wcfg.a_to_b = params.data_direction();
     wcfg.b_to_a = params.ack_direction();
     wcfg.seed = u64::from(rep) + 1;
     let wire = WireHandle::spawn(&wcfg).map_err(wire_err)?;
@@ -1005,6 +1019,7 @@ fn sender_summary(params: &OooParams, sender: SenderCc, cells: &[&Cell]) -> Send
     SenderSummary {
         sender,
         byte_exact: !cells.is_empty() && cells.iter().all(|c| c.verified),
+        wire_ecn_capable: cells.iter().map(|c| c.wire.ecn_capable).sum(),
         wire_ce_marked: cells.iter().map(|c| c.wire.ce_marked).sum(),
         bounds,
     }
@@ -1034,6 +1049,7 @@ fn bound_summary(bound: OooBound, cells: &[&Cell]) -> BoundSummary {
         wire_dropped_policy: sum(|c| c.wire.dropped_policy),
         wire_dropped_queue: sum(|c| c.wire.dropped_overload),
         wire_reordered: sum(|c| c.wire.reordered),
+        wire_ecn_capable: sum(|c| c.wire.ecn_capable),
         wire_ce_marked: sum(|c| c.wire.ce_marked),
         wire_mean_queue_frames: queue.mean_queue_frames(),
         sender_fast_retransmits: sender_sum(|c| c.fast_retransmits),
@@ -1192,6 +1208,7 @@ mod tests {
             fast_retransmits: 3,
             ..toe::Counters::default()
         });
+        c.wire.ecn_capable = 90;
         c.wire.ce_marked = 7;
         c
     }
@@ -1236,6 +1253,8 @@ mod tests {
         // One bad DCTCP flow spoils the whole run's byte_exact.
         assert!(reno.byte_exact && !dctcp.byte_exact && !r.byte_exact);
         assert_eq!(dctcp.wire_ce_marked, 14);
+        assert_eq!((dctcp.wire_ecn_capable, reno.wire_ecn_capable), (180, 0));
+        assert_eq!(dctcp.bounds[0].wire_ecn_capable, 90);
         assert_eq!(dctcp.bounds[0].sender_fast_retransmits, Some(3));
         // Linux's retransmissions are not read: absent, never 0.
         assert_eq!(reno.bounds[0].sender_fast_retransmits, None);
@@ -1253,6 +1272,38 @@ mod tests {
             vec![dctcp_cell(OooBound::Unbounded, vec![1.0], true)],
         );
         assert!(r.bounds.is_empty() && r.byte_exact);
+    }
+
+    #[test]
+    fn the_matrix_fails_a_new_reno_run_whose_frames_were_ecn_capable() {
+        let params = OooParams {
+            senders: SenderCc::BOTH.to_vec(),
+            ..unbounded_and_none()
+        };
+        let cells = |reno_ecn_capable: u64| {
+            let mut cells = reno_cells_twice_as_slow();
+            cells[0].wire.ecn_capable = reno_ecn_capable;
+            cells.push(dctcp_cell(OooBound::Unbounded, vec![1.0], true));
+            cells
+        };
+        let judge = |r: &OooResult| crate::matrix_checks("ooo", r, "/senders/sender=new_reno");
+        let ok = summarize(&params, cells(0));
+        assert!(
+            judge(&ok).iter().all(|(_, r)| r.is_ok()),
+            "{:?}",
+            judge(&ok)
+        );
+        // Before, the check read CE marks of a bottleneck that never marked
+        // NewReno's frames: it held whatever the frames carried.
+        let bad = summarize(&params, cells(5));
+        assert_eq!(bad.senders[0].wire_ecn_capable, 5);
+        assert!(
+            judge(&bad)
+                .iter()
+                .any(|(_, r)| matches!(r, Err(bench::case::CheckFailure::False(_)))),
+            "{:?}",
+            judge(&bad)
+        );
     }
 
     #[test]
@@ -1288,12 +1339,10 @@ mod tests {
                 "{bad:?}"
             );
         }
-        // Only the DCTCP runs' bottleneck marks.
-        assert_eq!(ok.data_direction(SenderCc::NewReno).ecn_mark_frames, None);
-        assert_eq!(
-            ok.data_direction(SenderCc::Dctcp).ecn_mark_frames,
-            Some(ECN_MARK_FRAMES)
-        );
+        // The bottleneck marks for every sender, so NewReno's unmarked
+        // frames are a measurement (the matrix checks that none was
+        // ECN-capable), not a consequence of a bottleneck that never marks.
+        assert_eq!(ok.data_direction().ecn_mark_frames, Some(ECN_MARK_FRAMES));
     }
 
     #[test]

@@ -52,6 +52,10 @@ pub struct DirectionCounters {
     /// Frames delivered after a frame that arrived later (the reordering
     /// the delays caused).
     pub reordered: u64,
+    /// Frames that arrived ECN-capable (ECT(0), ECT(1) or CE: RFC 3168
+    /// section 5), before loss or the queue: whether a sender negotiated
+    /// ECN, read from the wire and not from the sender's settings.
+    pub ecn_capable: u64,
     /// ECN-capable frames marked Congestion Experienced.
     pub ce_marked: u64,
     /// The rate limiter's backlog seen by each arriving frame: how many
@@ -151,6 +155,7 @@ impl Direction {
         self.last_arrival_ns = t_ns;
         self.counters.packets_in += 1;
         self.counters.bytes_in += frame.len() as u64;
+        self.counters.ecn_capable += u64::from(ecn(frame).is_some_and(Ecn::is_capable));
         if self.loss.lose(&mut self.rng) {
             self.counters.dropped_policy += 1;
             return;
@@ -384,6 +389,7 @@ mod tests {
             .collect();
         assert_eq!(marks, expect);
         assert_eq!(d.counters.ce_marked, 15);
+        assert_eq!(d.counters.ecn_capable, 20);
         // The backlogs seen were 0, 1, ..., 24 frames: mean 12.
         assert_eq!(d.counters.mean_queue_frames(), Some(12.0));
         assert_eq!(d.counters.queue_bytes_max, 24 * 1538);
@@ -400,6 +406,8 @@ mod tests {
             plain.arrive(&ip_frame(Ecn::Ect0), 0);
         }
         assert_eq!(plain.counters.ce_marked, 0);
+        // Counted as capable whether or not the bottleneck marks.
+        assert_eq!(plain.counters.ecn_capable, 20);
     }
 
     #[test]

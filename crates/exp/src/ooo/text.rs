@@ -13,7 +13,7 @@ impl OooParams {
         let senders: Vec<String> = self.senders.iter().map(ToString::to_string).collect();
         format!(
             "ooo: {} repetitions x {} senders ({}) x {} bounds x {} s; {} Mbit/s bottleneck, CE \
-             marks past {} frames for DCTCP, {}% loss, delays {}-{} us",
+             marks past {} frames, {}% loss, delays {}-{} us",
             self.repetitions,
             self.senders.len(),
             senders.join(", "),
@@ -34,7 +34,7 @@ impl Cell {
         let p = |v: &[f64], q| measured(stats::percentile(v, q), 1);
         format!(
             "  rep {} {:>7} {:>9} intervals: {} short (p90 {} ms), {} background (p90 {} ms), \
-             {} failed; wire lost {} + {} queue, reordered {}, CE marked {}{}",
+             {} failed; wire lost {} + {} queue, reordered {}, ECN-capable {}, CE marked {}{}",
             self.repetition,
             self.sender.to_string(),
             self.bound.to_string(),
@@ -46,6 +46,7 @@ impl Cell {
             self.wire.dropped_policy,
             self.wire.dropped_overload,
             self.wire.reordered,
+            self.wire.ecn_capable,
             self.wire.ce_marked,
             if self.verified { "" } else { " (NOT VERIFIED)" }
         )
@@ -153,8 +154,8 @@ impl Present for OooResult {
             );
         for s in &self.senders {
             text = text.line(format!(
-                "{}: CE marked {} frames at the bottleneck",
-                s.sender, s.wire_ce_marked
+                "{}: {} frames ECN-capable at the bottleneck, {} marked CE",
+                s.sender, s.wire_ecn_capable, s.wire_ce_marked
             ));
         }
         text.line(format!(
@@ -186,7 +187,7 @@ mod tests {
         assert!(text.contains("\nTable 5.3  intervals"));
         assert!(text.contains("5.8 (x1.17)"), "{text}");
         assert!(!text.contains("dctcp"), "DCTCP did not run:\n{text}");
-        assert!(text.contains("newreno: CE marked 0 frames at the bottleneck\n"));
+        assert!(text.contains("newreno: 0 frames ECN-capable at the bottleneck, 0 marked CE\n"));
         assert!(text.ends_with(
             "byte-exact: yes (every flow's reply carried its request's length and digest)\n"
         ));
