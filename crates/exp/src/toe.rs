@@ -139,7 +139,9 @@ pub struct RpcSample {
 pub struct ToeResult {
     pub experiment: &'static str,
     pub params: ToeParams,
-    /// True only if every transfer of the run was checked byte for byte.
+    /// True only if every transfer of the run was checked byte for byte:
+    /// both stacks' streams and RPCs, and every echo of the Table 4.4
+    /// ablation ([`AblationResult::byte_exact`]).
     pub byte_exact: bool,
     pub stream: Vec<StreamSample>,
     pub rpc: Vec<RpcSample>,
@@ -166,6 +168,10 @@ pub struct ToeResult {
     /// lock's (OpenBSD: per-flow batches +9% with one stream, +240% with
     /// many, on 4 CPUs).
     pub locking_summary: Vec<LockingSummary>,
+    /// Every (stream count, locking mode) cell ran in every repetition and
+    /// every one of its runs delivered all its bytes in order: a mode that
+    /// loses or misorders bytes is a failed run, whatever its rate.
+    pub locking_complete: bool,
     pub meta: Meta,
 }
 
@@ -223,6 +229,11 @@ pub struct LockingSample {
 pub struct LockingSummary {
     pub streams: usize,
     pub locking: Locking,
+    /// Runs of this cell, and how many delivered all their bytes.
+    pub runs: usize,
+    pub complete_runs: usize,
+    /// Null unless every run of the cell was complete: a mean over the
+    /// complete ones would hide the others.
     pub mean_segments_per_s: Option<f64>,
     /// Against the exclusive lock with as many streams.
     pub vs_exclusive: Option<f64>,
@@ -288,9 +299,8 @@ pub fn run(
     let ablation = ablation_rows(params, &mut progress);
     let locking = locking_runs(params, &mut progress);
     Ok(ToeResult {
-        ablation,
         stage_cycles: per_segment(&cycles),
-        ..summarize(params, stream, rpc, counters, locking)
+        ..summarize(params, stream, rpc, counters, ablation, locking)
     })
 }
 
@@ -318,6 +328,9 @@ fn ablation_rows(params: &ToeParams, progress: &mut impl FnMut(Progress<'_>)) ->
         .collect()
 }
 
+/// The stream counts of the parallel-input runs: one, and OpenBSD's many.
+const LOCKING_STREAMS: [usize; 2] = [1, 10];
+
 /// Parallel input: one softnet thread per core, 1 and 10 streams, every
 /// mode in every repetition (rotated).
 fn locking_runs(params: &ToeParams, progress: &mut impl FnMut(Progress<'_>)) -> Vec<LockingSample> {
@@ -325,7 +338,7 @@ fn locking_runs(params: &ToeParams, progress: &mut impl FnMut(Progress<'_>)) -> 
     let segments = if params.quick { 20_000 } else { 200_000 };
     let mut out = Vec::new();
     for rep in 0..params.repetitions {
-        for streams in [1, 10] {
+        for streams in LOCKING_STREAMS {
             let w = Workload {
                 streams,
                 segments: segments / streams as u32,
@@ -351,24 +364,30 @@ fn locking_runs(params: &ToeParams, progress: &mut impl FnMut(Progress<'_>)) -> 
     out
 }
 
+/// Each (stream count, mode) cell of the parallel-input runs; a cell's
+/// mean only when every one of its runs was complete.
 fn locking_summary(samples: &[LockingSample]) -> Vec<LockingSummary> {
+    let cell = |streams: usize, l: Locking| {
+        samples
+            .iter()
+            .filter(move |s| s.run.workload.streams == streams && s.run.locking == l)
+    };
     let mean = |streams: usize, l: Locking| {
-        stats::mean(
-            &samples
-                .iter()
-                .filter(|s| s.run.workload.streams == streams && s.run.locking == l && s.complete)
-                .map(|s| s.run.segments_per_s)
-                .collect::<Vec<_>>(),
-        )
+        let rates: Option<Vec<f64>> = cell(streams, l)
+            .map(|s| s.complete.then_some(s.run.segments_per_s))
+            .collect();
+        stats::mean(&rates?)
     };
     let mut out = Vec::new();
-    for streams in [1, 10] {
+    for streams in LOCKING_STREAMS {
         let base = mean(streams, Locking::Exclusive);
         for l in Locking::ALL {
             let m = mean(streams, l);
             out.push(LockingSummary {
                 streams,
                 locking: l,
+                runs: cell(streams, l).count(),
+                complete_runs: cell(streams, l).filter(|s| s.complete).count(),
                 mean_segments_per_s: m,
                 vs_exclusive: m.zip(base).filter(|(_, b)| *b > 0.0).map(|(m, b)| m / b),
             });
@@ -377,13 +396,24 @@ fn locking_summary(samples: &[LockingSample]) -> Vec<LockingSummary> {
     out
 }
 
+/// Whether every cell of `summary` ran `repetitions` times, each run
+/// complete.
+fn locking_complete(summary: &[LockingSummary], repetitions: u32) -> bool {
+    !summary.is_empty()
+        && summary
+            .iter()
+            .all(|s| s.runs == repetitions as usize && s.complete_runs == s.runs)
+}
+
 fn summarize(
     params: &ToeParams,
     stream: Vec<StreamSample>,
     rpc: Vec<RpcSample>,
     toe_counters: toe::Counters,
+    ablation: Vec<AblationRow>,
     locking: Vec<LockingSample>,
 ) -> ToeResult {
+    let locking_summary = locking_summary(&locking);
     // A mean over every sample of a stack, or none if one was not
     // measured (a missing value never averages into a smaller one).
     let all = |v: Vec<Option<f64>>| -> Option<f64> {
@@ -415,7 +445,8 @@ fn summarize(
         byte_exact: !stream.is_empty()
             && !rpc.is_empty()
             && stream.iter().all(|s| s.verified)
-            && rpc.iter().all(|s| s.verified),
+            && rpc.iter().all(|s| s.verified)
+            && ablation.iter().all(|a| a.result.byte_exact),
         toe_stream_gbit: toe_gbit,
         linux_stream_gbit: linux_gbit,
         stream_ratio: ratio(toe_gbit, linux_gbit),
@@ -425,9 +456,10 @@ fn summarize(
         stream,
         rpc,
         toe_counters,
-        locking_summary: locking_summary(&locking),
+        locking_complete: locking_complete(&locking_summary, params.repetitions),
+        locking_summary,
         locking,
-        ablation: Vec::new(),
+        ablation,
         stage_cycles: None,
         meta: Meta::collect(),
     }
@@ -765,7 +797,14 @@ mod tests {
     /// locking run.
     pub(super) fn result(stream: Vec<StreamSample>, rpc: Vec<RpcSample>) -> ToeResult {
         let counters = toe::Counters::default();
-        summarize(&ToeParams::default(), stream, rpc, counters, Vec::new())
+        summarize(
+            &ToeParams::default(),
+            stream,
+            rpc,
+            counters,
+            Vec::new(),
+            Vec::new(),
+        )
     }
 
     #[test]
@@ -780,6 +819,7 @@ mod tests {
             vec![rpc(Stack::Toe, 10.0), rpc(Stack::Linux, 20.0)],
             toe::Counters::default(),
             Vec::new(),
+            Vec::new(),
         );
         assert!(ok.byte_exact);
         assert_eq!((ok.stream_ratio, ok.rpc_p50_ratio), (Some(0.5), Some(0.5)));
@@ -788,6 +828,7 @@ mod tests {
             vec![stream(Stack::Toe, 2.0, false)],
             vec![rpc(Stack::Toe, 10.0)],
             toe::Counters::default(),
+            Vec::new(),
             Vec::new(),
         );
         assert!(!bad.byte_exact);
@@ -799,6 +840,7 @@ mod tests {
             Vec::new(),
             toe::Counters::default(),
             Vec::new(),
+            Vec::new(),
         );
         // No locking run: every mode's mean is absent, not zero.
         assert!(none
@@ -806,6 +848,127 @@ mod tests {
             .iter()
             .all(|s| s.mean_segments_per_s.is_none()));
         assert!(!none.byte_exact);
+    }
+
+    /// Every parallel-input run of `repetitions`, each delivering all its
+    /// bytes except the run of (`streams`, `locking`) in repetition 0
+    /// when `short` is given.
+    fn locking_runs_of(repetitions: u32, short: Option<(usize, Locking)>) -> Vec<LockingSample> {
+        let mut out = Vec::new();
+        for rep in 0..repetitions {
+            for streams in LOCKING_STREAMS {
+                for locking in Locking::ALL {
+                    let workload = Workload {
+                        streams,
+                        segments: 100,
+                        len: 1448,
+                        threads: 2,
+                        batch: 64,
+                    };
+                    let complete = rep != 0 || short != Some((streams, locking));
+                    out.push(LockingSample {
+                        repetition: rep,
+                        run: InputRun {
+                            locking,
+                            workload,
+                            segments_per_s: 1e6 * streams as f64,
+                            delivered: 100 * 1448 * streams as u64 - u64::from(!complete),
+                        },
+                        complete,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    fn with_locking(params: &ToeParams, locking: Vec<LockingSample>) -> ToeResult {
+        summarize(
+            params,
+            vec![stream(Stack::Toe, 1.0, true)],
+            vec![rpc(Stack::Toe, 1.0)],
+            toe::Counters::default(),
+            Vec::new(),
+            locking,
+        )
+    }
+
+    #[test]
+    fn an_incomplete_locking_run_in_any_cell_fails_the_run() {
+        let params = ToeParams::default().quick();
+        let reps = params.repetitions;
+        let ok = with_locking(&params, locking_runs_of(reps, None));
+        assert!(ok.locking_complete);
+        assert_eq!(ok.locking_summary.len(), 6);
+        assert!(ok
+            .locking_summary
+            .iter()
+            .all(|s| (s.runs, s.complete_runs, s.vs_exclusive) == (2, 2, Some(1.0))));
+        let judged = crate::matrix_checks("toe", &ok, "/locking");
+        assert!(judged.iter().all(|(_, r)| r.is_ok()), "{judged:?}");
+        // One short run in any cell: that cell has no mean (the old mean
+        // skipped it and stayed a number), and the run fails the matrix.
+        for streams in LOCKING_STREAMS {
+            for locking in Locking::ALL {
+                let bad = with_locking(&params, locking_runs_of(reps, Some((streams, locking))));
+                assert!(!bad.locking_complete, "{streams} {locking:?}");
+                let cell = bad
+                    .locking_summary
+                    .iter()
+                    .find(|s| (s.streams, s.locking) == (streams, locking))
+                    .unwrap();
+                assert_eq!((cell.runs, cell.complete_runs), (2, 1));
+                assert_eq!((cell.mean_segments_per_s, cell.vs_exclusive), (None, None));
+                let judged = crate::matrix_checks("toe", &bad, "/locking");
+                assert!(
+                    judged
+                        .iter()
+                        .any(|(_, r)| matches!(r, Err(bench::case::CheckFailure::False(_)))),
+                    "{streams} {locking:?}: {judged:?}"
+                );
+            }
+        }
+        // A repetition that ran no input at all is not complete either.
+        let missing = with_locking(&params, locking_runs_of(reps - 1, None));
+        assert!(!missing.locking_complete);
+        assert!(!with_locking(&params, Vec::new()).locking_complete);
+    }
+
+    #[test]
+    fn an_ablation_echo_that_differs_makes_the_run_not_byte_exact() {
+        let row = |byte_exact: bool| AblationRow {
+            design: "run to completion (1 thread)",
+            threads: 1,
+            groups: 1,
+            replicas: 1,
+            result: AblationResult {
+                rpcs: 10,
+                mismatched_segments: u64::from(!byte_exact),
+                byte_exact,
+                mbit_per_s: 1.0,
+                p50_us: Some(1.0),
+                p99_us: Some(1.0),
+                p9999_us: Some(1.0),
+            },
+        };
+        let run = |rows: Vec<AblationRow>| {
+            summarize(
+                &ToeParams::default(),
+                vec![stream(Stack::Toe, 1.0, true)],
+                vec![rpc(Stack::Toe, 1.0)],
+                toe::Counters::default(),
+                rows,
+                Vec::new(),
+            )
+        };
+        assert!(run(vec![row(true), row(true)]).byte_exact);
+        let bad = run(vec![row(true), row(false)]);
+        assert!(!bad.byte_exact);
+        let judged = crate::matrix_checks("toe", &bad, "/byte_exact");
+        assert!(
+            matches!(judged[..], [(_, Err(bench::case::CheckFailure::False(_)))]),
+            "{judged:?}"
+        );
     }
 
     #[test]

@@ -19,8 +19,8 @@ fn main() {
         }
     };
     println!(
-        "{:<34} {:>10} {:>9} {:>9} {:>11}",
-        "design", "Mbit/s", "p50 us", "p99 us", "p99.99 us"
+        "{:<34} {:>10} {:>9} {:>9} {:>11} {:>11}",
+        "design", "Mbit/s", "p50 us", "p99 us", "p99.99 us", "byte-exact"
     );
     for (name, pipeline) in ablation::LAYOUTS {
         let r = ablation::run(AblationConfig {
@@ -31,11 +31,12 @@ fn main() {
         });
         let f = |v: Option<f64>| v.map_or("n/a".into(), |v| format!("{v:.0}"));
         println!(
-            "{name:<34} {:>10.1} {:>9} {:>9} {:>11}",
+            "{name:<34} {:>10.1} {:>9} {:>9} {:>11} {:>11}",
             r.mbit_per_s,
             f(r.p50_us),
             f(r.p99_us),
-            f(r.p9999_us)
+            f(r.p9999_us),
+            if r.byte_exact { "yes" } else { "NO" }
         );
     }
 }

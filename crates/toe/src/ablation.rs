@@ -11,6 +11,13 @@
 //! an echo application reads each request from its connection's buffer
 //! and queues the answer. Both run on one harness thread beside the
 //! pipeline's workers.
+//!
+//! An RPC counts only when its answer is its request, byte for byte: every
+//! request is a pattern of its own (per connection and per RPC), and each
+//! answer segment is compared with the request's bytes at the segment's
+//! offset, so an echo of the wrong bytes, of another connection's, of an
+//! earlier request's or at a wrong offset is counted
+//! (`mismatched_segments`) and never completes the RPC.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
@@ -35,7 +42,13 @@ pub struct AblationConfig {
 /// What one layout achieved.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct AblationResult {
+    /// RPCs whose whole answer arrived and equalled the request.
     pub rpcs: u64,
+    /// Answer segments whose bytes were not the request's at their
+    /// offset (or lay beyond the request's end).
+    pub mismatched_segments: u64,
+    /// At least one RPC completed and no answer segment mismatched.
+    pub byte_exact: bool,
     /// Request payload per second (the thesis counts one direction).
     pub mbit_per_s: f64,
     pub p50_us: Option<f64>,
@@ -123,13 +136,111 @@ fn shared(connections: u32, groups: usize) -> Shared {
     }
 }
 
-/// One peer: its next sequence number, what it acknowledges, and its
-/// request in flight.
+/// The bytes of request `rpc` on connection `conn`: a xorshift64 stream
+/// seeded by both (8 bytes per step), so every request differs from the
+/// other connections' and from its own connection's earlier ones, and
+/// each offset of it from the others.
+fn request_bytes(conn: ConnIdx, rpc: u64, len: u32) -> Vec<u8> {
+    let mut x = ((u64::from(conn) << 40) ^ rpc).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut out = Vec::with_capacity(len as usize + 8);
+    while out.len() < len as usize {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    out.truncate(len as usize);
+    out
+}
+
+/// What an answer segment did to its peer's RPC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Answer {
+    /// Its bytes are the request's at its offset; the answer is not whole yet.
+    Partial,
+    /// The answer is whole and equal to the request.
+    Complete,
+    /// Bytes before the answer's start: a copy of an earlier answer's.
+    Earlier,
+    /// Bytes that differ from the request's at their offset, or lie
+    /// beyond its end.
+    Mismatch,
+}
+
+/// One peer: its next sequence number, and its request in flight with what
+/// of the answer arrived.
 struct PeerConn {
     seq: u32,
-    ack: u32,
-    answer_left: u32,
+    /// Our sequence number of the answer's first byte.
+    answer_start: u32,
+    /// The request in flight: the answer must be these bytes.
+    request: Vec<u8>,
+    /// Which bytes of the answer arrived (each equal to the request's).
+    arrived: Vec<bool>,
+    /// Distinct bytes of the answer that arrived.
+    arrived_bytes: usize,
+    /// Bytes of the answer that arrived in order from its start: the peer
+    /// acknowledges `answer_start + in_order`.
+    in_order: usize,
+    /// Requests sent so far (seeds the next request's bytes).
+    sent: u64,
     sent_at: Instant,
+}
+
+impl PeerConn {
+    fn new() -> PeerConn {
+        PeerConn {
+            seq: PEER_ISN,
+            answer_start: OUR_ISN,
+            request: Vec::new(),
+            arrived: Vec::new(),
+            arrived_bytes: 0,
+            in_order: 0,
+            sent: 0,
+            sent_at: Instant::now(),
+        }
+    }
+
+    /// What the peer acknowledges: every answer byte that arrived in order.
+    fn ack(&self) -> u32 {
+        self.answer_start.wrapping_add(self.in_order as u32)
+    }
+
+    /// The next request, `len` bytes; its answer starts where the last one
+    /// ended.
+    fn next_request(&mut self, conn: ConnIdx, len: u32) -> &[u8] {
+        self.answer_start = self.ack();
+        self.request = request_bytes(conn, self.sent, len);
+        self.arrived.clear();
+        self.arrived.resize(len as usize, false);
+        (self.arrived_bytes, self.in_order) = (0, 0);
+        self.sent += 1;
+        &self.request
+    }
+
+    /// Takes an answer segment of our sequence number `seq`.
+    fn take(&mut self, seq: u32, payload: &[u8]) -> Answer {
+        let offset = seq.wrapping_sub(self.answer_start);
+        if (offset as i32) < 0 {
+            return Answer::Earlier;
+        }
+        let (offset, end) = (offset as usize, offset as usize + payload.len());
+        if self.request.get(offset..end) != Some(payload) {
+            return Answer::Mismatch;
+        }
+        for got in &mut self.arrived[offset..end] {
+            self.arrived_bytes += usize::from(!*got);
+            *got = true;
+        }
+        while self.arrived.get(self.in_order) == Some(&true) {
+            self.in_order += 1;
+        }
+        if self.arrived_bytes == self.request.len() {
+            Answer::Complete
+        } else {
+            Answer::Partial
+        }
+    }
 }
 
 /// The closed-loop client and the echo application.
@@ -144,31 +255,29 @@ struct Harness {
     write_pos: Vec<u32>,
     latencies_us: Vec<f64>,
     rpcs: u64,
+    mismatched_segments: u64,
 }
 
 impl Harness {
     fn send_request(&mut self, conn: ConnIdx) {
         let p = &mut self.peers[conn as usize];
-        let mut at = 0;
+        let (seq, ack) = (p.seq, p.ack());
+        p.seq = p.seq.wrapping_add(self.cfg.rpc_bytes);
+        p.sent_at = Instant::now();
+        let request = p.next_request(conn, self.cfg.rpc_bytes);
         let mut q = self.to_pipeline.lock().expect("device queue");
-        while at < self.cfg.rpc_bytes {
-            let len = MSS.min(self.cfg.rpc_bytes - at);
+        for (i, payload) in request.chunks(MSS as usize).enumerate() {
             let h = Header {
-                seq: p.seq.wrapping_add(at),
-                ack: p.ack,
+                seq: seq.wrapping_add(i as u32 * MSS),
+                ack,
                 flags: Flags(Flags::ACK | Flags::PSH),
                 window: 65535,
                 options: TcpOptions::default(),
             };
-            let payload = vec![conn as u8; len as usize];
-            let mut f = Vec::with_capacity(66 + len as usize);
-            segment::build(&peer_route(conn), &h, &payload, &mut f);
+            let mut f = Vec::with_capacity(66 + payload.len());
+            segment::build(&peer_route(conn), &h, payload, &mut f);
             q.push_back(f);
-            at += len;
         }
-        p.seq = p.seq.wrapping_add(self.cfg.rpc_bytes);
-        p.answer_left = self.cfg.rpc_bytes;
-        p.sent_at = Instant::now();
     }
 
     /// The peers' side: answers complete RPCs and send the next request.
@@ -187,17 +296,18 @@ impl Harness {
             let Some(p) = self.peers.get_mut(conn as usize) else {
                 continue;
             };
-            if s.payload.is_empty() || p.answer_left == 0 {
+            if s.payload.is_empty() {
                 continue;
             }
-            let n = (s.payload.len() as u32).min(p.answer_left);
-            p.answer_left -= n;
-            p.ack = s.seq.wrapping_add(s.payload.len() as u32);
-            if p.answer_left == 0 {
-                self.latencies_us
-                    .push(p.sent_at.elapsed().as_secs_f64() * 1e6);
-                self.rpcs += 1;
-                self.send_request(conn);
+            match p.take(s.seq, s.payload) {
+                Answer::Partial | Answer::Earlier => {}
+                Answer::Mismatch => self.mismatched_segments += 1,
+                Answer::Complete => {
+                    self.latencies_us
+                        .push(p.sent_at.elapsed().as_secs_f64() * 1e6);
+                    self.rpcs += 1;
+                    self.send_request(conn);
+                }
             }
         }
     }
@@ -277,19 +387,13 @@ pub fn run(cfg: AblationConfig) -> AblationResult {
         cfg,
         to_pipeline,
         from_pipeline,
-        peers: (0..n)
-            .map(|_| PeerConn {
-                seq: PEER_ISN,
-                ack: OUR_ISN,
-                answer_left: 0,
-                sent_at: Instant::now(),
-            })
-            .collect(),
+        peers: (0..n).map(|_| PeerConn::new()).collect(),
         readable: vec![0; n],
         read_pos: vec![0; n],
         write_pos: vec![0; n],
         latencies_us: Vec::new(),
         rpcs: 0,
+        mismatched_segments: 0,
     };
     // The installs go first: they take the front's control path.
     std::thread::sleep(Duration::from_millis(20));
@@ -307,6 +411,8 @@ pub fn run(cfg: AblationConfig) -> AblationResult {
     let p = |q: f64| stats::percentile(&h.latencies_us, q);
     AblationResult {
         rpcs: h.rpcs,
+        mismatched_segments: h.mismatched_segments,
+        byte_exact: h.rpcs > 0 && h.mismatched_segments == 0,
         mbit_per_s: h.rpcs as f64 * f64::from(cfg.rpc_bytes) * 8.0 / secs / 1e6,
         p50_us: p(50.0),
         p99_us: p(99.0),
@@ -329,6 +435,61 @@ mod tests {
             });
             assert!(r.rpcs > 8, "{pipeline:?}: {r:?}");
             assert!(r.p50_us.is_some());
+            assert!(r.byte_exact && r.mismatched_segments == 0, "{r:?}");
         }
+    }
+
+    /// A peer whose request of 2048 bytes is in flight.
+    fn peer_with_request(conn: ConnIdx) -> PeerConn {
+        let mut p = PeerConn::new();
+        p.next_request(conn, 2048);
+        p
+    }
+
+    #[test]
+    fn an_answer_counts_only_when_it_is_the_request_byte_for_byte() {
+        let mut p = peer_with_request(3);
+        let want = p.request.clone();
+        // In order, in two segments: the ACK follows.
+        assert_eq!(p.take(OUR_ISN, &want[..1448]), Answer::Partial);
+        assert_eq!(p.ack(), OUR_ISN + 1448);
+        assert_eq!(p.take(OUR_ISN + 1448, &want[1448..]), Answer::Complete);
+        // The next request, answered out of order: complete once both
+        // halves are there; the ACK stays at the hole until it is filled.
+        p.next_request(3, 2048);
+        assert_ne!(p.request, want, "the next request has bytes of its own");
+        let want = p.request.clone();
+        let start = p.answer_start;
+        assert_eq!(start, OUR_ISN + 2048);
+        assert_eq!(p.take(start + 1000, &want[1000..]), Answer::Partial);
+        assert_eq!(p.ack(), start);
+        assert_eq!(p.take(start, &want[..1000]), Answer::Complete);
+        assert_eq!(p.ack(), start + 2048);
+    }
+
+    #[test]
+    fn an_echo_of_other_bytes_is_a_mismatch_not_an_rpc() {
+        let p = peer_with_request(3);
+        let want = p.request.clone();
+        let mut flipped = want.clone();
+        flipped[700] ^= 1;
+        // The old count by length took all of these as a whole answer.
+        let wrong = [
+            ("one byte flipped", OUR_ISN, flipped),
+            ("another connection's", OUR_ISN, request_bytes(4, 0, 2048)),
+            ("the next request's", OUR_ISN, request_bytes(3, 1, 2048)),
+            ("shifted by one", OUR_ISN + 1, want[..2047].to_vec()),
+            ("past the end", OUR_ISN + 1, want.clone()),
+        ];
+        for (what, seq, bytes) in wrong {
+            let mut p = peer_with_request(3);
+            assert_eq!(p.take(seq, &bytes), Answer::Mismatch, "{what}");
+            assert_eq!((p.arrived_bytes, p.ack()), (0, OUR_ISN), "{what}");
+        }
+        // A copy of an earlier answer's bytes is not this answer's.
+        let mut p = peer_with_request(3);
+        p.take(OUR_ISN, &want);
+        p.next_request(3, 2048);
+        assert_eq!(p.take(OUR_ISN + 1448, &want[1448..]), Answer::Earlier);
     }
 }

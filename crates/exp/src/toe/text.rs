@@ -50,10 +50,18 @@ impl Progress<'_> {
                 if l.complete { "" } else { " (INCOMPLETE)" }
             ),
             Progress::Ablation(a) => format!(
-                "  ablation {:<34} {} Mbit/s, p50 {} us",
+                "  ablation {:<34} {} Mbit/s, p50 {} us{}",
                 a.design,
                 measured(Some(a.result.mbit_per_s), 1),
-                measured(a.result.p50_us, 0)
+                measured(a.result.p50_us, 0),
+                if a.result.byte_exact {
+                    String::new()
+                } else {
+                    format!(
+                        " (NOT BYTE-EXACT: {} answer segments differ from their requests)",
+                        a.result.mismatched_segments
+                    )
+                }
             ),
             Progress::Rpc(r) => format!(
                 "  rep {} {:>5} rpc:    p50 {} us, p99 {} us{}",
@@ -111,6 +119,7 @@ impl ToeResult {
                 "p50 us",
                 "p99 us",
                 "p99.99 us",
+                "byte-exact",
             ],
             &self.ablation,
             |a| {
@@ -120,6 +129,7 @@ impl ToeResult {
                     measured(a.result.p50_us, 0),
                     measured(a.result.p99_us, 0),
                     measured(a.result.p9999_us, 0),
+                    if a.result.byte_exact { "yes" } else { "NO" }.into(),
                 ]
             },
         )
@@ -127,12 +137,19 @@ impl ToeResult {
 
     fn locking(&self) -> Table {
         Table::of(
-            &["streams", "input locking", "M segments/s", "vs exclusive"],
+            &[
+                "streams",
+                "input locking",
+                "complete runs",
+                "M segments/s",
+                "vs exclusive",
+            ],
             &self.locking_summary,
             |s| {
                 vec![
                     s.streams.to_string(),
                     json_name(&s.locking),
+                    format!("{}/{}", s.complete_runs, s.runs),
                     or_na(s.mean_segments_per_s, |m| format!("{:.2}", m / 1e6)),
                     measured(s.vs_exclusive, 2),
                 ]
@@ -179,8 +196,11 @@ mod tests {
              toe / linux           2.00        0.50\n"
         ));
         assert!(text.contains("Table 4.4 design  Mbit/s"));
-        assert!(text.contains("\n     10  per-flow-batch           n/a           n/a\n"));
-        assert!(text.contains("streams   input locking  M segments/s  vs exclusive"));
+        assert!(
+            text.contains("\n     10  per-flow-batch            0/0           n/a           n/a\n"),
+            "{text}"
+        );
+        assert!(text.contains("streams   input locking  complete runs  M segments/s  vs exclusive"));
         assert!(text.ends_with("byte-exact: yes (every transfer checked byte for byte)\n"));
     }
 
