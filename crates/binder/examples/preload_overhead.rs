@@ -28,8 +28,12 @@
 //! Prints median and p90 per mode and the median difference; with `--json`
 //! the table goes to stderr and stdout gets one JSON object (the test
 //! matrix's case `binder-connect` reads it): per mode the samples, median,
-//! p90 and median added over plain (null when not measured), and the lease
-//! table's counters.
+//! p90 and median added over plain (null when not measured), the lease
+//! table's counters and the cgroup programs' counters (null without root).
+//! The run fails (exit 1, after the JSON) when a cgroup mode did not do
+//! what it is named for: every connect of `cgroup-bpf` must have bound a
+//! planned port and every one of `cgroup-bpf-no-plan` found no plan, else
+//! its times are of another path.
 //!
 //! cargo run --release -p binder --example preload_overhead -- [--json] [N] [R]
 
@@ -310,10 +314,30 @@ fn main() {
     // measured round trips).
     let table = server.allocator().table_stats();
     print_table(json, target, n, rounds, &rows, table);
-    // The planned mode must really have bound (else it measured a fallback).
-    if let Some([(planned, _), (unplanned, _)]) = &cgroups {
-        eprintln!("cgroup-bpf stats: {:?}", planned.stats().unwrap());
-        eprintln!("cgroup-bpf-no-plan stats: {:?}", unplanned.stats().unwrap());
+    // The planned mode must really have bound (else it measured a
+    // fallback), the unplanned one never (else it measured a bind).
+    let connects = (n * rounds) as u64;
+    let binders = cgroups.as_ref().map(|[(planned, _), (unplanned, _)]| {
+        let read = |b: &CgroupBinder| b.stats().expect("the cgroup binder's counters");
+        (read(planned), read(unplanned))
+    });
+    let wrong: Vec<String> = binders
+        .iter()
+        .flat_map(|(planned, unplanned)| {
+            [
+                planned
+                    .all_bound(connects)
+                    .map_err(|e| format!("cgroup-bpf: {e}")),
+                unplanned
+                    .none_planned(connects)
+                    .map_err(|e| format!("cgroup-bpf-no-plan: {e}")),
+            ]
+        })
+        .filter_map(Result::err)
+        .collect();
+    if let Some((planned, unplanned)) = &binders {
+        eprintln!("cgroup-bpf: {planned}");
+        eprintln!("cgroup-bpf-no-plan: {unplanned}");
     }
     if json {
         let modes: Vec<serde_json::Value> = rows
@@ -331,10 +355,24 @@ fn main() {
                 "taken_back": t.taken_back, "foreign": t.foreign,
             })
         });
+        let cgroup_binder = binders.map(|(planned, unplanned)| {
+            serde_json::json!({
+                "connects_per_mode": connects, "cgroup-bpf": planned,
+                "cgroup-bpf-no-plan": unplanned,
+            })
+        });
         let out = serde_json::json!({
             "connects_per_process": n, "rounds": rounds, "modes": modes, "srap_table": table,
+            "cgroup_binder": cgroup_binder,
         });
         println!("{out}");
     }
     let _ = std::fs::remove_dir_all(&dir);
+    if !wrong.is_empty() {
+        eprintln!(
+            "error: a cgroup mode measured another path than its name: {}",
+            wrong.join("; ")
+        );
+        std::process::exit(1);
+    }
 }

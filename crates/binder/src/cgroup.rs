@@ -82,6 +82,33 @@ impl BinderStats {
             skipped: self.skipped.saturating_sub(before.skipped),
         }
     }
+
+    /// `Ok` when each of `connects` connects to a destination with a plan
+    /// took a planned port (none left to the kernel, none without a plan):
+    /// a measurement of the binding path must see this, else it measured
+    /// the fallback. The error says what the program did instead.
+    pub fn all_bound(&self, connects: u64) -> Result<(), String> {
+        let others = self.fallback + self.no_plan + self.skipped;
+        if self.bound == connects && others == 0 {
+            Ok(())
+        } else {
+            Err(format!(
+                "of {connects} connects with a plan, {self} (all should have bound)"
+            ))
+        }
+    }
+
+    /// `Ok` when each of `connects` connects to a destination without a
+    /// plan was left to the kernel after the lookup (none bound).
+    pub fn none_planned(&self, connects: u64) -> Result<(), String> {
+        if self.no_plan == connects && self.bound + self.fallback + self.skipped == 0 {
+            Ok(())
+        } else {
+            Err(format!(
+                "of {connects} connects without a plan, {self} (all should be without plan)"
+            ))
+        }
+    }
 }
 
 fn addr_bytes(ip: IpAddr) -> ([u8; 16], u8) {
@@ -500,6 +527,35 @@ impl Drop for TempCgroup {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_planned_run_is_all_bound_and_an_unplanned_one_is_all_without_plan() {
+        let bound = BinderStats {
+            bound: 6,
+            bind_failed: 2,
+            ..BinderStats::default()
+        };
+        assert_eq!(bound.all_bound(6), Ok(()));
+        // A connect that fell back, or one fewer counted: not all bound.
+        let fell_back = BinderStats {
+            bound: 5,
+            fallback: 1,
+            ..BinderStats::default()
+        };
+        let err = fell_back.all_bound(6).unwrap_err();
+        assert!(
+            err.contains("5 bound") && err.contains("1 fallbacks"),
+            "{err}"
+        );
+        assert!(bound.all_bound(7).is_err());
+        let unplanned = BinderStats {
+            no_plan: 6,
+            ..BinderStats::default()
+        };
+        assert_eq!(unplanned.none_planned(6), Ok(()));
+        assert!(unplanned.all_bound(6).is_err());
+        assert!(bound.none_planned(6).is_err());
+    }
 
     #[test]
     #[ignore = "needs root (cgroup BPF)"]
