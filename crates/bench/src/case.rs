@@ -625,6 +625,109 @@ mod tests {
         assert!(random_check("demo/flows=30/queues=32"));
     }
 
+    /// The built-in case `id`.
+    fn builtin(id: &str) -> Case {
+        load_matrix(&[], true)
+            .unwrap()
+            .into_iter()
+            .find(|c| c.id == id)
+            .unwrap_or_else(|| panic!("no built-in case {id}"))
+    }
+
+    /// The outcome of each of `case`'s checks whose pointer starts with
+    /// `under`, on `json`.
+    fn judged(case: &Case, under: &str, json: &Value) -> Vec<Result<(), CheckFailure>> {
+        let out: Vec<_> = case
+            .checks()
+            .filter(|c| c.pointer.starts_with(under))
+            .map(|c| c.evaluate(json))
+            .collect();
+        assert!(!out.is_empty(), "{} checks nothing under {under}", case.id);
+        out
+    }
+
+    fn all_pass(outcomes: &[Result<(), CheckFailure>]) -> bool {
+        outcomes.iter().all(Result::is_ok)
+    }
+
+    fn one_false(outcomes: &[Result<(), CheckFailure>]) -> bool {
+        outcomes
+            .iter()
+            .any(|r| matches!(r, Err(CheckFailure::False(_))))
+    }
+
+    #[test]
+    fn no_builtin_check_is_one_a_failed_run_never_reaches() {
+        // A failed repetition aborts every experiment (NOEXIT), so a count
+        // of repetitions measured is true whenever it is read.
+        for case in load_matrix(&[], true).unwrap() {
+            for c in case.checks() {
+                assert_ne!(
+                    c.same_as.as_deref(),
+                    Some("/params/repetitions"),
+                    "{}: {} cannot fail",
+                    case.id,
+                    c.pointer
+                );
+            }
+        }
+        // srpic fails a cell without goodput; lb-live exits 1 on a broken
+        // connection.
+        let srpic = builtin("srpic/streams=1,5,10");
+        assert!(!srpic.checks().any(|c| c.pointer.contains("/mbit_per_s/")));
+        assert!(!builtin("lb-live")
+            .checks()
+            .any(|c| c.pointer == "/failures"));
+    }
+
+    #[test]
+    fn xdp_overhead_fails_a_software_rss_under_the_ratio_floors() {
+        for streams in [1, 4, 10] {
+            let case = builtin(&format!("xdp-overhead/streams={streams}"));
+            let judge = |ratio: f64, to_rps: f64| {
+                judged(
+                    &case,
+                    "/ratio",
+                    &json!({"ratio": ratio, "ratio_to_rps": to_rps}),
+                )
+            };
+            // The lowest quick ratios measured (0.58, 0.55) pass.
+            assert!(all_pass(&judge(0.58, 0.55)), "{streams}");
+            // A quarter of either baseline's throughput: `ratio > 0` passed it.
+            assert!(one_false(&judge(0.25, 0.6)), "{streams}");
+            assert!(one_false(&judge(0.6, 0.25)), "{streams}");
+            // Nothing flowed without the program: no ratio, never a pass.
+            let none = judged(
+                &case,
+                "/ratio",
+                &json!({"ratio": null, "ratio_to_rps": 0.6}),
+            );
+            assert!(none
+                .iter()
+                .any(|r| matches!(r, Err(CheckFailure::Absent(_)))));
+        }
+    }
+
+    #[test]
+    fn lb_live_judges_crossrss_plus_against_round_robin_of_the_run() {
+        let case = builtin("lb-live");
+        assert!(case
+            .argv(true, "steer", "/r")
+            .contains(&"--workers".to_string()));
+        let judge = |vs_rr: Option<f64>| {
+            judged(
+                &case,
+                "/policies/name=crossrss-plus/core_variance_vs_rr",
+                &json!({"policies": [{"name": "crossrss-plus", "core_variance_vs_rr": vs_rr}]}),
+            )
+        };
+        // The worst measured (1.24, during a build) passes; a controller
+        // as bad as the worst hashing run (2.06) fails, as does no ratio.
+        assert!(all_pass(&judge(Some(1.24))));
+        assert!(one_false(&judge(Some(2.06))));
+        assert!(!all_pass(&judge(None)));
+    }
+
     #[test]
     fn matrix_is_the_cross_product() {
         let file = CaseFile::parse(

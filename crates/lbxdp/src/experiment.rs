@@ -183,6 +183,10 @@ pub struct PolicySummary {
     /// repetition measured it.
     pub core_variance: Option<f64>,
     pub server_variance: Option<f64>,
+    /// `core_variance` over round robin's (`rr`) in the same run, both
+    /// means over the same repetitions; `None` without an `rr` policy or a
+    /// variance on either side.
+    pub core_variance_vs_rr: Option<f64>,
     pub throughput_mbit: f64,
     pub lb_packets_per_s: f64,
     /// Sums over the repetitions.
@@ -227,6 +231,7 @@ impl PolicySummary {
             name,
             core_variance: stats.core_variance.map(|s| s.mean),
             server_variance: stats.server_variance.map(|s| s.mean),
+            core_variance_vs_rr: None,
             throughput_mbit: stats.throughput_mbit.mean,
             lb_packets_per_s: stat(|r| r.lb_packets_per_s)?.mean,
             connections: reps.iter().map(|r| r.connections).sum(),
@@ -245,6 +250,21 @@ pub struct CrossRssResult {
     pub policies: Vec<PolicySummary>,
     /// Sum of connection failures over all policies and repetitions (must be 0).
     pub failures: u64,
+}
+
+/// `policies` with each one's per-core variance over round robin's:
+/// policies of one run are compared in it, where they shared the lab and
+/// its noise (the CrossRSS paper's Fig. 2a orders policies by it).
+fn against_round_robin(mut policies: Vec<PolicySummary>) -> Vec<PolicySummary> {
+    let rr = policies
+        .iter()
+        .find(|p| p.name == LivePolicy::Rr.name())
+        .and_then(|p| p.core_variance)
+        .filter(|v| *v > 0.0);
+    for p in &mut policies {
+        p.core_variance_vs_rr = p.core_variance.zip(rr).map(|(v, rr)| v / rr);
+    }
+    policies
 }
 
 /// Per-core variance per policy, mean with 95% CI whiskers (SVG); a policy
@@ -398,6 +418,7 @@ pub fn run(
         .zip(reps)
         .map(|(p, r)| PolicySummary::new(p.name(), r))
         .collect::<Result<_, _>>()?;
+    let policies = against_round_robin(policies);
     Ok(CrossRssResult {
         experiment: "crossrss",
         meta: stats::Meta::collect(),
@@ -511,6 +532,26 @@ mod tests {
         let s = PolicySummary::new("hash", vec![rep(Some(0.5)), rep(Some(0.25))]).unwrap();
         assert_eq!(s.core_variance, Some(0.375));
         assert!(PolicySummary::new("hash", Vec::new()).is_err());
+    }
+
+    #[test]
+    fn each_policy_is_compared_with_round_robin_of_the_same_run() {
+        let summary = |name, v| PolicySummary::new(name, vec![rep(v)]).unwrap();
+        let p = against_round_robin(vec![
+            summary("rr", Some(0.5)),
+            summary("crossrss-plus", Some(0.25)),
+            summary("hash", None),
+        ]);
+        let vs: Vec<Option<f64>> = p.iter().map(|p| p.core_variance_vs_rr).collect();
+        assert_eq!(vs, [Some(1.0), Some(0.5), None]);
+        // Without round robin, or without its variance: no ratio, not 0.
+        let p = against_round_robin(vec![summary("crossrss-plus", Some(0.25))]);
+        assert_eq!(p[0].core_variance_vs_rr, None);
+        let p = against_round_robin(vec![
+            summary("rr", None),
+            summary("crossrss-plus", Some(0.25)),
+        ]);
+        assert_eq!(p[1].core_variance_vs_rr, None);
     }
 
     pub(super) fn result(policies: Vec<PolicySummary>) -> CrossRssResult {
