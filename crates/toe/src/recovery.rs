@@ -571,6 +571,18 @@ mod tests {
         }
     }
 
+    /// A loss state counting in segments of [`MSS`].
+    fn loss() -> LossState {
+        LossState {
+            snd_mss: MSS,
+            ..LossState::default()
+        }
+    }
+
+    fn out(una: u32, max: u32) -> Sent {
+        Sent { una, max }
+    }
+
     /// Linux's in-flight from TCP_INFO's counts: `packets_out -
     /// (sacked_out + lost_out) + retrans_out` (include/net/tcp.h).
     fn linux_in_flight(sent: Sent, i: LossInfo) -> u32 {
@@ -581,14 +593,8 @@ mod tests {
     fn tcp_info_counts_sacked_lost_and_resent_segments_as_linux_does() {
         // Ten segments out, the fourth to sixth SACKed: three segments
         // SACKed above SND.UNA make it lost (IsLost), an episode begins.
-        let mut l = LossState {
-            snd_mss: MSS,
-            ..LossState::default()
-        };
-        let sent = Sent {
-            una: 1000,
-            max: 2000,
-        };
+        let mut l = loss();
+        let sent = out(1000, 2000);
         assert_eq!(
             l.info(sent, MSS),
             LossInfo {
@@ -610,10 +616,7 @@ mod tests {
         assert_eq!(l.retrans_out(sent), 100);
         assert_eq!(linux_in_flight(sent, i) * MSS, l.pipe(sent));
         // Its ACK: the retransmission left the network.
-        let sent = Sent {
-            una: 1100,
-            max: 2000,
-        };
+        let sent = out(1100, 2000);
         l.on_ack(sent, true, false, &SackBlocks::one((1300, 1600)));
         let i = l.info(sent, MSS);
         assert_eq!((i.sacked, i.lost, i.retrans), (3, 2, 0));
@@ -623,10 +626,7 @@ mod tests {
         let i = l.info(sent, MSS);
         assert_eq!((i.sacked, i.lost, i.retrans), (3, 2, 2));
         assert_eq!(linux_in_flight(sent, i) * MSS, l.pipe(sent));
-        let sent = Sent {
-            una: 2000,
-            max: 2000,
-        };
+        let sent = out(2000, 2000);
         l.on_ack(sent, true, false, &SackBlocks::default());
         assert_eq!(l.recovery, None);
         let i = l.info(sent, MSS);
@@ -635,23 +635,14 @@ mod tests {
 
     #[test]
     fn a_retransmission_found_lost_is_lost_again_and_no_longer_in_flight() {
-        let mut l = LossState {
-            snd_mss: MSS,
-            ..LossState::default()
-        };
-        let sent = Sent {
-            una: 1000,
-            max: 2000,
-        };
+        let mut l = loss();
+        let sent = out(1000, 2000);
         l.on_ack(sent, false, true, &SackBlocks::one((1100, 1400)));
         assert_eq!(l.take_retransmission(sent), Some((1000, 1100)));
         assert_eq!(l.info(sent, MSS).retrans, 1);
         // New data left after it; more than two segments of it SACKed
         // while SND.UNA stays: the retransmission was lost too.
-        let sent = Sent {
-            una: 1000,
-            max: 2400,
-        };
+        let sent = out(1000, 2400);
         let e = l.on_ack(sent, false, true, &SackBlocks::one((2000, 2400)));
         assert!(e.lost_retransmit);
         let i = l.info(sent, MSS);
@@ -661,14 +652,8 @@ mod tests {
 
     #[test]
     fn after_a_timeout_everything_out_is_lost_and_each_resend_in_flight() {
-        let mut l = LossState {
-            snd_mss: MSS,
-            ..LossState::default()
-        };
-        let sent = Sent {
-            una: 1000,
-            max: 2000,
-        };
+        let mut l = loss();
+        let sent = out(1000, 2000);
         l.on_ack(sent, false, true, &SackBlocks::one((1500, 1600)));
         l.enter(sent, true);
         // RFC 2018 section 8: the scoreboard is cleared, nothing reads
@@ -685,14 +670,8 @@ mod tests {
 
     #[test]
     fn a_short_hole_or_block_is_a_whole_segment() {
-        let mut l = LossState {
-            snd_mss: MSS,
-            ..LossState::default()
-        };
-        let sent = Sent {
-            una: 1000,
-            max: 1450,
-        };
+        let mut l = loss();
+        let sent = out(1000, 1450);
         l.on_ack(sent, false, true, &SackBlocks::one((1050, 1450)));
         let i = l.info(sent, MSS);
         // 400 bytes SACKed: 4 segments; the 50-byte hole: 1.
