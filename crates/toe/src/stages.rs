@@ -260,11 +260,6 @@ impl Protocol {
         s.loss.may_send(s.sent(), cwnd, len)
     }
 
-    /// Whether a tail loss probe waits: it may go beyond the window.
-    pub fn probe_due(&self, conn: ConnIdx) -> bool {
-        self.conns[conn as usize].loss.probe_due()
-    }
-
     /// Retransmissions found lost without a timeout, over the
     /// connection's life.
     pub fn lost_retransmits(&self, conn: ConnIdx) -> u32 {
