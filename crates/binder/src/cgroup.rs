@@ -404,12 +404,10 @@ impl CgroupBinder {
             let per_cpu = self
                 .stats
                 .lookup_percpu(&(i as u32).to_ne_bytes(), MapFlags::ANY)
-                .map_err(|e| BinderError::bpf("read map stats", e))?
-                .unwrap_or_default();
-            *slot = per_cpu
+                .map_err(|e| BinderError::bpf("read map stats", e))?;
+            // A value that cannot be read is an unknown count, not 0.
+            *slot = nic::percpu::values::<u64>("stats", i as u32, per_cpu)?
                 .iter()
-                .filter_map(|b| b.get(..8).and_then(|b| b.try_into().ok()))
-                .map(u64::from_ne_bytes)
                 .sum();
         }
         Ok(BinderStats {

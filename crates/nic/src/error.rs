@@ -44,6 +44,14 @@ pub enum NicError {
         #[source]
         source: std::io::Error,
     },
+    /// A per-CPU map value that could not be read as what the program
+    /// writes: the counters are unknown, not zero.
+    #[error("BPF map {map} entry {key} is unreadable: {reason}")]
+    MapValue {
+        map: String,
+        key: u32,
+        reason: String,
+    },
     #[error("state file {path} is unreadable: {reason}")]
     State { path: String, reason: String },
     /// Reading the NIC's own RSS (ethtool netlink) failed.

@@ -311,18 +311,15 @@ impl Maps {
         let values = self
             .cpumap_stats
             .lookup_percpu(&cpu.to_ne_bytes(), MapFlags::ANY)
-            .map_err(|e| NicError::bpf("read map cpumap_stats", e))?
-            .unwrap_or_default();
+            .map_err(|e| NicError::bpf("read map cpumap_stats", e))?;
         let mut sum = types::softrss_cpumap_counters::default();
-        for bytes in values {
-            if let Ok(c) =
-                bytemuck::try_pod_read_unaligned::<types::softrss_cpumap_counters>(&bytes)
-            {
-                sum.enqueued += c.enqueued;
-                sum.enqueue_drops += c.enqueue_drops;
-                sum.kthread_processed += c.kthread_processed;
-                sum.kthread_drops += c.kthread_drops;
-            }
+        for c in
+            crate::percpu::values::<types::softrss_cpumap_counters>("cpumap_stats", cpu, values)?
+        {
+            sum.enqueued += c.enqueued;
+            sum.enqueue_drops += c.enqueue_drops;
+            sum.kthread_processed += c.kthread_processed;
+            sum.kthread_drops += c.kthread_drops;
         }
         Ok(sum)
     }
@@ -388,14 +385,11 @@ impl Maps {
 fn sum_percpu(map: &MapHandle, key: u32, name: &str) -> Result<types::softrss_counters, NicError> {
     let values = map
         .lookup_percpu(&key.to_ne_bytes(), MapFlags::ANY)
-        .map_err(|e| NicError::bpf(format!("read map {name}"), e))?
-        .unwrap_or_default();
+        .map_err(|e| NicError::bpf(format!("read map {name}"), e))?;
     let mut sum = types::softrss_counters::default();
-    for bytes in values {
-        if let Ok(c) = bytemuck::try_pod_read_unaligned::<types::softrss_counters>(&bytes) {
-            sum.packets += c.packets;
-            sum.bytes += c.bytes;
-        }
+    for c in crate::percpu::values::<types::softrss_counters>(name, key, values)? {
+        sum.packets += c.packets;
+        sum.bytes += c.bytes;
     }
     Ok(sum)
 }
