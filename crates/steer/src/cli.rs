@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Steer: predict, enforce and measure which CPU core each flow lands on.
 ///
@@ -24,7 +24,39 @@ pub struct Cli {
 impl Cli {
     /// Parses `std::env::args`; on a usage error clap prints it and exits 2.
     pub fn parse_from_env_or_exit() -> Self {
-        Cli::parse()
+        let matches = Cli::help_command().get_matches();
+        Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    }
+
+    /// The command tree as `--help` shows it: the global `--json` is
+    /// hidden where the command refuses it (`REFUSE_JSON`), so help says
+    /// what the command does (issue 27, "Docs that drift").
+    pub fn help_command() -> clap::Command {
+        let mut cmd = Cli::command();
+        for path in REFUSE_JSON {
+            cmd = hide_json(cmd, path);
+        }
+        cmd
+    }
+}
+
+/// The commands whose output is another program's own, which steer cannot
+/// turn into JSON, so they refuse `--json` (with a usage error).
+pub const REFUSE_JSON: &[&[&str]] = &[&["lab", "exec"], &["toe", "run"]];
+
+/// Gives the command at `path` its own hidden `--json`: clap hands a
+/// global argument to a subcommand only when it has none of that name, and
+/// the value still reaches `Cli::json`, so the command can refuse it.
+fn hide_json(cmd: clap::Command, path: &[&str]) -> clap::Command {
+    match path.split_first() {
+        None => cmd.arg(
+            clap::Arg::new("json")
+                .long("json")
+                .global(true)
+                .hide(true)
+                .action(clap::ArgAction::SetTrue),
+        ),
+        Some((first, rest)) => cmd.mut_subcommand(*first, |c| hide_json(c, rest)),
     }
 }
 
@@ -270,4 +302,41 @@ pub struct DemoArgs {
     pub params: exp::demo::DemoParams,
     #[command(flatten)]
     pub common: crate::cmd::exp::Common,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn find<'a>(cmd: &'a clap::Command, path: &[&str]) -> &'a clap::Command {
+        path.iter().fold(cmd, |c, name| {
+            c.find_subcommand(name)
+                .unwrap_or_else(|| panic!("no command {path:?}"))
+        })
+    }
+
+    /// A command that refuses --json does not list it in its help (it
+    /// listed "Print the result as JSON"), and --json still reaches
+    /// `Cli::json`, where the command refuses it.
+    #[test]
+    fn commands_that_refuse_json_do_not_offer_it() {
+        let mut cmd = Cli::help_command();
+        cmd.build();
+        for path in REFUSE_JSON {
+            let help = find(&cmd, path).clone().render_long_help().to_string();
+            assert!(
+                !help.contains("Print the result as JSON"),
+                "{path:?}:\n{help}"
+            );
+            let argv = [&["steer"][..], path, &["--json", "h", "--", "true"]].concat();
+            let matches = Cli::help_command().try_get_matches_from(argv).unwrap();
+            assert!(Cli::from_arg_matches(&matches).unwrap().json, "{path:?}");
+        }
+        // The rest still offer it.
+        let status = find(&cmd, &["lab", "status"])
+            .clone()
+            .render_long_help()
+            .to_string();
+        assert!(status.contains("Print the result as JSON"), "{status}");
+    }
 }
