@@ -72,6 +72,10 @@ pub struct ListArgs {
     /// Show the quick variants' command lines.
     #[arg(long)]
     pub quick: bool,
+    /// Print the table of cases and their checks (Markdown) that
+    /// docs/bench.md shows, instead of the cells and their command lines.
+    #[arg(long, conflicts_with_all = ["quick", "json"])]
+    pub checks_table: bool,
     #[command(flatten)]
     pub select: Selection,
 }
@@ -157,6 +161,16 @@ fn run_matrix(args: RunArgs, json: bool) -> anyhow::Result<i32> {
 }
 
 fn list(args: ListArgs, json: bool) -> anyhow::Result<i32> {
+    if args.checks_table {
+        if json {
+            return Err(exit::usage(
+                "--checks-table prints Markdown; drop --json (steer bench list --json lists the cells with their checks)",
+            ));
+        }
+        let cases = args.select.cases()?;
+        print!("{}", bench::list::checks_table(bench::list::specs(&cases)));
+        return Ok(exit::OK);
+    }
     let list = CaseList {
         cases: args.select.cases()?,
         quick: args.quick,
