@@ -656,6 +656,41 @@ mod tests {
             .any(|r| matches!(r, Err(CheckFailure::False(_))))
     }
 
+    /// ooo's NewReno sender did not negotiate ECN: a run whose NewReno
+    /// frames reached the bottleneck ECN-capable fails (the check it
+    /// replaced read CE marks of a bottleneck that never marked them).
+    #[test]
+    fn ooo_fails_a_new_reno_sender_whose_frames_were_ecn_capable() {
+        let case = builtin("ooo");
+        let run = |capable: u64| {
+            json!({"senders": [
+                {"sender": "new_reno", "wire_ecn_capable": capable},
+                {"sender": "dctcp", "wire_ecn_capable": 1000},
+            ]})
+        };
+        let under = "/senders/sender=new_reno/wire_ecn_capable";
+        assert!(all_pass(&judged(&case, under, &run(0))));
+        assert!(one_false(&judged(&case, under, &run(5))));
+    }
+
+    /// toe fails a run with an incomplete input-locking cell and one whose
+    /// ablation echoed other bytes (exp's tests show the summaries say so).
+    #[test]
+    fn toe_fails_an_incomplete_locking_run_and_an_echo_that_differs() {
+        let case = builtin("toe");
+        for under in ["/locking_complete", "/byte_exact"] {
+            let key = &under[1..];
+            assert!(
+                all_pass(&judged(&case, under, &json!({ key: true }))),
+                "{under}"
+            );
+            assert!(
+                one_false(&judged(&case, under, &json!({ key: false }))),
+                "{under}"
+            );
+        }
+    }
+
     #[test]
     fn no_builtin_check_is_one_a_failed_run_never_reaches() {
         // A failed repetition aborts every experiment (NOEXIT), so a count

@@ -108,32 +108,6 @@ where
     serde_json::to_value(parsed).unwrap() == serde_json::to_value(P::default()).unwrap()
 }
 
-/// How the test matrix judges `result` as the output of its built-in
-/// case `case_id` (crates/bench/cases.toml): the checks whose pointer
-/// starts with `under`, each with its outcome. The experiments' tests feed
-/// it summaries of made-up samples, so that a check and the JSON it reads
-/// are tested together.
-#[cfg(test)]
-pub(crate) fn matrix_checks(
-    case_id: &str,
-    result: &impl serde::Serialize,
-    under: &str,
-) -> Vec<(String, Result<(), bench::case::CheckFailure>)> {
-    let json = serde_json::to_value(result).expect("results serialize");
-    let cases = bench::load_matrix(&[], true).expect("the built-in cases parse");
-    let case = cases
-        .iter()
-        .find(|c| c.id == case_id)
-        .unwrap_or_else(|| panic!("no built-in case {case_id}"));
-    let checks: Vec<_> = case
-        .checks()
-        .filter(|c| c.pointer.starts_with(under))
-        .map(|c| (c.pointer.clone(), c.evaluate(&json)))
-        .collect();
-    assert!(!checks.is_empty(), "{case_id} checks nothing under {under}");
-    checks
-}
-
 impl ExpError {
     /// True for missing privilege or a missing kernel feature or program.
     pub fn is_environment(&self) -> bool {

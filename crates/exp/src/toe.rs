@@ -904,8 +904,6 @@ mod tests {
             .locking_summary
             .iter()
             .all(|s| (s.runs, s.complete_runs, s.vs_exclusive) == (2, 2, Some(1.0))));
-        let judged = crate::matrix_checks("toe", &ok, "/locking");
-        assert!(judged.iter().all(|(_, r)| r.is_ok()), "{judged:?}");
         // One short run in any cell: that cell has no mean (the old mean
         // skipped it and stayed a number), and the run fails the matrix.
         for streams in LOCKING_STREAMS {
@@ -919,13 +917,10 @@ mod tests {
                     .unwrap();
                 assert_eq!((cell.runs, cell.complete_runs), (2, 1));
                 assert_eq!((cell.mean_segments_per_s, cell.vs_exclusive), (None, None));
-                let judged = crate::matrix_checks("toe", &bad, "/locking");
-                assert!(
-                    judged
-                        .iter()
-                        .any(|(_, r)| matches!(r, Err(bench::case::CheckFailure::False(_)))),
-                    "{streams} {locking:?}: {judged:?}"
-                );
+                // The matrix reads `/locking_complete` (bench's tests
+                // judge it).
+                let json = serde_json::to_value(&bad).unwrap();
+                assert_eq!(json["locking_complete"], false);
             }
         }
         // A repetition that ran no input at all is not complete either.
@@ -964,11 +959,8 @@ mod tests {
         assert!(run(vec![row(true), row(true)]).byte_exact);
         let bad = run(vec![row(true), row(false)]);
         assert!(!bad.byte_exact);
-        let judged = crate::matrix_checks("toe", &bad, "/byte_exact");
-        assert!(
-            matches!(judged[..], [(_, Err(bench::case::CheckFailure::False(_)))]),
-            "{judged:?}"
-        );
+        // The matrix reads `/byte_exact` (bench's tests judge it).
+        assert_eq!(serde_json::to_value(&bad).unwrap()["byte_exact"], false);
     }
 
     #[test]
