@@ -841,7 +841,7 @@ impl Endpoint {
     fn laminar_timeout(&mut self, conn: ConnIdx) {
         let now = self.now;
         let mss = self.control[conn as usize].as_ref().map_or(536, |c| c.mss);
-        let srtt_us = self.flow_info(conn).and_then(|f| f.srtt_us).unwrap_or(0);
+        let srtt_us = self.flow_info(conn).and_then(|f| f.srtt_us);
         let Some(tx) = self.laminar_conn(conn).and_then(|c| c.tx.as_mut()) else {
             return;
         };

@@ -725,7 +725,7 @@ impl Endpoint {
                 continue;
             }
             let in_flight = self.proto.snapshot(conn).tx_sent;
-            let srtt = self.post.state(conn).rtt_est;
+            let srtt = Some(self.post.state(conn).rtt_est).filter(|&us| us > 0);
             let Some(c) = self.control[conn as usize].as_mut() else {
                 continue;
             };

@@ -633,7 +633,7 @@ impl Endpoint {
             return;
         }
         let in_flight = self.conn_snapshot(conn).tx_sent;
-        let srtt = self.post_state(conn).rtt_est;
+        let srtt = Some(self.post_state(conn).rtt_est).filter(|&us| us > 0);
         let Some(c) = self.control.get_mut(conn as usize).and_then(Option::as_mut) else {
             return;
         };

@@ -54,14 +54,14 @@ impl RetransmitTimer {
     }
 
     /// Whether the timer expired for `in_flight` bytes, `mss` a segment,
-    /// `srtt_us` the smoothed RTT (0: no sample, no probe). A timeout
+    /// `srtt_us` the smoothed RTT (None before a sample: no probe). A timeout
     /// backs the timer off.
     pub fn expired(
         &mut self,
         now: Instant,
         in_flight: u32,
         mss: u32,
-        srtt_us: u32,
+        srtt_us: Option<u32>,
     ) -> Option<Expiry> {
         if in_flight == 0 {
             return None;
@@ -72,9 +72,7 @@ impl RetransmitTimer {
             self.rto = (self.rto * 2).min(MAX_RTO);
             return Some(Expiry::Timeout);
         }
-        if self.probed || srtt_us == 0 {
-            return None;
-        }
+        let srtt_us = srtt_us.filter(|_| !self.probed)?;
         let mut pto = (Duration::from_micros(u64::from(srtt_us)) * 2).max(MIN_PTO);
         if in_flight <= mss {
             pto += MAX_ACK_DELAY;
@@ -98,22 +96,28 @@ mod tests {
         let mut t = RetransmitTimer::new(t0, min);
         let at = |ms| t0 + Duration::from_millis(ms);
         // 2 ms RTT: a probe after 10 ms (the floor), then nothing until the RTO.
-        assert_eq!(t.expired(at(9), 10_000, 1448, 2000), None);
-        assert_eq!(t.expired(at(10), 10_000, 1448, 2000), Some(Expiry::Probe));
-        assert_eq!(t.expired(at(150), 10_000, 1448, 2000), None);
+        assert_eq!(t.expired(at(9), 10_000, 1448, Some(2000)), None);
         assert_eq!(
-            t.expired(at(200), 10_000, 1448, 2000),
+            t.expired(at(10), 10_000, 1448, Some(2000)),
+            Some(Expiry::Probe)
+        );
+        assert_eq!(t.expired(at(150), 10_000, 1448, Some(2000)), None);
+        assert_eq!(
+            t.expired(at(200), 10_000, 1448, Some(2000)),
             Some(Expiry::Timeout)
         );
         assert_eq!(t.rto, min * 2);
         // One segment in flight: the receiver may delay its ACK 200 ms, so
         // the probe would come after the RTO: none.
         t.progress(at(300));
-        assert_eq!(t.expired(at(499), 1000, 1448, 2000), None);
-        assert_eq!(t.expired(at(500), 1000, 1448, 2000), Some(Expiry::Timeout));
+        assert_eq!(t.expired(at(499), 1000, 1448, Some(2000)), None);
+        assert_eq!(
+            t.expired(at(500), 1000, 1448, Some(2000)),
+            Some(Expiry::Timeout)
+        );
         // Nothing in flight, no RTT sample: nothing.
         t.progress(at(600));
-        assert_eq!(t.expired(at(900), 0, 1448, 2000), None);
-        assert_eq!(t.expired(at(700), 10_000, 1448, 0), None);
+        assert_eq!(t.expired(at(900), 0, 1448, Some(2000)), None);
+        assert_eq!(t.expired(at(700), 10_000, 1448, None), None);
     }
 }
