@@ -406,9 +406,8 @@ impl CgroupBinder {
                 .lookup_percpu(&(i as u32).to_ne_bytes(), MapFlags::ANY)
                 .map_err(|e| BinderError::bpf("read map stats", e))?;
             // A value that cannot be read is an unknown count, not 0.
-            *slot = nic::percpu::values::<u64>("stats", i as u32, per_cpu)?
-                .iter()
-                .sum();
+            *slot =
+                host::bpf::event_count("stats", i as u32, per_cpu).map_err(nic::NicError::from)?;
         }
         Ok(BinderStats {
             bound: v[0],

@@ -1,5 +1,67 @@
 //! The one way a crate with a BPF program takes in its libbpf-cargo
-//! skeleton: [`bpf_skeleton!`](crate::bpf_skeleton).
+//! skeleton ([`bpf_skeleton!`](crate::bpf_skeleton)), and reads the values
+//! of one entry of a per-CPU map ([`percpu_values`]).
+//!
+//! The kernel returns one value per possible CPU. A value that cannot be
+//! read as the type the program writes (a size mismatch between the BPF
+//! object and this build), or an array entry that is missing, means the
+//! counters are unknown: summing the rest would report the lost ones as 0
+//! (issue 27, "Counters and provenance"). Every per-CPU reading of every
+//! crate goes through [`percpu_values`], so none of them skips a value.
+
+use thiserror::Error;
+
+/// A per-CPU map entry that could not be read as what the program writes:
+/// the counters are unknown, not zero.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("BPF map {map} entry {key} is unreadable: {reason}")]
+pub struct MapValueError {
+    pub map: String,
+    pub key: u32,
+    pub reason: String,
+}
+
+/// Each CPU's value of entry `key` of per-CPU map `map`, read as `T`.
+/// `values` is what libbpf-rs's `lookup_percpu` returned; `None` (no entry)
+/// is an error, since every map read this way is an array that has every
+/// key.
+pub fn percpu_values<T: bytemuck::Pod>(
+    map: &str,
+    key: u32,
+    values: Option<Vec<Vec<u8>>>,
+) -> Result<Vec<T>, MapValueError> {
+    let unreadable = |reason: String| MapValueError {
+        map: map.to_string(),
+        key,
+        reason,
+    };
+    let values = values.ok_or_else(|| unreadable("no such entry".into()))?;
+    values
+        .iter()
+        .enumerate()
+        .map(|(cpu, bytes)| {
+            bytemuck::try_pod_read_unaligned::<T>(bytes).map_err(|_| {
+                unreadable(format!(
+                    "the value of CPU {cpu} is {} bytes, expected {}",
+                    bytes.len(),
+                    std::mem::size_of::<T>()
+                ))
+            })
+        })
+        .collect()
+}
+
+/// Event `key`'s count in map `map` of the event counters that
+/// crates/buildkit/bpf/steer_counters.h declares (a per-CPU array of
+/// `__u64`): the sum of every CPU's copy, or an error when one of them
+/// cannot be read.
+pub fn event_count(
+    map: &str,
+    key: u32,
+    values: Option<Vec<Vec<u8>>>,
+) -> Result<u64, MapValueError> {
+    Ok(percpu_values::<u64>(map, key, values)?.iter().sum())
+}
 
 /// Declares `mod skel`, the skeleton libbpf-cargo generated into `OUT_DIR`
 /// (the name given to buildkit's `BpfProgram::build`), and declares the
@@ -12,8 +74,8 @@
 /// use skel::types;
 /// ```
 ///
-/// The caller depends on `libbpf-rs` and `bytemuck`; this crate needs
-/// neither, since the expansion names them from the caller.
+/// The caller depends on `libbpf-rs` and `bytemuck`: the expansion names
+/// them from the caller.
 #[macro_export]
 macro_rules! bpf_skeleton {
     ($file:literal, pod: [$($pod:ident),* $(,)?]) => {
@@ -36,4 +98,56 @@ macro_rules! bpf_skeleton {
             )*
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_cpu_value_is_read() {
+        let got: Vec<u64> = percpu_values(
+            "m",
+            0,
+            Some(vec![
+                7u64.to_ne_bytes().to_vec(),
+                5u64.to_ne_bytes().to_vec(),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(got, [7, 5]);
+    }
+
+    /// The old readings skipped a value of the wrong size and summed the
+    /// rest, so a mismatch read as 0.
+    #[test]
+    fn a_value_of_the_wrong_size_is_an_error() {
+        let err = percpu_values::<u64>(
+            "stats",
+            3,
+            Some(vec![7u64.to_ne_bytes().to_vec(), vec![0; 4]]),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "BPF map stats entry 3 is unreadable: the value of CPU 1 is 4 bytes, expected 8"
+        );
+    }
+
+    #[test]
+    fn an_event_count_sums_every_cpu_or_fails() {
+        let copies = |v: &[&[u8]]| Some(v.iter().map(|b| b.to_vec()).collect());
+        let (one, two) = (1u64.to_ne_bytes(), 2u64.to_ne_bytes());
+        assert_eq!(event_count("stats", 0, copies(&[&one, &two])), Ok(3));
+        assert!(event_count("stats", 0, copies(&[&one, &[0; 9]])).is_err());
+    }
+
+    #[test]
+    fn a_missing_entry_is_an_error() {
+        let err = percpu_values::<u64>("stats", 9, None).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "BPF map stats entry 9 is unreadable: no such entry"
+        );
+    }
 }

@@ -3,7 +3,8 @@
 //! ([`link`], on the request loop in [`netlink`]), a namespace's own sysfs
 //! ([`sysfs`]) and protocol counters ([`snmp`]), running tools such as
 //! `ip` ([`command`]), preloading shims ([`preload`]), taking in a BPF
-//! program's skeleton ([`bpf_skeleton!`]),
+//! program's skeleton ([`bpf_skeleton!`]) and reading its per-CPU counters
+//! ([`bpf::percpu_values`]),
 //! checking privilege ([`is_root`], [`require_root`]) and reading how busy
 //! the CPUs were ([`cpu`]).
 //!
@@ -35,6 +36,8 @@
 //! command::{wait_like_system(&mut Command), exit_code(status)} // a user program, as system(3)
 //! preload::{install(bytes, name), install_in, preload(&mut Command, shim)} // LD_PRELOAD shims
 //! bpf_skeleton!("prog.skel.rs", pod: [map_key, map_value]) // mod skel, its map types Pod
+//! bpf::percpu_values::<T>(map, key, lookup_percpu(..)?)   // every CPU's value, or MapValueError
+//! bpf::event_count(map, key, lookup_percpu(..)?)         // a steer_counters.h count, summed
 //! is_root(), require_root(what)
 //! cpu::CpuTimes::{read(), busy_since(&before)}          // /proc/stat
 //! cpu::pin_current_thread(cpu)                          // sched_setaffinity
@@ -46,7 +49,7 @@
 //! [`HostError::is_bad_input`]); the crates that call this one wrap them in
 //! their own errors.
 
-mod bpf;
+pub mod bpf;
 pub mod command;
 pub mod cpu;
 mod error;

@@ -23,6 +23,9 @@ host::bpf_skeleton!(
         lbxdp_backend,
         lbxdp_conn_key,
         lbxdp_conn,
+        lbxdp_counters,
+        lbxdp_backend_counters,
+        lbxdp_bucket_counters,
     ]
 );
 pub use skel::types;
@@ -384,43 +387,32 @@ impl Datapath {
         }
     }
 
-    fn sum_percpu(
-        &self,
+    /// Every CPU's value of entry `key` of per-CPU map `map` (`name`), as
+    /// the program's own type.
+    fn percpu<T: bytemuck::Pod>(
         map: &MapHandle,
         name: &str,
         key: u32,
-        words: usize,
-    ) -> Result<Vec<u64>, LbXdpError> {
-        // An array map has every key: no entry means the counters cannot
-        // be read, not that they are zero.
+    ) -> Result<Vec<T>, LbXdpError> {
         let values = map
             .lookup_percpu(&key.to_ne_bytes(), MapFlags::ANY)
-            .map_err(|e| LbXdpError::bpf(format!("read map {name}"), e))?
-            .ok_or_else(|| LbXdpError::config(format!("map {name} has no entry {key}")))?;
-        let mut sum = vec![0u64; words];
-        for v in values {
-            for (i, s) in sum.iter_mut().enumerate() {
-                if let Some(b) = v.get(i * 8..i * 8 + 8) {
-                    let mut w = [0u8; 8];
-                    w.copy_from_slice(b);
-                    *s += u64::from_ne_bytes(w);
-                }
-            }
-        }
-        Ok(sum)
+            .map_err(|e| LbXdpError::bpf(format!("read map {name}"), e))?;
+        read_percpu(name, key, values)
     }
 
     /// All counters, summed over CPUs, for backend slots 0..backends.
     pub fn stats(&self, backends: usize) -> Result<LbStats, LbXdpError> {
         let mut out = LbStats::default();
         for slot in 0..STAT_NAMES.len() as u32 {
-            out.packets
-                .push(self.sum_percpu(&self.maps.stats, "stats", slot, 1)?[0]);
+            let c: Vec<types::lbxdp_counters> = Self::percpu(&self.maps.stats, "stats", slot)?;
+            out.packets.push(c.iter().map(|c| c.packets).sum());
         }
         for slot in 0..backends.min(MAX_BACKENDS) as u32 {
-            let v = self.sum_percpu(&self.maps.backend_stats, "backend_stats", slot, 3)?;
-            out.backend_packets.push(v[0]);
-            out.backend_new_conns.push(v[2]);
+            let c: Vec<types::lbxdp_backend_counters> =
+                Self::percpu(&self.maps.backend_stats, "backend_stats", slot)?;
+            out.backend_packets.push(c.iter().map(|c| c.packets).sum());
+            out.backend_new_conns
+                .push(c.iter().map(|c| c.new_conns).sum());
         }
         Ok(out)
     }
@@ -430,8 +422,12 @@ impl Datapath {
     pub fn bucket_counters(&self, buckets: usize) -> Result<Vec<(u64, u64)>, LbXdpError> {
         (0..buckets.min(MAX_BUCKETS) as u32)
             .map(|b| {
-                self.sum_percpu(&self.maps.bucket_stats, "bucket_stats", b, 2)
-                    .map(|v| (v[0], v[1]))
+                let c: Vec<types::lbxdp_bucket_counters> =
+                    Self::percpu(&self.maps.bucket_stats, "bucket_stats", b)?;
+                Ok((
+                    c.iter().map(|c| c.new_conns).sum(),
+                    c.iter().map(|c| c.new_packets).sum(),
+                ))
             })
             .collect()
     }
@@ -536,4 +532,41 @@ pub(crate) fn if_index(dev: &str) -> Option<u32> {
     // SAFETY: a valid NUL-terminated string.
     let i = unsafe { libc::if_nametoindex(name.as_ptr()) };
     (i != 0).then_some(i)
+}
+
+/// `values` (what `lookup_percpu` returned for entry `key` of map `name`)
+/// read as the program's type `T`, one per CPU: a missing entry or a value
+/// of another size is an error, never a count of 0.
+fn read_percpu<T: bytemuck::Pod>(
+    name: &str,
+    key: u32,
+    values: Option<Vec<Vec<u8>>>,
+) -> Result<Vec<T>, LbXdpError> {
+    host::bpf::percpu_values(name, key, values).map_err(|e| nic::NicError::from(e).into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The counters are read as the program's structs. The old reading
+    /// took words one by one and skipped those a value lacked: a backend
+    /// value of 16 bytes (another build of the program) gave new
+    /// connections 0.
+    #[test]
+    fn a_counter_value_of_another_size_is_an_error() {
+        let short = Some(vec![vec![0u8; 16]]);
+        let err = read_percpu::<types::lbxdp_backend_counters>("backend_stats", 1, short)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "BPF map backend_stats entry 1 is unreadable: the value of CPU 0 is 16 bytes, expected 32"
+        );
+        let whole = vec![0u8; std::mem::size_of::<types::lbxdp_backend_counters>()];
+        let read =
+            read_percpu::<types::lbxdp_backend_counters>("backend_stats", 1, Some(vec![whole]));
+        assert_eq!(read.map(|v| v.len()).ok(), Some(1));
+        assert!(read_percpu::<types::lbxdp_bucket_counters>("bucket_stats", 0, None).is_err());
+    }
 }

@@ -46,12 +46,8 @@ pub enum NicError {
     },
     /// A per-CPU map value that could not be read as what the program
     /// writes: the counters are unknown, not zero.
-    #[error("BPF map {map} entry {key} is unreadable: {reason}")]
-    MapValue {
-        map: String,
-        key: u32,
-        reason: String,
-    },
+    #[error(transparent)]
+    MapValue(#[from] host::bpf::MapValueError),
     #[error("state file {path} is unreadable: {reason}")]
     State { path: String, reason: String },
     /// Reading the NIC's own RSS (ethtool netlink) failed.

@@ -66,7 +66,6 @@ mod config_args;
 pub mod error;
 mod loader;
 pub mod offload;
-pub mod percpu;
 pub mod report;
 pub mod state;
 pub mod sys;

@@ -314,7 +314,7 @@ impl Maps {
             .map_err(|e| NicError::bpf("read map cpumap_stats", e))?;
         let mut sum = types::softrss_cpumap_counters::default();
         for c in
-            crate::percpu::values::<types::softrss_cpumap_counters>("cpumap_stats", cpu, values)?
+            host::bpf::percpu_values::<types::softrss_cpumap_counters>("cpumap_stats", cpu, values)?
         {
             sum.enqueued += c.enqueued;
             sum.enqueue_drops += c.enqueue_drops;
@@ -387,7 +387,7 @@ fn sum_percpu(map: &MapHandle, key: u32, name: &str) -> Result<types::softrss_co
         .lookup_percpu(&key.to_ne_bytes(), MapFlags::ANY)
         .map_err(|e| NicError::bpf(format!("read map {name}"), e))?;
     let mut sum = types::softrss_counters::default();
-    for c in crate::percpu::values::<types::softrss_counters>(name, key, values)? {
+    for c in host::bpf::percpu_values::<types::softrss_counters>(name, key, values)? {
         sum.packets += c.packets;
         sum.bytes += c.bytes;
     }

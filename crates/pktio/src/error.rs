@@ -19,6 +19,10 @@ pub enum PktIoError {
         #[source]
         source: std::io::Error,
     },
+    /// A counter of the AF_XDP program that could not be read: unknown,
+    /// not zero.
+    #[error(transparent)]
+    MapValue(#[from] host::bpf::MapValueError),
 }
 
 impl PktIoError {

@@ -177,21 +177,12 @@ impl XdpIo {
     /// Frames the program (redirected, passed to the kernel, matched but no
     /// socket on their queue), summed over CPUs.
     pub(crate) fn program_counts(&self) -> Result<[u64; 3], PktIoError> {
-        let mut out = [0u64; 3];
-        for (i, slot) in out.iter_mut().enumerate() {
-            let per_cpu = self
-                .program
+        counts_by_slot(|slot| {
+            self.program
                 .stats
-                .lookup_percpu(&(i as u32).to_ne_bytes(), MapFlags::ANY)
-                .map_err(|e| bpf_error("read stats", e))?
-                .unwrap_or_default();
-            *slot = per_cpu
-                .iter()
-                .filter_map(|b| b.get(..8).and_then(|b| b.try_into().ok()))
-                .map(u64::from_ne_bytes)
-                .sum();
-        }
-        Ok(out)
+                .lookup_percpu(&slot.to_ne_bytes(), MapFlags::ANY)
+                .map_err(|e| bpf_error("read stats", e))
+        })
     }
 
     pub(crate) fn recv(&mut self, max: usize, mut f: impl FnMut(&[u8])) -> usize {
@@ -291,4 +282,41 @@ fn open_queues(ifindex: u32, dev: &str, cfg: &PortConfig) -> Result<Vec<Xsk>, Pk
         }
     }
     Ok(socks)
+}
+
+/// The counts of the program's first three `stats` slots, each summed over
+/// CPUs from what `lookup` returns for it. A missing entry or a value of
+/// another size is an unknown count and an error, not 0 (the old reading
+/// skipped it).
+fn counts_by_slot(
+    mut lookup: impl FnMut(u32) -> Result<Option<Vec<Vec<u8>>>, PktIoError>,
+) -> Result<[u64; 3], PktIoError> {
+    let mut out = [0u64; 3];
+    for (slot, count) in (0u32..).zip(out.iter_mut()) {
+        *count = host::bpf::event_count("stats", slot, lookup(slot)?)?;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unreadable_count_is_an_error_not_zero() {
+        let copy = |n: u64| n.to_ne_bytes().to_vec();
+        let counts = counts_by_slot(|slot| Ok(Some(vec![copy(slot.into()), copy(10)])));
+        assert_eq!(counts.unwrap(), [10, 11, 12]);
+        let short = counts_by_slot(|slot| {
+            Ok(Some(vec![
+                copy(1),
+                if slot == 1 { vec![0; 4] } else { copy(1) },
+            ]))
+        });
+        assert_eq!(
+            short.unwrap_err().to_string(),
+            "BPF map stats entry 1 is unreadable: the value of CPU 1 is 4 bytes, expected 8"
+        );
+        assert!(counts_by_slot(|_| Ok(None)).is_err());
+    }
 }
