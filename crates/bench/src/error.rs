@@ -30,6 +30,9 @@ pub enum BenchError {
     NoSuchRun(String),
     #[error("baseline {path}: {reason}")]
     Baseline { path: String, reason: String },
+    /// A criterion benchmark command failed or measured nothing.
+    #[error("criterion benchmark '{command}': {reason}")]
+    Criterion { command: String, reason: String },
     #[error("{op}: {source}")]
     Io {
         op: String,

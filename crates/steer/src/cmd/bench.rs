@@ -34,13 +34,20 @@ pub enum BenchCommand {
     /// Write a static HTML page (DIR/index.html) with the case x run table,
     /// charts over runs and the raw outputs.
     Report(ReportArgs),
-    /// Print criterion's latest estimates under DIR as one JSON object (used
-    /// by criterion cases of the matrix).
+    /// Run a criterion benchmark and print the estimates of that run as one
+    /// JSON object (the matrix's criterion cases).
+    ///
+    /// Criterion writes into a new empty directory for the run
+    /// (CRITERION_HOME), so a benchmark renamed or left out by a filter
+    /// cannot show an earlier run's number; the benchmark's own output goes
+    /// to stderr. Fails when the benchmark fails or measures nothing.
+    ///
+    /// Example: steer bench criterion-json -- cargo bench -p rss --bench toeplitz
     #[command(name = "criterion-json")]
     CriterionJson {
-        /// The directory criterion writes its results into.
-        #[arg(default_value = "target/criterion")]
-        dir: PathBuf,
+        /// The benchmark command and its arguments, after `--`.
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
     },
 }
 
@@ -127,8 +134,8 @@ pub fn run(cmd: BenchCommand, json: bool) -> anyhow::Result<i32> {
         BenchCommand::Compare(args) => compare(args, json),
         BenchCommand::Check(args) => check(args, json),
         BenchCommand::Report(args) => report(args, json),
-        BenchCommand::CriterionJson { dir } => {
-            output::json(&bench::criterion::collect(&dir)?)?;
+        BenchCommand::CriterionJson { command } => {
+            output::json(&bench::criterion::run(&command)?)?;
             Ok(exit::OK)
         }
     }
