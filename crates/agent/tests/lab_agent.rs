@@ -10,6 +10,8 @@ use agent::{Agent, AgentClient, ConfigOrigin, Devices, ServerOptions, Sources, T
 use lab::{unique_name, Lab, LabSpec};
 use rss::RssKey;
 
+testkit::strict_mode_guard!();
+
 const TOKEN: &str = "lab-token-1234";
 
 #[test]

@@ -27,3 +27,7 @@ pub use case::{load_matrix, Case, CaseFile, CaseSpec};
 pub use db::History;
 pub use error::BenchError;
 pub use state::State;
+
+// The unit tests include root-only ones (#[ignore]): strict mode runs them.
+#[cfg(test)]
+testkit::strict_mode_guard!();

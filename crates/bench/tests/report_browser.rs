@@ -17,6 +17,8 @@ use std::sync::Arc;
 use bench::run::{run_matrix, RunRequest};
 use bench::{load_matrix, History};
 
+testkit::strict_mode_guard!();
+
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }

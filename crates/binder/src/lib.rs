@@ -49,3 +49,7 @@ pub use cgroup::{BinderStats, CgroupBinder, TempCgroup};
 pub use error::BinderError;
 pub use report::{BinderStatus, InstalledPlans};
 pub use srap::{Plan, PlanEntry};
+
+// The unit tests include root-only ones (#[ignore]): strict mode runs them.
+#[cfg(test)]
+testkit::strict_mode_guard!();

@@ -12,6 +12,8 @@ use common::{listener, probe_command, probe_result};
 use testkit::free_port;
 use testkit::RefusingPort;
 
+testkit::strict_mode_guard!();
+
 #[test]
 fn probe() {
     common::probe_child();

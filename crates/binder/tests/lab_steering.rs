@@ -15,6 +15,8 @@ use binder::{CgroupBinder, Plan, TempCgroup};
 use common::{probe_command, Allocator, Answer};
 use lab::{unique_name, Lab, LabGuard, LabSpec};
 
+testkit::strict_mode_guard!();
+
 const IPERF_PORT: u16 = 5201;
 const SINK_PORT: u16 = 6000;
 const FLOWS: usize = 8;

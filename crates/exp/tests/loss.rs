@@ -7,6 +7,8 @@
 
 use exp::loss::{self, Direction, LossModel, LossParams, Percent, Stack};
 
+testkit::strict_mode_guard!();
+
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
 fn one_cell_each_way_is_exact_and_counts_its_retransmissions() {

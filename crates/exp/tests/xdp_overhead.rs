@@ -6,6 +6,8 @@
 
 use exp::xdp_overhead::{self, Mode, XdpOverheadParams};
 
+testkit::strict_mode_guard!();
+
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, tracepoints): `make test` runs it as root"]
 fn three_modes_with_their_drop_counters() {

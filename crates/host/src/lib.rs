@@ -62,6 +62,10 @@ pub mod sysfs;
 
 pub use error::{error_line, HostError};
 
+// The unit tests include root-only ones (#[ignore]): strict mode runs them.
+#[cfg(test)]
+testkit::strict_mode_guard!();
+
 /// Whether this process runs as root (effective uid 0).
 pub fn is_root() -> bool {
     nix::unistd::geteuid().is_root()

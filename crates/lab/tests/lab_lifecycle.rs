@@ -8,6 +8,8 @@ use std::time::Duration;
 use host::netns::exists as netns_exists;
 use lab::{unique_name, Lab, LabSpec};
 
+testkit::strict_mode_guard!();
+
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, cgroup BPF): `make test` runs it as root"]
 fn up_and_down_are_idempotent() {

@@ -18,6 +18,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rss::{FlowTuple, HashFieldsByFlow, IndirectionTable, L4Proto, Predictor, RssKey};
 
+testkit::strict_mode_guard!();
+
 fn random_flows(rng: &mut StdRng, n: usize) -> Vec<(FlowTuple, u64)> {
     (0..n)
         .map(|_| {

@@ -6,6 +6,8 @@ use lbxdp::live::{queue_counts, SERVICE_PORT};
 use lbxdp::traffic::{ConnShape, Servers, Workload};
 use lbxdp::{ControlLoop, LiveLab, LivePolicy, LiveSpec};
 
+testkit::strict_mode_guard!();
+
 fn spec(backends: u32) -> LiveSpec {
     let mut s = LiveSpec::new(&lab::unique_name("lbx"));
     s.backends = backends;

@@ -10,6 +10,8 @@ use lbxdp::maps::{self, XDP_DROP, XDP_PASS, XDP_TX};
 use lbxdp::{BackendEntry, Datapath, Mode};
 use rss::{FlowTuple, L4Proto, RssKey};
 
+testkit::strict_mode_guard!();
+
 const VIP: Ipv4Addr = Ipv4Addr::new(10, 99, 0, 1);
 const CLIENT: Ipv4Addr = Ipv4Addr::new(10, 98, 0, 7);
 const LB_MAC: [u8; 6] = [2, 0, 0, 0, 0, 0xaa];

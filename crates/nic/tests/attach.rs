@@ -8,6 +8,8 @@
 use nic::{AttachOptions, NicError};
 use rss::{IndirectionTable, RssConfig, RssKey};
 
+testkit::strict_mode_guard!();
+
 /// Two namespaces joined by veth0 <-> veth0; `b` is where XDP goes.
 struct Pair {
     a: testkit::Netns,

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use pktio::{wait_readable, Backend, Match, Port, PortConfig};
 
+testkit::strict_mode_guard!();
+
 /// A namespace with a veth pair a <-> b in it, deleted on drop.
 fn veth_pair() -> testkit::Netns {
     let ns = testkit::Netns::new("pktio");

@@ -8,6 +8,8 @@
 
 use rss::live::{inspect, read_config, LiveError};
 
+testkit::strict_mode_guard!();
+
 fn show(report: &rss::live::DeviceReport) {
     println!("{}", serde_json::to_string_pretty(report).unwrap());
 }

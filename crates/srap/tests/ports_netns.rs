@@ -7,6 +7,8 @@ use std::net::TcpListener;
 use rss::L4Proto;
 use srap::ports::LocalPorts;
 
+testkit::strict_mode_guard!();
+
 #[test]
 #[ignore = "needs root (a network namespace): `make test` runs it as root"]
 fn a_thread_in_another_namespace_reads_its_own_sockets() {

@@ -11,6 +11,8 @@ use assert_cmd::Command;
 use common::{cgroup2_root, fails_with_one_line, microsoft_config, steer, success_json, Cgroup};
 use testkit::TempDir;
 
+testkit::strict_mode_guard!();
+
 /// To 127.0.0.1:5201 from 127.0.0.1, the config file next.
 const TO_FROM_CONFIG: [&str; 5] = ["--to", "127.0.0.1:5201", "--from", "127.0.0.1", "--config"];
 

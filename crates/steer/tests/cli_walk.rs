@@ -20,6 +20,8 @@ use common::{cgroup2_root, microsoft_config, steer, Cgroup, Serve};
 use serde_json::Value;
 use testkit::{shared_trace, TempDir};
 
+testkit::strict_mode_guard!();
+
 /// How a command's `--json` is checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Json {

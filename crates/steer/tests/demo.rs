@@ -6,6 +6,8 @@ mod common;
 use common::{steer, success_json};
 use serde_json::Value;
 
+testkit::strict_mode_guard!();
+
 fn way<'a>(v: &'a Value, name: &str) -> &'a Value {
     v["ways"]
         .as_array()

@@ -20,6 +20,8 @@ use common::{fails_with_one_line, steer};
 use lab::{unique_name, Lab, LabSpec};
 use testkit::TempDir;
 
+testkit::strict_mode_guard!();
+
 fn steer_bin() -> PathBuf {
     assert_cmd::cargo::cargo_bin("steer")
 }

@@ -20,8 +20,11 @@
 //! Strict mode (see [`strict`]): under CI (the variable `CI` is set) or
 //! under `make test`, which exports `STEER_STRICT_TESTS=1` to its test runs,
 //! nothing may be left out: the tests run with `--include-ignored`, so every
-//! missing prerequisite is a failure, and this crate's
-//! `strict_mode_runs_the_ignored_tests` test fails when they were not.
+//! missing prerequisite is a failure. Every test binary that has ignored
+//! tests declares [`strict_mode_guard!`] once: its
+//! `strict_mode_runs_the_ignored_tests` test fails a strict run that left
+//! them out, so `CI=1 cargo test -p nic` fails as `make test` would, and a
+//! test of this crate fails when a binary with ignored tests lacks it.
 
 use std::ffi::OsString;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
@@ -41,6 +44,46 @@ pub fn strict() -> bool {
 fn strict_in(ci: Option<OsString>, strict_var: Option<OsString>) -> bool {
     let set = |v: Option<OsString>| v.is_some_and(|v| !(v.is_empty() || v == "0" || v == "false"));
     set(ci) || set(strict_var)
+}
+
+/// Declares the test `strict_mode_runs_the_ignored_tests` in the test
+/// binary it is written in: in strict mode ([`strict`]) it fails unless the
+/// binary was asked to run its ignored tests (`--include-ignored` or
+/// `--ignored`). Every test binary with an `#[ignore]` test (an
+/// integration test file, or a crate's unit tests) writes
+/// `testkit::strict_mode_guard!();` once, at the top level of the file (of
+/// `lib.rs` under `#[cfg(test)]` for unit tests).
+///
+/// Why in each binary: only a test binary sees the arguments it was run
+/// with, and any binary can be run alone (`cargo test -p X`); a check in the
+/// Makefile would only cover `make test`. A run filtered by name leaves the
+/// guard out with the rest, as it chose to.
+#[macro_export]
+macro_rules! strict_mode_guard {
+    () => {
+        /// Strict mode (CI, `make test`) runs this binary's ignored
+        /// (root-only) tests: without `--include-ignored` they would be
+        /// reported as ignored and the run would pass without them.
+        #[test]
+        fn strict_mode_runs_the_ignored_tests() {
+            $crate::check_strict_runs_ignored($crate::strict(), std::env::args());
+        }
+    };
+}
+
+/// What [`strict_mode_guard!`]'s test checks: fails (one line) when
+/// `strict` and the test binary's `args` leave the ignored tests out.
+#[track_caller]
+pub fn check_strict_runs_ignored(strict: bool, args: impl IntoIterator<Item = String>) {
+    let args: Vec<String> = args.into_iter().collect();
+    let includes_ignored = args
+        .iter()
+        .any(|a| a == "--include-ignored" || a == "--ignored");
+    assert!(
+        !strict || includes_ignored,
+        "strict mode (CI or {STRICT_VAR} set) runs the tests with --include-ignored; these args \
+         leave the ignored tests out: {args:?}"
+    );
 }
 
 /// Fails the calling test, with the one line `missing prerequisite: {what}`,
@@ -326,19 +369,124 @@ pub fn child_of(parent: u32, comm: Option<&str>) -> u32 {
 mod tests {
     use super::*;
 
-    /// Strict mode leaves nothing out: a run under CI or `make test` that
-    /// did not include the ignored tests (root, Chromium) would report them
-    /// as ignored and pass without them.
+    // This binary has no ignored test; the guard runs here as in every
+    // binary that has.
+    strict_mode_guard!();
+
     #[test]
-    fn strict_mode_runs_the_ignored_tests() {
-        let args: Vec<String> = std::env::args().collect();
-        let includes_ignored = args
-            .iter()
-            .any(|a| a == "--include-ignored" || a == "--ignored");
+    fn the_guard_fails_a_strict_run_that_leaves_ignored_tests_out() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        check_strict_runs_ignored(false, args(&["t"]));
+        check_strict_runs_ignored(true, args(&["t", "--include-ignored"]));
+        check_strict_runs_ignored(true, args(&["t", "--ignored"]));
+        let err = std::panic::catch_unwind(|| check_strict_runs_ignored(true, args(&["t"])))
+            .expect_err("a strict run without the ignored tests fails");
+        let msg = err.downcast_ref::<String>().expect("a formatted message");
         assert!(
-            !strict() || includes_ignored,
-            "strict mode (CI or {STRICT_VAR} set) runs the tests with --include-ignored; these args leave them out: {args:?}"
+            msg.starts_with("strict mode (CI or STEER_STRICT_TESTS set)"),
+            "{msg}"
         );
+    }
+
+    /// Every test binary with an ignored test has the guard. Before, only
+    /// this crate's tests had it: `CI=1 cargo test -p nic` passed with
+    /// nic's root-only tests left out.
+    #[test]
+    fn every_test_binary_with_ignored_tests_has_the_strict_guard() {
+        let crates = workspace_root().join("crates");
+        let mut binaries = 0;
+        let mut unguarded = Vec::new();
+        for krate in std::fs::read_dir(&crates).unwrap().flatten() {
+            for binary in test_binaries(&krate.path()) {
+                let ignores = binary.files.iter().any(|f| has_ignored_test(f));
+                let guarded = binary.files.iter().any(|f| {
+                    std::fs::read_to_string(f).is_ok_and(|t| t.contains("strict_mode_guard!()"))
+                });
+                binaries += usize::from(ignores);
+                if ignores && !guarded {
+                    unguarded.push(binary.name);
+                }
+            }
+        }
+        assert!(
+            binaries >= 20,
+            "found only {binaries} test binaries with ignored tests"
+        );
+        assert!(
+            unguarded.is_empty(),
+            "test binaries with #[ignore] tests but no testkit::strict_mode_guard!(): {unguarded:?}"
+        );
+    }
+
+    /// One test binary of a crate and the source files it is built from.
+    struct TestBinary {
+        name: String,
+        files: Vec<PathBuf>,
+    }
+
+    /// A crate's test binaries: its unit tests (every file under `src/`)
+    /// and each integration test (`tests/NAME.rs`, or `tests/NAME/` with
+    /// its modules). A module the integration tests share
+    /// (`tests/common/`) belongs to each binary that declares it.
+    fn test_binaries(krate: &Path) -> Vec<TestBinary> {
+        let name = |p: &Path| {
+            p.strip_prefix(workspace_root())
+                .unwrap_or(p)
+                .display()
+                .to_string()
+        };
+        let mut out = vec![TestBinary {
+            name: name(&krate.join("src")),
+            files: rust_files(&krate.join("src")),
+        }];
+        let tests = krate.join("tests");
+        let shared: Vec<PathBuf> = ["common"]
+            .iter()
+            .flat_map(|m| rust_files(&tests.join(m)))
+            .collect();
+        for entry in std::fs::read_dir(&tests).into_iter().flatten().flatten() {
+            let path = entry.path();
+            let mut files = if path.extension().is_some_and(|e| e == "rs") {
+                vec![path.clone()]
+            } else if path.is_dir() && path.file_name().is_some_and(|n| n != "common") {
+                rust_files(&path)
+            } else {
+                continue;
+            };
+            let declares_common = files.iter().any(|f| {
+                std::fs::read_to_string(f)
+                    .is_ok_and(|t| t.lines().any(|l| l.trim() == "mod common;"))
+            });
+            if declares_common {
+                files.extend(shared.iter().cloned());
+            }
+            out.push(TestBinary {
+                name: name(&path),
+                files,
+            });
+        }
+        out
+    }
+
+    /// Every `.rs` file under `dir`.
+    fn rust_files(dir: &Path) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                out.extend(rust_files(&path));
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+        out
+    }
+
+    /// Whether `file` marks a test `#[ignore]` (an attribute line, not a
+    /// comment that names one).
+    fn has_ignored_test(file: &Path) -> bool {
+        std::fs::read_to_string(file)
+            .is_ok_and(|t| t.lines().any(|l| l.trim_start().starts_with("#[ignore")))
     }
 
     #[test]

@@ -22,6 +22,8 @@ mod common;
 
 use common::{pattern, toe_addr};
 
+testkit::strict_mode_guard!();
+
 fn lab(prefix: &str) -> lab::LabGuard {
     testkit::require_root("AF_XDP and network namespaces");
     common::lab(prefix, false, false)

@@ -18,6 +18,8 @@ use wire::{Impairment, Loss, WireConfig, WireHandle, WireStats};
 
 mod common;
 
+testkit::strict_mode_guard!();
+
 const SERVER_PORT: u16 = 6100;
 
 fn lab(prefix: &str, with_wire: bool) -> lab::LabGuard {

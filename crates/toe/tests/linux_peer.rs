@@ -18,6 +18,8 @@ use wire::{Delay, Loss};
 
 mod common;
 
+testkit::strict_mode_guard!();
+
 const PORT: u16 = 5555;
 
 const LIMIT: Duration = Duration::from_secs(60);

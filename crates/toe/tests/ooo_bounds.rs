@@ -16,6 +16,8 @@ use wire::{Delay, Impairment, WireConfig, WireHandle};
 
 mod common;
 
+testkit::strict_mode_guard!();
+
 /// Linux uploads `bytes` to an endpoint with `bound` on `port`; returns
 /// the endpoint's counters once it read the upload to the FIN.
 fn upload(lab: &Lab, bound: OooBound, port: u16, bytes: usize) -> toe::Counters {

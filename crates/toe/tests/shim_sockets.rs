@@ -35,6 +35,8 @@ use toe::app::{shim, Context, Service, ServiceHandle};
 use toe::{EndpointConfig, Engine, PipelineLayout};
 use wire::{Delay, Loss};
 
+testkit::strict_mode_guard!();
+
 const SCRIPT: &str = include_str!("programs/socket_semantics.py");
 const READINESS: &str = include_str!("programs/readiness.py");
 const ECHO_PORT: u16 = 7007;

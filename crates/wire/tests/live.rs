@@ -10,6 +10,8 @@ use std::time::Duration;
 use lab::{unique_name, Lab, LabSpec};
 use wire::{Delay, DriverConfig, DriverHandle, Impairment, Loss, WireConfig, WireHandle};
 
+testkit::strict_mode_guard!();
+
 fn wire_lab(prefix: &str) -> lab::LabGuard {
     Lab::up(&LabSpec::wired(&unique_name(prefix)))
         .unwrap()
