@@ -107,8 +107,11 @@ lint: deps toolchain
 	$(CARGO) clippy --workspace --all-targets --release -- -D warnings
 
 # Every test, the root-only ones (#[ignore = "needs root ..."]) included, in
-# the tests' strict mode; then the test matrix. Root and the captures are
-# checked before anything is built.
+# the tests' strict mode (each test binary with root-only tests fails a
+# strict run that leaves them out: testkit::strict_mode_guard!); then the
+# test matrix. The tests include building the fuzz targets on stable and
+# running each once on its seeds (crates/steer/tests/fuzz_seeds.rs).
+# Root and the captures are checked before anything is built.
 test: check-root traces build lint
 	$(STRICT_TESTS) $(CARGO) test --workspace --release -- --include-ignored
 	$(MAKE) bench-matrix
@@ -139,7 +142,8 @@ bench-dpdk: deps toolchain
 	$(MAKE) -C bench/dpdk run
 	$(MAKE) -C bench/dpdk-reorder run
 
-# Each fuzz target for FUZZ_SECONDS, seeded from fuzz/seeds. cargo-fuzz
+# Each fuzz target for FUZZ_SECONDS, seeded from fuzz/seeds (`make test`
+# only builds them on stable and runs each seed once). cargo-fuzz
 # builds with sanitizer flags only a nightly toolchain accepts
 # (https://rust-fuzz.github.io/book/cargo-fuzz/setup.html): rustup installs
 # one next to the stable toolchain.

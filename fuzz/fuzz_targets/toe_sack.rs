@@ -14,7 +14,6 @@ use etherparse::PacketBuilder;
 use libfuzzer_sys::fuzz_target;
 use order::seq::distance;
 use toe::protocol::{rx, timeout, tx, RxSummary};
-use toe::recovery::pipe;
 use toe::sack::{SackBlocks, Scoreboard};
 use toe::segment::{build, parse, Flags, Frame, Header};
 use toe::state::ProtoState;
@@ -85,7 +84,7 @@ fn scoreboard(records: &[u8]) {
         while let Some(g) = tx(&mut s, 1000) {
             let end = g.seq.wrapping_add(g.len);
             assert!(distance(ISS, end) as u32 <= queued);
-            for &(l, rr) in s.scoreboard.blocks() {
+            for &(l, rr) in s.loss.scoreboard.blocks() {
                 assert!(
                     distance(end, l) >= 0 || distance(rr, g.seq) >= 0,
                     "resent SACKed bytes"
@@ -104,7 +103,7 @@ fn scoreboard(records: &[u8]) {
         };
         rx(&mut s, &ack);
         let una = s.seq.wrapping_sub(s.tx_sent);
-        let blocks = s.scoreboard.blocks();
+        let blocks = s.loss.scoreboard.blocks();
         assert!(blocks.len() <= Scoreboard::MAX);
         let mut at = una;
         for &(l, rr) in blocks {
@@ -115,6 +114,6 @@ fn scoreboard(records: &[u8]) {
             at = rr;
         }
         assert!(distance(at, s.tx_high) >= 0);
-        assert!(pipe(&s) <= s.tx_sent);
+        assert!(s.loss.pipe(s.sent()) <= s.tx_sent);
     }
 }
