@@ -40,6 +40,7 @@ use lab::{Host, Lab, LabError, LabSpec};
 use serde::{Serialize, Serializer};
 use stats::{Meta, Stat};
 use toe::cc::Policy;
+use toe::ooo::OooBound;
 use toe::stages::ConnIdx;
 use toe::{Endpoint, EndpointConfig, EngineName, PipelineLayout, ToeError};
 use wire::sched::DirectionCounters;
@@ -305,6 +306,15 @@ pub struct LossParams {
         )
     )]
     pub cc: Vec<SenderCc>,
+    /// Out-of-order intervals the data path keeps (a number or
+    /// `unbounded`). On the Laminar engine the program's one interval
+    /// counts: 1 is the thesis's receiver, which drops what does not
+    /// touch its interval.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "N", default_value_t = OooBound::default())
+    )]
+    pub ooo_bound: OooBound,
     /// Seconds each transfer sends for.
     #[cfg_attr(
         feature = "clap",
@@ -333,6 +343,7 @@ impl Default for LossParams {
             engine: vec![EngineName::Toe, EngineName::Pipeline, EngineName::Laminar],
             direction: Direction::ALL.to_vec(),
             cc: SenderCc::ALL.to_vec(),
+            ooo_bound: OooBound::default(),
             seconds: 5.0,
             repetitions: 2,
             quick: false,
@@ -391,6 +402,11 @@ impl LossParams {
             "--seconds must be more than 0 and at most 3600",
         )?;
         refuse_if(self.repetitions == 0, "--repetitions must be at least 1")?;
+        refuse_if(
+            self.engine.contains(&EngineName::Laminar)
+                && self.ooo_bound == OooBound::Intervals(0),
+            "--ooo-bound 0 with the Laminar engine: its program always keeps one interval (1 is the thesis's receiver)",
+        )?;
         let twice = |names: Vec<String>| {
             let mut sorted = names.clone();
             sorted.sort();
@@ -676,14 +692,21 @@ pub struct Sample {
     pub loss_probes: Option<u64>,
     /// Retransmissions the receiver reported as duplicates (D-SACK, RFC
     /// 2883): D-SACKs a Linux sender received (`TcpExtTCPDSACKRecv`) or
-    /// the data path counted (`Counters::dsacks_received`); null when the
-    /// Laminar engine is either end (it neither sends nor reads them).
+    /// the data path counted (`Counters::dsacks_received`).
     pub spurious_retransmissions: Option<u64>,
     /// The sender's congestion control as it reported itself (the
     /// namespace's default for Linux, `flow_info` for the data path).
     pub sender_cc: Option<String>,
     /// The data path's own counts (drops by reason, ...); null for Linux.
     pub endpoint: Option<toe::Counters>,
+    /// Frames the data path's port dropped before the data path saw them
+    /// (the kernel's AF_XDP `rx_dropped` and `rx_ring_full`): loss the
+    /// wire did not make, which a slow receive path causes; null for
+    /// Linux.
+    pub port_drops: Option<u64>,
+    /// The Laminar engine's pipeline and control plane counts (drops in
+    /// the program and its traffic manager, rollbacks); null otherwise.
+    pub laminar: Option<toe::laminar::LaminarCounters>,
 }
 
 /// One engine in one setting, direction and sender CC, beside Linux.
@@ -774,6 +797,8 @@ struct Measured {
     spurious: Option<u64>,
     sender_cc: Option<String>,
     endpoint: Option<toe::Counters>,
+    port_drops: Option<u64>,
+    laminar: Option<toe::laminar::LaminarCounters>,
 }
 
 fn run_transfer(
@@ -800,8 +825,12 @@ fn run_transfer(
     let measured = match (t.direction, t.stack.engine()) {
         (Direction::Receive, None) => linux_to_linux(lab.sender(), lab.receiver(), t.cc, secs),
         (Direction::Send, None) => linux_to_linux(lab.receiver(), lab.sender(), t.cc, secs),
-        (Direction::Receive, Some(engine)) => linux_to_toe(lab, engine, t.cc, secs),
-        (Direction::Send, Some(engine)) => toe_to_linux(lab, engine, secs),
+        (Direction::Receive, Some(engine)) => {
+            linux_to_toe(lab, toe_config(engine, params.ooo_bound), t.cc, secs)
+        }
+        (Direction::Send, Some(engine)) => {
+            toe_to_linux(lab, toe_config(engine, params.ooo_bound), secs)
+        }
     };
     let stats = wire.stop().map_err(wire_err)?;
     let m = measured?;
@@ -848,6 +877,8 @@ fn sample(
         spurious_retransmissions: m.spurious,
         sender_cc: m.sender_cc,
         endpoint: m.endpoint,
+        port_drops: m.port_drops,
+        laminar: m.laminar,
     }
 }
 
@@ -967,6 +998,8 @@ fn linux_to_linux(
         spurious: count(DSACK_RECV),
         sender_cc: Some(sender_cc),
         endpoint: None,
+        port_drops: None,
+        laminar: None,
     })
 }
 
@@ -990,25 +1023,22 @@ fn linux_read(listener: TcpListener) -> StreamCheck {
     check
 }
 
-/// Whether `engine`, receiving, sends D-SACKs (RFC 2883): the
-/// run-to-completion and pipelined engines do; Laminar's program keeps one
-/// SACK block, its interval. (Sending, every engine reads them: the
-/// control plane's loss state reads Laminar's ACKs.)
-fn sends_dsack(engine: toe::Engine) -> bool {
-    !matches!(engine, toe::Engine::Laminar)
-}
-
-/// An endpoint on the receiver's AF_XDP port running `engine` with the
-/// data path's NewReno.
-fn toe_endpoint(lab: &Lab, engine: toe::Engine) -> Result<Endpoint, ExpError> {
-    let cfg = EndpointConfig {
+/// The endpoint's configuration: `engine` with the data path's NewReno,
+/// keeping `ooo_bound` out-of-order intervals.
+fn toe_config(engine: toe::Engine, ooo_bound: OooBound) -> EndpointConfig {
+    EndpointConfig {
         engine,
         congestion: Policy::NewReno,
         rx_buffer: TOE_BUFFER,
         tx_buffer: TOE_BUFFER,
         max_conns: 16,
+        ooo_bound,
         ..EndpointConfig::default()
-    };
+    }
+}
+
+/// An endpoint on the receiver's AF_XDP port.
+fn toe_endpoint(lab: &Lab, cfg: EndpointConfig) -> Result<Endpoint, ExpError> {
     endpoint(lab.receiver(), toe_addr(lab), cfg)
 }
 
@@ -1035,13 +1065,13 @@ fn poll_until(
 /// A Linux sender to the data path on the receiver.
 fn linux_to_toe(
     lab: &Lab,
-    engine: toe::Engine,
+    cfg: EndpointConfig,
     cc: SenderCc,
     secs: Duration,
 ) -> Result<Measured, ExpError> {
     let snd = lab.sender();
     let sender_cc = set_cc(snd, cc)?;
-    let mut ep = toe_endpoint(lab, engine)?;
+    let mut ep = toe_endpoint(lab, cfg)?;
     ep.listen(PORT);
     let sender_finished = Arc::new(AtomicBool::new(false));
     let deadline = Instant::now() + secs + DRAIN_LIMIT;
@@ -1053,7 +1083,8 @@ fn linux_to_toe(
             // Our FIN and the last ACKs go out while the sender reads to
             // it.
             poll_until(&mut ep, deadline, |_| Ok(finished.load(Ordering::Relaxed)))?;
-            Ok((check, ep.counters()))
+            let port_drops = ep.port_drops().map_err(toe_err)?;
+            Ok((check, ep.counters(), port_drops, ep.laminar_counters()))
         })
     };
     let to = SocketAddr::new(toe_addr(lab), PORT);
@@ -1061,7 +1092,7 @@ fn linux_to_toe(
     let sent =
         host::netns::run_in(Some(&snd.netns), move || linux_send(to, secs)).map_err(LabError::from);
     sender_finished.store(true, Ordering::Relaxed);
-    let (check, endpoint) = server
+    let (check, endpoint, port_drops, laminar) = server
         .join()
         .map_err(|_| thread_err("the toe receiver"))??;
     let (sent, done) = sent?;
@@ -1074,11 +1105,13 @@ fn linux_to_toe(
         rtos: count(TIMEOUTS),
         fast_retransmits: count(FAST_RETRANS),
         loss_probes: count(LOSS_PROBES),
-        // Laminar's program reports no duplicate as D-SACK; the other
-        // engines do (RFC 2883).
-        spurious: sends_dsack(engine).then(|| count(DSACK_RECV)).flatten(),
+        // Every engine reports duplicates as D-SACK (RFC 2883; Laminar's
+        // control plane adds them to the program's ACKs).
+        spurious: count(DSACK_RECV),
         sender_cc: Some(sender_cc),
         endpoint: Some(endpoint),
+        port_drops: Some(port_drops),
+        laminar,
     })
 }
 
@@ -1110,16 +1143,16 @@ fn toe_read(ep: &mut Endpoint, deadline: Instant) -> Result<StreamCheck, ExpErro
 
 /// The data path on the receiver's host sends to a Linux reader on the
 /// sender's.
-fn toe_to_linux(lab: &Lab, engine: toe::Engine, secs: Duration) -> Result<Measured, ExpError> {
+fn toe_to_linux(lab: &Lab, cfg: EndpointConfig, secs: Duration) -> Result<Measured, ExpError> {
     let snd = lab.sender();
     let addr = SocketAddr::new(IpAddr::V4(snd.ipv4), PORT);
     let listener = host::netns::run_in(Some(&snd.netns), move || TcpListener::bind(addr))
         .map_err(LabError::from)?
         .map_err(io_err("bind the Linux receiver"))?;
     let reader = std::thread::spawn(move || linux_read(listener));
-    let ep = toe_endpoint(lab, engine)?;
+    let ep = toe_endpoint(lab, cfg)?;
     let sender = std::thread::spawn(move || toe_send(ep, addr, secs, reader));
-    let (sent, done, flow, endpoint, check) =
+    let (sent, done, flow, (endpoint, port_drops, laminar), check) =
         sender.join().map_err(|_| thread_err("the toe sender"))??;
     Ok(Measured {
         sent,
@@ -1132,6 +1165,8 @@ fn toe_to_linux(lab: &Lab, engine: toe::Engine, secs: Duration) -> Result<Measur
         spurious: Some(endpoint.dsacks_received),
         sender_cc: flow.map(|f| f.congestion.to_string()),
         endpoint: Some(endpoint),
+        port_drops: Some(port_drops),
+        laminar,
     })
 }
 
@@ -1139,7 +1174,7 @@ type ToeSent = (
     u64,
     bool,
     Option<toe::endpoint::FlowInfo>,
-    toe::Counters,
+    (toe::Counters, u64, Option<toe::laminar::LaminarCounters>),
     StreamCheck,
 );
 
@@ -1198,7 +1233,9 @@ fn toe_send(
     let check = reader
         .join()
         .map_err(|_| thread_err("the Linux receiver"))?;
-    Ok((sent, done, flow, ep.counters(), check))
+    let port_drops = ep.port_drops().map_err(toe_err)?;
+    let counts = (ep.counters(), port_drops, ep.laminar_counters());
+    Ok((sent, done, flow, counts, check))
 }
 
 /// The machine-wide list of congestion controls namespaces may default

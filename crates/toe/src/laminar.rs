@@ -364,6 +364,20 @@ impl LaminarEngine {
         Ok(())
     }
 
+    /// Connection `conn`'s out-of-order interval (its `rx-ooo-head` and
+    /// `rx-ooo-tail` registers, offsets from `rx-next-seq`), as sequence
+    /// numbers; None when it holds none.
+    pub fn rx_ooo_interval(&self, conn: u16) -> Result<Option<(u32, u32)>, LaminarError> {
+        let i = usize::from(conn);
+        let tail = self.pipeline.register_read(register::RX_OOO_TAIL, i)? as u32;
+        if tail == 0 {
+            return Ok(None);
+        }
+        let head = self.pipeline.register_read(register::RX_OOO_HEAD, i)? as u32;
+        let next = self.rx_next_seq(conn)?;
+        Ok(Some((next.wrapping_add(head), next.wrapping_add(tail))))
+    }
+
     /// The receive window connection `conn` has left (its `rx-avail`
     /// register; 0 while a rollback is pending).
     pub fn rx_window(&self, conn: u16) -> Result<u32, LaminarError> {

@@ -3,7 +3,9 @@
 //! wire, which reorders frames (independent uniform delays); an endpoint
 //! keeping no interval drops every frame that overtook another, one
 //! keeping every interval drops none, and both deliver the upload byte for
-//! byte.
+//! byte. On the Laminar engine the program keeps one interval and its
+//! control plane the rest: with a bound above one, the frames the program
+//! drops are kept, and Linux sends fewer again.
 
 use std::io::Write;
 use std::net::{Shutdown, SocketAddr, TcpStream};
@@ -11,19 +13,21 @@ use std::time::{Duration, Instant};
 
 use lab::{unique_name, Lab, LabSpec};
 use toe::ooo::OooBound;
-use toe::{EndpointConfig, ToeError};
+use toe::{EndpointConfig, Engine, ToeError};
 use wire::{Delay, Impairment, WireConfig, WireHandle};
 
 mod common;
 
 testkit::strict_mode_guard!();
 
-/// Linux uploads `bytes` to an endpoint with `bound` on `port`; returns
-/// the endpoint's counters once it read the upload to the FIN.
-fn upload(lab: &Lab, bound: OooBound, port: u16, bytes: usize) -> toe::Counters {
+/// Linux uploads `bytes` to an endpoint of `engine` with `bound` on
+/// `port`; returns the endpoint's counters once it read the upload to the
+/// FIN.
+fn upload(lab: &Lab, engine: Engine, bound: OooBound, port: u16, bytes: usize) -> toe::Counters {
     let addr = common::toe_addr(lab);
     let cfg = EndpointConfig {
         ooo_bound: bound,
+        engine,
         ..EndpointConfig::default()
     };
     let mut ep = common::endpoint(lab, addr, cfg);
@@ -86,11 +90,14 @@ fn the_bound_decides_what_reordered_frames_are_kept() {
         ..Impairment::default()
     };
     let wire = WireHandle::spawn(&cfg).unwrap();
-    let none = upload(&lab, OooBound::Intervals(0), 5401, 512 << 10);
-    let all = upload(&lab, OooBound::Unbounded, 5402, 512 << 10);
+    const BYTES: usize = 512 << 10;
+    let none = upload(&lab, Engine::Toe, OooBound::Intervals(0), 5401, BYTES);
+    let all = upload(&lab, Engine::Toe, OooBound::Unbounded, 5402, BYTES);
+    let thesis = upload(&lab, Engine::Laminar, OooBound::THESIS, 5403, BYTES);
+    let stored = upload(&lab, Engine::Laminar, OooBound::Unbounded, 5404, BYTES);
     let st = wire.stop().unwrap();
     eprintln!(
-        "wire {:?}\n0: {none:?}\nunbounded: {all:?}",
+        "wire {:?}\n0: {none:?}\nunbounded: {all:?}\nLaminar, 1: {thesis:?}\nLaminar, unbounded: {stored:?}",
         st.a_to_b.counters
     );
     assert!(
@@ -99,4 +106,13 @@ fn the_bound_decides_what_reordered_frames_are_kept() {
     );
     assert!(none.refused_outside_interval > 0, "{none:?}");
     assert_eq!(all.refused_outside_interval, 0, "{all:?}");
+    // The same bytes in fewer frames: what the program dropped was kept,
+    // not sent again.
+    assert_eq!(stored.refused_outside_interval, 0, "{stored:?}");
+    assert!(
+        stored.rx_frames < thesis.rx_frames,
+        "Laminar took {} frames keeping every interval, {} keeping one",
+        stored.rx_frames,
+        thesis.rx_frames
+    );
 }

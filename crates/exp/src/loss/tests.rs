@@ -35,6 +35,8 @@ fn sample_of(t: Transfer, setting: Setting, goodput: Option<f64>) -> Sample {
         spurious: None,
         sender_cc: Some("reno".into()),
         endpoint: None,
+        port_drops: None,
+        laminar: None,
     };
     let mut s = super::sample(0, &setting, t, m, wire);
     s.goodput_mbit = goodput;
@@ -142,6 +144,10 @@ fn bad_parameters_are_refused() {
         },
         LossParams {
             seconds: 0.0,
+            ..ok.clone()
+        },
+        LossParams {
+            ooo_bound: toe::ooo::OooBound::Intervals(0),
             ..ok.clone()
         },
         LossParams {
@@ -287,6 +293,8 @@ fn the_ratio_is_per_cell_and_what_was_not_measured_is_null() {
             spurious: None,
             sender_cc: None,
             endpoint: None,
+            port_drops: None,
+            laminar: None,
         },
         DirectionCounters::default(),
     );

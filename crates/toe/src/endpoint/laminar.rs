@@ -49,6 +49,7 @@ use order::wire::ecn::{set_ecn, Ecn};
 use rmt::laminar::segment::TcpSegment;
 use rmt::laminar::ConnectionSpec;
 
+use super::laminar_rx::{RxStore, RxView};
 use super::timer::{Expiry, RetransmitTimer};
 use super::{Endpoint, Handshake, ToeError};
 use crate::laminar::{
@@ -56,6 +57,7 @@ use crate::laminar::{
 };
 use crate::protocol::{RxSummary, TxGrant};
 use crate::recovery::{AckEffect, LossState, Sent};
+use crate::sack::Block;
 use crate::segment::{Flags, Header, SackBlocks, Segment, TcpOptions};
 use crate::stages::{ConnIdx, FourTuple};
 
@@ -68,6 +70,9 @@ const CREDIT_PERIOD: Duration = Duration::from_micros(100);
 /// queue them either; the run-to-completion path's scheduler makes up as
 /// much).
 const MAX_SYNCS_PER_POLL: u64 = 10;
+/// The largest payload the control plane injects as one segment (an
+/// IPv4 datagram's length is 16 bits).
+const MAX_INJECT: usize = 65_000;
 /// Most TX commands one connection pushes per poll.
 const MAX_PUSH_PER_POLL: u32 = 64;
 
@@ -82,12 +87,19 @@ pub(super) struct LaminarPath {
     batch: u16,
     /// The program's 32-bit address fields for IPv6 addresses.
     handles: AddressHandles,
+    /// Connections whose store has something to settle.
+    storing: Vec<ConnIdx>,
 }
 
 /// One connection as the host (libTOE) sees it.
 struct LaminarConn {
     /// Data is ready up to here (the program's latest notification).
     ready_seq: u32,
+    /// The sequence number at position 0 of the receive buffer.
+    rx_base: u32,
+    /// Out-of-order data past the program's interval, and the SACK
+    /// blocks its ACKs carry ([`RxStore`]).
+    store: RxStore,
     /// Bytes the application read and the window has not got back yet.
     ungranted: u32,
     /// Our window scale (the program's, both ways).
@@ -217,6 +229,7 @@ impl LaminarPath {
             error: None,
             batch: 0,
             handles: AddressHandles::default(),
+            storing: Vec::new(),
         })
     }
 }
@@ -240,6 +253,7 @@ impl Endpoint {
         let post = self.post.state(conn);
         let (rx_size, wscale, timestamps) = (post.rx_size, post.rx_wscale, post.timestamps);
         let now = self.now;
+        let ooo_bound = self.cfg.ooo_bound;
         let initial_cwnd = self
             .flow_info(conn)
             .map_or(u32::from(self.cfg.mss), |f| f.cwnd);
@@ -278,6 +292,8 @@ impl Endpoint {
         }
         path.conns[i] = Some(LaminarConn {
             ready_seq: first,
+            rx_base: first,
+            store: RxStore::new(ooo_bound, first),
             ungranted: 0,
             wscale,
             advertised: rx_size,
@@ -349,12 +365,23 @@ impl Endpoint {
         if let Some((val, _)) = seg.options.timestamp {
             lc.ts_recent = Some(val);
         }
+        let mut began_storing = false;
+        if receives {
+            let was_idle = lc.store.is_idle();
+            lc.store.offer(lc.ready_seq, seg.seq, seg.payload);
+            began_storing = was_idle && !lc.store.is_idle();
+        }
         let effect = match (lc.tx.as_mut(), seg.flags.has(Flags::ACK)) {
             (Some(tx), true) => tx.take_ack(seg, summary.window, &summary.sack),
             _ => None,
         };
         if let Some(e) = effect {
             self.laminar_loss_effect(conn, &e);
+        }
+        if began_storing {
+            if let Some(p) = self.engine.laminar_mut() {
+                p.storing.push(conn);
+            }
         }
         let Some(lc) = self.laminar_conn(conn) else {
             return false;
@@ -468,25 +495,112 @@ impl Endpoint {
     /// Runs the pipeline to idle and applies what it produced: payload
     /// writes and notifications to the receive buffers, SYNCs and fast
     /// retransmits to the transmit sides, segments to the port.
+    /// The stores are settled before the ACKs leave, so that they carry
+    /// the blocks the receiver holds; what a store injected runs next, and
+    /// the ACKs it supersedes do not leave ([`RxStore::settle`]).
     fn laminar_apply(&mut self) {
-        let Some(out) = self.laminar_try(LaminarEngine::run_to_idle) else {
-            return;
+        let mut segments = Vec::new();
+        let mut held_back = Vec::new();
+        while let Some(out) = self.laminar_try(LaminarEngine::run_to_idle) {
+            for w in out.rx_data {
+                self.laminar_write(w);
+            }
+            for s in out.syncs {
+                self.laminar_acked(&s);
+            }
+            // The program's fast retransmit (§5.3.2.3's third duplicate
+            // ACK) is a SYNC here: the control plane's loss state saw the
+            // same ACKs, with their SACK blocks, and decides what to send
+            // again.
+            for r in out.retransmits {
+                self.laminar_acked(&r);
+            }
+            let injected = self.laminar_settle();
+            segments.extend(out.segments);
+            if injected.is_empty() {
+                break;
+            }
+            held_back.extend(injected);
+        }
+        for s in &segments {
+            let Some(conn) = self.laminar_segment_conn(s) else {
+                continue;
+            };
+            let superseded = s.payload.is_empty()
+                && held_back.iter().any(|&(c, (lo, hi))| {
+                    c == conn && distance(lo, s.ack) >= 0 && distance(s.ack, hi) > 0
+                });
+            if !superseded {
+                self.laminar_send(conn, s);
+            }
+        }
+    }
+
+    /// Settles the store of every connection that has something in it
+    /// ([`RxStore::settle`]); returns what each connection injected.
+    fn laminar_settle(&mut self) -> Vec<(ConnIdx, Block)> {
+        let Some(storing) = self
+            .engine
+            .laminar_mut()
+            .map(|p| std::mem::take(&mut p.storing))
+        else {
+            return Vec::new();
         };
-        for w in out.rx_data {
-            self.laminar_write(w);
+        let mut injected = Vec::new();
+        let mut still = Vec::new();
+        for conn in storing {
+            injected.extend(self.laminar_settle_conn(conn).map(|b| (conn, b)));
+            if self
+                .laminar_conn(conn)
+                .is_some_and(|lc| !lc.store.is_idle())
+            {
+                still.push(conn);
+            }
         }
-        for s in out.syncs {
-            self.laminar_acked(&s);
+        if let Some(p) = self.engine.laminar_mut() {
+            p.storing.extend(still);
         }
-        // The program's fast retransmit (§5.3.2.3's third duplicate ACK)
-        // is a SYNC here: the control plane's loss state saw the same
-        // ACKs, with their SACK blocks, and decides what to send again.
-        for r in out.retransmits {
-            self.laminar_acked(&r);
+        injected
+    }
+
+    /// Reads the program's receive state, places in the receive buffer
+    /// what the store keeps, and injects what is in order now, as few
+    /// segments as the format allows (each is acknowledged). Returns what
+    /// it injected.
+    fn laminar_settle_conn(&mut self, conn: ConnIdx) -> Option<Block> {
+        let c = conn as u16;
+        let view = self.laminar_try(|e| {
+            Ok(RxView {
+                next: e.rx_next_seq(c)?,
+                window: e.rx_window(c)?,
+                interval: e.rx_ooo_interval(c)?,
+            })
+        })?;
+        let lc = self.laminar_conn(conn)?;
+        let settled = lc.store.settle(view);
+        let base = lc.rx_base;
+        self.counters.refused_outside_interval += settled.refused;
+        let app = self.app.get_mut(conn as usize).and_then(Option::as_mut)?;
+        for (seq, bytes) in &settled.place {
+            app.rx.write(seq.wrapping_sub(base), bytes);
         }
-        for s in out.segments {
-            self.laminar_send(&s);
+        let (lo, hi) = settled.reinject?;
+        let mut bytes = vec![0; hi.wrapping_sub(lo) as usize];
+        app.rx.read(lo.wrapping_sub(base), &mut bytes);
+        let (Some(route), Some(handles)) = (
+            self.pre.route(conn),
+            self.engine.laminar().map(|p| &p.handles),
+        ) else {
+            return None;
+        };
+        let ends = handles.get(route.dst).zip(handles.get(route.src))?;
+        let now_ns = self.laminar_now_ns();
+        for (i, chunk) in bytes.chunks(MAX_INJECT).enumerate() {
+            let seq = lo.wrapping_add((i * MAX_INJECT) as u32);
+            let s = network_segment(ends, (route.dst_port, route.src_port), seq, None, chunk);
+            self.laminar_try(|e| e.receive(now_ns, &s));
         }
+        Some((lo, hi))
     }
 
     /// A DMA write: payload into the receive buffer, then the notification
@@ -537,24 +651,21 @@ impl Endpoint {
         self.flow_progress(conn);
     }
 
-    /// A segment the program built, as a frame on the connection's route.
-    fn laminar_send(&mut self, s: &TcpSegment) {
+    /// The connection a segment the program built belongs to.
+    fn laminar_segment_conn(&self, s: &TcpSegment) -> Option<ConnIdx> {
         let family = self.addr;
-        let handles = self.engine.laminar().map(|p| &p.handles);
-        let Some((local, remote)) = handles
-            .and_then(|h| Some((h.address(family, s.src_ip)?, h.address(family, s.dst_ip)?)))
-        else {
-            return;
-        };
+        let h = &self.engine.laminar()?.handles;
         let t = FourTuple {
-            local,
+            local: h.address(family, s.src_ip)?,
             local_port: s.src_port,
-            remote,
+            remote: h.address(family, s.dst_ip)?,
             remote_port: s.dst_port,
         };
-        let Some(conn) = self.pre.lookup(&t) else {
-            return;
-        };
+        self.pre.lookup(&t)
+    }
+
+    /// A segment the program built for `conn`, as a frame on its route.
+    fn laminar_send(&mut self, conn: ConnIdx, s: &TcpSegment) {
         // Without Laminar transmitting, the sequence number is the
         // run-to-completion path's.
         let transmits = self.laminar_conn(conn).is_some_and(|lc| lc.tx.is_some());
@@ -577,13 +688,17 @@ impl Endpoint {
         } else {
             (false, false)
         };
+        let sack = match self.laminar_conn(conn) {
+            Some(lc) if !lc.fin_received => lc.store.sack(s.ack, s.sack),
+            _ => SackBlocks::from(s.sack),
+        };
         let h = Header {
             seq,
             ack: s.ack,
             flags: Flags(s.flags | if cwr { Flags::CWR } else { 0 }),
             window: s.window,
             options: TcpOptions {
-                sack: SackBlocks::from(s.sack),
+                sack,
                 ..TcpOptions::default()
             },
         };

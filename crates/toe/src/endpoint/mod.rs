@@ -20,6 +20,7 @@
 mod engine;
 mod flow;
 mod laminar;
+mod laminar_rx;
 mod open;
 mod pipelined;
 mod timer;
@@ -121,8 +122,10 @@ pub struct EndpointConfig {
     /// `TCP_RTO_MIN`, by default; a datacenter path sets it lower, as
     /// Linux's `rto_min` route metric does.
     pub min_rto: Duration,
-    /// Out-of-order intervals each connection keeps ([`crate::ooo`]; one,
-    /// as FlexTOE and Laminar, by default).
+    /// Out-of-order intervals each connection keeps ([`crate::ooo`]; 64
+    /// by default, 1 as FlexTOE and Laminar). On the Laminar engine the
+    /// program's one interval counts, and its control plane keeps the
+    /// rest (`endpoint::laminar_rx`).
     pub ooo_bound: OooBound,
     /// The data path of established connections.
     pub engine: Engine,
@@ -305,6 +308,29 @@ pub struct Endpoint {
     engine: engine::EnginePath,
 }
 
+/// A configuration the endpoint can run, or why not.
+fn check_config(cfg: &EndpointConfig) -> Result<(), ToeError> {
+    if cfg.max_conns == 0
+        || cfg.rx_buffer < u32::from(cfg.mss)
+        || cfg.tx_buffer == 0
+        || cfg.control_interval.is_zero()
+    {
+        return Err(ToeError::Config(format!("{cfg:?}")));
+    }
+    if cfg.engine == Engine::Laminar && cfg.ooo_bound == OooBound::Intervals(0) {
+        return Err(ToeError::Config(
+            "out-of-order bound 0: the Laminar program always keeps one interval (1 is the thesis's receiver)".into(),
+        ));
+    }
+    if cfg.engine == Engine::Laminar && cfg.max_conns > 1 << 16 {
+        return Err(ToeError::Config(format!(
+            "{} connections: the Laminar program names a connection in 16 bits",
+            cfg.max_conns
+        )));
+    }
+    Ok(())
+}
+
 impl Endpoint {
     /// An endpoint for `addr` on `port` (an AF_XDP port: it is told to take
     /// every frame for `addr`, ARP included, and leave the rest to the
@@ -315,13 +341,7 @@ impl Endpoint {
         addr: IpAddr,
         cfg: EndpointConfig,
     ) -> Result<Endpoint, ToeError> {
-        if cfg.max_conns == 0
-            || cfg.rx_buffer < u32::from(cfg.mss)
-            || cfg.tx_buffer == 0
-            || cfg.control_interval.is_zero()
-        {
-            return Err(ToeError::Config(format!("{cfg:?}")));
-        }
+        check_config(&cfg)?;
         let mut rules = vec![Match {
             addr,
             proto: None,
@@ -334,12 +354,6 @@ impl Endpoint {
                 proto: Some(58),
                 port: None,
             });
-        }
-        if cfg.engine == Engine::Laminar && cfg.max_conns > 1 << 16 {
-            return Err(ToeError::Config(format!(
-                "{} connections: the Laminar program names a connection in 16 bits",
-                cfg.max_conns
-            )));
         }
         let start = Instant::now();
         let engine = engine::EnginePath::new(cfg.engine, cfg.max_conns, start)?;
@@ -379,6 +393,13 @@ impl Endpoint {
 
     pub fn counters(&self) -> Counters {
         self.counters
+    }
+
+    /// Frames the kernel dropped because the port could not take them
+    /// (its ring full), since the port opened: what reached the host and
+    /// never reached the data path.
+    pub fn port_drops(&mut self) -> Result<u64, ToeError> {
+        Ok(self.port.kernel_drops()?)
     }
 
     /// What each stage cost so far ([`crate::cycles`]).
@@ -1134,5 +1155,30 @@ impl Endpoint {
         self.proto.close(conn);
         self.activate(conn);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_laminar_engine_refuses_a_bound_of_no_interval() {
+        let laminar = |ooo_bound| EndpointConfig {
+            ooo_bound,
+            engine: Engine::Laminar,
+            ..EndpointConfig::default()
+        };
+        let err = check_config(&laminar(OooBound::Intervals(0))).unwrap_err();
+        assert!(
+            err.to_string().contains("always keeps one interval"),
+            "{err}"
+        );
+        assert!(check_config(&laminar(OooBound::THESIS)).is_ok());
+        let toe = EndpointConfig {
+            ooo_bound: OooBound::Intervals(0),
+            ..EndpointConfig::default()
+        };
+        assert!(check_config(&toe).is_ok());
     }
 }

@@ -1,0 +1,330 @@
+//! The Laminar receiver's bounded store: out-of-order data past what the
+//! program's one interval holds (thesis section 5.3.1.3), kept by the
+//! control plane as further intervals ([`crate::ooo`]), and the SACK
+//! blocks the program's ACKs carry out.
+//!
+//! Stage 4 drops an out-of-order segment that neither overlaps nor touches
+//! the program's interval, and its sender must send it again: one
+//! interval costs a loss-based sender a second retransmission for every
+//! hole past the first. The thesis names the way out: track a few more
+//! intervals for the large flows that need them (section 6, "Robust OOO
+//! handling"; Table 5.3 finds 1-2 more enough). The program stays as the
+//! thesis built it; what it drops is the control plane's, as an
+//! out-of-window segment is (section 5.3.1.2):
+//!
+//! - Segments past what the host knows of `rx-next-seq` are copied aside
+//!   as they go in ([`RxStore::offer`]): only the pipeline knows what it
+//!   took.
+//! - Once the pipeline ran to idle, the registers say it
+//!   ([`RxStore::settle`] with an [`RxView`]): bytes past `rx-next-seq`,
+//!   inside the window and outside the program's interval were dropped.
+//!   They are placed in the receive buffer at their position, as an
+//!   interval of the store, while the bound allows.
+//! - When `rx-next-seq` reaches an interval of the store, its bytes are
+//!   read back and injected as a segment. In order now, the program takes
+//!   it as any other: it advances the window, notifies libTOE and
+//!   acknowledges.
+//! - Every ACK the program builds leaves with the blocks the receiver
+//!   holds, newest first (RFC 2018 section 4), the program's interval
+//!   among them, after a D-SACK block for a duplicate (RFC 2883).
+//!
+//! The bound counts the program's interval: `ooo_bound` 1 is the thesis's
+//! receiver exactly (nothing is stored; the ACKs carry the program's block
+//! and D-SACKs), N keeps N - 1 intervals here.
+
+use order::seq::distance;
+
+use crate::ooo::{OooBound, OooIntervals};
+use crate::sack::{Block, ReportedBlocks, SackBlocks};
+
+/// The program's receive state as the control plane reads it from the
+/// registers once the pipeline is idle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct RxView {
+    /// `rx-next-seq`.
+    pub next: u32,
+    /// `rx-avail`: the window past `next` (0 while a rollback is pending).
+    pub window: u32,
+    /// The program's interval [next + head, next + tail), if it holds one.
+    pub interval: Option<Block>,
+}
+
+/// What settling the store asks of the endpoint.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(super) struct Settled {
+    /// Bytes to place in the receive buffer at their sequence number.
+    pub place: Vec<(u32, Vec<u8>)>,
+    /// Bytes of the buffer to inject into the program, now in order.
+    pub reinject: Option<Block>,
+    /// Segments not kept because the bound was reached.
+    pub refused: u64,
+}
+
+/// One connection's store.
+#[derive(Debug)]
+pub(super) struct RxStore {
+    /// Intervals kept past the program's, their bytes in the buffer.
+    held: OooIntervals,
+    /// Whether the bound leaves any interval to the store.
+    keeps: bool,
+    reported: ReportedBlocks,
+    /// Out-of-order segments given to the program since the last settle.
+    pending: Vec<(u32, Vec<u8>)>,
+    /// `rx-next-seq` as stage 1 advances it, followed within a batch so
+    /// that in-order segments are not copied (exact after each settle).
+    rcv_high: u32,
+    /// A duplicate for the next ACK to report.
+    dsack: Option<Block>,
+}
+
+impl RxStore {
+    /// The store of a connection whose first expected sequence number is
+    /// `first`, under the endpoint's bound.
+    pub fn new(bound: OooBound, first: u32) -> Self {
+        let (held, keeps) = match bound {
+            OooBound::Intervals(n) => (OooBound::Intervals(n.saturating_sub(1)), n > 1),
+            OooBound::Unbounded => (OooBound::Unbounded, true),
+        };
+        RxStore {
+            held: OooIntervals::new(held),
+            keeps,
+            reported: ReportedBlocks::default(),
+            pending: Vec::new(),
+            rcv_high: first,
+            dsack: None,
+        }
+    }
+
+    /// A segment going into the program. `ready` is what the program last
+    /// said was in order (exact: `rx-next-seq` only grows).
+    pub fn offer(&mut self, ready: u32, seq: u32, payload: &[u8]) {
+        if payload.is_empty() {
+            return;
+        }
+        let end = seq.wrapping_add(payload.len() as u32);
+        let off = |s: u32| distance(ready, s);
+        let stored_already = off(seq) > 0
+            && self
+                .held
+                .holding(ready, off(seq) as u32, off(end) as u32)
+                .is_some();
+        if off(end) <= 0 || stored_already {
+            self.dsack = Some((seq, end));
+            return;
+        }
+        if distance(self.rcv_high, seq) > 0 {
+            if self.keeps {
+                self.pending.push((seq, payload.to_vec()));
+            }
+        } else if distance(self.rcv_high, end) > 0 {
+            self.rcv_high = end;
+        }
+    }
+
+    /// Whether a settle has anything to do.
+    pub fn is_idle(&self) -> bool {
+        self.pending.is_empty() && self.held.is_empty()
+    }
+
+    /// The pipeline is idle and `v` is its state: keeps what it dropped,
+    /// and hands back what is in order now. The program's ACKs of this
+    /// run that reach the bytes handed back (ack in [`Settled::reinject`])
+    /// must not leave: the injected segment's ACK follows at once, and a
+    /// sender takes a cumulative ACK that stops at a SACKed block for
+    /// reneging (Linux's `tcp_check_sack_reneging` then times out, RFC
+    /// 2018 section 8).
+    pub fn settle(&mut self, v: RxView) -> Settled {
+        let mut out = Settled::default();
+        self.rcv_high = v.next;
+        for (seq, data) in std::mem::take(&mut self.pending) {
+            self.keep(v, seq, &data, &mut out);
+        }
+        let reached = self.held.take_reached(v.next);
+        if reached > 0 {
+            out.reinject = Some((v.next, v.next.wrapping_add(reached)));
+        }
+        self.reported.trim(v.next);
+        out
+    }
+
+    /// Keeps the bytes of one segment the program did not take.
+    fn keep(&mut self, v: RxView, seq: u32, data: &[u8], out: &mut Settled) {
+        // Offsets from rx-next-seq, clipped to the window. A segment that
+        // starts in order now was the program's to take.
+        let start = distance(v.next, seq);
+        if start <= 0 {
+            return;
+        }
+        let lo = start as u32;
+        let hi = (lo + data.len() as u32).min(v.window);
+        if hi <= lo {
+            return;
+        }
+        let program = v.interval.map(|(a, b)| {
+            (
+                distance(v.next, a).max(0) as u32,
+                distance(v.next, b).max(0) as u32,
+            )
+        });
+        if let (Some(block), Some((a, b))) = (v.interval, program) {
+            if lo < b && a < hi {
+                self.reported.record(block);
+            }
+        }
+        let pieces = match program {
+            Some((a, b)) => [(lo, hi.min(a)), (lo.max(b), hi)],
+            None => [(lo, hi), (0, 0)],
+        };
+        for (p_lo, p_hi) in pieces {
+            if p_lo >= p_hi {
+                continue;
+            }
+            let Some(i) = self.held.insert(v.next, p_lo, p_hi) else {
+                out.refused += 1;
+                continue;
+            };
+            self.reported.record((i.start, i.start.wrapping_add(i.len)));
+            let from = (p_lo - lo) as usize;
+            let piece = data[from..from + (p_hi - p_lo) as usize].to_vec();
+            out.place.push((v.next.wrapping_add(p_lo), piece));
+        }
+    }
+
+    /// The SACK option for an ACK of `ack` the program built with its
+    /// interval `program`: a pending D-SACK first, then the held blocks
+    /// newest first, the program's among them.
+    pub fn sack(&mut self, ack: u32, program: Option<Block>) -> SackBlocks {
+        let dsack = self.dsack.take();
+        if !self.keeps {
+            let mut out = SackBlocks::from(dsack);
+            if let Some(b) = program.filter(|&b| Some(b) != dsack) {
+                out.push(b);
+            }
+            return out;
+        }
+        // A block must start past the ACK: a sender discards one that
+        // does not (Linux's `tcp_is_sackblock_valid`), and takes a
+        // cumulative ACK reaching a SACKed block for reneging (the store's
+        // blocks are reached before the control plane injects them; the
+        // endpoint holds such ACKs back, [`RxStore::settle`]).
+        let mut reported = self.reported;
+        reported.trim(ack);
+        let mut out = SackBlocks::from(dsack);
+        let past_ack = |b: &Block| distance(ack, b.0) > 0;
+        for &b in reported
+            .option(None)
+            .as_slice()
+            .iter()
+            .filter(|b| past_ack(b))
+        {
+            if Some(b) != dsack {
+                out.push(b);
+            }
+        }
+        if let Some(b) = program.filter(past_ack) {
+            let covered = out
+                .as_slice()
+                .iter()
+                .any(|&r| distance(r.0, b.0) >= 0 && distance(b.1, r.1) >= 0);
+            if !covered {
+                out.push(b);
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NEXT: u32 = 1000;
+
+    fn view(next: u32, interval: Option<Block>) -> RxView {
+        RxView {
+            next,
+            window: 1 << 16,
+            interval,
+        }
+    }
+
+    fn seg(seq: u32, len: u32) -> (u32, Vec<u8>) {
+        (seq, (seq..seq + len).map(|b| b as u8).collect())
+    }
+
+    #[test]
+    fn a_segment_the_program_dropped_is_kept_and_given_back_in_order() {
+        let mut s = RxStore::new(OooBound::Intervals(4), NEXT);
+        // Holes at 1000 and 1200: the program holds 1100..1200, drops 1300..1400.
+        for (seq, data) in [seg(1100, 100), seg(1300, 100)] {
+            s.offer(NEXT, seq, &data);
+        }
+        let out = s.settle(view(NEXT, Some((1100, 1200))));
+        assert_eq!(out.place, vec![seg(1300, 100)]);
+        assert_eq!(out.reinject, None);
+        // The newest block first, the program's after it.
+        assert_eq!(
+            s.sack(NEXT, Some((1100, 1200))).as_slice(),
+            &[(1300, 1400), (1100, 1200)]
+        );
+        // 1000 arrives, the program merges its interval: next 1200; then
+        // 1200 arrives: next 1300 reaches the store.
+        s.offer(NEXT, 1000, &seg(1000, 100).1);
+        assert_eq!(s.settle(view(1200, None)), Settled::default());
+        s.offer(1200, 1200, &seg(1200, 100).1);
+        let out = s.settle(view(1300, None));
+        assert_eq!(out.reinject, Some((1300, 1400)));
+        assert!(out.place.is_empty());
+        assert!(s.is_idle());
+        // A block the ACK reaches is not reported (the sender would take
+        // it for reneging; the endpoint holds such an ACK back).
+        assert!(s.sack(1300, None).is_empty());
+        assert!(s.sack(1400, None).is_empty());
+    }
+
+    #[test]
+    fn what_the_program_took_or_the_window_refuses_is_not_kept() {
+        let mut s = RxStore::new(OooBound::Intervals(4), NEXT);
+        s.offer(NEXT, 1100, &seg(1100, 100).1);
+        // Partly the program's interval: only the rest is kept.
+        s.offer(NEXT, 1150, &seg(1150, 100).1);
+        let v = RxView {
+            next: NEXT,
+            window: 240,
+            interval: Some((1100, 1200)),
+        };
+        let out = s.settle(v);
+        assert_eq!(out.place, vec![seg(1200, 40)]);
+    }
+
+    #[test]
+    fn in_order_segments_are_not_copied_and_duplicates_are_reported() {
+        let mut s = RxStore::new(OooBound::Intervals(4), NEXT);
+        for seq in [1000, 1100, 1200] {
+            s.offer(NEXT, seq, &seg(seq, 100).1);
+        }
+        assert!(s.is_idle());
+        // A segment below what the program had in order: a D-SACK, once.
+        s.offer(1300, 1000, &seg(1000, 100).1);
+        assert_eq!(s.sack(1300, None).as_slice(), &[(1000, 1100)]);
+        assert!(s.sack(1300, None).is_empty());
+    }
+
+    #[test]
+    fn the_bound_counts_the_program_interval() {
+        let mut thesis = RxStore::new(OooBound::THESIS, NEXT);
+        thesis.offer(NEXT, 1300, &seg(1300, 100).1);
+        assert!(thesis.is_idle());
+        assert_eq!(
+            thesis.sack(NEXT, Some((1100, 1200))).as_slice(),
+            &[(1100, 1200)]
+        );
+        let mut two = RxStore::new(OooBound::Intervals(2), NEXT);
+        for seq in [1100, 1300, 1500] {
+            two.offer(NEXT, seq, &seg(seq, 100).1);
+        }
+        let out = two.settle(view(NEXT, Some((1100, 1200))));
+        assert_eq!(out.place, vec![seg(1300, 100)]);
+        assert_eq!(out.refused, 1);
+    }
+}
