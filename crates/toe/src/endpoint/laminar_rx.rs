@@ -327,4 +327,216 @@ mod tests {
         assert_eq!(out.place, vec![seg(1300, 100)]);
         assert_eq!(out.refused, 1);
     }
+
+    /// The store beside Laminar's real program (in the emulator), as the
+    /// endpoint runs them: a sender that never sends SACKed bytes again
+    /// always completes the stream, and every byte arrives as sent.
+    mod with_the_program {
+        use super::*;
+        use crate::laminar::{network_segment, LaminarEngine};
+        use proptest::prelude::*;
+        use rmt::laminar::segment::TcpSegment;
+        use rmt::laminar::ConnectionSpec;
+
+        const FIRST: u32 = 1000;
+        const SEG: u32 = 100;
+        const SEGS: u32 = 40;
+        const BUF: u32 = 4096;
+        const CONN: u16 = 1;
+
+        fn spec() -> ConnectionSpec {
+            ConnectionSpec {
+                local_ip: 2,
+                local_port: 5555,
+                remote_ip: 1,
+                remote_port: 40000,
+                ctx: 0,
+                rx_next_seq: FIRST,
+                rx_buffer_addr: 0,
+                rx_buffer_size: BUF,
+                rx_avail: BUF,
+                tx_base_seq: 77,
+                tx_next_ack: 77,
+                tx_credits: 0,
+                credit_grant: 0,
+                tx_remote_avail: 0,
+                wscale: 0,
+            }
+        }
+
+        fn byte(seq: u32) -> u8 {
+            (seq.wrapping_mul(7) >> 2) as u8
+        }
+
+        fn segment(seq: u32, len: u32) -> TcpSegment {
+            let data: Vec<u8> = (seq..seq + len).map(byte).collect();
+            network_segment((1, 2), (40000, 5555), seq, None, &data)
+        }
+
+        /// The receiver: the program, the store, the buffer.
+        struct Receiver {
+            engine: LaminarEngine,
+            store: RxStore,
+            buf: Vec<u8>,
+        }
+
+        impl Receiver {
+            fn new(bound: OooBound) -> Self {
+                let mut engine = LaminarEngine::new(4).unwrap();
+                engine.install(CONN, &spec()).unwrap();
+                Receiver {
+                    engine,
+                    store: RxStore::new(bound, FIRST),
+                    buf: vec![0; BUF as usize],
+                }
+            }
+
+            fn put(&mut self, seq: u32, data: &[u8]) {
+                for (i, &b) in data.iter().enumerate() {
+                    self.buf[((seq - FIRST) as usize + i) % BUF as usize] = b;
+                }
+            }
+
+            fn ready(&self) -> u32 {
+                self.engine.rx_next_seq(CONN).unwrap()
+            }
+
+            /// One segment in; the ACKs that leave, with their blocks.
+            fn receive(&mut self, s: &TcpSegment) -> Vec<(u32, SackBlocks)> {
+                let ready = self.ready();
+                self.store.offer(ready, s.seq, &s.payload);
+                self.engine.receive(0, s).unwrap();
+                let (mut acks, mut held_back) = (Vec::new(), Vec::new());
+                loop {
+                    let out = self.engine.run_to_idle().unwrap();
+                    for w in out.rx_data {
+                        let seq = FIRST + w.addr as u32;
+                        self.put(seq, &w.payload);
+                    }
+                    let view = RxView {
+                        next: self.ready(),
+                        window: self.engine.rx_window(CONN).unwrap(),
+                        interval: self.engine.rx_ooo_interval(CONN).unwrap(),
+                    };
+                    let settled = self.store.settle(view);
+                    for (seq, data) in &settled.place {
+                        self.put(*seq, data);
+                    }
+                    acks.extend(out.segments);
+                    let Some((lo, hi)) = settled.reinject else {
+                        break;
+                    };
+                    held_back.push((lo, hi));
+                    let data: Vec<u8> = (lo..hi)
+                        .map(|q| self.buf[((q - FIRST) % BUF) as usize])
+                        .collect();
+                    let again = network_segment((1, 2), (40000, 5555), lo, None, &data);
+                    self.engine.receive(0, &again).unwrap();
+                }
+                acks.into_iter()
+                    .filter(|a| !held_back.iter().any(|&(lo, hi)| lo <= a.ack && a.ack < hi))
+                    .map(|a| (a.ack, self.store.sack(a.ack, a.sack)))
+                    .collect()
+            }
+        }
+
+        /// What the sender knows: the cumulative ACK and the SACKed bytes.
+        #[derive(Default)]
+        struct Sender {
+            una: u32,
+            sacked: Vec<(u32, u32)>,
+        }
+
+        impl Sender {
+            /// Takes the ACKs in order. A cumulative ACK that stops at a
+            /// byte SACKed before is reneging to the sender (Linux's
+            /// `tcp_check_sack_reneging` times out on it).
+            fn take(&mut self, acks: Vec<(u32, SackBlocks)>) {
+                for (ack, blocks) in acks {
+                    assert!(
+                        !self.sacked(ack, ack + 1),
+                        "ACK {ack} stops at a SACKed byte ({:?})",
+                        self.sacked
+                    );
+                    self.una = self.una.max(ack);
+                    for &(lo, hi) in blocks.as_slice() {
+                        prop_assert_eq_blocks(lo, hi, ack);
+                        if lo > ack {
+                            self.sacked.push((lo, hi));
+                        }
+                    }
+                }
+            }
+
+            fn sacked(&self, lo: u32, hi: u32) -> bool {
+                self.sacked.iter().any(|&(a, b)| a <= lo && hi <= b)
+            }
+        }
+
+        /// A block is either a D-SACK below the ACK or lies past it.
+        fn prop_assert_eq_blocks(lo: u32, hi: u32, ack: u32) {
+            assert!(lo < hi, "an empty block ({lo}, {hi})");
+            assert!(
+                hi <= ack || lo > ack,
+                "block ({lo}, {hi}) straddles ACK {ack}"
+            );
+            assert!(
+                hi <= FIRST + SEG * SEGS,
+                "block ({lo}, {hi}) past what was sent"
+            );
+        }
+
+        fn deliver(order: &[u32], bound: OooBound) {
+            let mut rx = Receiver::new(bound);
+            let mut tx = Sender {
+                una: FIRST,
+                ..Sender::default()
+            };
+            for &i in order {
+                let acks = rx.receive(&segment(FIRST + i * SEG, SEG));
+                tx.take(acks);
+            }
+            // Recovery: the lowest segment neither acknowledged nor
+            // SACKed goes again, until all is acknowledged.
+            let end = FIRST + SEG * SEGS;
+            for _ in 0..4 * SEGS {
+                if tx.una >= end {
+                    break;
+                }
+                let Some(lo) = (0..SEGS)
+                    .map(|i| FIRST + i * SEG)
+                    .find(|&lo| lo + SEG > tx.una && !tx.sacked(lo.max(tx.una), lo + SEG))
+                else {
+                    panic!(
+                        "stalled at {}: everything after it is SACKed ({:?})",
+                        tx.una, tx.sacked
+                    );
+                };
+                let acks = rx.receive(&segment(lo, SEG));
+                tx.take(acks);
+            }
+            assert_eq!(tx.una, end, "the stream did not complete");
+            assert_eq!(rx.ready(), end);
+            for q in FIRST..end {
+                assert_eq!(rx.buf[(q - FIRST) as usize], byte(q), "byte {q}");
+            }
+            assert!(rx.store.is_idle());
+        }
+
+        proptest! {
+            #[test]
+            fn a_sender_honouring_every_block_completes_the_stream(
+                order in proptest::collection::vec(0..SEGS, 0..80),
+                bound in prop_oneof![Just(OooBound::THESIS), Just(OooBound::Intervals(3)), Just(OooBound::Unbounded)],
+            ) {
+                deliver(&order, bound);
+            }
+        }
+
+        #[test]
+        fn three_holes_are_kept_and_filled() {
+            let order: Vec<u32> = (0..SEGS).filter(|i| ![0, 10, 20].contains(i)).collect();
+            deliver(&order, OooBound::Unbounded);
+        }
+    }
 }
