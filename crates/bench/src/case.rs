@@ -691,6 +691,28 @@ mod tests {
         }
     }
 
+    /// toe's ablation scales with the host: a run whose largest layout used
+    /// fewer threads than the CPUs present fails (the fixed layouts stopped
+    /// at 2 threads whatever the host had), and the layouts are found by
+    /// their step, not by an index that depends on the CPU count.
+    #[test]
+    fn toe_fails_an_ablation_that_left_cpus_unused() {
+        let case = builtin("toe");
+        let run = |threads: u64, cores: u64| json!({"ablation_threads": threads, "meta": {"cores": cores}});
+        let under = "/ablation_threads";
+        assert!(all_pass(&judged(&case, under, &run(2, 2))));
+        assert!(all_pass(&judged(&case, under, &run(8, 2))));
+        assert!(one_false(&judged(&case, under, &run(2, 16))));
+        let rows = json!({"ablation": [
+            {"step": "run_to_completion", "rpcs": 5},
+            {"step": "pipelining", "rpcs": 5},
+            {"step": "replication", "rpcs": 5},
+            {"step": "flow_groups", "rpcs": 0},
+            {"step": "flow_groups", "rpcs": 5},
+        ]});
+        assert!(one_false(&judged(&case, "/ablation/step=", &rows)));
+    }
+
     #[test]
     fn no_builtin_check_is_one_a_failed_run_never_reaches() {
         // A failed repetition aborts every experiment (NOEXIT), so a count

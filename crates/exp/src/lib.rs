@@ -19,6 +19,7 @@ macro_rules! value_enum {
     };
 }
 
+pub mod cpus;
 mod datapath;
 pub mod demo;
 pub mod iperf;

@@ -61,11 +61,17 @@ use toe::stages::ConnIdx;
 use toe::{Endpoint, EndpointConfig, ToeError};
 use wire::{Delay, Impairment, Loss, WireConfig, WireHandle};
 
+use crate::cpus::{pin, PinnedCpus};
 use crate::datapath::{endpoint, toe_addr, toe_err};
 use crate::wire_err;
 use crate::ExpError;
 
 const PORT: u16 = 5301;
+/// The CPU of the toe server's poll loop (the receiver).
+const SERVER_CPU: usize = 1;
+/// The CPU of every client, Linux's and the DCTCP endpoint's (the
+/// senders).
+const CLIENT_CPU: usize = 0;
 /// How long one flow may take before it counts as failed.
 const FLOW_LIMIT: Duration = Duration::from_secs(30);
 /// The reply: the request's length and digest.
@@ -572,6 +578,10 @@ pub struct OooResult {
     pub senders: Vec<SenderSummary>,
     pub thesis_newreno: Vec<ThesisRow>,
     pub thesis_dctcp: Vec<ThesisRow>,
+    /// The CPU each role's threads were pinned to (`server`: the toe
+    /// receiver's poll loop; `clients`: the Linux and DCTCP senders'
+    /// clients); null where this host has no such CPU.
+    pub pinned_cpus: PinnedCpus,
     pub meta: Meta,
 }
 
@@ -746,7 +756,7 @@ impl Request {
 /// The toe server: accepts, receives each request, replies with its
 /// length and digest, closes; until `stop`.
 fn serve(ep: &mut Endpoint, stop: &AtomicBool) -> Result<(), ExpError> {
-    let _ = host::cpu::pin_current_thread(1);
+    pin(SERVER_CPU);
     let mut conns: Vec<(ConnIdx, Request)> = Vec::new();
     let mut buf = vec![0u8; 1 << 16];
     while !stop.load(Ordering::Relaxed) {
@@ -902,7 +912,7 @@ impl FlowPlan {
 
 /// One Linux client: its flows one after another until `until`.
 fn client(mut plan: FlowPlan, to: SocketAddr, until: Instant) -> Flows {
-    let _ = host::cpu::pin_current_thread(0);
+    pin(CLIENT_CPU);
     let mut out = Vec::new();
     while Instant::now() < until {
         let body = plan.next_body();
@@ -982,6 +992,7 @@ fn summarize(params: &OooParams, cells: Vec<Cell>) -> OooResult {
         senders,
         thesis_newreno: thesis_newreno(),
         thesis_dctcp: thesis_dctcp(),
+        pinned_cpus: PinnedCpus::of(&[("server", SERVER_CPU), ("clients", CLIENT_CPU)]),
         meta: Meta::collect(),
     }
 }
@@ -1304,6 +1315,18 @@ mod tests {
         let bad = summarize(&params, cells(5));
         assert_eq!(bad.senders[0].wire_ecn_capable, 5);
         assert_eq!(read(&bad), Some(serde_json::json!(5)));
+    }
+
+    /// The result names the CPUs its threads were pinned to (it named
+    /// none, though the server and the clients are pinned).
+    #[test]
+    fn the_result_names_the_pinned_cpus() {
+        let r = summarize(&OooParams::default(), Vec::new());
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["pinned_cpus"]["clients"], CLIENT_CPU);
+        let server = &json["pinned_cpus"]["server"];
+        let has = host::cpu::allowed_cpus().is_some_and(|a| a.contains(&SERVER_CPU));
+        assert_eq!(server.as_u64().is_some(), has, "{json}");
     }
 
     #[test]

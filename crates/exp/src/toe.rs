@@ -17,12 +17,14 @@
 //!
 //! The data path runs to completion on one core (thesis Table 4.4's
 //! baseline), its poll loop pinned to CPU 1; the Linux server thread is
-//! pinned there too, the clients to CPU 0.
+//! pinned there too, the clients to CPU 0 (the result's `pinned_cpus`
+//! says which pins this host allowed).
 //!
 //! Then thesis Table 4.4's ablation ([`toe::ablation`]: the pipeline
 //! driven in-process, 64 connections with one 2 KB RPC in flight each) for
-//! each layout this host can run, and the three ways to lock connection
-//! state under parallel input
+//! each layout from 1 thread up to the CPUs present (or `--threads`; more
+//! than the host has run with a warning in the result), and the three
+//! ways to lock connection state under parallel input
 //! ([`toe::input`], OpenBSD's slides): one softnet thread per core, one and
 //! ten streams, the modes rotated every repetition; segments per second.
 
@@ -36,11 +38,12 @@ use std::time::{Duration, Instant};
 use lab::{Lab, LabError, LabSpec};
 use serde::Serialize;
 use stats::Meta;
-use toe::ablation::{AblationConfig, AblationResult};
+use toe::ablation::{AblationConfig, AblationResult, Step};
 use toe::cycles::StageCycles;
 use toe::input::{InputRun, Locking, Workload};
 use toe::{Endpoint, EndpointConfig, ToeError};
 
+use crate::cpus::{pin, PinnedCpus};
 use crate::datapath::{endpoint, pattern, toe_addr, toe_err, StreamCheck};
 use crate::ExpError;
 
@@ -48,6 +51,16 @@ const STREAM_PORT: u16 = 5201;
 const RPC_PORT: u16 = 5202;
 /// How long any one transfer may take before the run fails.
 const TRANSFER_LIMIT: Duration = Duration::from_secs(120);
+/// The CPU of the data path's poll loop and of the Linux server thread.
+const SERVER_CPU: usize = 1;
+/// The CPU of the clients, on the sender's side.
+const CLIENT_CPU: usize = 0;
+/// Each role's CPU, as the result names them.
+const PINS: [(&str, usize); 3] = [
+    ("data_path", SERVER_CPU),
+    ("linux_server", SERVER_CPU),
+    ("clients", CLIENT_CPU),
+];
 
 #[derive(Debug, Clone, Serialize)]
 #[cfg_attr(feature = "clap", derive(clap::Args))]
@@ -64,6 +77,11 @@ pub struct ToeParams {
     /// Bytes per request and response.
     #[cfg_attr(feature = "clap", arg(long, default_value_t = ToeParams::default().rpc_size))]
     pub rpc_size: usize,
+    /// Worker threads of the Table 4.4 ablation's largest layout (its
+    /// layouts run from 1 thread up to this many); default: the CPUs
+    /// present. More than the host has run, with a warning in the output.
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub threads: Option<usize>,
     /// The reduced run ([`ToeParams::quick`]); the binary's `--quick`.
     #[cfg_attr(feature = "clap", arg(skip))]
     pub quick: bool,
@@ -76,6 +94,7 @@ impl Default for ToeParams {
             bytes: 1 << 30,
             rpcs: 20_000,
             rpc_size: 64,
+            threads: None,
             quick: false,
         }
     }
@@ -99,8 +118,32 @@ impl ToeParams {
             self.rpc_size == 0 || self.rpc_size > 65536,
             "--rpc-size must be 1..=65536",
         )?;
+        let max = toe::ablation::MAX_THREADS;
+        refuse_if(
+            self.threads.is_some_and(|t| t == 0 || t > max),
+            &format!("--threads must be 1..={max} (the stages of the largest ablation layout)"),
+        )?;
         Ok(())
     }
+
+    /// Worker threads of the ablation's largest layout: `--threads`, or
+    /// the CPUs present.
+    pub fn ablation_threads(&self) -> usize {
+        self.threads.unwrap_or_else(crate::cpus::present)
+    }
+}
+
+/// The warning a run gives when its ablation asks for more threads than
+/// the `cpus` present: those layouts share CPUs, so they show contention,
+/// not scaling.
+fn threads_warning(threads: usize, cpus: usize) -> Option<String> {
+    (threads > cpus).then(|| {
+        format!(
+            "--threads {threads} asks for more threads than the {cpus} CPUs present: the \
+             ablation's layouts above {cpus} threads share CPUs, so they measure contention, \
+             not scaling"
+        )
+    })
 }
 
 /// Which TCP served the receiver's side.
@@ -160,8 +203,19 @@ pub struct ToeResult {
     /// What each stage of the data path cost per segment, over the toe
     /// rounds (thesis Table 2.2's breakdown); null without a segment.
     pub stage_cycles: Option<CyclesPerSegment>,
-    /// Table 4.4's designs, one row each (in-process, no lab).
+    /// Table 4.4's designs, one row each (in-process, no lab), from 1
+    /// thread up to `ablation_threads`.
     pub ablation: Vec<AblationRow>,
+    /// Worker threads of the ablation's largest layout: `--threads`, or
+    /// the CPUs present (`meta.cores`).
+    pub ablation_threads: usize,
+    /// The CPU each role's threads were pinned to (`data_path`,
+    /// `linux_server`, `clients`); null where this host has no such CPU.
+    /// The ablation's workers are not pinned.
+    pub pinned_cpus: PinnedCpus,
+    /// What the numbers cannot show by themselves (more ablation threads
+    /// than CPUs); also printed with the tables.
+    pub warnings: Vec<String>,
     /// Parallel input, every run.
     pub locking: Vec<LockingSample>,
     /// Per stream count, each mode's mean rate against the exclusive
@@ -208,7 +262,9 @@ fn per_segment(c: &StageCycles) -> Option<CyclesPerSegment> {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct AblationRow {
-    pub design: &'static str,
+    /// The step of Table 4.4 the layout adds.
+    pub step: Step,
+    pub design: String,
     pub threads: usize,
     pub groups: usize,
     pub replicas: usize,
@@ -245,13 +301,6 @@ pub enum Progress<'a> {
     Rpc(&'a RpcSample),
     Locking(&'a LockingSample),
     Ablation(&'a AblationRow),
-}
-
-/// Pins the calling thread; on a host with fewer CPUs the thread stays
-/// where the scheduler puts it (the placement is a preference, not a
-/// condition of the measurement).
-fn pin(cpu: usize) {
-    let _ = host::cpu::pin_current_thread(cpu);
 }
 
 fn io_err(what: &str) -> impl Fn(std::io::Error) -> ExpError + '_ {
@@ -304,14 +353,17 @@ pub fn run(
     })
 }
 
-/// Every layout of [`toe::ablation::LAYOUTS`] for 1 s (quick) or 5 s.
+/// Every layout of [`toe::ablation::layouts`] up to the run's threads,
+/// for 1 s (quick) or 5 s.
 fn ablation_rows(params: &ToeParams, progress: &mut impl FnMut(Progress<'_>)) -> Vec<AblationRow> {
     let secs = if params.quick { 1 } else { 5 };
-    toe::ablation::LAYOUTS
-        .iter()
-        .map(|&(design, pipeline)| {
+    toe::ablation::layouts(params.ablation_threads())
+        .into_iter()
+        .map(|layout| {
+            let pipeline = layout.pipeline;
             let row = AblationRow {
-                design,
+                step: layout.step,
+                design: layout.design,
                 threads: pipeline.threads,
                 groups: pipeline.groups,
                 replicas: pipeline.pre,
@@ -334,7 +386,7 @@ const LOCKING_STREAMS: [usize; 2] = [1, 10];
 /// Parallel input: one softnet thread per core, 1 and 10 streams, every
 /// mode in every repetition (rotated).
 fn locking_runs(params: &ToeParams, progress: &mut impl FnMut(Progress<'_>)) -> Vec<LockingSample> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = crate::cpus::present();
     let segments = if params.quick { 20_000 } else { 200_000 };
     let mut out = Vec::new();
     for rep in 0..params.repetitions {
@@ -460,6 +512,11 @@ fn summarize(
         locking_summary,
         locking,
         ablation,
+        ablation_threads: params.ablation_threads(),
+        pinned_cpus: PinnedCpus::of(&PINS),
+        warnings: threads_warning(params.ablation_threads(), crate::cpus::present())
+            .into_iter()
+            .collect(),
         stage_cycles: None,
         meta: Meta::collect(),
     }
@@ -485,7 +542,7 @@ fn toe_round(
     ep.listen(RPC_PORT);
     let (bytes, rpcs, size) = (params.bytes, params.rpcs, params.rpc_size);
     let server = std::thread::spawn(move || -> Result<_, ExpError> {
-        pin(1);
+        pin(SERVER_CPU);
         let stream = toe_stream_server(&mut ep, bytes)?;
         toe_echo_server(&mut ep, size)?;
         Ok((stream, (ep.counters(), ep.stage_cycles())))
@@ -617,7 +674,7 @@ fn linux_round(
     let (stream_l, rpc_l) = (bind(STREAM_PORT)?, bind(RPC_PORT)?);
     let size = params.rpc_size;
     let server = std::thread::spawn(move || -> std::io::Result<(u64, f64, bool)> {
-        pin(1);
+        pin(SERVER_CPU);
         let (mut s, _) = stream_l.accept()?;
         let mut stream = StreamCheck::default();
         let mut buf = vec![0u8; 1 << 16];
@@ -657,7 +714,7 @@ fn linux_round(
     ))
 }
 
-/// The sender's side of both tests, on CPU 0: (stream bytes sent, RPC
+/// The sender's side of both tests, on [`CLIENT_CPU`]: (stream bytes sent, RPC
 /// latencies in microseconds, every echo matched).
 fn run_clients(
     lab: &Lab,
@@ -666,7 +723,7 @@ fn run_clients(
 ) -> Result<(u64, Vec<f64>, bool), ExpError> {
     let (bytes, rpcs, size) = (params.bytes, params.rpcs, params.rpc_size);
     host::netns::run_in(Some(&lab.sender().netns), move || -> std::io::Result<_> {
-        pin(0);
+        pin(CLIENT_CPU);
         let sent = stream_client(SocketAddr::new(addr, STREAM_PORT), bytes)?;
         let (lat, ok) = rpc_client(SocketAddr::new(addr, RPC_PORT), rpcs, size)?;
         Ok((sent, lat, ok))
@@ -932,7 +989,8 @@ mod tests {
     #[test]
     fn an_ablation_echo_that_differs_makes_the_run_not_byte_exact() {
         let row = |byte_exact: bool| AblationRow {
-            design: "run to completion (1 thread)",
+            step: Step::RunToCompletion,
+            design: "run to completion (1 thread)".into(),
             threads: 1,
             groups: 1,
             replicas: 1,
@@ -978,8 +1036,72 @@ mod tests {
                 rpc_size: 0,
                 ..ToeParams::default()
             },
+            ToeParams {
+                threads: Some(0),
+                ..ToeParams::default()
+            },
+            ToeParams {
+                threads: Some(toe::ablation::MAX_THREADS + 1),
+                ..ToeParams::default()
+            },
         ] {
             assert!(matches!(p.check(), Err(ExpError::Parameter(_))));
         }
+        let many = ToeParams {
+            threads: Some(toe::ablation::MAX_THREADS),
+            ..ToeParams::default()
+        };
+        assert!(many.check().is_ok());
+    }
+
+    /// The ablation's threads follow the host unless --threads says
+    /// otherwise, and asking for more than the host has is said in the
+    /// result (JSON and text), not refused. The fixed layouts stopped at
+    /// 2 threads whatever the host had.
+    #[test]
+    fn more_ablation_threads_than_cpus_run_with_a_warning() {
+        let cpus = crate::cpus::present();
+        assert_eq!(ToeParams::default().ablation_threads(), cpus);
+        assert_eq!(threads_warning(cpus, cpus), None);
+        let warning = threads_warning(8, 2).unwrap();
+        assert!(
+            warning.starts_with("--threads 8 asks for more threads than the 2 CPUs present"),
+            "{warning}"
+        );
+        let asked = ToeParams {
+            threads: Some(cpus + 2),
+            ..ToeParams::default()
+        };
+        assert!(asked.check().is_ok());
+        let r = summarize(
+            &asked,
+            vec![stream(Stack::Toe, 1.0, true)],
+            vec![rpc(Stack::Toe, 1.0)],
+            toe::Counters::default(),
+            Vec::new(),
+            Vec::new(),
+        );
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["ablation_threads"], cpus + 2);
+        assert_eq!(
+            json["warnings"][0],
+            threads_warning(cpus + 2, cpus).unwrap()
+        );
+        let text = plot::text::Present::text(&r).to_string();
+        assert!(text.contains("warning: --threads"), "{text}");
+        // The result names where its threads were pinned.
+        assert_eq!(json["pinned_cpus"]["clients"], 0, "{json}");
+        assert_eq!(
+            json["pinned_cpus"]["data_path"],
+            json["pinned_cpus"]["linux_server"]
+        );
+        assert!(result(Vec::new(), Vec::new()).warnings.is_empty());
+    }
+
+    #[cfg(feature = "clap")]
+    #[test]
+    fn threads_is_a_flag() {
+        let p: ToeParams = crate::parse_params(&["--threads", "8"]).unwrap();
+        assert_eq!((p.threads, p.ablation_threads()), (Some(8), 8));
     }
 }

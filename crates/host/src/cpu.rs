@@ -23,13 +23,21 @@ pub fn pin_thread(tid: i32, cpu: usize) -> Result<(), HostError> {
         .map_err(|e| HostError::io(format!("pin thread {tid} to CPU {cpu}"), e.into()))
 }
 
-/// The highest-numbered CPU the calling thread may run on (its
+/// The CPUs the calling thread may run on, in order (its
 /// sched_getaffinity(2) mask); `None` if the mask cannot be read.
-pub fn last_allowed_cpu() -> Option<usize> {
+pub fn allowed_cpus() -> Option<Vec<usize>> {
     let set = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).ok()?;
-    (0..nix::sched::CpuSet::count())
-        .rev()
-        .find(|&c| set.is_set(c).unwrap_or(false))
+    Some(
+        (0..nix::sched::CpuSet::count())
+            .filter(|&c| set.is_set(c).unwrap_or(false))
+            .collect(),
+    )
+}
+
+/// The highest-numbered CPU the calling thread may run on
+/// ([`allowed_cpus`]); `None` if the mask cannot be read.
+pub fn last_allowed_cpu() -> Option<usize> {
+    allowed_cpus()?.last().copied()
 }
 
 /// CPU time the calling thread has used (clock_gettime(2),
@@ -156,6 +164,7 @@ mod tests {
             assert!(last_allowed_cpu().is_some());
             pin_current_thread(0).unwrap();
             assert_eq!(last_allowed_cpu(), Some(0));
+            assert_eq!(allowed_cpus(), Some(vec![0]));
         })
         .join()
         .unwrap();

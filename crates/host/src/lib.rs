@@ -42,7 +42,7 @@
 //! cpu::CpuTimes::{read(), busy_since(&before)}          // /proc/stat
 //! cpu::pin_current_thread(cpu)                          // sched_setaffinity
 //! cpu::pin_thread(tid, cpu)                             // the same, another task
-//! cpu::last_allowed_cpu()                              // sched_getaffinity
+//! cpu::{allowed_cpus(), last_allowed_cpu()}            // sched_getaffinity
 //! ```
 //!
 //! Errors say what they are about ([`HostError::is_environment`],

@@ -17,6 +17,8 @@ fn bad_parameters_exit_2_before_the_progress_header() {
     refused(&["demo"], &["--flows", "0"], "--flows");
     refused(&["exp", "toe"], &["--repetitions", "0"], "--repetitions");
     refused(&["exp", "toe"], &["--bytes", "0"], "--bytes");
+    refused(&["exp", "toe"], &["--threads", "0"], "--threads");
+    refused(&["exp", "toe"], &["--threads", "100000"], "--threads");
     refused(&["exp", "srpic"], &["--seconds", "0"], "seconds");
     refused(&["exp", "srpic"], &["--spreads", "2"], "spreads");
     refused(&["exp", "xdp-overhead"], &["--qsize", "0"], "--qsize");

@@ -1,5 +1,6 @@
-//! Thesis Table 4.4's ablation on this machine, printed as a table
-//! (`steer exp toe` reports the same rows in its JSON):
+//! Thesis Table 4.4's ablation on this machine, printed as a table, with
+//! the layouts for the CPUs present (`steer exp toe` reports the same rows
+//! in its JSON, and takes `--threads`):
 //!
 //! ```text
 //! cargo run --release -p toe --example ablation -- [SECONDS]
@@ -19,19 +20,21 @@ fn main() {
         }
     };
     println!(
-        "{:<34} {:>10} {:>9} {:>9} {:>11} {:>11}",
+        "{:<42} {:>10} {:>9} {:>9} {:>11} {:>11}",
         "design", "Mbit/s", "p50 us", "p99 us", "p99.99 us", "byte-exact"
     );
-    for (name, pipeline) in ablation::LAYOUTS {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    for layout in ablation::layouts(cpus) {
         let r = ablation::run(AblationConfig {
             connections: 64,
             rpc_bytes: 2048,
             duration: Duration::from_secs_f64(seconds),
-            pipeline,
+            pipeline: layout.pipeline,
         });
+        let name = layout.design;
         let f = |v: Option<f64>| v.map_or("n/a".into(), |v| format!("{v:.0}"));
         println!(
-            "{name:<34} {:>10.1} {:>9} {:>9} {:>11} {:>11}",
+            "{name:<42} {:>10.1} {:>9} {:>9} {:>11} {:>11}",
             r.mbit_per_s,
             f(r.p50_us),
             f(r.p99_us),

@@ -56,21 +56,111 @@ pub struct AblationResult {
     pub p9999_us: Option<f64>,
 }
 
-/// The designs of Table 4.4 that a multi-core x86 host can run, each
-/// adding one step (the NFP's eight hardware threads per core have no
-/// counterpart here).
-pub const LAYOUTS: [(&str, PipelineConfig); 4] = [
-    (
-        "run to completion (1 thread)",
-        PipelineConfig::layout(1, 1, 1),
-    ),
-    ("+ pipelining (2 threads)", PipelineConfig::layout(1, 1, 2)),
-    (
-        "+ replicated pre/post/copy (x2)",
-        PipelineConfig::layout(1, 2, 2),
-    ),
-    ("+ flow groups (2)", PipelineConfig::layout(2, 2, 2)),
-];
+/// The step of Table 4.4 a layout adds (the NFP's eight hardware threads
+/// per core have no counterpart on an x86 host).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Step {
+    /// The whole data path on one thread.
+    RunToCompletion,
+    /// The stages spread over worker threads.
+    Pipelining,
+    /// Pre-processing, post-processing and the payload copy replicated.
+    Replication,
+    /// Connections split into flow groups, each with its own protocol
+    /// stage (the one stage that cannot be replicated).
+    FlowGroups,
+}
+
+/// One design of the ablation: its step, a name saying its layout, and
+/// the layout.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Layout {
+    pub step: Step,
+    pub design: String,
+    pub pipeline: PipelineConfig,
+}
+
+/// Replicas of pre-processing, post-processing and the payload copy in the
+/// replicated layouts (the thesis replicates each stage; two already show
+/// what replication gives, and more only add stages per group).
+const REPLICAS: usize = 2;
+
+/// The most flow groups a layout has: the workload has 64 connections, and
+/// more groups than that would leave protocol stages without one.
+pub const MAX_GROUPS: usize = 32;
+
+/// Stage instances of a pipeline with `groups` flow groups and `replicas`
+/// of the replicated stages: the front end and transmit, the shared
+/// pre-processors, and per group its protocol stage, post-processors and
+/// copy stages ([`Pipeline::start`]). More worker threads than this would
+/// have nothing to run.
+pub const fn stage_instances(groups: usize, replicas: usize) -> usize {
+    2 + replicas + groups * (1 + 2 * replicas)
+}
+
+/// The most worker threads a layout can use: the stage instances of the
+/// largest.
+pub const MAX_THREADS: usize = stage_instances(MAX_GROUPS, REPLICAS);
+
+/// Flow groups for `threads` worker threads: one per two threads, at least
+/// two, so each group's protocol stage gets about a core of its own with
+/// its post-processing and copy beside it.
+fn groups_for(threads: usize) -> usize {
+    (threads / 2).clamp(2, MAX_GROUPS)
+}
+
+/// The thread counts the flow-group layouts scale over: doubling from 2
+/// up to `threads`, and `threads` itself.
+fn thread_steps(threads: usize) -> Vec<usize> {
+    let mut steps: Vec<usize> = std::iter::successors(Some(2), |t| Some(t * 2))
+        .take_while(|&t| t < threads)
+        .collect();
+    if threads >= 2 {
+        steps.push(threads);
+    }
+    steps
+}
+
+/// The designs of Table 4.4 for up to `threads` worker threads (the CPUs
+/// present, or what the user asks for), each adding one step: run to
+/// completion on 1 thread; pipelining and replication over as many
+/// threads as they have stages for; then flow groups on 2, 4, 8, ...
+/// threads up to `threads`, so the same command scales with the host. One
+/// thread gives run to completion alone. `threads` is at most
+/// [`MAX_THREADS`] (more have no stage to run).
+pub fn layouts(threads: usize) -> Vec<Layout> {
+    let threads = threads.clamp(1, MAX_THREADS);
+    let mut out = vec![Layout {
+        step: Step::RunToCompletion,
+        design: "run to completion (1 thread)".into(),
+        pipeline: PipelineConfig::layout(1, 1, 1),
+    }];
+    if threads < 2 {
+        return out;
+    }
+    let t = threads.min(stage_instances(1, 1));
+    out.push(Layout {
+        step: Step::Pipelining,
+        design: format!("+ pipelining ({t} threads)"),
+        pipeline: PipelineConfig::layout(1, 1, t),
+    });
+    let t = threads.min(stage_instances(1, REPLICAS));
+    out.push(Layout {
+        step: Step::Replication,
+        design: format!("+ replicated pre/post/copy (x{REPLICAS}, {t} threads)"),
+        pipeline: PipelineConfig::layout(1, REPLICAS, t),
+    });
+    for t in thread_steps(threads) {
+        let groups = groups_for(t);
+        out.push(Layout {
+            step: Step::FlowGroups,
+            design: format!("+ flow groups ({groups} groups, {t} threads)"),
+            pipeline: PipelineConfig::layout(groups, REPLICAS, t),
+        });
+    }
+    out
+}
 
 const OUR_ISN: u32 = 1_000;
 const PEER_ISN: u32 = 7_000_000;
@@ -423,6 +513,68 @@ pub fn run(cfg: AblationConfig) -> AblationResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What each layout is, as (step, groups, replicas, threads).
+    fn shapes(threads: usize) -> Vec<(Step, usize, usize, usize)> {
+        layouts(threads)
+            .iter()
+            .map(|l| {
+                let p = l.pipeline;
+                (l.step, p.groups, p.pre, p.threads)
+            })
+            .collect()
+    }
+
+    /// On this 2-CPU machine the derivation gives the four designs the
+    /// fixed list had; on a bigger host the same command uses every CPU
+    /// (the fixed list stopped at 2 threads).
+    #[test]
+    fn layouts_scale_from_one_thread_to_all_of_them() {
+        use Step::*;
+        assert_eq!(shapes(1), [(RunToCompletion, 1, 1, 1)]);
+        assert_eq!(
+            shapes(2),
+            [
+                (RunToCompletion, 1, 1, 1),
+                (Pipelining, 1, 1, 2),
+                (Replication, 1, 2, 2),
+                (FlowGroups, 2, 2, 2),
+            ]
+        );
+        assert_eq!(
+            shapes(16),
+            [
+                (RunToCompletion, 1, 1, 1),
+                (Pipelining, 1, 1, 6),
+                (Replication, 1, 2, 9),
+                (FlowGroups, 2, 2, 2),
+                (FlowGroups, 2, 2, 4),
+                (FlowGroups, 4, 2, 8),
+                (FlowGroups, 8, 2, 16),
+            ]
+        );
+        let odd = shapes(12);
+        assert_eq!(odd.last(), Some(&(FlowGroups, 6, 2, 12)));
+        assert_eq!(odd.iter().filter(|s| s.0 == FlowGroups).count(), 4);
+        // A big host: every layout has a stage for each of its threads,
+        // and the largest uses all of them.
+        for cpus in [3, 7, 64, 96, 128, MAX_THREADS] {
+            let all = layouts(cpus);
+            assert_eq!(all.last().unwrap().pipeline.threads, cpus, "{cpus}");
+            for l in &all {
+                let p = l.pipeline;
+                assert!(p.threads <= stage_instances(p.groups, p.pre), "{l:?}");
+                assert!(p.groups <= MAX_GROUPS, "{l:?}");
+            }
+        }
+        assert_eq!(layouts(0), layouts(1));
+        assert_eq!(layouts(MAX_THREADS + 50), layouts(MAX_THREADS));
+        assert_eq!(
+            layouts(4)[3].design,
+            "+ flow groups (2 groups, 2 threads)",
+            "the name says the layout"
+        );
+    }
 
     #[test]
     fn every_layout_completes_rpcs() {

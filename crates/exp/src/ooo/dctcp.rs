@@ -54,7 +54,7 @@ enum Progress {
 
 /// Runs every client of `params` on `ep` against `to` until `until` (a
 /// flow started before it runs to its end), on a thread of its own pinned
-/// to CPU 0 (as the Linux clients are; the caller's thread keeps its
+/// to the clients' CPU (as the Linux clients are; the caller's thread keeps its
 /// affinity, and so do the threads it starts later); each flow's kind and
 /// FCT (None: failed or wrong reply), and the endpoint's counters.
 pub(super) fn run_clients(
@@ -66,7 +66,7 @@ pub(super) fn run_clients(
 ) -> Result<(Flows, toe::Counters), ExpError> {
     let params = params.clone();
     std::thread::spawn(move || {
-        let _ = host::cpu::pin_current_thread(0);
+        crate::cpus::pin(super::CLIENT_CPU);
         clients(&mut ep, &params, rep, to, until).map(|flows| (flows, ep.counters()))
     })
     .join()

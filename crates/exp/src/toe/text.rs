@@ -8,16 +8,21 @@ use serde::Serialize;
 use super::{Progress, ToeParams, ToeResult};
 
 impl ToeParams {
-    /// The line a run starts with.
+    /// The line a run starts with (and its warning, if it has one).
     pub fn progress_header(&self) -> String {
-        format!(
+        let threads = self.ablation_threads();
+        let mut header = format!(
             "toe: {} repetitions of a {} MiB stream and {} {}-byte RPCs, toe data path vs Linux \
-             TCP",
+             TCP; the Table 4.4 ablation on 1 to {threads} threads",
             self.repetitions,
             self.bytes >> 20,
             self.rpcs,
             self.rpc_size
-        )
+        );
+        if let Some(w) = super::threads_warning(threads, crate::cpus::present()) {
+            header.push_str(&format!("\nwarning: {w}"));
+        }
+        header
     }
 }
 
@@ -124,7 +129,7 @@ impl ToeResult {
             &self.ablation,
             |a| {
                 vec![
-                    a.design.into(),
+                    a.design.clone(),
                     measured(Some(a.result.mbit_per_s), 1),
                     measured(a.result.p50_us, 0),
                     measured(a.result.p99_us, 0),
@@ -164,11 +169,16 @@ impl Present for ToeResult {
         if let Some(stages) = self.stages() {
             text = text.blank().table(stages);
         }
-        text.blank()
+        text = text
+            .blank()
             .table(self.ablation())
             .blank()
             .table(self.locking())
-            .line(crate::datapath::byte_exact_line(self.byte_exact))
+            .line(crate::datapath::byte_exact_line(self.byte_exact));
+        for w in &self.warnings {
+            text = text.line(format!("warning: {w}"));
+        }
+        text
     }
 }
 
