@@ -40,6 +40,7 @@ use lab::{Host, Lab, LabError, LabSpec};
 use serde::{Serialize, Serializer};
 use stats::{Meta, Stat};
 use toe::cc::Policy;
+use crate::cpus::{pin, PinnedCpus};
 use toe::ooo::OooBound;
 use toe::stages::ConnIdx;
 use toe::{Endpoint, EndpointConfig, EngineName, PipelineLayout, ToeError};
@@ -753,6 +754,10 @@ pub struct LossResult {
     pub cells: Vec<Cell>,
     pub samples: Vec<Sample>,
     pub dctcp: DctcpSupport,
+    /// Where each side's threads ran: the Linux sender on one CPU, the
+    /// receiver (Linux's reader or the data path) and the data path as a
+    /// sender on the other.
+    pub pinned_cpus: PinnedCpus,
     pub meta: Meta,
 }
 
@@ -943,7 +948,7 @@ fn set_cc(host: &Host, cc: SenderCc) -> Result<String, ExpError> {
 /// [`pattern`] for `secs`, then shuts its side down and reads to the
 /// receiver's FIN (everything was read); (bytes written, finished).
 fn linux_send(to: SocketAddr, secs: Duration) -> (u64, bool) {
-    let _ = host::cpu::pin_current_thread(0);
+    pin(SENDER_CPU);
     let mut sent = 0u64;
     let mut run = || -> std::io::Result<()> {
         let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(10))?;
@@ -1007,7 +1012,7 @@ fn linux_to_linux(
 /// closes it (the sender reads to this FIN). A failed accept or read
 /// ends the check where it is.
 fn linux_read(listener: TcpListener) -> StreamCheck {
-    let _ = host::cpu::pin_current_thread(1);
+    pin(RECEIVER_CPU);
     let mut check = StreamCheck::default();
     let Ok((mut s, _)) = listener.accept() else {
         return check;
@@ -1078,7 +1083,7 @@ fn linux_to_toe(
     let server = {
         let finished = sender_finished.clone();
         std::thread::spawn(move || -> Result<_, ExpError> {
-            let _ = host::cpu::pin_current_thread(1);
+            pin(RECEIVER_CPU);
             let check = toe_read(&mut ep, deadline)?;
             // Our FIN and the last ACKs go out while the sender reads to
             // it.
@@ -1187,7 +1192,7 @@ fn toe_send(
     secs: Duration,
     reader: std::thread::JoinHandle<StreamCheck>,
 ) -> Result<ToeSent, ExpError> {
-    let _ = host::cpu::pin_current_thread(1);
+    pin(RECEIVER_CPU);
     let deadline = Instant::now() + secs + DRAIN_LIMIT;
     let conn: ConnIdx = ep.connect(to).map_err(toe_err)?;
     let mut done = poll_until(&mut ep, deadline, |ep| Ok(ep.is_established(conn)))?;
@@ -1340,8 +1345,22 @@ fn summarize(params: &LossParams, samples: Vec<Sample>, dctcp: DctcpSupport) -> 
         cells,
         samples,
         dctcp,
+        pinned_cpus: pinned_cpus(),
         meta: Meta::collect(),
     }
+}
+
+/// The CPU of the Linux sender's thread.
+const SENDER_CPU: usize = 0;
+/// The CPU of the receiving thread, and of the data path's.
+const RECEIVER_CPU: usize = 1;
+
+fn pinned_cpus() -> PinnedCpus {
+    PinnedCpus::of(&[
+        ("linux_sender", SENDER_CPU),
+        ("receiver", RECEIVER_CPU),
+        ("data_path", RECEIVER_CPU),
+    ])
 }
 
 /// Every sample's value, or None if one was not measured (a missing value

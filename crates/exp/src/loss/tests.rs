@@ -328,6 +328,12 @@ fn the_json_names_cells_for_the_matrix_and_carries_meta_and_samples() {
     assert_eq!(json["params"]["rate"], serde_json::json!(["1gbit"]));
     assert_eq!(json["params"]["loss"], serde_json::json!([0.1, 1.0]));
     assert!(json["meta"]["kernel"].is_string());
+    assert_eq!(json["params"]["ooo_bound"], "64");
+    // Where the threads ran: named, or null where the host lacks the CPU.
+    for role in ["linux_sender", "receiver", "data_path"] {
+        let cpu = &json["pinned_cpus"][role];
+        assert!(cpu.is_u64() || cpu.is_null(), "{role}: {cpu}");
+    }
     assert_eq!(json["samples"].as_array().unwrap().len(), 8);
     let cell = json["cells"]
         .as_array()

@@ -979,10 +979,7 @@ impl Endpoint {
     /// that began is a fast retransmit for congestion control, and voids
     /// the timed segment (Karn).
     fn laminar_loss_effect(&mut self, conn: ConnIdx, e: &AckEffect) {
-        self.counters.dsacks_received += u64::from(e.sack.dsack);
-        self.counters.sack_blocks_ignored += u64::from(e.sack.ignored);
-        self.counters.sack_blocks_dropped += u64::from(e.sack.dropped);
-        self.counters.lost_retransmits += u64::from(e.lost_retransmit);
+        self.counters.count_ack(e.sack, e.lost_retransmit);
         if !e.began {
             return;
         }

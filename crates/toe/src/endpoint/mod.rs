@@ -194,6 +194,16 @@ pub struct Counters {
     pub time_wait_acks: u64,
 }
 
+impl Counters {
+    /// What one ACK's SACK blocks and loss detection did, on any engine.
+    fn count_ack(&mut self, sack: crate::sack::SackUpdate, lost_retransmit: bool) {
+        self.dsacks_received += u64::from(sack.dsack);
+        self.sack_blocks_ignored += u64::from(sack.ignored);
+        self.sack_blocks_dropped += u64::from(sack.dropped);
+        self.lost_retransmits += u64::from(lost_retransmit);
+    }
+}
+
 /// What TCP_INFO reports of a connection: its sequence and window state
 /// and its loss state, read from the data path's transmit side (the
 /// protocol stage, or Laminar's while it transmits), and the control
@@ -615,10 +625,7 @@ impl Endpoint {
         if out.fast_retransmit {
             self.counters.fast_retransmits += 1;
         }
-        self.counters.dsacks_received += u64::from(out.sack.dsack);
-        self.counters.sack_blocks_ignored += u64::from(out.sack.ignored);
-        self.counters.sack_blocks_dropped += u64::from(out.sack.dropped);
-        self.counters.lost_retransmits += u64::from(out.lost_retransmit);
+        self.counters.count_ack(out.sack, out.lost_retransmit);
         self.flow_feedback(conn, out, snap, seg.flags.has(Flags::FIN));
         let Some(app) = self.app[conn as usize].as_mut() else {
             return;
