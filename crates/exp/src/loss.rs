@@ -36,11 +36,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::cpus::{pin, PinnedCpus};
 use lab::{Host, Lab, LabError, LabSpec};
 use serde::{Serialize, Serializer};
 use stats::{Meta, Stat};
 use toe::cc::Policy;
-use crate::cpus::{pin, PinnedCpus};
 use toe::ooo::OooBound;
 use toe::stages::ConnIdx;
 use toe::{Endpoint, EndpointConfig, EngineName, PipelineLayout, ToeError};
