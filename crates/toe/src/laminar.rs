@@ -492,28 +492,35 @@ pub fn network_segment(
     }
 }
 
+/// A connection for tests: it expects sequence number 1000 at the start
+/// of a 4 KiB receive buffer and has nothing to send.
+#[cfg(test)]
+pub(crate) fn test_spec() -> ConnectionSpec {
+    ConnectionSpec {
+        local_ip: 0x0a00_0002,
+        local_port: 5555,
+        remote_ip: 0x0a00_0001,
+        remote_port: 40000,
+        ctx: CONTEXT,
+        rx_next_seq: 1000,
+        rx_buffer_addr: 0,
+        rx_buffer_size: 4096,
+        rx_avail: 4096,
+        tx_base_seq: 77,
+        tx_next_ack: 77,
+        tx_credits: 0,
+        credit_grant: 0,
+        tx_remote_avail: 0,
+        wscale: 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn spec() -> ConnectionSpec {
-        ConnectionSpec {
-            local_ip: 0x0a00_0002,
-            local_port: 5555,
-            remote_ip: 0x0a00_0001,
-            remote_port: 40000,
-            ctx: CONTEXT,
-            rx_next_seq: 1000,
-            rx_buffer_addr: 0,
-            rx_buffer_size: 4096,
-            rx_avail: 4096,
-            tx_base_seq: 77,
-            tx_next_ack: 77,
-            tx_credits: 0,
-            credit_grant: 0,
-            tx_remote_avail: 0,
-            wscale: 0,
-        }
+        test_spec()
     }
 
     fn seg(seq: u32, len: usize) -> TcpSegment {

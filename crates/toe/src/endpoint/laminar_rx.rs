@@ -333,35 +333,23 @@ mod tests {
     /// always completes the stream, and every byte arrives as sent.
     mod with_the_program {
         use super::*;
+        use crate::laminar::test_spec;
         use crate::laminar::{network_segment, LaminarEngine};
         use proptest::prelude::*;
         use rmt::laminar::segment::TcpSegment;
-        use rmt::laminar::ConnectionSpec;
 
+        /// The test connection's first sequence number and buffer.
         const FIRST: u32 = 1000;
+        const BUF: u32 = 4096;
         const SEG: u32 = 100;
         const SEGS: u32 = 40;
-        const BUF: u32 = 4096;
         const CONN: u16 = 1;
 
-        fn spec() -> ConnectionSpec {
-            ConnectionSpec {
-                local_ip: 2,
-                local_port: 5555,
-                remote_ip: 1,
-                remote_port: 40000,
-                ctx: 0,
-                rx_next_seq: FIRST,
-                rx_buffer_addr: 0,
-                rx_buffer_size: BUF,
-                rx_avail: BUF,
-                tx_base_seq: 77,
-                tx_next_ack: 77,
-                tx_credits: 0,
-                credit_grant: 0,
-                tx_remote_avail: 0,
-                wscale: 0,
-            }
+        /// A segment from the test connection's peer.
+        fn from_peer(seq: u32, data: &[u8]) -> TcpSegment {
+            let s = test_spec();
+            let ends = (s.remote_ip, s.local_ip);
+            network_segment(ends, (s.remote_port, s.local_port), seq, None, data)
         }
 
         fn byte(seq: u32) -> u8 {
@@ -370,7 +358,7 @@ mod tests {
 
         fn segment(seq: u32, len: u32) -> TcpSegment {
             let data: Vec<u8> = (seq..seq + len).map(byte).collect();
-            network_segment((1, 2), (40000, 5555), seq, None, &data)
+            from_peer(seq, &data)
         }
 
         /// The receiver: the program, the store, the buffer.
@@ -383,7 +371,9 @@ mod tests {
         impl Receiver {
             fn new(bound: OooBound) -> Self {
                 let mut engine = LaminarEngine::new(4).unwrap();
-                engine.install(CONN, &spec()).unwrap();
+                let spec = test_spec();
+                assert_eq!((spec.rx_next_seq, spec.rx_buffer_size), (FIRST, BUF));
+                engine.install(CONN, &spec).unwrap();
                 Receiver {
                     engine,
                     store: RxStore::new(bound, FIRST),
@@ -430,7 +420,7 @@ mod tests {
                     let data: Vec<u8> = (lo..hi)
                         .map(|q| self.buf[((q - FIRST) % BUF) as usize])
                         .collect();
-                    let again = network_segment((1, 2), (40000, 5555), lo, None, &data);
+                    let again = from_peer(lo, &data);
                     self.engine.receive(0, &again).unwrap();
                 }
                 acks.into_iter()
