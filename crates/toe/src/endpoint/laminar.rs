@@ -495,6 +495,7 @@ impl Endpoint {
     /// Runs the pipeline to idle and applies what it produced: payload
     /// writes and notifications to the receive buffers, SYNCs and fast
     /// retransmits to the transmit sides, segments to the port.
+    ///
     /// The stores are settled before the ACKs leave, so that they carry
     /// the blocks the receiver holds; what a store injected runs next, and
     /// the ACKs it supersedes do not leave ([`RxStore::settle`]).
