@@ -21,9 +21,12 @@ RUST_VERSION := $(shell sed -n 's/^rust-version *= *"\(.*\)"/\1/p' Cargo.toml)
 # sockets shim is tested with); iproute2 names the lab's namespaces (`ip netns add`; devices,
 # addresses, routes, qdiscs and offloads are set over netlink and ioctls); chromium renders the
 # test matrix's report in its browser test; libdpdk-dev is the other side of
-# the DPDK comparison harnesses (bench-dpdk).
+# the DPDK comparison harnesses (bench-dpdk); nginx-light, redis-server,
+# redis-tools (redis-cli, redis-benchmark) and wrk are the real servers and
+# clients run on the toe data path (crates/toe/tests/real_servers.rs).
 APT_PACKAGES := clang llvm libelf-dev zlib1g-dev pkg-config libbpf-dev linux-libc-dev \
-                iperf3 curl python3 iproute2 bpftool chromium libdpdk-dev
+                iperf3 curl python3 iproute2 bpftool chromium libdpdk-dev \
+                nginx-light redis-server redis-tools wrk
 
 # The public packet captures some tests and matrix cases replay
 # (docs/traces.md); they are not in the repository. Looked for in

@@ -338,31 +338,47 @@ pub fn tcp_frame(
 }
 
 /// A child of process `parent` (running `comm`, if given), once there is
-/// one; panics after 60 s. The kernel lists children per thread, under
-/// the thread that started them, so every thread's list is read; a thread
-/// that ended meanwhile has none.
+/// one; panics after 60 s.
 pub fn child_of(parent: u32, comm: Option<&str>) -> u32 {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while std::time::Instant::now() < deadline {
-        let tasks = std::fs::read_dir(format!("/proc/{parent}/task"))
-            .unwrap_or_else(|e| panic!("process {parent}: {e}"));
-        for task in tasks.flatten() {
-            let Ok(children) = std::fs::read_to_string(task.path().join("children")) else {
-                continue;
-            };
-            for pid in children.split_whitespace() {
-                let named = comm.is_none_or(|comm| {
-                    std::fs::read_to_string(format!("/proc/{pid}/comm"))
-                        .is_ok_and(|name| name.trim() == comm)
-                });
-                if named {
-                    return pid.parse().expect("a pid in /proc");
-                }
-            }
+        assert!(
+            Path::new(&format!("/proc/{parent}")).exists(),
+            "process {parent} is gone"
+        );
+        let named = children(parent).into_iter().find(|pid| {
+            comm.is_none_or(|comm| {
+                std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                    .is_ok_and(|name| name.trim() == comm)
+            })
+        });
+        if let Some(pid) = named {
+            return pid;
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     panic!("process {parent} started no child {}", comm.unwrap_or(""));
+}
+
+/// The children of process `parent` now, in pid order (none once it is
+/// gone). The kernel lists children per thread, under the thread that
+/// started them, so every thread's list is read; a thread that ended
+/// meanwhile has none.
+pub fn children(parent: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{parent}/task")) else {
+        return Vec::new();
+    };
+    let mut all: Vec<u32> = tasks
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
+        .flat_map(|list| {
+            list.split_whitespace()
+                .filter_map(|pid| pid.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect();
+    all.sort_unstable();
+    all
 }
 
 #[cfg(test)]

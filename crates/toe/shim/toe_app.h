@@ -60,8 +60,9 @@
 #define TOE_DEBUG_ENV "STEER_TOE_DEBUG"
 
 #define TOE_MAGIC 0x31656f74u /* "toe1" */
-#define TOE_VERSION 3
+#define TOE_VERSION 4
 #define TOE_SLOTS 64
+#define TOE_PROCS 48 /* processes of one context whose descriptors a slot counts (toe_slot.holds) */
 #define TOE_RING_SIZE 262144 /* bytes per ring and direction: a power of two, whole pages */
 #define TOE_HEADER_SIZE 64
 #define TOE_SLOT_SIZE 192
@@ -133,7 +134,13 @@ struct toe_slot {
     uint32_t lost;       /* service: segments marked lost, those sent again included (lost_out) */
     uint32_t sacked;     /* service: segments SACKed above snd_una (sacked_out) */
     uint32_t reordering; /* service: the duplicate-ACK threshold, segments (tp->reordering) */
-    uint8_t reserved[60];
+    /* application: descriptors each process of the context has open on it
+     * (index: the process's number, from HELLO or JOIN), so that the
+     * service can drop a process's share of `refs` when it ends without
+     * closing them (killed, or exited): TOE_HOLDS_UNCOUNTED once a process
+     * has more than that many (its share is then never dropped). */
+    uint8_t holds[TOE_PROCS];
+    uint8_t reserved[12];
 };
 
 #define TOE_OFF_RX_HEAD 0
@@ -164,6 +171,8 @@ struct toe_slot {
 #define TOE_OFF_LOST 120
 #define TOE_OFF_SACKED 124
 #define TOE_OFF_REORDERING 128
+#define TOE_OFF_HOLDS 132
+#define TOE_HOLDS_UNCOUNTED 255
 
 /* struct toe_slot.congestion: the policy behind the window (toe::cc),
  * named as TCP_CONGESTION names it. */
@@ -179,7 +188,9 @@ struct toe_slot {
                            or err EADDRINUSE (local_port held) */
 #define TOE_OP_CLOSE 5   /* id (slot): the application is done with it */
 #define TOE_OP_UNLISTEN 6 /* id (listener) */
-#define TOE_OP_JOIN 7    /* id (context): a forked child's control connection joins its parent's context */
+#define TOE_OP_JOIN 7    /* id (context): a forked child's control connection joins its parent's
+                           context -> id (the child's process number, TOE_PROCS: none free, its
+                           descriptors are not counted in holds). HELLO's caller is process 0. */
 
 #define TOE_REQ_SIZE 32
 #define TOE_RESP_SIZE 48

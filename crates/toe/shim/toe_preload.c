@@ -32,8 +32,19 @@
  * (TOE_OP_JOIN, in a pthread_atfork handler), and every connection's
  * reference count (toe_slot.refs) counts the child's descriptors too (taken
  * before the fork): the connection is closed when the last descriptor on it
- * is, in any process. (If fork fails, those references stay: the
- * connections then close when the process exits.)
+ * is, in any process. Each process also counts its own share
+ * (toe_slot.holds, by the process number HELLO or JOIN gave it), so that
+ * when a process ends without closing its descriptors (a worker killed or
+ * exiting) the service drops its share and closes what no other process
+ * holds, as the kernel closes a dead process's sockets. (If fork fails,
+ * or the child dies before it joined, those references stay: the
+ * connections then close when the context's last process exits.)
+ *
+ * listen() on a socket that already listens on the data path returns 0, as
+ * the kernel's does for a backlog change (nginx listens twice); the
+ * backlog itself is the service's, whose pending queue has no such bound.
+ * A socket's O_NONBLOCK, however set before it moved (SOCK_NONBLOCK,
+ * fcntl, FIONBIO), stays its own after.
  *
  * Socket options on a moved socket behave as the kernel's where the data
  * path does what they ask (TCP_NODELAY on: it never delays; SO_RCVBUF and
@@ -102,6 +113,7 @@ _Static_assert(offsetof(struct toe_slot, retrans) == TOE_OFF_RETRANS, "retrans")
 _Static_assert(offsetof(struct toe_slot, lost) == TOE_OFF_LOST, "lost");
 _Static_assert(offsetof(struct toe_slot, sacked) == TOE_OFF_SACKED, "sacked");
 _Static_assert(offsetof(struct toe_slot, reordering) == TOE_OFF_REORDERING, "reordering");
+_Static_assert(offsetof(struct toe_slot, holds) == TOE_OFF_HOLDS, "holds");
 
 #define EXPORT __attribute__((visibility("default")))
 /* The prologue of a wrapper: `s` is the data-path socket behind `fd`; a
@@ -223,6 +235,7 @@ static struct tsock *ours(int fd) {
 static int ctx_state;  /* 0: not tried, 1: up, -1: unavailable */
 static int ctl = -1;
 static uint32_t ctx_id;
+static int proc_no = -1; /* this process's number in the context (toe_slot.holds), -1: none */
 static int doorbell = -1;
 static int dp_family; /* 4 or 6 */
 static uint8_t dp_addr[16];
@@ -360,6 +373,7 @@ static int context(void) {
     real_close(fds[0]);
     doorbell = fds[1];
     ctx_id = resp.id;
+    proc_no = 0;
     dp_family = resp.addrs.family;
     memcpy(dp_addr, resp.addrs.local_addr, 16);
     ctx_state = 1;
@@ -372,6 +386,24 @@ static void ring_doorbell(void) {
     if (real_write(doorbell, &one, 8) < 0) {
         /* Only at counter overflow: the service is awake anyway. */
     }
+}
+
+/* This process's count of descriptors on connection `id` moves by `delta`
+ * (toe_slot.holds; only this process writes its entry while it lives).
+ * Taken after refs grows and dropped before it shrinks: a process that
+ * dies between the two leaves one reference too many (the connection stays
+ * open until the context ends), never one too few. Under `lock`. */
+static void hold(uint32_t id, int delta) {
+    if (proc_no < 0) {
+        return;
+    }
+    uint8_t *h = &slots[id].holds[proc_no];
+    int n = LOAD(h);
+    if (n == TOE_HOLDS_UNCOUNTED) {
+        return;
+    }
+    n += delta;
+    STORE(h, (uint8_t)(n < 0 ? 0 : n > TOE_HOLDS_UNCOUNTED ? TOE_HOLDS_UNCOUNTED : n));
 }
 
 /* ---- addresses ---- */
@@ -499,9 +531,16 @@ static void drain_notice(int fd) {
 /* After a read: the descriptor stays readable while bytes or EOF wait (the
  * service's byte stays unread) and is emptied once they are gone. If bytes
  * came meanwhile, rx_armed = 0 and the doorbell make the service write its
- * byte again: a wake-up may be early, never lost (toe_app.h). */
-static void settle(int fd, struct toe_slot *sl) {
-    if (readable(sl)) {
+ * byte again: a wake-up may be early, never lost (toe_app.h).
+ *
+ * After a `short` read (it took every byte it saw), bytes in the ring came
+ * after it looked: new to the program, which may wait for an edge (epoll's
+ * EPOLLET: nginx takes a short read for "drained"). The byte already
+ * queued raises none, so it is read away and the service writes it again,
+ * a new edge, as data arriving on a kernel socket raises one. */
+static void settle(int fd, struct toe_slot *sl, int short_read) {
+    int fresh = short_read && LOAD(&sl->rx_head) != sl->rx_tail;
+    if (readable(sl) && !fresh) {
         return;
     }
     __atomic_store_n(&sl->rx_armed, 0, __ATOMIC_SEQ_CST);
@@ -555,13 +594,13 @@ static ssize_t dp_recv(int fd, struct tsock *s, void *buf, size_t len, int flags
             ring_doorbell();
             done += n;
             if (!(flags & MSG_WAITALL) || done == len) {
-                settle(fd, sl);
+                settle(fd, sl, done < len);
                 return (ssize_t)done;
             }
             continue;
         }
         if (done > 0 || len == 0 || s->shut_rd) {
-            settle(fd, sl);
+            settle(fd, sl, done < len);
             return (ssize_t)done;
         }
         if (ev & TOE_EV_RESET) {
@@ -571,7 +610,7 @@ static ssize_t dp_recv(int fd, struct tsock *s, void *buf, size_t len, int flags
         if (ev & TOE_EV_EOF) {
             return 0;
         }
-        settle(fd, sl);
+        settle(fd, sl, 0);
         if (readable(sl)) {
             continue;
         }
@@ -659,6 +698,10 @@ static int kernel_int_opt(int fd, int level, int name) {
 }
 
 static void note_options(int fd, struct tsock *s) {
+    int fl = real_fcntl(fd, F_GETFL);
+    if (fl >= 0) {
+        s->nonblock = (fl & O_NONBLOCK) != 0;
+    }
     s->reuseaddr = kernel_int_opt(fd, SOL_SOCKET, SO_REUSEADDR);
     s->reuseport = kernel_int_opt(fd, SOL_SOCKET, SO_REUSEPORT);
     s->rcvtimeo_ms = -1;
@@ -714,6 +757,17 @@ EXPORT int socket(int domain, int type, int protocol) {
 }
 
 EXPORT int listen(int fd, int backlog) {
+    struct tsock *moved = ours(fd);
+    if (moved) {
+        /* Listening again changes only the backlog (0, as the kernel's); a
+         * connected socket cannot listen (the kernel's EINVAL). */
+        if (moved->kind == K_CONN) {
+            errno = EINVAL;
+            return -1;
+        }
+        LOG("fd %d listens again (backlog %d): it already listens on the data path", fd, backlog);
+        return 0;
+    }
     if (fd < 0 || fd >= MAX_FD || socks[fd].kind != K_TCP) {
         return real_listen(fd, backlog);
     }
@@ -769,7 +823,9 @@ EXPORT int listen(int fd, int backlog) {
 
 EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags) {
     OURS_OR_REAL(fd, real_accept4(fd, addr, len, flags));
-    if (s->kind != K_LISTENER) {
+    /* The kernel's answers: flags other than these, or a socket that does
+     * not listen. */
+    if (s->kind != K_LISTENER || (flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) != 0) {
         errno = EINVAL;
         return -1;
     }
@@ -802,6 +858,7 @@ EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags) {
             c->rcvtimeo_ms = -1;
             c->sndtimeo_ms = -1;
             __atomic_store_n(&slots[resp.id].refs, 1, __ATOMIC_RELEASE);
+            hold(resp.id, 1);
             pthread_mutex_unlock(&lock);
             to_sockaddr(s->family, resp.addrs.family, resp.addrs.remote_addr, resp.addrs.remote_port, addr, len);
             LOG("fd %d accepted connection %u as fd %d", fd, resp.id, efd);
@@ -886,7 +943,8 @@ static int dp_connect(int fd, struct tsock *s, const struct sockaddr *addr, sock
     s->kind = K_CONN;
     s->id = resp.id;
     __atomic_store_n(&sl->refs, 1, __ATOMIC_RELEASE);
-    settle(fd, sl);
+    hold(resp.id, 1);
+    settle(fd, sl, 0);
     pthread_mutex_unlock(&lock);
     LOG("fd %d connected on the data path (connection %u, local port %u)", fd, resp.id,
         sl->addrs.local_port);
@@ -1107,6 +1165,7 @@ EXPORT int shutdown(int fd, int how) {
 static void release(int fd, struct tsock *s) {
     struct toe_req req = {.id = s->id};
     if (s->kind == K_CONN) {
+        hold(s->id, -1);
         /* The last descriptor on the connection, in any process, closes it. */
         if (__atomic_sub_fetch(&slots[s->id].refs, 1, __ATOMIC_ACQ_REL) == 0) {
             req.op = TOE_OP_CLOSE;
@@ -1153,6 +1212,7 @@ static int duplicated(int oldfd, int newfd) {
     socks[newfd] = *s;
     if (s->kind == K_CONN) {
         __atomic_add_fetch(&slots[s->id].refs, 1, __ATOMIC_ACQ_REL);
+        hold(s->id, 1);
     } else if (s->id < MAX_LISTENERS) {
         listener_refs[s->id]++;
     }
@@ -1546,9 +1606,11 @@ static void after_fork_parent(void) {
     pthread_mutex_unlock(&lock);
 }
 
-/* The child joins its parent's context on a control connection of its own. */
+/* The child joins its parent's context on a control connection of its own,
+ * and counts the descriptors it inherited as its own share (holds). */
 static void after_fork_child(void) {
     pthread_mutex_init(&lock, NULL);
+    proc_no = -1;
     if (ctx_state <= 0) {
         return;
     }
@@ -1564,6 +1626,13 @@ static void after_fork_child(void) {
         real_close(ctl);
         ctl = -1;
         ctx_state = -1;
+        return;
+    }
+    proc_no = resp.id < TOE_PROCS ? (int)resp.id : -1;
+    for (int fd = 0; fd < MAX_FD; fd++) {
+        if (socks[fd].kind == K_CONN) {
+            hold(socks[fd].id, 1);
+        }
     }
 }
 

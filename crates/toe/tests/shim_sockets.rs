@@ -7,9 +7,10 @@
 //!   the data path, non-blocking calls, select, poll and epoll over a
 //!   socket and a pipe, a 1 MiB echo byte for byte, a forked child using
 //!   the connection, a duplicated descriptor, FIONREAD, shutdown, a
-//!   non-blocking listener whose connection a forked child serves after
-//!   the parent closed its copy, and UDP, UNIX and loopback sockets left
-//!   to the kernel.
+//!   listener made non-blocking before listen() and listening twice (as
+//!   nginx does) whose connection a forked child serves after the parent
+//!   closed its copy, and UDP, UNIX and loopback sockets left to the
+//!   kernel.
 //! - Readiness (`programs/readiness.py`): a non-blocking writer facing a
 //!   full TX ring waits in poll() instead of spinning on EAGAIN, and sees
 //!   POLLRDHUP, POLLHUP and a reset's POLLERR as the kernel reports them.
@@ -31,8 +32,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use lab::Lab;
-use toe::app::{shim, Context, Service, ServiceHandle};
-use toe::{EndpointConfig, Engine, PipelineLayout};
+use toe::app::{Context, ServiceHandle};
+use toe::{Engine, PipelineLayout};
 use wire::{Delay, Loss};
 
 testkit::strict_mode_guard!();
@@ -88,28 +89,9 @@ fn linux_sink(
     })
 }
 
-/// A lab without software RSS and a service on the receiver's device, on
-/// its own thread; the socket path.
+/// A lab and a service on toe's own stages ([`common::lab_and_service`]).
 fn lab_and_service(prefix: &str, wire: bool) -> (lab::LabGuard, ServiceHandle, PathBuf) {
-    lab_and_service_on(prefix, wire, Engine::Toe)
-}
-
-/// The same with the data path's connections on `engine`.
-fn lab_and_service_on(
-    prefix: &str,
-    wire: bool,
-    engine: Engine,
-) -> (lab::LabGuard, ServiceHandle, PathBuf) {
-    testkit::require_root("AF_XDP and network namespaces");
-    let lab = common::lab(prefix, wire, false);
-    let cfg = EndpointConfig {
-        engine,
-        ..EndpointConfig::default()
-    };
-    let ep = common::endpoint(&lab, toe_addr(&lab), cfg);
-    let socket = std::env::temp_dir().join(format!("{}.toe.sock", lab.name()));
-    let svc = Service::new(ep, &socket).unwrap().spawn();
-    (lab, svc, socket)
+    common::lab_and_service(prefix, wire, Engine::Toe)
 }
 
 /// `python3 -c SCRIPT ARGS` in the receiver's namespace on the data path.
@@ -122,10 +104,8 @@ fn python_on_toe(lab: &Lab, socket: &Path, script: &str, args: &[String]) -> Com
 /// `python3 ARGS` in the receiver's namespace on the data path.
 fn python_args_on_toe(lab: &Lab, socket: &Path, args: &[&str]) -> Command {
     let python = testkit::require_program("python3", "apt-get install python3");
-    let mut cmd = Command::new(python);
+    let mut cmd = common::on_data_path(lab, socket, python);
     cmd.args(args).stdout(Stdio::piped());
-    host::netns::enter_in_child(&mut cmd, &lab.receiver().netns).unwrap();
-    shim::configure(&mut cmd, &shim::install().unwrap(), socket);
     cmd
 }
 
@@ -356,7 +336,7 @@ fn tcp_info_counts_the_retransmissions_a_lossy_wire_forced() {
 }
 
 fn tcp_info_counts_retransmissions_on(engine: Engine) {
-    let (lab, svc, socket) = lab_and_service_on("tretx", true, engine);
+    let (lab, svc, socket) = common::lab_and_service("tretx", true, engine);
     let wire = common::impaired_wire(&lab, wire::Delay::default(), Loss::Uniform { p: 0.02 }, 11);
     let sink = linux_sink(&lab);
     let args = [lab.sender().ipv4.to_string(), ECHO_PORT.to_string()];

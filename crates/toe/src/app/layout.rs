@@ -5,7 +5,7 @@
 
 use std::mem::{offset_of, size_of};
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 
 use super::shm::{addr_bytes, ip_of};
 
@@ -21,6 +21,12 @@ pub const DEBUG_ENV: &str = c::TOE_DEBUG_ENV;
 pub const SLOTS: usize = c::TOE_SLOTS as usize;
 /// Bytes per payload ring and direction.
 pub const RING_SIZE: u32 = c::TOE_RING_SIZE;
+/// Processes of one context whose descriptors a slot counts
+/// ([`Slot::holds`]).
+pub const PROCS: usize = c::TOE_PROCS as usize;
+/// A [`Slot::holds`] entry past counting: that process's share of the
+/// references is never dropped for it.
+pub const HOLDS_UNCOUNTED: u8 = c::TOE_HOLDS_UNCOUNTED as u8;
 
 /// `struct toe_header`.
 #[repr(C)]
@@ -119,7 +125,13 @@ pub struct Slot {
     pub lost: AtomicU32,
     pub sacked: AtomicU32,
     pub reordering: AtomicU32,
-    reserved: [u8; 60],
+    /// Descriptors each process of the context holds on it (indexed by
+    /// the process's number: 0 for the one that said HELLO, the JOIN
+    /// reply's for a forked child), kept by the shim beside `refs`: when a
+    /// process's control connection ends (it was killed, or exited without
+    /// closing), the service drops its share of `refs`.
+    pub holds: [AtomicU8; PROCS],
+    reserved: [u8; 12],
 }
 
 /// `struct toe_req`.
@@ -246,7 +258,7 @@ impl Slot {
 
 // The layout the shim was compiled with is this one.
 const _: () = {
-    assert!(c::TOE_VERSION == 3);
+    assert!(c::TOE_VERSION == 4);
     assert!(size_of::<Header>() == c::TOE_HEADER_SIZE as usize);
     assert!(size_of::<Slot>() == c::TOE_SLOT_SIZE as usize);
     assert!(size_of::<Request>() == c::TOE_REQ_SIZE as usize);
@@ -284,4 +296,5 @@ const _: () = {
     assert!(offset_of!(Slot, lost) == c::TOE_OFF_LOST as usize);
     assert!(offset_of!(Slot, sacked) == c::TOE_OFF_SACKED as usize);
     assert!(offset_of!(Slot, reordering) == c::TOE_OFF_REORDERING as usize);
+    assert!(offset_of!(Slot, holds) == c::TOE_OFF_HOLDS as usize);
 };

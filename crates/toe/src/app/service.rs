@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use super::ctl;
 use super::layout::{
-    app_flag, c, event, Addresses, Request, Response, Slot, SlotState, RING_SIZE, SLOTS,
+    app_flag, c, event, Addresses, Request, Response, Slot, SlotState, HOLDS_UNCOUNTED, PROCS,
+    RING_SIZE, SLOTS,
 };
 use super::notice::Notice;
 use super::request::Command;
@@ -63,10 +64,19 @@ fn free_slot(slots: &[Option<Served>]) -> Result<(usize, Notice), i32> {
     Ok((i, Notice::new().map_err(errno)?))
 }
 
+/// One process's control connection to its context.
+struct Control {
+    fd: OwnedFd,
+    /// The process's number in the context ([`Slot::holds`]): 0 for the
+    /// one that said HELLO; None for a child that joined when all were
+    /// taken (its descriptors are not counted).
+    proc: Option<usize>,
+}
+
 /// One application context: its shared memory and the connections and
 /// listeners it holds.
 struct Context {
-    ctl: Vec<OwnedFd>,
+    ctl: Vec<Control>,
     doorbell: OwnedFd,
     shm: Shm,
     slots: Vec<Option<Served>>,
@@ -136,7 +146,7 @@ impl Service {
         fds.extend(self.fresh.iter().map(AsRawFd::as_raw_fd));
         for cx in self.contexts.iter().flatten() {
             fds.push(cx.doorbell.as_raw_fd());
-            fds.extend(cx.ctl.iter().map(AsRawFd::as_raw_fd));
+            fds.extend(cx.ctl.iter().map(|c| c.fd.as_raw_fd()));
         }
         pktio::wait_fds(&fds, Some(timeout)).map_err(|e| ToeError::Config(format!("poll: {e}")))?;
         Ok(())
@@ -173,7 +183,7 @@ impl Service {
                     };
                     if ctl::send_response(&fd, &resp, &[memfd, doorbell]).is_ok() {
                         if let Some(cx) = self.contexts[id].as_mut() {
-                            cx.ctl.push(fd);
+                            cx.ctl.push(Control { fd, proc: Some(0) });
                         }
                     }
                 }
@@ -182,8 +192,14 @@ impl Service {
             Ok(Command::Join { context }) => match entry(&mut self.contexts, context as usize).ok()
             {
                 Some(cx) if !cx.ctl.is_empty() => {
-                    if ctl::send_response(&fd, &Response::default(), &[]).is_ok() {
-                        cx.ctl.push(fd);
+                    // The lowest number no live process of the context has.
+                    let proc = (0..PROCS).find(|p| cx.ctl.iter().all(|c| c.proc != Some(*p)));
+                    let resp = Response {
+                        id: proc.unwrap_or(PROCS) as u32,
+                        ..Response::default()
+                    };
+                    if ctl::send_response(&fd, &resp, &[]).is_ok() {
+                        cx.ctl.push(Control { fd, proc });
                     }
                 }
                 _ => reply_err(&fd, libc::ENOENT),
@@ -221,21 +237,62 @@ impl Service {
             return;
         };
         let mut requests = Vec::new();
+        let mut ended = Vec::new();
         // A control connection that ended (the process, or a forked child,
         // is gone) or sent garbage is dropped.
-        cx.ctl.retain(|fd| loop {
-            match ctl::recv_request(fd) {
-                Ok(Some(req)) => requests.push((fd.as_raw_fd(), req)),
+        cx.ctl.retain(|c| loop {
+            match ctl::recv_request(&c.fd) {
+                Ok(Some(req)) => requests.push((c.fd.as_raw_fd(), req)),
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return true,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                _ => return false,
+                _ => {
+                    ended.extend(c.proc);
+                    return false;
+                }
             }
         });
         for (fd, req) in requests {
             self.request(id, fd, &req);
         }
+        for proc in ended {
+            self.process_ended(id, proc);
+        }
         if self.contexts[id].as_ref().is_some_and(|c| c.ctl.is_empty()) {
             self.abandon(id);
+        }
+    }
+
+    /// Process `proc` of context `id` ended (its control connection
+    /// closed) with descriptors still open, as a killed or exiting process
+    /// leaves them: its share of each connection's references goes, and a
+    /// connection no other process holds is closed, as the kernel closes a
+    /// dead process's sockets (its FIN follows the bytes it wrote).
+    fn process_ended(&mut self, id: usize, proc: usize) {
+        let Some(cx) = self.contexts[id].as_ref() else {
+            return;
+        };
+        let mut unheld = Vec::new();
+        for i in 0..SLOTS {
+            if cx.slots[i].is_none() {
+                continue;
+            }
+            let slot = cx.shm.slot(i);
+            let n = u32::from(slot.holds[proc].swap(0, Ordering::AcqRel));
+            if n == 0 || n == u32::from(HOLDS_UNCOUNTED) {
+                continue;
+            }
+            let before = slot
+                .refs
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| {
+                    Some(r.saturating_sub(n))
+                })
+                .unwrap_or(0);
+            if before <= n {
+                unheld.push(i);
+            }
+        }
+        for i in unheld {
+            let _ = self.close(id, i);
         }
     }
 
@@ -277,7 +334,12 @@ impl Service {
         let Some(cx) = self.contexts[id].as_ref() else {
             return;
         };
-        let Some(sock) = cx.ctl.iter().find(|s| s.as_raw_fd() == fd) else {
+        let Some(sock) = cx
+            .ctl
+            .iter()
+            .find(|c| c.fd.as_raw_fd() == fd)
+            .map(|c| &c.fd)
+        else {
             return;
         };
         match result {

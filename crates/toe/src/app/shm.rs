@@ -234,6 +234,9 @@ impl Shm {
         ] {
             a.store(0, Ordering::Relaxed);
         }
+        for h in &s.holds {
+            h.store(0, Ordering::Relaxed);
+        }
     }
 
     /// Writes slot `i`'s addresses, then its state with release (service

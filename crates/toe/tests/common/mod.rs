@@ -1,16 +1,21 @@
 //! What the root tests of the data path share: a lab with Linux TCP on the
 //! sender and the receiver's device free for an AF_XDP port, an endpoint on
-//! that port, polling with a deadline, and a test stream.
+//! that port, the application service on it and programs run on it with
+//! the sockets shim (as `steer toe run` runs them), polling with a
+//! deadline, and a test stream.
 //!
 //! Each test file uses only part of it.
 #![allow(dead_code)]
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use lab::{unique_name, Lab, LabSpec};
 use pktio::{Backend, Port, PortConfig};
-use toe::{Endpoint, EndpointConfig, ToeError};
+use toe::app::{shim, Service, ServiceHandle};
+use toe::{Endpoint, EndpointConfig, Engine, ToeError};
 
 /// A lab of two hosts, without software RSS (the data path takes the
 /// receiver's device), through the wire or not, with or without IPv6.
@@ -47,6 +52,35 @@ pub fn endpoint(lab: &Lab, addr: IpAddr, cfg: EndpointConfig) -> Endpoint {
     let port = Port::open(&rcv.dev, Some(&rcv.netns), &xdp).unwrap();
     let mac = lab::inject::mac_address(&rcv.netns, &rcv.dev).unwrap();
     Endpoint::new(port, mac, addr, cfg).unwrap()
+}
+
+/// A lab (root required, without a wire unless `wire`) and the data path's
+/// service on the receiver's device for [`toe_addr`], its connections on
+/// `engine`, on a thread of its own; the service's socket path.
+pub fn lab_and_service(
+    prefix: &str,
+    wire: bool,
+    engine: Engine,
+) -> (lab::LabGuard, ServiceHandle, PathBuf) {
+    testkit::require_root("AF_XDP and network namespaces");
+    let lab = lab(prefix, wire, false);
+    let cfg = EndpointConfig {
+        engine,
+        ..EndpointConfig::default()
+    };
+    let ep = endpoint(&lab, toe_addr(&lab), cfg);
+    let socket = std::env::temp_dir().join(format!("{}.toe.sock", lab.name()));
+    let svc = Service::new(ep, &socket).unwrap().spawn();
+    (lab, svc, socket)
+}
+
+/// `program` in the receiver's namespace with its TCP sockets on the data
+/// path served at `socket`: the shim preloaded, as `steer toe run` runs it.
+pub fn on_data_path(lab: &Lab, socket: &Path, program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut cmd = Command::new(program);
+    host::netns::enter_in_child(&mut cmd, &lab.receiver().netns).unwrap();
+    shim::configure(&mut cmd, &shim::install().unwrap(), socket);
+    cmd
 }
 
 /// Polls until `done` says so; past `limit` the test fails, naming `what`

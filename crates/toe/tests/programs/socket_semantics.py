@@ -8,11 +8,15 @@ difference from what the kernel would do."""
 import errno
 import os
 import select
+import signal
 import socket
 import struct
 import sys
 
 host, port, listen_port = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+# A call that blocks where the kernel's would not (an accept on a
+# non-blocking listener) ends the script instead of hanging the test.
+signal.alarm(120)
 
 
 def expect_errno(code, fn, *args):
@@ -163,13 +167,17 @@ expect_errno(errno.EPIPE, s.send, b"late")
 s.close()
 
 # A listener on the data path: non-blocking accept, then select, accept.
+# Made non-blocking before listen() (FIONBIO, as nginx does): it stays so on
+# the data path. Listening again only changes the backlog (nginx does that
+# too): it succeeds, as the kernel's does.
 srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
 srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 srv.bind(("0.0.0.0", listen_port))
+srv.setblocking(False)
 srv.listen(8)
+srv.listen(511)
 assert srv.getsockname() == ("0.0.0.0", listen_port), srv.getsockname()
 assert srv.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN) == 1
-srv.setblocking(False)
 expect_errno(errno.EAGAIN, srv.accept)
 # A listening socket is never writable (the kernel's never is): waiting for
 # it to be readable or writable wakes only when a connection waits.
