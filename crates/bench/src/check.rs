@@ -1,12 +1,16 @@
 //! `steer bench check`: state regressions against a committed baseline.
 //!
 //! The baseline (`bench/matrix/baseline.json`) maps case ids to the state
-//! they had in a real run. A case that was PASS there and is anything else
-//! in the checked run is a regression; so is a baseline case the run's
-//! `--filter` selects that the run does not have (renamed, dropped, or never
-//! recorded): a case that silently stops running must not pass as "not
-//! judged". Throughput never is a regression: metrics are noisy on shared
-//! machines, and compare shows them.
+//! they had in a real run, and holds only PASS: a case that cannot pass
+//! here is excused by name with the reason (`excused`), never recorded as
+//! a FAIL that later runs would match. A case that is not PASS in the
+//! checked run is a regression unless it is excused, whether the baseline
+//! knows it or not (a new case that fails is a failure, not "not
+//! judged"); so is a baseline case the run's `--filter` selects that the
+//! run does not have (renamed, dropped, or never recorded): a case that
+//! silently stops running must not pass as "not judged". Throughput never
+//! is a regression: metrics are noisy on shared machines, and compare
+//! shows them.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -28,6 +32,9 @@ pub struct Baseline {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<Machine>,
     pub cases: BTreeMap<String, State>,
+    /// Cases that may be other than PASS, each with why.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub excused: BTreeMap<String, String>,
 }
 
 /// A machine as `stats::Meta` records it.
@@ -50,15 +57,48 @@ impl Baseline {
             },
             _ => BenchError::io(format!("read {}", path.display()), e),
         })?;
-        serde_json::from_str(&text).map_err(|e| BenchError::Baseline {
+        let baseline: Baseline = serde_json::from_str(&text).map_err(|e| BenchError::Baseline {
             path: path.display().to_string(),
             reason: e.to_string(),
-        })
+        })?;
+        let unexcused = baseline
+            .unexcused()
+            .next()
+            .map(|(id, state)| format!("case {id} is {state}"));
+        match unexcused {
+            Some(case) => Err(BenchError::Baseline {
+                path: path.display().to_string(),
+                reason: format!(
+                    "{case}: a baseline holds only PASS (excuse a case in `excused` with the reason)"
+                ),
+            }),
+            None => Ok(baseline),
+        }
+    }
+
+    /// Cases recorded other than PASS without an excuse.
+    fn unexcused(&self) -> impl Iterator<Item = (&String, State)> {
+        self.cases
+            .iter()
+            .filter(|(id, s)| **s != State::Pass && !self.excused.contains_key(*id))
+            .map(|(id, s)| (id, *s))
     }
 
     /// This baseline with the states of run `run`'s `rows` merged in, and
-    /// the run's machine.
-    pub fn updated(mut self, run: &RunRow, rows: &[ResultRow]) -> Baseline {
+    /// the run's machine; an error names a case that is not PASS and not
+    /// excused (a baseline holds only PASS).
+    pub fn updated(mut self, run: &RunRow, rows: &[ResultRow]) -> Result<Baseline, BenchError> {
+        if let Some(r) = rows.iter().find(|r| {
+            r.result.state != State::Pass && !self.excused.contains_key(&r.result.case_id)
+        }) {
+            return Err(BenchError::Baseline {
+                path: "(update)".into(),
+                reason: format!(
+                    "run {}: case {} is {}: only PASS goes into a baseline (fix it, or excuse it in `excused` with the reason)",
+                    run.id, r.result.case_id, r.result.state
+                ),
+            });
+        }
         for r in rows {
             self.cases.insert(r.result.case_id.clone(), r.result.state);
         }
@@ -76,7 +116,7 @@ impl Baseline {
             cores: run.cores,
             kernel: run.kernel.clone(),
         });
-        self
+        Ok(self)
     }
 
     /// Merges run `run`'s states into the baseline file at `path` (made
@@ -87,7 +127,14 @@ impl Baseline {
         } else {
             Baseline::default()
         };
-        old.updated(run, rows).save(path)
+        let new = old.updated(run, rows).map_err(|e| match e {
+            BenchError::Baseline { reason, .. } => BenchError::Baseline {
+                path: path.display().to_string(),
+                reason,
+            },
+            e => e,
+        })?;
+        new.save(path)
     }
 
     pub fn save(&self, path: &Path) -> Result<(), BenchError> {
@@ -217,12 +264,13 @@ pub fn check(
         .iter()
         .map(|r| {
             let base = baseline.cases.get(&r.result.case_id).copied();
+            let excused = baseline.excused.contains_key(&r.result.case_id);
             CheckLine {
                 case_id: r.result.case_id.clone(),
                 baseline: base,
                 now: r.result.state,
                 reason: r.result.reason.clone(),
-                regression: base == Some(State::Pass) && r.result.state != State::Pass,
+                regression: r.result.state != State::Pass && !excused,
             }
         })
         .collect();
@@ -291,13 +339,40 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("baseline.json");
         Baseline::update_file(&path, &run_row(1), &[row("a", State::Pass)]).unwrap();
-        let rows = [row("a", State::Fail), row("b", State::Pass)];
+        let rows = [row("a", State::Pass), row("b", State::Pass)];
         Baseline::update_file(&path, &run_row(2), &rows).unwrap();
         let b = Baseline::load(&path).unwrap();
         assert_eq!(b.cases.len(), 2);
-        assert_eq!(b.cases["a"], State::Fail);
         assert_eq!(b.cases["b"], State::Pass);
         assert!(b.about.contains("(run 2)"), "{}", b.about);
+    }
+
+    #[test]
+    fn a_baseline_holds_only_pass_or_an_excused_case() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("baseline.json");
+        Baseline::update_file(&path, &run_row(1), &[row("a", State::Pass)]).unwrap();
+        // A FAIL is not written: the file keeps its PASS.
+        let rows = [row("a", State::Fail), row("b", State::Pass)];
+        let err = Baseline::update_file(&path, &run_row(2), &rows).unwrap_err();
+        assert!(err.to_string().contains("case a is FAIL"), "{err}");
+        assert_eq!(Baseline::load(&path).unwrap().cases["a"], State::Pass);
+        // A file with a FAIL no one excused is refused; excused, it loads,
+        // and that case's FAIL is no regression.
+        let mut b = Baseline::default();
+        b.cases.insert("a".into(), State::Fail);
+        b.save(&path).unwrap();
+        let err = Baseline::load(&path).unwrap_err();
+        assert!(err.to_string().contains("holds only PASS"), "{err}");
+        b.excused
+            .insert("a".into(), "needs a NIC this machine lacks".into());
+        b.save(&path).unwrap();
+        let b = Baseline::load(&path).unwrap();
+        assert_eq!(
+            check(&b, 1, None, &[row("a", State::Fail)]).regressions(),
+            0
+        );
+        Baseline::update_file(&path, &run_row(3), &rows).unwrap();
     }
 
     fn baseline() -> Baseline {
@@ -349,13 +424,13 @@ mod tests {
             "{text}"
         );
         assert!(lines[1].contains("PASS  NOVALUE  REGRESSION"), "{text}");
-        // Not in the baseline: "-", shown, not judged.
-        assert!(lines[2].contains("   -     FAIL          ok"), "{text}");
+        // Not in the baseline ("-") and failing: a regression too.
+        assert!(lines[2].contains("   -     FAIL  REGRESSION"), "{text}");
         assert!(lines[3].starts_with("srpic/streams=1"), "{text}");
         assert!(lines[3].contains("PASS        -     MISSING"), "{text}");
         assert_eq!(
             lines[4],
-            "run 3: 2 regressions against b.json (1 state changes, 1 cases missing; \
+            "run 3: 3 regressions against b.json (2 state changes, 1 cases missing; \
              1 baseline cases not selected by the filter demo/*,srpic/*,new)"
         );
         let r = check(&baseline(), 3, None, &rows);
@@ -394,10 +469,10 @@ mod tests {
             row("new/case", State::Fail),
         ];
         let r = check(&baseline(), 1, None, &rows);
-        assert_eq!(r.regressions(), 1);
+        assert_eq!(r.regressions(), 2);
         assert!(r.lines[0].regression);
-        // A case the baseline does not know is shown, not judged.
-        assert!(!r.lines[3].regression);
+        // A case the baseline does not know fails as any other.
+        assert!(r.lines[3].regression);
     }
 
     #[test]
@@ -416,7 +491,9 @@ mod tests {
             cores: 2,
             raw_dir: "x".into(),
         };
-        let b = Baseline::default().updated(&run, &[row("lb-live", State::Pass)]);
+        let b = Baseline::default()
+            .updated(&run, &[row("lb-live", State::Pass)])
+            .unwrap();
         assert_eq!(
             b.machine,
             Some(Machine {

@@ -118,17 +118,13 @@ fn sigint_stops_the_case_records_norun_and_keeps_the_history() {
             "--update",
         ],
     );
-    assert!(
-        check.status.success(),
-        "{}",
-        String::from_utf8_lossy(&check.stderr)
-    );
-    let baseline: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join("none.json")).unwrap())
-            .unwrap();
-    assert_eq!(baseline["cases"]["first"], "PASS");
-    assert_eq!(baseline["cases"]["stuck"], "NORUN");
-    assert_eq!(baseline["cases"]["never-reached"], "NORUN");
+    // The interrupted case is NORUN: a baseline takes only PASS, so the
+    // update is refused with one line naming it, and writes nothing.
+    assert_eq!(check.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&check.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("case stuck is NORUN"), "{err}");
+    assert!(!dir.path().join("none.json").exists());
 
     let report = steer(
         dir.path(),
@@ -191,9 +187,15 @@ fn check_exits_1_on_a_state_regression_only() {
         check(r#"{"cases": {"first": "PASS", "never-reached": "PASS"}}"#),
         Some(0)
     );
-    // A case that is not in the run is not judged; NORUN in the baseline is no promise.
+    // A case the run's filter does not select is not judged.
     assert_eq!(
-        check(r#"{"cases": {"first": "NORUN", "stuck": "PASS"}}"#),
+        check(r#"{"cases": {"first": "PASS", "stuck": "PASS"}}"#),
+        Some(0)
+    );
+    // A baseline holds only PASS, or a case excused with its reason.
+    assert_eq!(check(r#"{"cases": {"first": "NORUN"}}"#), Some(2));
+    assert_eq!(
+        check(r#"{"cases": {"first": "NORUN"}, "excused": {"first": "why"}}"#),
         Some(0)
     );
     // Make `first` fail: same id, a check that is false now.
