@@ -42,7 +42,7 @@ TRACE_DIGESTS := bench/traces.sha256
 # The tests' strict mode (crates/testkit): every missing prerequisite fails.
 STRICT_TESTS := STEER_STRICT_TESTS=1
 
-.PHONY: all deps toolchain check-root traces build demo test lint bench bench-dpdk bench-matrix fuzz clean
+.PHONY: all deps toolchain check-root traces build demo test lint bench bench-dpdk bench-matrix bench-matrix-full fuzz clean
 
 all: build
 
@@ -122,9 +122,11 @@ test: check-root traces build lint
 # The quick subset of the test matrix (docs/bench.md): run it, write the
 # report, render it in headless Chromium (screenshot under target/), then fail
 # on a state regression against bench/matrix/baseline.json (never on noisy
-# numbers). The history in target/bench-ci/ accumulates over runs.
+# numbers). The history in target/bench-ci/ accumulates over runs. Every case
+# that fits `make test`'s 30 minutes runs here; bench-matrix-full runs all
+# (the criterion and DPDK cases build their benchmarks: minutes each).
 BENCH_CI_DB := target/bench-ci/bench.sqlite
-BENCH_CI_FILTER := demo/flows=16/*,xdp-overhead/streams=4,lb-sim/policy=crossrss/*,lb-sim-order/*,srpic/*,lb-live,toe*,ooo,loss
+BENCH_CI_FILTER := demo/flows=1/*,demo/flows=10/*,demo/flows=16/*,xdp-overhead/*,lb-sim/*,lb-sim-order/*,srpic/*,lb-live,toe*,ooo,loss,binder-connect
 bench-matrix: check-root traces build
 	mkdir -p target/bench-ci
 	$(STEER) bench run --quick --filter '$(BENCH_CI_FILTER)' --db $(BENCH_CI_DB)
@@ -132,6 +134,14 @@ bench-matrix: check-root traces build
 	$(STRICT_TESTS) STEER_BENCH_REPORT=$(CURDIR)/target/bench-ci/report/index.html STEER_BENCH_DB=$(CURDIR)/$(BENCH_CI_DB) \
 		$(CARGO) test --release -p bench --test report_browser -- --include-ignored --nocapture
 	$(STEER) bench check --baseline bench/matrix/baseline.json --run last --db $(BENCH_CI_DB)
+
+# Every case of the matrix, quick, checked against the same baseline.
+BENCH_FULL_DB := target/bench-full/bench.sqlite
+bench-matrix-full: check-root traces build
+	mkdir -p target/bench-full
+	$(STEER) bench run --quick --db $(BENCH_FULL_DB)
+	$(STEER) bench report -o target/bench-full/report --db $(BENCH_FULL_DB)
+	$(STEER) bench check --baseline bench/matrix/baseline.json --run last --db $(BENCH_FULL_DB)
 
 bench: build
 	$(CARGO) bench -p rss --bench toeplitz
