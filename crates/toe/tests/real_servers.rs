@@ -211,7 +211,7 @@ fn digest(bytes: &[u8]) -> u64 {
 /// The lines of nginx's error log that say [alert] or [emerg].
 fn alerts(log: &Path) -> Vec<String> {
     std::fs::read_to_string(log)
-        .unwrap_or_default()
+        .unwrap_or_else(|e| panic!("read nginx's error log {}: {e}", log.display()))
         .lines()
         .filter(|l| l.contains("[alert]") || l.contains("[emerg]"))
         .map(str::to_string)
@@ -221,7 +221,8 @@ fn alerts(log: &Path) -> Vec<String> {
 /// The processes that accepted a connection on the data path, from the
 /// shim's log lines (`STEER_TOE_DEBUG`) in nginx's error log.
 fn accepting_pids(log: &Path) -> Vec<u32> {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let text = std::fs::read_to_string(log)
+        .unwrap_or_else(|e| panic!("read nginx's error log {}: {e}", log.display()));
     let mut pids: Vec<u32> = text
         .lines()
         .filter(|l| l.contains(" accepted connection "))

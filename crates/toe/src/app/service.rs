@@ -286,7 +286,8 @@ impl Service {
                 .fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| {
                     Some(r.saturating_sub(n))
                 })
-                .unwrap_or(0);
+                // The update never declines: Err cannot come.
+                .unwrap_or_else(|r| r);
             if before <= n {
                 unheld.push(i);
             }
