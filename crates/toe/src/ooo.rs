@@ -151,30 +151,35 @@ impl OooIntervals {
     /// every interval they touch, or opens a new interval, and returns the
     /// interval that holds them now. None when they touch none and the
     /// bound is reached: the caller drops them.
+    ///
+    /// An interval may start at or before `ack` (the peer sent its bytes
+    /// again and they went in order before [`Self::take_reached`] ran):
+    /// offsets are signed so that the search stays ordered.
     pub fn insert(&mut self, ack: u32, lo: u32, hi: u32) -> Option<Interval> {
-        let off = |i: &Interval| distance(ack, i.start) as u32;
+        let (lo, hi) = (i64::from(lo), i64::from(hi));
+        let off = |i: &Interval| i64::from(distance(ack, i.start));
+        let end = |i: &Interval| off(i) + i64::from(i.len);
         // The first interval ending at or after `lo`, and the first one
         // starting after `hi`: those between touch [lo, hi).
-        let first = self.intervals.partition_point(|i| off(i) + i.len < lo);
+        let first = self.intervals.partition_point(|i| end(i) < lo);
         let past = self.intervals.partition_point(|i| off(i) <= hi);
-        if first == past {
+        if first >= past {
             if !self.bound.allows(self.intervals.len() + 1) {
                 return None;
             }
             let new = Interval {
-                start: ack.wrapping_add(lo),
-                len: hi - lo,
+                start: ack.wrapping_add(lo as u32),
+                len: (hi - lo) as u32,
             };
             self.intervals.insert(first, new);
             return Some(new);
         }
         let new_lo = lo.min(off(&self.intervals[first]));
-        let last = &self.intervals[past - 1];
-        let new_hi = hi.max(off(last) + last.len);
+        let new_hi = hi.max(end(&self.intervals[past - 1]));
         self.intervals.drain(first + 1..past);
         let merged = Interval {
-            start: ack.wrapping_add(new_lo),
-            len: new_hi - new_lo,
+            start: ack.wrapping_add(new_lo as u32),
+            len: (new_hi - new_lo) as u32,
         };
         self.intervals[first] = merged;
         Some(merged)
@@ -183,10 +188,12 @@ impl OooIntervals {
     /// The interval that already holds all of bytes [lo, hi) past `ack`,
     /// if one does (a duplicate: RFC 2883's D-SACK reports it).
     pub fn holding(&self, ack: u32, lo: u32, hi: u32) -> Option<Interval> {
-        let off = |i: &Interval| distance(ack, i.start) as u32;
-        let at = self.intervals.partition_point(|i| off(i) + i.len < hi);
+        let (lo, hi) = (i64::from(lo), i64::from(hi));
+        let off = |i: &Interval| i64::from(distance(ack, i.start));
+        let end = |i: &Interval| off(i) + i64::from(i.len);
+        let at = self.intervals.partition_point(|i| end(i) < hi);
         let i = self.intervals.get(at)?;
-        (off(i) <= lo && hi <= off(i) + i.len).then_some(*i)
+        (off(i) <= lo && hi <= end(i)).then_some(*i)
     }
 
     /// RCV.NXT reached `ack`: removes every interval that now starts at or

@@ -42,6 +42,7 @@
 //!   acknowledged, transmission goes back to the run-to-completion path,
 //!   which sends the FIN and handles the ACKs that follow.
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use order::seq::distance;
@@ -497,11 +498,15 @@ impl Endpoint {
     /// retransmits to the transmit sides, segments to the port.
     ///
     /// The stores are settled before the ACKs leave, so that they carry
-    /// the blocks the receiver holds; what a store injected runs next, and
-    /// the ACKs it supersedes do not leave ([`RxStore::settle`]).
+    /// the blocks the receiver holds; what a store injected runs next.
+    /// A pure ACK that a later segment of the same run acknowledges past
+    /// does not leave: it tells the sender nothing the later one does
+    /// not, and one that stops at a block the store holds (bytes sent
+    /// again went in order before the store settled, or the store's
+    /// block before its injection) is reneging to a sender (Linux's
+    /// `tcp_check_sack_reneging`, RFC 2018 section 8).
     fn laminar_apply(&mut self) {
         let mut segments = Vec::new();
-        let mut held_back = Vec::new();
         while let Some(out) = self.laminar_try(LaminarEngine::run_to_idle) {
             for w in out.rx_data {
                 self.laminar_write(w);
@@ -518,39 +523,40 @@ impl Endpoint {
             }
             let injected = self.laminar_settle();
             segments.extend(out.segments);
-            if injected.is_empty() {
+            if !injected {
                 break;
             }
-            held_back.extend(injected);
         }
-        for s in &segments {
-            let Some(conn) = self.laminar_segment_conn(s) else {
-                continue;
-            };
-            let superseded = s.payload.is_empty()
-                && held_back.iter().any(|&(c, (lo, hi))| {
-                    c == conn && distance(lo, s.ack) >= 0 && distance(s.ack, hi) > 0
-                });
+        let segments: Vec<_> = segments
+            .into_iter()
+            .filter_map(|s| Some((self.laminar_segment_conn(&s)?, s)))
+            .collect();
+        let mut last_ack = HashMap::new();
+        for (conn, s) in &segments {
+            last_ack.insert(*conn, s.ack);
+        }
+        for (conn, s) in &segments {
+            let superseded = s.payload.is_empty() && distance(s.ack, last_ack[conn]) > 0;
             if !superseded {
-                self.laminar_send(conn, s);
+                self.laminar_send(*conn, s);
             }
         }
     }
 
     /// Settles the store of every connection that has something in it
-    /// ([`RxStore::settle`]); returns what each connection injected.
-    fn laminar_settle(&mut self) -> Vec<(ConnIdx, Block)> {
+    /// ([`RxStore::settle`]); returns whether any injected a segment.
+    fn laminar_settle(&mut self) -> bool {
         let Some(storing) = self
             .engine
             .laminar_mut()
             .map(|p| std::mem::take(&mut p.storing))
         else {
-            return Vec::new();
+            return false;
         };
-        let mut injected = Vec::new();
+        let mut injected = false;
         let mut still = Vec::new();
         for conn in storing {
-            injected.extend(self.laminar_settle_conn(conn).map(|b| (conn, b)));
+            injected |= self.laminar_settle_conn(conn).is_some();
             if self
                 .laminar_conn(conn)
                 .is_some_and(|lc| !lc.store.is_idle())

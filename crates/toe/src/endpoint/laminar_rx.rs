@@ -128,11 +128,12 @@ impl RxStore {
 
     /// The pipeline is idle and `v` is its state: keeps what it dropped,
     /// and hands back what is in order now. The program's ACKs of this
-    /// run that reach the bytes handed back (ack in [`Settled::reinject`])
-    /// must not leave: the injected segment's ACK follows at once, and a
-    /// sender takes a cumulative ACK that stops at a SACKed block for
-    /// reneging (Linux's `tcp_check_sack_reneging` then times out, RFC
-    /// 2018 section 8).
+    /// run that stop below the bytes handed back must not leave: the
+    /// injected segment's ACK follows at once, and a sender takes a
+    /// cumulative ACK that stops at a SACKed block for reneging (Linux's
+    /// `tcp_check_sack_reneging` then times out, RFC 2018 section 8). The
+    /// endpoint sends a connection's pure ACKs only at the run's last
+    /// acknowledged sequence number.
     pub fn settle(&mut self, v: RxView) -> Settled {
         let mut out = Settled::default();
         self.rcv_high = v.next;
@@ -328,6 +329,32 @@ mod tests {
         assert_eq!(out.refused, 1);
     }
 
+    /// The case a Linux peer found: bytes the store held were sent again
+    /// and went in order, with a segment past them the program dropped,
+    /// before the store settled (an interval then started below
+    /// `rx-next-seq`; the search for where to keep the segment indexed
+    /// past its end).
+    #[test]
+    fn held_bytes_sent_again_in_order_before_a_settle() {
+        let mut s = RxStore::new(OooBound::Unbounded, NEXT);
+        s.offer(NEXT, 1300, &seg(1300, 100).1);
+        s.offer(NEXT, 1800, &seg(1800, 100).1);
+        let out = s.settle(view(NEXT, None));
+        assert_eq!(out.place, vec![seg(1300, 100), seg(1800, 100)]);
+        // 1000..1450 in order, 1300..1400 among it; 1500 dropped.
+        s.offer(NEXT, 1500, &seg(1500, 100).1);
+        let out = s.settle(view(1450, None));
+        assert_eq!(out.place, vec![seg(1500, 100)]);
+        assert_eq!(out.reinject, None);
+        let held: Vec<_> = s.held.iter().map(|i| (i.start, i.len)).collect();
+        assert_eq!(held, [(1500, 100), (1800, 100)]);
+        let out = s.settle(view(1500, None));
+        assert_eq!(out.reinject, Some((1500, 1600)));
+        let out = s.settle(view(1800, None));
+        assert_eq!(out.reinject, Some((1800, 1900)));
+        assert!(s.is_idle());
+    }
+
     /// The store beside Laminar's real program (in the emulator), as the
     /// endpoint runs them: a sender that never sends SACKed bytes again
     /// always completes the stream, and every byte arrives as sent.
@@ -393,10 +420,19 @@ mod tests {
 
             /// One segment in; the ACKs that leave, with their blocks.
             fn receive(&mut self, s: &TcpSegment) -> Vec<(u32, SackBlocks)> {
+                self.receive_batch(std::slice::from_ref(s))
+            }
+
+            /// A receive batch in, as the endpoint takes one: every
+            /// segment offered against what was in order before it, then
+            /// the pipeline run to idle and the store settled.
+            fn receive_batch(&mut self, batch: &[TcpSegment]) -> Vec<(u32, SackBlocks)> {
                 let ready = self.ready();
-                self.store.offer(ready, s.seq, &s.payload);
-                self.engine.receive(0, s).unwrap();
-                let (mut acks, mut held_back) = (Vec::new(), Vec::new());
+                for s in batch {
+                    self.store.offer(ready, s.seq, &s.payload);
+                    self.engine.receive(0, s).unwrap();
+                }
+                let mut acks = Vec::new();
                 loop {
                     let out = self.engine.run_to_idle().unwrap();
                     for w in out.rx_data {
@@ -416,15 +452,16 @@ mod tests {
                     let Some((lo, hi)) = settled.reinject else {
                         break;
                     };
-                    held_back.push((lo, hi));
                     let data: Vec<u8> = (lo..hi)
                         .map(|q| self.buf[((q - FIRST) % BUF) as usize])
                         .collect();
                     let again = from_peer(lo, &data);
                     self.engine.receive(0, &again).unwrap();
                 }
+                // As the endpoint sends them: a later ACK supersedes one.
+                let last = acks.last().map_or(0, |a: &TcpSegment| a.ack);
                 acks.into_iter()
-                    .filter(|a| !held_back.iter().any(|&(lo, hi)| lo <= a.ack && a.ack < hi))
+                    .filter(|a| a.ack == last)
                     .map(|a| (a.ack, self.store.sack(a.ack, a.sack)))
                     .collect()
             }
@@ -520,6 +557,57 @@ mod tests {
                 bound in prop_oneof![Just(OooBound::THESIS), Just(OooBound::Intervals(3)), Just(OooBound::Unbounded)],
             ) {
                 deliver(&order, bound);
+            }
+        }
+
+        /// A sender that goes back to its cumulative ACK and sends again,
+        /// SACKed or not (as after a timeout), in batches, some segments
+        /// lost again (`lost` cycles; a batch's first always arrives):
+        /// bytes the store holds go into the program in order before the
+        /// store next settles, with segments past them it drops.
+        fn deliver_going_back(order: &[u32], batches: &[usize], lost: &[bool], bound: OooBound) {
+            let mut rx = Receiver::new(bound);
+            let mut tx = Sender {
+                una: FIRST,
+                ..Sender::default()
+            };
+            let mut sizes = batches.iter().copied().cycle();
+            let mut lost = lost.iter().copied().cycle();
+            for chunk in order.chunks(sizes.next().unwrap_or(1)) {
+                let segs: Vec<_> = chunk
+                    .iter()
+                    .map(|&i| segment(FIRST + i * SEG, SEG))
+                    .collect();
+                tx.take(rx.receive_batch(&segs));
+            }
+            let end = FIRST + SEG * SEGS;
+            while tx.una < end {
+                let from = (tx.una - FIRST) / SEG;
+                let segs: Vec<_> = (from..SEGS)
+                    .take(sizes.next().unwrap_or(1))
+                    .filter(|&i| i == from || !lost.next().unwrap_or(false))
+                    .map(|i| segment(FIRST + i * SEG, SEG))
+                    .collect();
+                let before = tx.una;
+                tx.take(rx.receive_batch(&segs));
+                assert!(tx.una > before, "no progress at {before}");
+            }
+            assert_eq!(rx.ready(), end);
+            for q in FIRST..end {
+                assert_eq!(rx.buf[(q - FIRST) as usize], byte(q), "byte {q}");
+            }
+            assert!(rx.store.is_idle());
+        }
+
+        proptest! {
+            #[test]
+            fn a_sender_going_back_over_held_bytes_completes_the_stream(
+                order in proptest::collection::vec(0..SEGS, 0..80),
+                batches in proptest::collection::vec(1usize..8, 1..8),
+                lost in proptest::collection::vec(any::<bool>(), 1..16),
+                bound in prop_oneof![Just(OooBound::THESIS), Just(OooBound::Intervals(3)), Just(OooBound::Unbounded)],
+            ) {
+                deliver_going_back(&order, &batches, &lost, bound);
             }
         }
 
