@@ -21,7 +21,9 @@
 
 mod text;
 
+use crate::experiment::{Experiment, Report};
 use crate::{check_flows_and_queues, refuse_if};
+use plot::text::Text;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -30,7 +32,6 @@ use binder::cgroup::BinderStats;
 use binder::{CgroupBinder, TempCgroup};
 use lab::{Host, Lab, LabError, LabSpec};
 use serde::Serialize;
-use stats::Meta;
 
 use crate::iperf::{self, IperfRun};
 use crate::ExpError;
@@ -220,22 +221,53 @@ pub struct Theory {
     pub perfect_probability: f64,
 }
 
+/// `steer exp demo` ([`Experiment`]).
+#[derive(Debug)]
+pub struct DemoExperiment;
+
+/// A demo run's result: its parameters and [`DemoOutput`], enveloped.
+pub type DemoResult = Report<DemoExperiment>;
+
+impl Experiment for DemoExperiment {
+    const NAME: &'static str = "demo";
+    const DRAWS: bool = false;
+    type Params = DemoParams;
+    type Output = DemoOutput;
+
+    fn quick(params: DemoParams) -> DemoParams {
+        params.quick()
+    }
+
+    fn check(params: &DemoParams) -> Result<(), ExpError> {
+        params.check()
+    }
+
+    fn progress_header(params: &DemoParams) -> String {
+        params.progress_header()
+    }
+
+    fn run(params: &DemoParams, progress: &mut dyn FnMut(String)) -> Result<DemoOutput, ExpError> {
+        run(params, |way, rep| progress(rep.progress_line(way)))
+    }
+
+    fn text(report: &DemoResult) -> Text {
+        report.render()
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
-pub struct DemoResult {
-    pub experiment: &'static str,
-    pub params: DemoParams,
+pub struct DemoOutput {
     pub ways: Vec<WayResult>,
     pub theory: Theory,
     /// Queue -> CPU of the receiver's software RSS.
     pub queue_cpus: Vec<u32>,
-    pub meta: Meta,
 }
 
 /// Runs the demo; `progress` is called after each repetition.
-pub fn run(
+fn run(
     params: &DemoParams,
     mut progress: impl FnMut(Way, &Repetition),
-) -> Result<DemoResult, ExpError> {
+) -> Result<DemoOutput, ExpError> {
     params.check()?;
     let mut spec = LabSpec::new(&params.lab);
     spec.queues = params.queues;
@@ -252,7 +284,7 @@ fn run_in_lab(
     lab: &Lab,
     params: &DemoParams,
     progress: &mut impl FnMut(Way, &Repetition),
-) -> Result<DemoResult, ExpError> {
+) -> Result<DemoOutput, ExpError> {
     let config = lab.rss_config()?;
     let files = RunFiles::create(&params.lab)?;
     let mut ways = Vec::new();
@@ -277,13 +309,10 @@ fn run_in_lab(
             .take(params.ideal_max() as usize + 1)
             .sum(),
     };
-    Ok(DemoResult {
-        experiment: "demo",
-        params: params.clone(),
+    Ok(DemoOutput {
         ways,
         theory,
         queue_cpus: config.queue_cpus,
-        meta: Meta::collect(),
     })
 }
 

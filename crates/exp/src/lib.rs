@@ -20,8 +20,10 @@ macro_rules! value_enum {
 }
 
 pub mod cpus;
+pub mod crossrss;
 mod datapath;
 pub mod demo;
+pub mod experiment;
 pub mod iperf;
 pub mod loss;
 pub mod ooo;
@@ -40,6 +42,8 @@ pub enum ExpError {
     Nic(#[from] nic::NicError),
     #[error(transparent)]
     Binder(#[from] binder::BinderError),
+    #[error(transparent)]
+    LbXdp(#[from] lbxdp::LbXdpError),
     #[error("{program} is not installed (the README's `make demo` installs it)")]
     MissingProgram { program: String },
     #[error("{program} failed: {detail}")]
@@ -116,6 +120,7 @@ impl ExpError {
             ExpError::Lab(e) => e.is_environment(),
             ExpError::Nic(e) => e.is_environment(),
             ExpError::Binder(e) => e.is_environment(),
+            ExpError::LbXdp(e) => e.is_environment(),
             ExpError::MissingProgram { .. } => true,
             _ => false,
         }
@@ -130,6 +135,7 @@ impl ExpError {
             ExpError::Lab(e) => e.is_bad_input(),
             ExpError::Nic(e) => e.is_bad_input(),
             ExpError::Binder(e) => e.is_bad_input(),
+            ExpError::LbXdp(e) => e.is_bad_input(),
             ExpError::Parameter(_) => true,
             _ => false,
         }

@@ -38,8 +38,9 @@ use std::time::{Duration, Instant};
 
 use crate::cpus::{pin, PinnedCpus};
 use lab::{Host, Lab, LabError, LabSpec};
+use plot::text::Text;
 use serde::{Serialize, Serializer};
-use stats::{Meta, Stat};
+use stats::Stat;
 use toe::cc::Policy;
 use toe::ooo::OooBound;
 use toe::stages::ConnIdx;
@@ -48,6 +49,7 @@ use wire::sched::DirectionCounters;
 use wire::{Delay, Impairment, Loss, WireConfig, WireHandle};
 
 use crate::datapath::{endpoint, pattern, toe_addr, toe_err, StreamCheck};
+use crate::experiment::{Experiment, Report};
 use crate::{refuse_if, wire_err, ExpError};
 
 const PORT: u16 = 5401;
@@ -745,10 +747,50 @@ pub struct DctcpSupport {
     pub detail: String,
 }
 
+/// `steer exp loss` ([`Experiment`]).
+#[derive(Debug)]
+pub struct LossExperiment;
+
+/// A loss run's result: its parameters and [`LossOutput`], enveloped.
+pub type LossResult = Report<LossExperiment>;
+
+impl Experiment for LossExperiment {
+    const NAME: &'static str = "loss";
+    const DRAWS: bool = true;
+    type Params = LossParams;
+    type Output = LossOutput;
+
+    fn quick(params: LossParams) -> LossParams {
+        params.quick()
+    }
+
+    fn check(params: &LossParams) -> Result<(), ExpError> {
+        params.check()
+    }
+
+    fn progress_header(params: &LossParams) -> String {
+        params.progress_header()
+    }
+
+    fn run(params: &LossParams, progress: &mut dyn FnMut(String)) -> Result<LossOutput, ExpError> {
+        run(params, |s| progress(s.progress_line()))
+    }
+
+    fn text(report: &LossResult) -> Text {
+        report.render()
+    }
+
+    fn svg(report: &LossResult) -> Option<String> {
+        Some(svg(report))
+    }
+
+    fn succeeded(output: &LossOutput) -> bool {
+        output.byte_exact
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
-pub struct LossResult {
-    pub experiment: &'static str,
-    pub params: LossParams,
+pub struct LossOutput {
     /// True only if every transfer of the run arrived whole and exact.
     pub byte_exact: bool,
     pub cells: Vec<Cell>,
@@ -758,11 +800,10 @@ pub struct LossResult {
     /// receiver (Linux's reader or the data path) and the data path as a
     /// sender on the other.
     pub pinned_cpus: PinnedCpus,
-    pub meta: Meta,
 }
 
 /// Runs the grid; `progress` sees every transfer.
-pub fn run(params: &LossParams, mut progress: impl FnMut(&Sample)) -> Result<LossResult, ExpError> {
+fn run(params: &LossParams, mut progress: impl FnMut(&Sample)) -> Result<LossOutput, ExpError> {
     params.check()?;
     let lab = Lab::up(&LabSpec::wired(&lab::unique_name("loss")))?.teardown_on_drop();
     let allowed = AllowedCc::ensure(&params.linux_ccs())?;
@@ -1322,7 +1363,7 @@ fn dctcp_support() -> DctcpSupport {
     }
 }
 
-fn summarize(params: &LossParams, samples: Vec<Sample>, dctcp: DctcpSupport) -> LossResult {
+fn summarize(params: &LossParams, samples: Vec<Sample>, dctcp: DctcpSupport) -> LossOutput {
     let mut cells = Vec::new();
     for setting in params.settings() {
         for t in params
@@ -1338,15 +1379,12 @@ fn summarize(params: &LossParams, samples: Vec<Sample>, dctcp: DctcpSupport) -> 
             cells.push(cell(t, setting, &mine, &linux));
         }
     }
-    LossResult {
-        experiment: "loss",
-        params: params.clone(),
+    LossOutput {
         byte_exact: !samples.is_empty() && samples.iter().all(|s| s.byte_exact),
         cells,
         samples,
         dctcp,
         pinned_cpus: pinned_cpus(),
-        meta: Meta::collect(),
     }
 }
 

@@ -44,7 +44,9 @@
 mod dctcp;
 mod text;
 
+use crate::experiment::{Experiment, Report};
 use crate::refuse_if;
+use plot::text::Text;
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -54,7 +56,7 @@ use std::time::{Duration, Instant};
 use lab::{Lab, LabError, LabSpec};
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
-use stats::{Meta, Stat};
+use stats::Stat;
 use toe::cc::Policy;
 use toe::ooo::OooBound;
 use toe::stages::ConnIdx;
@@ -564,10 +566,50 @@ pub fn thesis_dctcp() -> Vec<ThesisRow> {
     ]
 }
 
+/// `steer exp ooo` ([`Experiment`]).
+#[derive(Debug)]
+pub struct OooExperiment;
+
+/// A ooo run's result: its parameters and [`OooOutput`], enveloped.
+pub type OooResult = Report<OooExperiment>;
+
+impl Experiment for OooExperiment {
+    const NAME: &'static str = "ooo";
+    const DRAWS: bool = true;
+    type Params = OooParams;
+    type Output = OooOutput;
+
+    fn quick(params: OooParams) -> OooParams {
+        params.quick()
+    }
+
+    fn check(params: &OooParams) -> Result<(), ExpError> {
+        params.check()
+    }
+
+    fn progress_header(params: &OooParams) -> String {
+        params.progress_header()
+    }
+
+    fn run(params: &OooParams, progress: &mut dyn FnMut(String)) -> Result<OooOutput, ExpError> {
+        run(params, |c| progress(c.progress_line()))
+    }
+
+    fn text(report: &OooResult) -> Text {
+        report.render()
+    }
+
+    fn svg(report: &OooResult) -> Option<String> {
+        Some(svg(report))
+    }
+
+    fn succeeded(output: &OooOutput) -> bool {
+        output.byte_exact
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
-pub struct OooResult {
-    pub experiment: &'static str,
-    pub params: OooParams,
+pub struct OooOutput {
     /// True only if every flow of every cell (every sender) completed and
     /// its reply carried the length and digest of what was sent.
     pub byte_exact: bool,
@@ -582,7 +624,6 @@ pub struct OooResult {
     /// receiver's poll loop; `clients`: the Linux and DCTCP senders'
     /// clients); null where this host has no such CPU.
     pub pinned_cpus: PinnedCpus,
-    pub meta: Meta,
 }
 
 /// FNV-1a, 64 bits: the digest the server returns.
@@ -594,7 +635,7 @@ fn fnv1a(h: u64, bytes: &[u8]) -> u64 {
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 
 /// Runs the experiment; `progress` sees every cell.
-pub fn run(params: &OooParams, mut progress: impl FnMut(&Cell)) -> Result<OooResult, ExpError> {
+fn run(params: &OooParams, mut progress: impl FnMut(&Cell)) -> Result<OooOutput, ExpError> {
     params.check()?;
     let spec = LabSpec::wired(&lab::unique_name("ooo"));
     let lab = Lab::up(&spec)?.teardown_on_drop();
@@ -970,7 +1011,7 @@ fn kind_summary(cells: &[&Cell], pick: impl Fn(&Cell) -> &Vec<f64> + Copy) -> Ki
     }
 }
 
-fn summarize(params: &OooParams, cells: Vec<Cell>) -> OooResult {
+fn summarize(params: &OooParams, cells: Vec<Cell>) -> OooOutput {
     let senders: Vec<SenderSummary> = params
         .senders
         .iter()
@@ -983,9 +1024,7 @@ fn summarize(params: &OooParams, cells: Vec<Cell>) -> OooResult {
         .iter()
         .find(|s| s.sender == SenderCc::NewReno)
         .map_or_else(Vec::new, |s| s.bounds.clone());
-    OooResult {
-        experiment: "ooo",
-        params: params.clone(),
+    OooOutput {
         byte_exact: !cells.is_empty() && cells.iter().all(|c| c.verified),
         cells,
         bounds,
@@ -993,7 +1032,6 @@ fn summarize(params: &OooParams, cells: Vec<Cell>) -> OooResult {
         thesis_newreno: thesis_newreno(),
         thesis_dctcp: thesis_dctcp(),
         pinned_cpus: PinnedCpus::of(&[("server", SERVER_CPU), ("clients", CLIENT_CPU)]),
-        meta: Meta::collect(),
     }
 }
 
@@ -1116,6 +1154,11 @@ pub fn svg(r: &OooResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What summarize makes of `cells`, enveloped.
+    pub(super) fn report(params: &OooParams, cells: Vec<Cell>) -> OooResult {
+        Report::new(params.clone(), summarize(params, cells))
+    }
 
     #[cfg(feature = "clap")]
     #[test]
@@ -1243,7 +1286,7 @@ mod tests {
     #[test]
     fn each_sender_is_summarized_apart_and_bounds_keeps_new_reno() {
         let params = unbounded_and_none();
-        let r = summarize(
+        let r = report(
             &params,
             [
                 reno_cells_twice_as_slow(),
@@ -1278,7 +1321,7 @@ mod tests {
             senders: vec![SenderCc::Dctcp],
             ..params
         };
-        let r = summarize(
+        let r = report(
             &only,
             vec![dctcp_cell(OooBound::Unbounded, vec![1.0], true)],
         );
@@ -1308,11 +1351,11 @@ mod tests {
                 .find(|s| s["sender"] == "new_reno")
                 .map(|s| s["wire_ecn_capable"].clone())
         };
-        let ok = summarize(&params, cells(0));
+        let ok = report(&params, cells(0));
         assert_eq!(read(&ok), Some(serde_json::json!(0)));
         // Before, the check read CE marks of a bottleneck that never marked
         // NewReno's frames: it held whatever the frames carried.
-        let bad = summarize(&params, cells(5));
+        let bad = report(&params, cells(5));
         assert_eq!(bad.senders[0].wire_ecn_capable, 5);
         assert_eq!(read(&bad), Some(serde_json::json!(5)));
     }
@@ -1321,7 +1364,7 @@ mod tests {
     /// none, though the server and the clients are pinned).
     #[test]
     fn the_result_names_the_pinned_cpus() {
-        let r = summarize(&OooParams::default(), Vec::new());
+        let r = report(&OooParams::default(), Vec::new());
         let json = serde_json::to_value(&r).unwrap();
         assert_eq!(json["pinned_cpus"]["clients"], CLIENT_CPU);
         let server = &json["pinned_cpus"]["server"];
@@ -1371,11 +1414,11 @@ mod tests {
     #[test]
     fn ratios_are_against_the_unbounded_receiver_and_one_bad_flow_spoils_byte_exact() {
         let params = unbounded_and_none();
-        let r = summarize(&params, reno_cells_twice_as_slow());
+        let r = report(&params, reno_cells_twice_as_slow());
         assert!(r.byte_exact);
         assert_eq!(r.bounds[1].short.p99_9_vs_unbounded, Some(2.0));
         assert_eq!(r.bounds[0].short.p90_vs_unbounded, Some(1.0));
-        let r = summarize(
+        let r = report(
             &params,
             vec![
                 cell(OooBound::Unbounded, vec![1.0], true),

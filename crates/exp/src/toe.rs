@@ -36,8 +36,8 @@ use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
 use lab::{Lab, LabError, LabSpec};
+use plot::text::Text;
 use serde::Serialize;
-use stats::Meta;
 use toe::ablation::{AblationConfig, AblationResult, Step};
 use toe::cycles::StageCycles;
 use toe::input::{InputRun, Locking, Workload};
@@ -45,6 +45,7 @@ use toe::{Endpoint, EndpointConfig, ToeError};
 
 use crate::cpus::{pin, PinnedCpus};
 use crate::datapath::{endpoint, pattern, toe_addr, toe_err, StreamCheck};
+use crate::experiment::{Experiment, Report};
 use crate::ExpError;
 
 const STREAM_PORT: u16 = 5201;
@@ -178,10 +179,46 @@ pub struct RpcSample {
     pub verified: bool,
 }
 
+/// `steer exp toe` ([`Experiment`]).
+#[derive(Debug)]
+pub struct ToeExperiment;
+
+/// A toe run's result: its parameters and [`ToeOutput`], enveloped.
+pub type ToeResult = Report<ToeExperiment>;
+
+impl Experiment for ToeExperiment {
+    const NAME: &'static str = "toe";
+    const DRAWS: bool = false;
+    type Params = ToeParams;
+    type Output = ToeOutput;
+
+    fn quick(params: ToeParams) -> ToeParams {
+        params.quick()
+    }
+
+    fn check(params: &ToeParams) -> Result<(), ExpError> {
+        params.check()
+    }
+
+    fn progress_header(params: &ToeParams) -> String {
+        params.progress_header()
+    }
+
+    fn run(params: &ToeParams, progress: &mut dyn FnMut(String)) -> Result<ToeOutput, ExpError> {
+        run(params, |p| progress(p.progress_line()))
+    }
+
+    fn text(report: &ToeResult) -> Text {
+        report.render()
+    }
+
+    fn succeeded(output: &ToeOutput) -> bool {
+        output.byte_exact
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
-pub struct ToeResult {
-    pub experiment: &'static str,
-    pub params: ToeParams,
+pub struct ToeOutput {
     /// True only if every transfer of the run was checked byte for byte:
     /// both stacks' streams and RPCs, and every echo of the Table 4.4
     /// ablation ([`AblationResult::byte_exact`]).
@@ -226,7 +263,6 @@ pub struct ToeResult {
     /// every one of its runs delivered all its bytes in order: a mode that
     /// loses or misorders bytes is a failed run, whatever its rate.
     pub locking_complete: bool,
-    pub meta: Meta,
 }
 
 /// Ticks ([`toe::cycles::UNIT`]) per segment, received and sent together.
@@ -311,10 +347,7 @@ fn io_err(what: &str) -> impl Fn(std::io::Error) -> ExpError + '_ {
 }
 
 /// Runs the experiment; `progress` sees every sample.
-pub fn run(
-    params: &ToeParams,
-    mut progress: impl FnMut(Progress<'_>),
-) -> Result<ToeResult, ExpError> {
+fn run(params: &ToeParams, mut progress: impl FnMut(Progress<'_>)) -> Result<ToeOutput, ExpError> {
     params.check()?;
     let mut spec = LabSpec::new(&lab::unique_name("toe"));
     spec.software_rss = false;
@@ -347,7 +380,7 @@ pub fn run(
     drop(lab);
     let ablation = ablation_rows(params, &mut progress);
     let locking = locking_runs(params, &mut progress);
-    Ok(ToeResult {
+    Ok(ToeOutput {
         stage_cycles: per_segment(&cycles),
         ..summarize(params, stream, rpc, counters, ablation, locking)
     })
@@ -464,7 +497,7 @@ fn summarize(
     toe_counters: toe::Counters,
     ablation: Vec<AblationRow>,
     locking: Vec<LockingSample>,
-) -> ToeResult {
+) -> ToeOutput {
     let locking_summary = locking_summary(&locking);
     // A mean over every sample of a stack, or none if one was not
     // measured (a missing value never averages into a smaller one).
@@ -491,9 +524,7 @@ fn summarize(
     let (toe_p50, linux_p50) = (rpc_mean(Stack::Toe), rpc_mean(Stack::Linux));
     let ratio =
         |a: Option<f64>, b: Option<f64>| a.zip(b).filter(|(_, b)| *b > 0.0).map(|(a, b)| a / b);
-    ToeResult {
-        experiment: "toe",
-        params: params.clone(),
+    ToeOutput {
         byte_exact: !stream.is_empty()
             && !rpc.is_empty()
             && stream.iter().all(|s| s.verified)
@@ -518,7 +549,6 @@ fn summarize(
             .into_iter()
             .collect(),
         stage_cycles: None,
-        meta: Meta::collect(),
     }
 }
 
@@ -854,14 +884,9 @@ mod tests {
     /// locking run.
     pub(super) fn result(stream: Vec<StreamSample>, rpc: Vec<RpcSample>) -> ToeResult {
         let counters = toe::Counters::default();
-        summarize(
-            &ToeParams::default(),
-            stream,
-            rpc,
-            counters,
-            Vec::new(),
-            Vec::new(),
-        )
+        let params = ToeParams::default();
+        let output = summarize(&params, stream, rpc, counters, Vec::new(), Vec::new());
+        Report::new(params, output)
     }
 
     #[test]
@@ -939,7 +964,7 @@ mod tests {
         out
     }
 
-    fn with_locking(params: &ToeParams, locking: Vec<LockingSample>) -> ToeResult {
+    fn with_locking(params: &ToeParams, locking: Vec<LockingSample>) -> ToeOutput {
         summarize(
             params,
             vec![stream(Stack::Toe, 1.0, true)],
@@ -1073,7 +1098,7 @@ mod tests {
             ..ToeParams::default()
         };
         assert!(asked.check().is_ok());
-        let r = summarize(
+        let output = summarize(
             &asked,
             vec![stream(Stack::Toe, 1.0, true)],
             vec![rpc(Stack::Toe, 1.0)],
@@ -1081,6 +1106,7 @@ mod tests {
             Vec::new(),
             Vec::new(),
         );
+        let r: ToeResult = Report::new(asked, output);
         let json = serde_json::to_value(&r).unwrap();
         assert_eq!(json["ablation_threads"], cpus + 2);
         assert_eq!(

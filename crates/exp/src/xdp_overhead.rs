@@ -28,12 +28,14 @@
 pub mod counters;
 mod text;
 
+use crate::experiment::{Experiment, Report};
 use crate::{check_flows_and_queues, refuse_if};
+use plot::text::Text;
 use std::time::Duration;
 
 use lab::{Lab, LabSpec};
 use serde::Serialize;
-use stats::{stat, Meta};
+use stats::stat;
 
 pub use counters::Drops;
 use counters::{CpumapCounters, Snapshot};
@@ -257,10 +259,45 @@ pub struct ModeSummary {
     pub total_drops: u64,
 }
 
+/// `steer exp xdp-overhead` ([`Experiment`]).
+#[derive(Debug)]
+pub struct XdpOverheadExperiment;
+
+/// A xdp-overhead run's result: its parameters and [`XdpOverheadOutput`], enveloped.
+pub type XdpOverheadResult = Report<XdpOverheadExperiment>;
+
+impl Experiment for XdpOverheadExperiment {
+    const NAME: &'static str = "xdp-overhead";
+    const DRAWS: bool = false;
+    type Params = XdpOverheadParams;
+    type Output = XdpOverheadOutput;
+
+    fn quick(params: XdpOverheadParams) -> XdpOverheadParams {
+        params.quick()
+    }
+
+    fn check(params: &XdpOverheadParams) -> Result<(), ExpError> {
+        params.check()
+    }
+
+    fn progress_header(params: &XdpOverheadParams) -> String {
+        params.progress_header()
+    }
+
+    fn run(
+        params: &XdpOverheadParams,
+        progress: &mut dyn FnMut(String),
+    ) -> Result<XdpOverheadOutput, ExpError> {
+        run(params, |s| progress(s.progress_line()))
+    }
+
+    fn text(report: &XdpOverheadResult) -> Text {
+        report.render()
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
-pub struct XdpOverheadResult {
-    pub experiment: &'static str,
-    pub params: XdpOverheadParams,
+pub struct XdpOverheadOutput {
     /// The CPUs the software RSS delivers to, and RPS spreads over.
     pub cpus: Vec<u32>,
     pub samples: Vec<Sample>,
@@ -283,14 +320,13 @@ pub struct XdpOverheadResult {
     /// sample with no program or with RPS. The software RSS adds none of its
     /// own while its median stays at or under this.
     pub retransmit_noise: u64,
-    pub meta: Meta,
 }
 
 /// Runs the benchmark; `progress` sees every sample.
-pub fn run(
+fn run(
     params: &XdpOverheadParams,
     mut progress: impl FnMut(&Sample),
-) -> Result<XdpOverheadResult, ExpError> {
+) -> Result<XdpOverheadOutput, ExpError> {
     params.check()?;
     let mut spec = LabSpec::new(&lab::unique_name("xo"));
     spec.queues = params.queues;
@@ -377,7 +413,7 @@ fn summarize_run(
     params: &XdpOverheadParams,
     cpus: Vec<u32>,
     samples: Vec<Sample>,
-) -> Result<XdpOverheadResult, ExpError> {
+) -> Result<XdpOverheadOutput, ExpError> {
     let summary = |m: Mode| {
         let of: Vec<&Sample> = samples.iter().filter(|s| s.mode == m).collect();
         summarize(&of).ok_or_else(|| ExpError::Program {
@@ -389,9 +425,7 @@ fn summarize_run(
     let without = summary(Mode::NoProgram)?;
     let rps = summary(Mode::Rps)?;
     let rfs = params.rfs.then(|| summary(Mode::Rfs)).transpose()?;
-    Ok(XdpOverheadResult {
-        experiment: "xdp-overhead",
-        params: params.clone(),
+    Ok(XdpOverheadOutput {
         cpus,
         mean_with_gbit: with.mean_gbit,
         mean_without_gbit: without.mean_gbit,
@@ -405,7 +439,6 @@ fn summarize_run(
         with_rps: rps,
         with_rfs: rfs,
         samples,
-        meta: Meta::collect(),
     })
 }
 

@@ -22,7 +22,7 @@ fn one_cell_each_way_is_exact_and_counts_its_retransmissions() {
     };
     let allowed = "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
     let before = std::fs::read_to_string(allowed).unwrap();
-    let r = loss::run(&params, |_| {}).unwrap();
+    let r = exp::experiment::run::<loss::LossExperiment>(params, false, &mut |_| {}).unwrap();
     // The machine-wide list is back to what it was.
     assert_eq!(std::fs::read_to_string(allowed).unwrap(), before);
     assert!(r.byte_exact, "{:#?}", r.samples);

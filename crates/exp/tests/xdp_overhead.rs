@@ -23,7 +23,8 @@ fn three_modes_with_their_drop_counters() {
     };
     let flow_entries = "/proc/sys/net/core/rps_sock_flow_entries";
     let before = std::fs::read_to_string(flow_entries).unwrap();
-    let r = xdp_overhead::run(&params, |_| {}).unwrap();
+    let r = exp::experiment::run::<xdp_overhead::XdpOverheadExperiment>(params, false, &mut |_| {})
+        .unwrap();
     // The machine-wide RFS table is back to what it was.
     assert_eq!(std::fs::read_to_string(flow_entries).unwrap(), before);
     assert_eq!(r.samples.len(), 8);

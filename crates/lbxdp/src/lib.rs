@@ -21,4 +21,3 @@ pub mod traffic;
 
 pub use control::{ControlLoop, Controller, LivePolicy, LoopSummary, StepInfo};
 pub use live::{LiveLab, LiveSpec};
-pub mod experiment;

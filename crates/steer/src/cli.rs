@@ -89,7 +89,7 @@ pub enum Command {
     /// Runs 16 iperf3 flows against a lab receiver with software RSS over 32
     /// queues, three ways (random, preload, bpf), and counts flows per queue
     /// from the receiver's XDP counters.
-    Demo(DemoArgs),
+    Demo(crate::cmd::exp::ExpArgs<exp::demo::DemoParams>),
     /// Experiments, each writing one JSON result (`--json`) and a table.
     #[command(subcommand)]
     Exp(crate::cmd::exp::ExpCommand),
@@ -294,14 +294,6 @@ pub struct LabUpArgs {
     pub lab: LabName,
     #[command(flatten)]
     pub spec: lab::SpecArgs,
-}
-
-#[derive(Debug, Args)]
-pub struct DemoArgs {
-    #[command(flatten)]
-    pub params: exp::demo::DemoParams,
-    #[command(flatten)]
-    pub common: crate::cmd::exp::Common,
 }
 
 #[cfg(test)]

@@ -121,3 +121,56 @@ fn the_layer_table_names_only_crates_that_exist() {
         "docs/architecture.md lists crates the workspace does not have: {stale:?}"
     );
 }
+
+/// Every `.rs` file under `dir`, recursively.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// A source file's code before its unit tests.
+fn code_of(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    match text.find("#[cfg(test)]") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    }
+}
+
+/// The experiments' result envelope (`experiment`, `params`, `meta`) is
+/// written once, in `exp::experiment` (issue 25's one experiment
+/// interface): no experiment builds its own. The test matrix's wrapper of
+/// criterion's estimates is bench's (bench runs below exp and never
+/// imports it).
+#[test]
+fn experiment_envelopes_only_in_exp() {
+    let home = Path::new("crates/exp/src/experiment.rs");
+    let mut wrong = Vec::new();
+    for krate in ["exp", "lbxdp", "steer", "toe", "lab", "wire", "lb"] {
+        for path in rust_files(&workspace().join("crates").join(krate).join("src")) {
+            let rel = path.strip_prefix(workspace()).unwrap().to_path_buf();
+            if rel == home {
+                continue;
+            }
+            let code = code_of(&path);
+            for needle in ["experiment: &'static str", "Meta::collect()"] {
+                if code.contains(needle) {
+                    wrong.push(format!("{}: {needle}", rel.display()));
+                }
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "envelopes outside exp::experiment:\n{}",
+        wrong.join("\n")
+    );
+}

@@ -2,7 +2,7 @@
 //! repetitions, a summary of the ways against the ideal, and the theory
 //! for random ports (SRAP section 2).
 
-use plot::text::{or_na, Present, Table, Text};
+use plot::text::{or_na, Table, Text};
 
 use super::{queue_histogram, DemoParams, DemoResult, Repetition, Way, WayResult};
 
@@ -90,8 +90,8 @@ fn repetitions(way: &WayResult) -> Table {
     )
 }
 
-impl Present for DemoResult {
-    fn text(&self) -> Text {
+impl DemoResult {
+    pub(super) fn render(&self) -> Text {
         let mut text = Text::new();
         for way in &self.ways {
             text = text
@@ -127,9 +127,10 @@ impl Present for DemoResult {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{summarize, Theory};
+    use super::super::{summarize, DemoOutput, Theory};
     use super::*;
-    use stats::Meta;
+    use crate::experiment::Report;
+    use plot::text::Present;
 
     fn repetition(
         repetition: u32,
@@ -155,20 +156,19 @@ mod tests {
     }
 
     fn result(runs: Vec<Repetition>) -> DemoResult {
-        DemoResult {
-            experiment: "demo",
-            params: DemoParams {
-                flows: 4,
-                queues: 4,
-                ..DemoParams::default()
-            },
+        let params = DemoParams {
+            flows: 4,
+            queues: 4,
+            ..DemoParams::default()
+        };
+        let output = DemoOutput {
             ways: vec![summarize(Way::Random, runs).unwrap()],
             theory: Theory {
                 perfect_probability: 4.0 * 3.0 * 2.0 / 4f64.powi(4),
             },
             queue_cpus: vec![0, 1, 0, 1],
-            meta: Meta::collect(),
-        }
+        };
+        Report::new(params, output)
     }
 
     #[test]

@@ -62,7 +62,7 @@ pub(super) fn quick_result() -> LossResult {
         available: Some(false),
         detail: "absent: test".into(),
     };
-    summarize(&p, samples, dctcp)
+    Report::new(p.clone(), summarize(&p, samples, dctcp))
 }
 
 #[cfg(feature = "clap")]
@@ -308,7 +308,7 @@ fn one_inexact_transfer_spoils_the_run_and_its_cell() {
     let mut r = quick_result();
     let p = r.params.clone();
     r.samples[3].byte_exact = false;
-    let r = summarize(&p, r.samples, r.dctcp);
+    let r = summarize(&p, r.output.samples, r.output.dctcp);
     assert!(!r.byte_exact);
     assert_eq!(
         r.cells.iter().filter(|c| !c.byte_exact).count(),

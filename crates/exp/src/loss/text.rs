@@ -1,7 +1,7 @@
 //! How a loss run reads: a line per transfer as it ends, then one row per
 //! engine and cell beside Linux, and whether the kernel has DCTCP.
 
-use plot::text::{measured, or_na, Present, Table, Text};
+use plot::text::{measured, or_na, Table, Text};
 
 use super::{Cell, LossParams, LossResult, Sample};
 
@@ -88,8 +88,8 @@ impl LossResult {
     }
 }
 
-impl Present for LossResult {
-    fn text(&self) -> Text {
+impl LossResult {
+    pub(super) fn render(&self) -> Text {
         Text::new()
             .table(self.cells_table())
             .line("ratio: the data path's mean goodput / Linux's (issue 23's goal: at least 0.95)")
@@ -109,7 +109,7 @@ impl Present for LossResult {
 mod tests {
     use super::super::tests::{quick_result, sample};
     use super::super::Stack;
-    use super::*;
+    use plot::text::Present;
 
     #[test]
     fn one_row_per_engine_and_cell_beside_linux() {

@@ -2,7 +2,7 @@
 //! bound's tail FCTs against the unbounded receiver's, beside thesis
 //! Table 5.3's rows for the same congestion controls.
 
-use plot::text::{measured, Present, Table, Text};
+use plot::text::{measured, Table, Text};
 use toe::ooo::OooBound;
 
 use super::{thesis_ratios, Cell, KindSummary, OooParams, OooResult, SenderCc, Tail, ThesisRow};
@@ -142,8 +142,8 @@ impl OooResult {
     }
 }
 
-impl Present for OooResult {
-    fn text(&self) -> Text {
+impl OooResult {
+    pub(super) fn render(&self) -> Text {
         let mut text = Text::new()
             .table(self.measured_table())
             .blank()
@@ -167,9 +167,9 @@ impl Present for OooResult {
 
 #[cfg(test)]
 mod tests {
-    use super::super::summarize;
-    use super::super::tests::{cell, reno_cells_twice_as_slow, unbounded_and_none};
+    use super::super::tests::{cell, reno_cells_twice_as_slow, report, unbounded_and_none};
     use super::*;
+    use plot::text::Present;
 
     #[test]
     fn measured_rows_stand_beside_the_thesis_rows_of_the_same_sender() {
@@ -177,7 +177,7 @@ mod tests {
             senders: vec![SenderCc::NewReno],
             ..unbounded_and_none()
         };
-        let text = summarize(&params, reno_cells_twice_as_slow())
+        let text = report(&params, reno_cells_twice_as_slow())
             .text()
             .to_string();
         let lines: Vec<&str> = text.lines().collect();
@@ -195,7 +195,7 @@ mod tests {
 
     #[test]
     fn a_bound_without_flows_reads_na() {
-        let r = summarize(
+        let r = report(
             &unbounded_and_none(),
             vec![
                 cell(OooBound::Unbounded, vec![1.0], true),

@@ -22,12 +22,14 @@
 //! where one NAPI poll takes each delivered batch and GRO merges across it,
 //! or the plain TAP path, where every frame is its own skb.
 
+use crate::experiment::{Experiment, Report};
 use crate::refuse_if;
+use plot::text::Text;
 use std::net::IpAddr;
 
 use lab::{Lab, LabSpec};
 use serde::Serialize;
-use stats::{stat, Meta, Stat};
+use stats::{stat, Stat};
 use wire::stats::{LatencySummary, SignedSummary};
 use wire::{Delay, DriverConfig, DriverHandle, Impairment, Loss, WireConfig, WireHandle};
 
@@ -274,10 +276,49 @@ pub struct Summary {
     pub merge_ratio: Option<Stat>,
 }
 
+/// `steer exp srpic` ([`Experiment`]).
+#[derive(Debug)]
+pub struct SrpicExperiment;
+
+/// A srpic run's result: its parameters and [`SrpicOutput`], enveloped.
+pub type SrpicResult = Report<SrpicExperiment>;
+
+impl Experiment for SrpicExperiment {
+    const NAME: &'static str = "srpic";
+    const DRAWS: bool = true;
+    type Params = SrpicParams;
+    type Output = SrpicOutput;
+
+    fn quick(params: SrpicParams) -> SrpicParams {
+        params.quick()
+    }
+
+    fn check(params: &SrpicParams) -> Result<(), ExpError> {
+        params.check()
+    }
+
+    fn progress_header(params: &SrpicParams) -> String {
+        params.progress_header()
+    }
+
+    fn run(
+        params: &SrpicParams,
+        progress: &mut dyn FnMut(String),
+    ) -> Result<SrpicOutput, ExpError> {
+        run(params, |s| progress(s.progress_line()))
+    }
+
+    fn text(report: &SrpicResult) -> Text {
+        report.render()
+    }
+
+    fn svg(report: &SrpicResult) -> Option<String> {
+        Some(svg(report))
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
-pub struct SrpicResult {
-    pub experiment: &'static str,
-    pub params: SrpicParams,
+pub struct SrpicOutput {
     pub samples: Vec<Sample>,
     pub summaries: Vec<Summary>,
     /// Mean over the reordering cells of SRPIC / no-SRPIC duplicate ACKs
@@ -292,7 +333,6 @@ pub struct SrpicResult {
     pub gro_path_throughput_ratio: Option<f64>,
     /// What sorting does to GRO's merging and to duplicate ACKs.
     pub gro_effect: GroEffect,
-    pub meta: Meta,
 }
 
 fn program_err(program: &str, detail: impl ToString) -> ExpError {
@@ -547,10 +587,7 @@ pub fn cells(params: &SrpicParams) -> Vec<Cell> {
 }
 
 /// Runs the experiment; `progress` sees every sample.
-pub fn run(
-    params: &SrpicParams,
-    mut progress: impl FnMut(&Sample),
-) -> Result<SrpicResult, ExpError> {
+fn run(params: &SrpicParams, mut progress: impl FnMut(&Sample)) -> Result<SrpicOutput, ExpError> {
     params.check()?;
     let spec = LabSpec::wired(&lab::unique_name("sp"));
     let lab = Lab::up(&spec)?.teardown_on_drop();
@@ -564,16 +601,13 @@ pub fn run(
         }
     }
     let summaries: Vec<Summary> = cells.iter().filter_map(|c| summary(*c, &samples)).collect();
-    Ok(SrpicResult {
-        experiment: "srpic",
-        params: params.clone(),
+    Ok(SrpicOutput {
         dup_ack_ratio: ratio(&summaries, &|s| s.dup_acks_per_mbit.mean),
         throughput_ratio: ratio(&summaries, &|s| s.mbit_per_s.mean),
         gro_path_throughput_ratio: gro_path_ratio(&summaries),
         gro_effect: effect::gro_effect(&samples),
         summaries,
         samples,
-        meta: Meta::collect(),
     })
 }
 
@@ -836,33 +870,28 @@ mod tests {
 
     #[test]
     fn absent_ratio_is_json_null() {
-        let r = SrpicResult {
-            experiment: "srpic",
-            params: SrpicParams::default().quick(),
+        let r = SrpicOutput {
             samples: Vec::new(),
             summaries: Vec::new(),
             dup_ack_ratio: None,
             throughput_ratio: None,
             gro_path_throughput_ratio: None,
             gro_effect: GroEffect::default(),
-            meta: Meta::collect(),
         };
         let v = serde_json::to_value(&r).unwrap();
         assert!(v["dup_ack_ratio"].is_null() && v["throughput_ratio"].is_null());
     }
 
     pub(super) fn result_of(summaries: Vec<Summary>) -> SrpicResult {
-        SrpicResult {
-            experiment: "srpic",
-            params: SrpicParams::default().quick(),
+        let output = SrpicOutput {
             samples: Vec::new(),
             summaries,
             dup_ack_ratio: None,
             throughput_ratio: None,
             gro_path_throughput_ratio: None,
             gro_effect: GroEffect::default(),
-            meta: Meta::collect(),
-        }
+        };
+        Report::new(SrpicParams::default().quick(), output)
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! How an SRPIC run reads: a progress line per run, then one row per cell
 //! (Tables 4 and 5 of the paper, both sides) and what sorting changed.
 
-use plot::text::{or_na, pm, Present, Table, Text};
+use plot::text::{or_na, pm, Table, Text};
 use stats::Stat;
 
 use super::{cells, Change, Effect, Sample, SrpicParams, SrpicResult, Summary};
@@ -88,8 +88,8 @@ fn effect_line(name: &str, effect: &Option<Effect>) -> String {
     }
 }
 
-impl Present for SrpicResult {
-    fn text(&self) -> Text {
+impl SrpicResult {
+    pub(super) fn render(&self) -> Text {
         let table = Table::of(
             &[
                 "runs",
@@ -130,6 +130,7 @@ impl Present for SrpicResult {
 mod tests {
     use super::super::tests::{cell, result_of, summary_of};
     use super::*;
+    use plot::text::Present;
 
     #[test]
     fn the_table_names_each_cell_and_the_ratios() {

@@ -2,7 +2,7 @@
 //! side by side, the data path's cost per stage, thesis Table 4.4's
 //! designs and the ways to lock connection state under parallel input.
 
-use plot::text::{measured, or_na, Present, Table, Text};
+use plot::text::{measured, or_na, Table, Text};
 use serde::Serialize;
 
 use super::{Progress, ToeParams, ToeResult};
@@ -163,8 +163,8 @@ impl ToeResult {
     }
 }
 
-impl Present for ToeResult {
-    fn text(&self) -> Text {
+impl ToeResult {
+    pub(super) fn render(&self) -> Text {
         let mut text = Text::new().table(self.stacks());
         if let Some(stages) = self.stages() {
             text = text.blank().table(stages);
@@ -187,6 +187,7 @@ mod tests {
     use super::super::tests::{result, rpc, stream};
     use super::super::{Stack, StreamSample};
     use super::*;
+    use plot::text::Present;
     use toe::input::Locking;
 
     #[test]

@@ -2,7 +2,7 @@
 //! mode's throughput, where each mode lost frames, and the ratios against
 //! the goals (docs/performance.md).
 
-use plot::text::{measured, or_na, Present, Table, Text};
+use plot::text::{measured, or_na, Table, Text};
 
 use super::{ModeSummary, Sample, XdpOverheadParams, XdpOverheadResult};
 
@@ -57,8 +57,8 @@ impl XdpOverheadResult {
     }
 }
 
-impl Present for XdpOverheadResult {
-    fn text(&self) -> Text {
+impl XdpOverheadResult {
+    pub(super) fn render(&self) -> Text {
         let modes = self.modes();
         let throughput = Table::of(
             &[
@@ -129,6 +129,7 @@ mod tests {
     use super::super::tests::sample;
     use super::super::{summarize_run, Mode};
     use super::*;
+    use plot::text::Present;
 
     fn result() -> XdpOverheadResult {
         let samples = vec![
@@ -136,7 +137,9 @@ mod tests {
             sample(0, Mode::NoProgram, 4.0, 300),
             sample(0, Mode::Rps, 6.0, 20),
         ];
-        summarize_run(&XdpOverheadParams::default(), vec![0, 1], samples).unwrap()
+        let params = XdpOverheadParams::default();
+        let output = summarize_run(&params, vec![0, 1], samples).unwrap();
+        crate::experiment::Report::new(params, output)
     }
 
     #[test]

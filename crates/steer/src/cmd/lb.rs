@@ -46,15 +46,16 @@ pub struct RunArgs {
     )]
     pub policy: Vec<String>,
     #[command(flatten)]
-    pub live: lbxdp::experiment::LiveLoad,
+    pub live: exp::crossrss::LiveLoad,
 }
 
 fn live_run(args: RunArgs, json: bool) -> anyhow::Result<i32> {
     let policies = LivePolicy::named(&args.policy).ok_or_else(|| no_such_policy(&args.policy))?;
     let params = args.live.params(policies, 1);
-    let result = lbxdp::experiment::run(&params, |_, _| {})?;
-    output::print(json, &lbxdp::experiment::FirstRepetition(&result))?;
-    Ok(exit::ok_unless(result.failures > 0))
+    let report =
+        exp::experiment::run::<exp::crossrss::CrossRssExperiment>(params, false, &mut |_| {})?;
+    output::print(json, &exp::crossrss::FirstRepetition(&report))?;
+    Ok(exit::ok_unless(!report.succeeded()))
 }
 
 #[derive(Debug, Args)]

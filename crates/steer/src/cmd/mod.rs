@@ -2,12 +2,8 @@
 
 pub mod agent;
 pub mod bench;
-mod demo;
 pub mod exec;
 pub mod exp;
-mod exp_loss;
-mod exp_ooo;
-mod exp_toe;
 mod lab;
 pub mod lb;
 mod nic;
@@ -27,7 +23,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Rss(cmd) => rss::run(cmd, json),
         Command::Nic(cmd) => nic::run(cmd, json),
         Command::Lab(cmd) => lab::run(cmd, json),
-        Command::Demo(args) => demo::run(args, json),
+        Command::Demo(args) => exp::run_experiment::<::exp::demo::DemoExperiment>(args, json),
         Command::Exp(cmd) => exp::run(cmd, json),
         Command::Bench(cmd) => bench::run(cmd, json),
         Command::Lb(cmd) => lb::run(cmd, json),

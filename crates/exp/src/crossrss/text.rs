@@ -33,8 +33,8 @@ impl LivePolicyResult {
     }
 }
 
-impl Present for CrossRssResult {
-    fn text(&self) -> Text {
+impl CrossRssResult {
+    pub(super) fn render(&self) -> Text {
         Table::of(
             &[
                 "policy",

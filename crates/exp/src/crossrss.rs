@@ -18,11 +18,15 @@ use std::time::{Duration, Instant};
 use lab::Host;
 use serde::Serialize;
 
-use crate::control::{ControlLoop, LivePolicy, LoopSummary};
-use crate::error::LbXdpError;
-use crate::live::{queue_counts, LiveLab, LiveSpec, SERVICE_PORT};
-use crate::maps;
-use crate::traffic::{ConnShape, Servers, Workload, WorkloadResult};
+use lbxdp::control::{ControlLoop, LivePolicy, LoopSummary};
+use lbxdp::live::{queue_counts, LiveLab, LiveSpec, SERVICE_PORT};
+use lbxdp::maps;
+use lbxdp::traffic::{ConnShape, Servers, Workload, WorkloadResult};
+use lbxdp::LbXdpError;
+use plot::text::Text;
+
+use crate::experiment::{Experiment, Report};
+use crate::ExpError;
 
 mod text;
 pub use text::FirstRepetition;
@@ -115,6 +119,27 @@ impl Default for CrossRssParams {
 }
 
 impl CrossRssParams {
+    /// Refuses a run that would measure nothing.
+    pub fn check(&self) -> Result<(), ExpError> {
+        crate::refuse_if(
+            self.repetitions == 0 || self.policies.is_empty(),
+            "at least one repetition and one policy (nothing would be measured)",
+        )
+    }
+
+    /// The line a run starts with.
+    pub fn progress_header(&self) -> String {
+        let names: Vec<&str> = self.policies.iter().map(|p| p.name()).collect();
+        format!(
+            "crossrss: {} backends x {} queues, {} for {} s each, {} repetitions",
+            self.load.backends,
+            self.load.queues,
+            names.join(", "),
+            self.load.seconds,
+            self.repetitions
+        )
+    }
+
     /// The `--quick` variant: 2 repetitions of 3 s per policy (about 75 s
     /// in all, lab included).
     pub fn quick(mut self) -> Self {
@@ -209,10 +234,10 @@ pub struct PolicyStats {
 
 impl PolicySummary {
     /// The summary of a policy's repetitions; an error without any.
-    fn new(name: &'static str, reps: Vec<LivePolicyResult>) -> Result<Self, LbXdpError> {
+    fn new(name: &'static str, reps: Vec<LivePolicyResult>) -> Result<Self, ExpError> {
         let stat = |f: fn(&LivePolicyResult) -> f64| {
             stats::stat(&reps.iter().map(f).collect::<Vec<f64>>())
-                .ok_or_else(|| LbXdpError::config(format!("policy {name} ran no repetition")))
+                .ok_or_else(|| ExpError::Parameter(format!("policy {name} ran no repetition")))
         };
         // A repetition without a variance makes the policy's variance
         // absent: a mean over the others would hide the failed one.
@@ -242,11 +267,53 @@ impl PolicySummary {
     }
 }
 
+/// `steer exp crossrss` ([`Experiment`]).
+#[derive(Debug)]
+pub struct CrossRssExperiment;
+
+/// A crossrss run's result: its parameters and [`CrossRssOutput`], enveloped.
+pub type CrossRssResult = Report<CrossRssExperiment>;
+
+impl Experiment for CrossRssExperiment {
+    const NAME: &'static str = "crossrss";
+    const DRAWS: bool = true;
+    type Params = CrossRssParams;
+    type Output = CrossRssOutput;
+
+    fn quick(params: CrossRssParams) -> CrossRssParams {
+        params.quick()
+    }
+
+    fn check(params: &CrossRssParams) -> Result<(), ExpError> {
+        params.check()
+    }
+
+    fn progress_header(params: &CrossRssParams) -> String {
+        params.progress_header()
+    }
+
+    fn run(
+        params: &CrossRssParams,
+        progress: &mut dyn FnMut(String),
+    ) -> Result<CrossRssOutput, ExpError> {
+        run(params, |rep, p| progress(p.progress_line(rep)))
+    }
+
+    fn text(report: &CrossRssResult) -> Text {
+        report.render()
+    }
+
+    fn svg(report: &CrossRssResult) -> Option<String> {
+        Some(svg(report))
+    }
+
+    fn succeeded(output: &CrossRssOutput) -> bool {
+        output.failures == 0
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
-pub struct CrossRssResult {
-    pub experiment: &'static str,
-    pub meta: stats::Meta,
-    pub params: CrossRssParams,
+pub struct CrossRssOutput {
     pub policies: Vec<PolicySummary>,
     /// Sum of connection failures over all policies and repetitions (must be 0).
     pub failures: u64,
@@ -323,7 +390,7 @@ pub fn run_policy(
     live: &LiveLab,
     params: &CrossRssParams,
     policy: LivePolicy,
-) -> Result<LivePolicyResult, LbXdpError> {
+) -> Result<LivePolicyResult, ExpError> {
     let ctl = ControlLoop::start(
         live.dp.clone(),
         policy,
@@ -359,9 +426,10 @@ pub fn run_policy(
             .workload()
             .run(&clients, live.vip, SERVICE_PORT, live.backends.len())?;
     stop.store(true, Ordering::Relaxed);
-    let windows = sampler
-        .join()
-        .map_err(|_| LbXdpError::config("sampler panicked"))??;
+    let windows = sampler.join().map_err(|_| ExpError::Program {
+        program: "the backends' counter sampler".into(),
+        detail: "it panicked".into(),
+    })??;
     let after = live.dp.stats(live.backends.len())?;
     let controller = ctl.stop()?;
     let variances = lb::sim::window_variances(&windows, params.load.queues as usize);
@@ -383,15 +451,11 @@ pub fn run_policy(
 }
 
 /// Builds the lab, runs every policy, tears the lab down.
-pub fn run(
+fn run(
     params: &CrossRssParams,
     mut progress: impl FnMut(usize, &LivePolicyResult),
-) -> Result<CrossRssResult, LbXdpError> {
-    if params.repetitions == 0 || params.policies.is_empty() {
-        return Err(LbXdpError::config(
-            "at least one repetition and one policy (nothing would be measured)",
-        ));
-    }
+) -> Result<CrossRssOutput, ExpError> {
+    params.check()?;
     let mut spec = LiveSpec::new(&lab::unique_name("xrss"));
     spec.backends = params.load.backends;
     spec.queues = params.load.queues;
@@ -419,10 +483,7 @@ pub fn run(
         .map(|(p, r)| PolicySummary::new(p.name(), r))
         .collect::<Result<_, _>>()?;
     let policies = against_round_robin(policies);
-    Ok(CrossRssResult {
-        experiment: "crossrss",
-        meta: stats::Meta::collect(),
-        params: params.clone(),
+    Ok(CrossRssOutput {
         failures: policies.iter().map(|p| p.failures).sum(),
         policies,
     })
@@ -491,17 +552,14 @@ mod tests {
             repetitions: 0,
             ..CrossRssParams::default()
         };
-        assert!(matches!(
-            run(&none, |_, _| {}),
-            Err(LbXdpError::Config { .. })
-        ));
+        assert!(matches!(run(&none, |_, _| {}), Err(ExpError::Parameter(_))));
         let no_policy = CrossRssParams {
             policies: Vec::new(),
             ..CrossRssParams::default()
         };
         assert!(matches!(
             run(&no_policy, |_, _| {}),
-            Err(LbXdpError::Config { .. })
+            Err(ExpError::Parameter(_))
         ));
     }
 
@@ -555,13 +613,11 @@ mod tests {
     }
 
     pub(super) fn result(policies: Vec<PolicySummary>) -> CrossRssResult {
-        CrossRssResult {
-            experiment: "crossrss",
-            meta: stats::Meta::collect(),
-            params: CrossRssParams::default(),
+        let output = CrossRssOutput {
             policies,
             failures: 0,
-        }
+        };
+        Report::new(CrossRssParams::default(), output)
     }
 
     #[test]
