@@ -19,6 +19,7 @@ macro_rules! value_enum {
     };
 }
 
+pub mod apps;
 pub mod cpus;
 pub mod crossrss;
 mod datapath;

@@ -14,6 +14,29 @@ pub fn pin_current_thread(cpu: usize) -> Result<(), HostError> {
     pin_thread(0, cpu)
 }
 
+/// Makes the child of `cmd` run on `cpus` only, from before it executes
+/// (its threads and children inherit the mask), as `taskset -c` does.
+/// CPUs this host lacks are left out; none left leaves the mask as it is.
+pub fn pin_in_child(cmd: &mut std::process::Command, cpus: &[usize]) {
+    use std::os::unix::process::CommandExt;
+    let mut set = nix::sched::CpuSet::new();
+    let mut any = false;
+    for &cpu in cpus {
+        any |= set.set(cpu).is_ok();
+    }
+    if !any {
+        return;
+    }
+    // SAFETY: the closure only calls sched_setaffinity (a system call,
+    // async-signal-safe) on a mask built before the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)
+                .map_err(std::io::Error::from)
+        });
+    }
+}
+
 /// Keeps thread `tid` (0: the calling thread; any task, kernel threads
 /// included, as root) on CPU `cpu` (sched_setaffinity(2)).
 pub fn pin_thread(tid: i32, cpu: usize) -> Result<(), HostError> {
