@@ -53,6 +53,28 @@ impl PinnedCpus {
     }
 }
 
+/// Sets `rps_cpus` of every receive queue of the receiving veth to `cpus`
+/// (empty: RPS off) and its `rps_flow_cnt` to `flow_cnt` (0: RFS off).
+/// Written through the namespace's own sysfs, which shows its devices.
+pub(crate) fn set_rps(lab: &lab::Lab, cpus: &[u32], flow_cnt: u32) -> Result<(), crate::ExpError> {
+    let rcv = lab.receiver();
+    let sysfs = host::sysfs::Sysfs::of(&rcv.netns).map_err(lab::LabError::from)?;
+    let queues = format!("class/net/{}/queues", rcv.dev);
+    let (mask, flow_cnt) = (
+        rss::live::files::format_cpu_mask(cpus),
+        flow_cnt.to_string(),
+    );
+    for queue in sysfs.list(&queues).map_err(lab::LabError::from)? {
+        if queue.starts_with("rx-") {
+            sysfs
+                .write(&format!("{queues}/{queue}/rps_cpus"), &mask)
+                .and_then(|()| sysfs.write(&format!("{queues}/{queue}/rps_flow_cnt"), &flow_cnt))
+                .map_err(lab::LabError::from)?;
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

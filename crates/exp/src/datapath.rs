@@ -7,9 +7,60 @@
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Instant;
 
-use toe::{Endpoint, EndpointConfig, ToeError};
+use serde::Serialize;
+use toe::{Endpoint, EndpointConfig, EngineName, PipelineLayout, ToeError};
 
 use crate::ExpError;
+
+/// Who runs the connection's end under test: Linux TCP or an engine of
+/// the data path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stack {
+    Linux,
+    Toe,
+    Pipeline,
+    Laminar,
+}
+
+impl From<EngineName> for Stack {
+    fn from(e: EngineName) -> Self {
+        match e {
+            EngineName::Toe => Stack::Toe,
+            EngineName::Pipeline => Stack::Pipeline,
+            EngineName::Laminar => Stack::Laminar,
+        }
+    }
+}
+
+impl Stack {
+    pub fn name(self) -> &'static str {
+        match self {
+            Stack::Linux => "linux",
+            Stack::Toe => "toe",
+            Stack::Pipeline => "pipeline",
+            Stack::Laminar => "laminar",
+        }
+    }
+
+    /// The data path's engine (None: Linux).
+    pub(crate) fn engine(self) -> Option<toe::Engine> {
+        match self {
+            Stack::Linux => None,
+            Stack::Toe => Some(toe::Engine::Toe),
+            Stack::Pipeline => Some(toe::Engine::Pipeline(PipelineLayout::default())),
+            Stack::Laminar => Some(toe::Engine::Laminar),
+        }
+    }
+}
+
+/// Engines in a result as their stacks' names (`toe`, `laminar`).
+pub(crate) fn engine_names<S: serde::Serializer>(
+    engines: &[EngineName],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.collect_seq(engines.iter().map(|&e| Stack::from(e).name()))
+}
 
 /// A toe endpoint for `addr` on an AF_XDP port on `host`'s device.
 pub(crate) fn endpoint(

@@ -44,11 +44,12 @@ use stats::Stat;
 use toe::cc::Policy;
 use toe::ooo::OooBound;
 use toe::stages::ConnIdx;
-use toe::{Endpoint, EndpointConfig, EngineName, PipelineLayout, ToeError};
+use toe::{Endpoint, EndpointConfig, EngineName, ToeError};
 use wire::sched::DirectionCounters;
 use wire::{Delay, Impairment, Loss, WireConfig, WireHandle};
 
-use crate::datapath::{endpoint, pattern, toe_addr, toe_err, StreamCheck};
+pub use crate::datapath::Stack;
+use crate::datapath::{endpoint, engine_names, pattern, toe_addr, toe_err, StreamCheck};
 use crate::experiment::{Experiment, Report};
 use crate::{refuse_if, wire_err, ExpError};
 
@@ -222,9 +223,6 @@ impl Serialize for Rate {
 
 /// The engines by their command-line names (`toe::EngineName` is not
 /// serializable itself).
-fn engine_names<S: Serializer>(engines: &[EngineName], s: S) -> Result<S::Ok, S::Error> {
-    s.collect_seq(engines.iter().map(|&e| Stack::from(e).name()))
-}
 
 #[derive(Debug, Clone, Serialize)]
 #[cfg_attr(feature = "clap", derive(clap::Args))]
@@ -588,48 +586,6 @@ impl Setting {
             ..acks
         };
         (data, acks)
-    }
-}
-
-/// Who runs the connection's end under test: Linux TCP or an engine of
-/// the data path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Stack {
-    Linux,
-    Toe,
-    Pipeline,
-    Laminar,
-}
-
-impl From<EngineName> for Stack {
-    fn from(e: EngineName) -> Self {
-        match e {
-            EngineName::Toe => Stack::Toe,
-            EngineName::Pipeline => Stack::Pipeline,
-            EngineName::Laminar => Stack::Laminar,
-        }
-    }
-}
-
-impl Stack {
-    pub fn name(self) -> &'static str {
-        match self {
-            Stack::Linux => "linux",
-            Stack::Toe => "toe",
-            Stack::Pipeline => "pipeline",
-            Stack::Laminar => "laminar",
-        }
-    }
-
-    /// The data path's engine (None: Linux).
-    fn engine(self) -> Option<toe::Engine> {
-        match self {
-            Stack::Linux => None,
-            Stack::Toe => Some(toe::Engine::Toe),
-            Stack::Pipeline => Some(toe::Engine::Pipeline(PipelineLayout::default())),
-            Stack::Laminar => Some(toe::Engine::Laminar),
-        }
     }
 }
 

@@ -28,6 +28,7 @@
 pub mod counters;
 mod text;
 
+use crate::cpus::set_rps;
 use crate::experiment::{Experiment, Report};
 use crate::{check_flows_and_queues, refuse_if};
 use plot::text::Text;
@@ -550,28 +551,6 @@ impl Drop for RfsTable {
             );
         }
     }
-}
-
-/// Sets `rps_cpus` of every receive queue of the receiving veth to `cpus`
-/// (empty: RPS off) and its `rps_flow_cnt` to `flow_cnt` (0: RFS off).
-/// Written through the namespace's own sysfs, which shows its devices.
-fn set_rps(lab: &Lab, cpus: &[u32], flow_cnt: u32) -> Result<(), ExpError> {
-    let rcv = lab.receiver();
-    let sysfs = host::sysfs::Sysfs::of(&rcv.netns).map_err(lab::LabError::from)?;
-    let queues = format!("class/net/{}/queues", rcv.dev);
-    let (mask, flow_cnt) = (
-        rss::live::files::format_cpu_mask(cpus),
-        flow_cnt.to_string(),
-    );
-    for queue in sysfs.list(&queues).map_err(lab::LabError::from)? {
-        if queue.starts_with("rx-") {
-            sysfs
-                .write(&format!("{queues}/{queue}/rps_cpus"), &mask)
-                .and_then(|()| sysfs.write(&format!("{queues}/{queue}/rps_flow_cnt"), &flow_cnt))
-                .map_err(lab::LabError::from)?;
-        }
-    }
-    Ok(())
 }
 
 /// One mode's summary; `None` without samples.

@@ -165,9 +165,127 @@ pub fn exit_code(status: ExitStatus) -> i32 {
         .unwrap_or(1)
 }
 
+/// The children of process `pid` now, in pid order (none once it is
+/// gone). The kernel lists children per thread, under the thread that
+/// started them (proc(5), `/proc/PID/task/TID/children`), so every
+/// thread's list is read; a thread that ended meanwhile has none.
+pub fn children(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    let mut all: Vec<u32> = tasks
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
+        .flat_map(|list| {
+            list.split_whitespace()
+                .filter_map(|pid| pid.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect();
+    all.sort_unstable();
+    all
+}
+
+/// A server program running in the background, ended when dropped as a
+/// service manager ends one: SIGTERM, and after `grace` SIGKILL to it and
+/// its children (a master's workers), so nothing outlives its owner.
+pub struct Daemon {
+    child: std::process::Child,
+    grace: std::time::Duration,
+}
+
+impl Daemon {
+    /// Starts `cmd` (stdin empty). Its stdout and stderr are what `cmd`
+    /// says (inherited unless set).
+    pub fn spawn(cmd: &mut Command) -> Result<Daemon, HostError> {
+        let child = cmd
+            .stdin(Stdio::null())
+            .spawn()
+            .map_err(|e| HostError::io(format!("start {}", describe(cmd)), e))?;
+        Ok(Daemon {
+            child,
+            grace: std::time::Duration::from_secs(5),
+        })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether it has exited, and how.
+    pub fn exited(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// Ends it (SIGTERM, then SIGKILL to it and its children after the
+    /// grace period); how it exited.
+    pub fn stop(mut self) -> Option<ExitStatus> {
+        self.terminate()
+    }
+
+    fn terminate(&mut self) -> Option<ExitStatus> {
+        if let Some(status) = self.exited() {
+            return Some(status);
+        }
+        signal(self.pid(), libc::SIGTERM);
+        let deadline = std::time::Instant::now() + self.grace;
+        while std::time::Instant::now() < deadline {
+            if let Some(status) = self.exited() {
+                return Some(status);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        for pid in children(self.pid()) {
+            signal(pid, libc::SIGKILL);
+        }
+        let _ = self.child.kill();
+        self.child.wait().ok()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.terminate();
+    }
+}
+
+/// Sends `sig` to process `pid`; one already gone is not an error here.
+fn signal(pid: u32, sig: libc::c_int) {
+    // SAFETY: kill(2) has no memory effects; a pid that is gone is ESRCH.
+    unsafe { libc::kill(pid as libc::pid_t, sig) };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_daemon_and_its_children_end_when_it_is_stopped_or_dropped() {
+        // A shell that ignores SIGTERM and has a child: after the grace
+        // period both are killed.
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "trap '' TERM; sleep 30 & wait"]);
+        let mut d = Daemon::spawn(&mut cmd).unwrap();
+        d.grace = std::time::Duration::from_millis(200);
+        let pid = d.pid();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while children(pid).is_empty() {
+            assert!(std::time::Instant::now() < deadline, "sh started no child");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let child = children(pid)[0];
+        let status = d.stop().expect("it was waited for");
+        assert!(!status.success());
+        assert!(children(pid).is_empty());
+        // The killed child is gone (or a zombie of init's for a moment).
+        let state = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
+        assert!(state.is_empty() || state.contains(") Z"), "{state}");
+        // Dropped without stop: ended too.
+        let d = Daemon::spawn(Command::new("sleep").arg("30")).unwrap();
+        let pid = d.pid();
+        drop(d);
+        assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists());
+    }
 
     #[test]
     fn programs_are_found_on_the_path_or_by_their_path() {

@@ -126,6 +126,20 @@ impl CpuTimes {
         Ok(CpuTimes(cpus))
     }
 
+    /// Busy seconds of each CPU since `before` (the counters are in
+    /// USER_HZ ticks, sysconf(_SC_CLK_TCK)); `None` for a CPU whose
+    /// counters did not advance.
+    pub fn busy_seconds_since(&self, before: &CpuTimes) -> Vec<Option<f64>> {
+        // SAFETY: sysconf has no memory effects.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        let hz = if hz > 0 { hz as f64 } else { 100.0 };
+        self.0
+            .iter()
+            .zip(&before.0)
+            .map(|(&(b1, t1), &(b0, t0))| (t1 > t0).then(|| b1.saturating_sub(b0) as f64 / hz))
+            .collect()
+    }
+
     /// Busy share of each CPU since `before`; `None` for a CPU whose
     /// counters did not advance.
     pub fn busy_since(&self, before: &CpuTimes) -> Vec<Option<f64>> {

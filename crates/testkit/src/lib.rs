@@ -360,25 +360,10 @@ pub fn child_of(parent: u32, comm: Option<&str>) -> u32 {
     panic!("process {parent} started no child {}", comm.unwrap_or(""));
 }
 
-/// The children of process `parent` now, in pid order (none once it is
-/// gone). The kernel lists children per thread, under the thread that
-/// started them, so every thread's list is read; a thread that ended
-/// meanwhile has none.
+/// The children of process `parent` now, in pid order
+/// ([`host::command::children`]).
 pub fn children(parent: u32) -> Vec<u32> {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{parent}/task")) else {
-        return Vec::new();
-    };
-    let mut all: Vec<u32> = tasks
-        .flatten()
-        .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
-        .flat_map(|list| {
-            list.split_whitespace()
-                .filter_map(|pid| pid.parse().ok())
-                .collect::<Vec<u32>>()
-        })
-        .collect();
-    all.sort_unstable();
-    all
+    host::command::children(parent)
 }
 
 #[cfg(test)]
