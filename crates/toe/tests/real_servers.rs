@@ -18,9 +18,10 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use host::command::Daemon;
 use lab::Lab;
 use toe::Engine;
 
@@ -33,56 +34,12 @@ testkit::strict_mode_guard!();
 const HTTP_PORT: u16 = 8080;
 const REDIS_PORT: u16 = 6379;
 
-/// A server process, ended (SIGTERM, then SIGKILL to it and its children
-/// after 5 s) when dropped, so a failing test leaves none behind.
-struct Server {
-    child: Child,
-}
-
-impl Server {
-    /// Starts `cmd`, its standard error to `stderr`.
-    fn spawn(mut cmd: Command, stderr: Stdio) -> Server {
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(stderr);
-        Server {
-            child: cmd.spawn().unwrap(),
-        }
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// Ends the server (SIGTERM, as a service manager stops it).
-    fn stop(mut self) {
-        self.terminate();
-    }
-
-    fn terminate(&mut self) {
-        if self.child.try_wait().ok().flatten().is_some() {
-            return;
-        }
-        signal(self.pid(), libc::SIGTERM);
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if self.child.try_wait().ok().flatten().is_some() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        for pid in testkit::children(self.pid()) {
-            signal(pid, libc::SIGKILL);
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.terminate();
-    }
+/// Starts `cmd` as a server, its standard error to `stderr`: ended when
+/// dropped (SIGTERM, then SIGKILL to it and its children after 5 s), so a
+/// failing test leaves none behind.
+fn spawn_server(mut cmd: Command, stderr: Stdio) -> Daemon {
+    cmd.stdout(Stdio::null()).stderr(stderr);
+    Daemon::spawn(&mut cmd).unwrap()
 }
 
 /// Prints the named log files when the test fails (before the scratch
@@ -292,7 +249,7 @@ fn nginx_master_and_workers_serve_files_byte_exactly_and_outlive_a_killed_worker
         // has started): the second listen(), and the processes that accept.
         .env(toe::app::DEBUG_ENV, "1");
     let stderr = std::fs::File::create(dir.join("stderr.log")).unwrap();
-    let server = Server::spawn(cmd, stderr.into());
+    let server = spawn_server(cmd, stderr.into());
     let workers = wait_for_children(server.pid(), 2, &[]);
     let to = SocketAddr::new(toe_addr(&lab), HTTP_PORT);
 
@@ -444,7 +401,7 @@ fn redis_on_the_data_path_reads_back_what_was_set_and_serves_many_clients() {
         .arg("--logfile")
         .arg(dir.join("redis.log"));
     let _logs = LogsOnFailure(vec![dir.join("redis.log")]);
-    let server = Server::spawn(cmd, Stdio::null());
+    let server = spawn_server(cmd, Stdio::null());
     let host = toe_addr(&lab).to_string();
     // Serving once a connection is accepted.
     drop(connect(&lab, SocketAddr::new(toe_addr(&lab), REDIS_PORT)));
