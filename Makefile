@@ -22,11 +22,12 @@ RUST_VERSION := $(shell sed -n 's/^rust-version *= *"\(.*\)"/\1/p' Cargo.toml)
 # addresses, routes, qdiscs and offloads are set over netlink and ioctls); chromium renders the
 # test matrix's report in its browser test; libdpdk-dev is the other side of
 # the DPDK comparison harnesses (bench-dpdk); nginx-light, redis-server,
-# redis-tools (redis-cli, redis-benchmark) and wrk are the real servers and
-# clients run on the toe data path (crates/toe/tests/real_servers.rs).
+# redis-tools (redis-cli, redis-benchmark), wrk and memcached are the real
+# servers and clients run on the toe data path (crates/toe/tests/real_servers.rs,
+# `steer exp apps`).
 APT_PACKAGES := clang llvm libelf-dev zlib1g-dev pkg-config libbpf-dev linux-libc-dev \
                 iperf3 curl python3 iproute2 bpftool chromium libdpdk-dev \
-                nginx-light redis-server redis-tools wrk
+                nginx-light redis-server redis-tools wrk memcached
 
 # The public packet captures some tests and matrix cases replay
 # (docs/traces.md); they are not in the repository. Looked for in
@@ -126,7 +127,7 @@ test: check-root traces build lint
 # that fits `make test`'s 30 minutes runs here; bench-matrix-full runs all
 # (the criterion and DPDK cases build their benchmarks: minutes each).
 BENCH_CI_DB := target/bench-ci/bench.sqlite
-BENCH_CI_FILTER := demo/flows=1/*,demo/flows=10/*,demo/flows=16/*,xdp-overhead/*,lb-sim/*,lb-sim-order/*,srpic/*,lb-live,toe*,ooo,loss,binder-connect
+BENCH_CI_FILTER := demo/flows=1/*,demo/flows=10/*,demo/flows=16/*,xdp-overhead/*,lb-sim/*,lb-sim-order/*,srpic/*,lb-live,toe*,ooo,loss,binder-connect,apps
 bench-matrix: check-root traces build
 	mkdir -p target/bench-ci
 	$(STEER) bench run --quick --filter '$(BENCH_CI_FILTER)' --db $(BENCH_CI_DB)

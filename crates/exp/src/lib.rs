@@ -91,6 +91,10 @@ pub(crate) fn check_flows_and_queues(flows: u32, queues: u32) -> Result<(), ExpE
     refuse_if(queues == 0 || queues > 256, "--queues must be 1..=256")
 }
 
+// The unit tests that run real servers are ignored outside `make test`.
+#[cfg(test)]
+testkit::strict_mode_guard!();
+
 /// Parameters `P` as the command line parses `argv` (flags only).
 #[cfg(all(test, feature = "clap"))]
 pub(crate) fn parse_params<P: clap::Args>(argv: &[&str]) -> Result<P, clap::Error> {

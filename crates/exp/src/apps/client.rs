@@ -48,6 +48,16 @@ impl Verification {
         self.checked > 0 && self.wrong == 0
     }
 
+    /// Adds the counts of another check (its first difference only if
+    /// this one has none yet).
+    pub fn absorb(&mut self, more: Verification) {
+        self.checked += more.checked;
+        self.wrong += more.wrong;
+        if self.first_wrong.is_none() {
+            self.first_wrong = more.first_wrong;
+        }
+    }
+
     /// Counts one item: `Ok` when it matched, `Err(why)` when not.
     pub fn record(&mut self, item: Result<(), String>) {
         self.checked += 1;
@@ -72,7 +82,21 @@ mod tests {
         v.record(Err("second".into()));
         assert!(!v.passed());
         assert_eq!((v.checked, v.wrong), (3, 2));
-        assert_eq!(v.first_wrong.as_deref(), Some("GET /a: 3 bytes, the file has 4"));
+        assert_eq!(
+            v.first_wrong.as_deref(),
+            Some("GET /a: 3 bytes, the file has 4")
+        );
+        let mut sum = Verification::default();
+        sum.absorb(Verification {
+            checked: 1,
+            ..Verification::default()
+        });
+        sum.absorb(v);
+        assert_eq!((sum.checked, sum.wrong), (4, 2));
+        assert_eq!(
+            sum.first_wrong.as_deref(),
+            Some("GET /a: 3 bytes, the file has 4")
+        );
     }
 
     #[test]
@@ -86,6 +110,13 @@ mod tests {
             p999_us: None,
         };
         assert_eq!(run.rate(), None);
-        assert_eq!(ClientRun { seconds: 2.0, ..run }.rate(), Some(5.0));
+        assert_eq!(
+            ClientRun {
+                seconds: 2.0,
+                ..run
+            }
+            .rate(),
+            Some(5.0)
+        );
     }
 }

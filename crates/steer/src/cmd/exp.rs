@@ -10,6 +10,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
+use exp::apps::{AppsExperiment, AppsParams};
 use exp::crossrss::CrossRssExperiment;
 use exp::experiment::{Experiment, Report};
 use exp::loss::{LossExperiment, LossParams};
@@ -80,8 +81,26 @@ pub enum ExpCommand {
     /// beside them (at the first --rtt and --rate).
     ///
     /// Example: sudo steer exp loss --quick --svg loss.svg
+    ///
     /// Example: sudo steer exp loss --loss 1 --rtt 2 --rate 1gbit --engine toe --direction receive --cc bbr
     Loss(ExpArgs<LossParams>),
+    /// Real servers, unmodified, on Linux TCP and on each engine of the
+    /// data path: nginx with wrk, redis with redis-benchmark, memcached
+    /// (multi-threaded) with Steer's client; throughput, p50/p99/p99.9,
+    /// errors, contents verified and CPU time per request on each side
+    /// (needs root, nginx, redis, memcached, wrk).
+    ///
+    /// The server side (the server and its TCP: Linux's receive
+    /// processing steered there by RPS, or the data path's thread) runs on
+    /// --server-cpus, the clients on --client-cpus, the same for every
+    /// stack; the stacks take turns, the order alternating per repetition.
+    /// --svg draws each engine's throughput and p99 against Linux's per
+    /// cell.
+    ///
+    /// Example: sudo steer exp apps --quick --svg apps.svg
+    ///
+    /// Example: sudo steer exp apps --workload nginx-small --engine toe --seconds 20
+    Apps(ExpArgs<AppsParams>),
 }
 
 pub fn run(cmd: ExpCommand, json: bool) -> anyhow::Result<i32> {
@@ -92,6 +111,7 @@ pub fn run(cmd: ExpCommand, json: bool) -> anyhow::Result<i32> {
         ExpCommand::Toe(args) => run_experiment::<ToeExperiment>(args, json),
         ExpCommand::Ooo(args) => run_experiment::<OooExperiment>(args, json),
         ExpCommand::Loss(args) => run_experiment::<LossExperiment>(args, json),
+        ExpCommand::Apps(args) => run_experiment::<AppsExperiment>(args, json),
     }
 }
 
