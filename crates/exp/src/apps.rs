@@ -249,17 +249,7 @@ impl Experiment for AppsExperiment {
     type Params = AppsParams;
     type Output = AppsOutput;
 
-    fn quick(params: AppsParams) -> AppsParams {
-        params.quick()
-    }
-
-    fn check(params: &AppsParams) -> Result<(), ExpError> {
-        params.check()
-    }
-
-    fn progress_header(params: &AppsParams) -> String {
-        params.progress_header()
-    }
+    params_do_the_sizing!();
 
     fn run(params: &AppsParams, progress: &mut dyn FnMut(String)) -> Result<AppsOutput, ExpError> {
         run(params, progress)

@@ -280,17 +280,7 @@ impl Experiment for CrossRssExperiment {
     type Params = CrossRssParams;
     type Output = CrossRssOutput;
 
-    fn quick(params: CrossRssParams) -> CrossRssParams {
-        params.quick()
-    }
-
-    fn check(params: &CrossRssParams) -> Result<(), ExpError> {
-        params.check()
-    }
-
-    fn progress_header(params: &CrossRssParams) -> String {
-        params.progress_header()
-    }
+    params_do_the_sizing!();
 
     fn run(
         params: &CrossRssParams,

@@ -234,17 +234,7 @@ impl Experiment for DemoExperiment {
     type Params = DemoParams;
     type Output = DemoOutput;
 
-    fn quick(params: DemoParams) -> DemoParams {
-        params.quick()
-    }
-
-    fn check(params: &DemoParams) -> Result<(), ExpError> {
-        params.check()
-    }
-
-    fn progress_header(params: &DemoParams) -> String {
-        params.progress_header()
-    }
+    params_do_the_sizing!();
 
     fn run(params: &DemoParams, progress: &mut dyn FnMut(String)) -> Result<DemoOutput, ExpError> {
         run(params, |way, rep| progress(rep.progress_line(way)))

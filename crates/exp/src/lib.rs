@@ -19,6 +19,25 @@ macro_rules! value_enum {
     };
 }
 
+/// The three methods of an [`experiment::Experiment`] that hand the work
+/// to its parameters' own `quick`, `check` and `progress_header`, as every
+/// experiment's do.
+macro_rules! params_do_the_sizing {
+    () => {
+        fn quick(params: Self::Params) -> Self::Params {
+            params.quick()
+        }
+
+        fn check(params: &Self::Params) -> Result<(), crate::ExpError> {
+            params.check()
+        }
+
+        fn progress_header(params: &Self::Params) -> String {
+            params.progress_header()
+        }
+    };
+}
+
 pub mod apps;
 pub mod cpus;
 pub mod crossrss;

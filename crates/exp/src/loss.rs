@@ -716,17 +716,7 @@ impl Experiment for LossExperiment {
     type Params = LossParams;
     type Output = LossOutput;
 
-    fn quick(params: LossParams) -> LossParams {
-        params.quick()
-    }
-
-    fn check(params: &LossParams) -> Result<(), ExpError> {
-        params.check()
-    }
-
-    fn progress_header(params: &LossParams) -> String {
-        params.progress_header()
-    }
+    params_do_the_sizing!();
 
     fn run(params: &LossParams, progress: &mut dyn FnMut(String)) -> Result<LossOutput, ExpError> {
         run(params, |s| progress(s.progress_line()))

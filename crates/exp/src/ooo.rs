@@ -579,17 +579,7 @@ impl Experiment for OooExperiment {
     type Params = OooParams;
     type Output = OooOutput;
 
-    fn quick(params: OooParams) -> OooParams {
-        params.quick()
-    }
-
-    fn check(params: &OooParams) -> Result<(), ExpError> {
-        params.check()
-    }
-
-    fn progress_header(params: &OooParams) -> String {
-        params.progress_header()
-    }
+    params_do_the_sizing!();
 
     fn run(params: &OooParams, progress: &mut dyn FnMut(String)) -> Result<OooOutput, ExpError> {
         run(params, |c| progress(c.progress_line()))

@@ -192,17 +192,7 @@ impl Experiment for ToeExperiment {
     type Params = ToeParams;
     type Output = ToeOutput;
 
-    fn quick(params: ToeParams) -> ToeParams {
-        params.quick()
-    }
-
-    fn check(params: &ToeParams) -> Result<(), ExpError> {
-        params.check()
-    }
-
-    fn progress_header(params: &ToeParams) -> String {
-        params.progress_header()
-    }
+    params_do_the_sizing!();
 
     fn run(params: &ToeParams, progress: &mut dyn FnMut(String)) -> Result<ToeOutput, ExpError> {
         run(params, |p| progress(p.progress_line()))

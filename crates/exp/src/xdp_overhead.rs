@@ -273,17 +273,7 @@ impl Experiment for XdpOverheadExperiment {
     type Params = XdpOverheadParams;
     type Output = XdpOverheadOutput;
 
-    fn quick(params: XdpOverheadParams) -> XdpOverheadParams {
-        params.quick()
-    }
-
-    fn check(params: &XdpOverheadParams) -> Result<(), ExpError> {
-        params.check()
-    }
-
-    fn progress_header(params: &XdpOverheadParams) -> String {
-        params.progress_header()
-    }
+    params_do_the_sizing!();
 
     fn run(
         params: &XdpOverheadParams,

@@ -289,17 +289,7 @@ impl Experiment for SrpicExperiment {
     type Params = SrpicParams;
     type Output = SrpicOutput;
 
-    fn quick(params: SrpicParams) -> SrpicParams {
-        params.quick()
-    }
-
-    fn check(params: &SrpicParams) -> Result<(), ExpError> {
-        params.check()
-    }
-
-    fn progress_header(params: &SrpicParams) -> String {
-        params.progress_header()
-    }
+    params_do_the_sizing!();
 
     fn run(
         params: &SrpicParams,

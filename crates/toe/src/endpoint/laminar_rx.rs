@@ -418,6 +418,16 @@ mod tests {
                 self.engine.rx_next_seq(CONN).unwrap()
             }
 
+            /// Everything up to `end` is in order, every byte as sent,
+            /// and the store holds nothing.
+            fn assert_whole(&self, end: u32) {
+                assert_eq!(self.ready(), end);
+                for q in FIRST..end {
+                    assert_eq!(self.buf[(q - FIRST) as usize], byte(q), "byte {q}");
+                }
+                assert!(self.store.is_idle());
+            }
+
             /// One segment in; the ACKs that leave, with their blocks.
             fn receive(&mut self, s: &TcpSegment) -> Vec<(u32, SackBlocks)> {
                 self.receive_batch(std::slice::from_ref(s))
@@ -543,11 +553,7 @@ mod tests {
                 tx.take(acks);
             }
             assert_eq!(tx.una, end, "the stream did not complete");
-            assert_eq!(rx.ready(), end);
-            for q in FIRST..end {
-                assert_eq!(rx.buf[(q - FIRST) as usize], byte(q), "byte {q}");
-            }
-            assert!(rx.store.is_idle());
+            rx.assert_whole(end);
         }
 
         proptest! {
@@ -592,11 +598,7 @@ mod tests {
                 tx.take(rx.receive_batch(&segs));
                 assert!(tx.una > before, "no progress at {before}");
             }
-            assert_eq!(rx.ready(), end);
-            for q in FIRST..end {
-                assert_eq!(rx.buf[(q - FIRST) as usize], byte(q), "byte {q}");
-            }
-            assert!(rx.store.is_idle());
+            rx.assert_whole(end);
         }
 
         proptest! {
