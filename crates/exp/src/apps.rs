@@ -37,9 +37,9 @@ use plot::text::Text;
 use serde::Serialize;
 use stats::Stat;
 use toe::app::Service;
-use toe::{EndpointConfig, EngineName};
+use toe::EndpointConfig;
 
-use crate::datapath::{endpoint, engine_names, toe_addr, toe_err, Stack};
+use crate::datapath::{endpoint, toe_addr, toe_err, Engines, Stack};
 use crate::experiment::{Experiment, Report};
 use crate::{refuse_if, ExpError};
 use client::{ClientRun, Verification};
@@ -125,18 +125,9 @@ pub struct AppsParams {
         )
     )]
     pub workload: Vec<Workload>,
-    /// Data path engines, comma-separated (each beside Linux).
-    #[cfg_attr(
-        feature = "clap",
-        arg(
-            long,
-            value_enum,
-            value_delimiter = ',',
-            default_value = "toe,pipeline,laminar"
-        )
-    )]
-    #[serde(serialize_with = "engine_names")]
-    pub engine: Vec<EngineName>,
+    #[cfg_attr(feature = "clap", command(flatten))]
+    #[serde(flatten)]
+    pub engines: Engines,
     /// Seconds of load per run (wrk and memcached; redis-benchmark sends
     /// --redis-requests).
     #[cfg_attr(feature = "clap", arg(long, default_value_t = 10.0))]
@@ -172,7 +163,7 @@ impl Default for AppsParams {
     fn default() -> Self {
         AppsParams {
             workload: Workload::ALL.to_vec(),
-            engine: vec![EngineName::Toe, EngineName::Pipeline, EngineName::Laminar],
+            engines: Engines::default(),
             seconds: 10.0,
             redis_requests: 200_000,
             connections: 32,
@@ -199,6 +190,10 @@ impl AppsParams {
     pub fn check(&self) -> Result<(), ExpError> {
         refuse_if(self.workload.is_empty(), "--workload: name at least one")?;
         refuse_if(
+            crate::repeats(&self.workload) || crate::repeats(&self.engines.engine),
+            "--workload and --engine: name each once",
+        )?;
+        refuse_if(
             !(self.seconds >= 1.0 && self.seconds <= 600.0),
             "--seconds must be 1..=600",
         )?;
@@ -223,16 +218,9 @@ impl AppsParams {
         )
     }
 
-    /// Linux, then each engine, each once.
+    /// Linux, then each engine.
     pub fn stacks(&self) -> Vec<Stack> {
-        let mut out = vec![Stack::Linux];
-        for &e in &self.engine {
-            let s = Stack::from(e);
-            if !out.contains(&s) {
-                out.push(s);
-            }
-        }
-        out
+        self.engines.stacks()
     }
 }
 

@@ -62,6 +62,49 @@ pub(crate) fn engine_names<S: serde::Serializer>(
     s.collect_seq(engines.iter().map(|&e| Stack::from(e).name()))
 }
 
+/// The data path's engines a run compares with Linux (`--engine`),
+/// defined once for every experiment that has the flag.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct Engines {
+    /// Data path engines, comma-separated (each beside Linux).
+    #[cfg_attr(
+        feature = "clap",
+        arg(
+            long,
+            value_enum,
+            value_delimiter = ',',
+            default_value = "toe,pipeline,laminar"
+        )
+    )]
+    #[serde(serialize_with = "engine_names")]
+    pub engine: Vec<EngineName>,
+}
+
+impl Default for Engines {
+    fn default() -> Self {
+        Engines {
+            engine: vec![EngineName::Toe, EngineName::Pipeline, EngineName::Laminar],
+        }
+    }
+}
+
+impl Engines {
+    /// These engines only.
+    pub fn of(engine: &[EngineName]) -> Self {
+        Engines {
+            engine: engine.to_vec(),
+        }
+    }
+
+    /// Linux, then each engine.
+    pub fn stacks(&self) -> Vec<Stack> {
+        std::iter::once(Stack::Linux)
+            .chain(self.engine.iter().map(|&e| Stack::from(e)))
+            .collect()
+    }
+}
+
 /// A toe endpoint for `addr` on an AF_XDP port on `host`'s device.
 pub(crate) fn endpoint(
     host: &lab::Host,

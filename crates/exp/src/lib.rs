@@ -93,6 +93,15 @@ pub(crate) fn refuse_if(bad: bool, message: &str) -> Result<(), ExpError> {
     }
 }
 
+/// True when some value of `values` stands there twice (a flag that
+/// names a value twice would run it twice).
+pub(crate) fn repeats<T: PartialEq>(values: &[T]) -> bool {
+    values
+        .iter()
+        .enumerate()
+        .any(|(i, v)| values[..i].contains(v))
+}
+
 /// A failure of the lab's wire (its forwarder could not start or stop)
 /// as the experiment's.
 pub(crate) fn wire_err(e: wire::WireError) -> ExpError {

@@ -49,7 +49,7 @@ use wire::sched::DirectionCounters;
 use wire::{Delay, Impairment, Loss, WireConfig, WireHandle};
 
 pub use crate::datapath::Stack;
-use crate::datapath::{endpoint, engine_names, pattern, toe_addr, toe_err, StreamCheck};
+use crate::datapath::{endpoint, pattern, toe_addr, toe_err, Engines, StreamCheck};
 use crate::experiment::{Experiment, Report};
 use crate::{refuse_if, wire_err, ExpError};
 
@@ -272,18 +272,9 @@ pub struct LossParams {
         )
     )]
     pub rate: Vec<Rate>,
-    /// Data path engines, comma-separated (each beside Linux).
-    #[cfg_attr(
-        feature = "clap",
-        arg(
-            long,
-            value_enum,
-            value_delimiter = ',',
-            default_value = "toe,pipeline,laminar"
-        )
-    )]
-    #[serde(serialize_with = "engine_names")]
-    pub engine: Vec<EngineName>,
+    #[cfg_attr(feature = "clap", command(flatten))]
+    #[serde(flatten)]
+    pub engines: Engines,
     /// Directions, comma-separated.
     #[cfg_attr(
         feature = "clap",
@@ -341,7 +332,7 @@ impl Default for LossParams {
             model: LossModel::ALL.to_vec(),
             rtt: vec![0.2, 2.0, 20.0],
             rate: vec![Rate(1_000_000_000), Rate(0)],
-            engine: vec![EngineName::Toe, EngineName::Pipeline, EngineName::Laminar],
+            engines: Engines::default(),
             direction: Direction::ALL.to_vec(),
             cc: SenderCc::ALL.to_vec(),
             ooo_bound: OooBound::default(),
@@ -363,7 +354,7 @@ impl LossParams {
         self.model = vec![LossModel::Uniform];
         self.rtt = vec![2.0];
         self.rate = vec![Rate(1_000_000_000)];
-        self.engine = vec![EngineName::default()];
+        self.engines = Engines::of(&[EngineName::default()]);
         self.direction = Direction::ALL.to_vec();
         self.cc = vec![SenderCc::Reno];
         self.seconds = 3.0;
@@ -389,7 +380,10 @@ impl LossParams {
             self.rate.iter().any(|r| r.0 != 0 && r.0 < 1_000_000),
             "--rate must be at least 1mbit (or unlimited)",
         )?;
-        refuse_if(self.engine.is_empty(), "--engine needs at least one engine")?;
+        refuse_if(
+            self.engines.engine.is_empty(),
+            "--engine needs at least one engine",
+        )?;
         refuse_if(
             self.direction.is_empty(),
             "--direction needs at least one direction",
@@ -404,7 +398,7 @@ impl LossParams {
         )?;
         refuse_if(self.repetitions == 0, "--repetitions must be at least 1")?;
         refuse_if(
-            self.engine.contains(&EngineName::Laminar)
+            self.engines.engine.contains(&EngineName::Laminar)
                 && self.ooo_bound == OooBound::Intervals(0),
             "--ooo-bound 0 with the Laminar engine: its program always keeps one interval (1 is the thesis's receiver)",
         )?;
@@ -427,7 +421,8 @@ impl LossParams {
             ("--rate", self.rate.iter().map(|r| r.to_string()).collect()),
             (
                 "--engine",
-                self.engine
+                self.engines
+                    .engine
                     .iter()
                     .map(|&e| Stack::from(e).name().into())
                     .collect(),
@@ -484,9 +479,7 @@ impl LossParams {
     /// then each engine.
     pub fn transfers(&self) -> Vec<Transfer> {
         let mut out = Vec::new();
-        let stacks: Vec<Stack> = std::iter::once(Stack::Linux)
-            .chain(self.engine.iter().map(|&e| Stack::from(e)))
-            .collect();
+        let stacks = self.engines.stacks();
         for &direction in &self.direction {
             let ccs = match direction {
                 Direction::Receive => self.cc.clone(),

@@ -57,6 +57,7 @@ const COMMANDS: &[(&str, Json)] = &[
     ("exp toe", Json::Root),
     ("exp ooo", Json::Root),
     ("exp loss", Json::Root),
+    ("exp apps", Json::Root),
     ("rmt example table-5.1", Json::Plain),
     ("rmt report", Json::Plain),
     ("bench run", Json::Plain),
@@ -120,21 +121,34 @@ fn subcommands(help: &str) -> Vec<String> {
 }
 
 /// Every entry of the `Options:` and `Arguments:` sections of a short
-/// (`-h`) help, split into its spelling and its description.
+/// (`-h`) help, split into its spelling and its description. clap puts
+/// every description on the line below its spelling, indented deeper,
+/// when one of them would wrap beside it.
 fn entries(help: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
+    let mut out: Vec<(String, String)> = Vec::new();
     let mut inside = false;
+    let mut spelling_indent = None;
     for line in help.lines() {
         if !line.starts_with(' ') {
             inside = matches!(line.trim_end(), "Options:" | "Arguments:");
+            spelling_indent = None;
             continue;
         }
         if !inside || line.trim().is_empty() {
             continue;
         }
+        let indent = line.len() - line.trim_start().len();
         let entry = line.trim_start();
-        let (spelling, description) = entry.split_once("  ").unwrap_or((entry, ""));
-        out.push((spelling.to_string(), description.trim().to_string()));
+        match (spelling_indent, out.last_mut()) {
+            (Some(first), Some(last)) if indent > first + 2 && last.1.is_empty() => {
+                last.1 = entry.trim().to_string();
+            }
+            _ => {
+                spelling_indent.get_or_insert(indent);
+                let (spelling, description) = entry.split_once("  ").unwrap_or((entry, ""));
+                out.push((spelling.to_string(), description.trim().to_string()));
+            }
+        }
     }
     out
 }
@@ -713,6 +727,21 @@ fn json_as_root_in_labs() {
     );
     assert_eq!(v["byte_exact"], true, "{v}");
     assert_eq!(v["cells"][0]["id"], "send,reno,1%,2ms,1gbit,toe", "{v}");
+    let v = c.json(
+        "exp apps",
+        &[
+            "--workload",
+            "memcached",
+            "--engine",
+            "toe",
+            "--seconds",
+            "1",
+            "--repetitions",
+            "1",
+        ],
+    );
+    assert_eq!(v["verified"], true, "{v}");
+    assert_eq!(v["cells"][1]["id"], "memcached,toe", "{v}");
 
     c.all_of(Json::Root);
 }

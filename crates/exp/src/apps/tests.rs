@@ -2,6 +2,7 @@
 
 use super::*;
 use plot::text::Present;
+use toe::EngineName;
 
 fn run_of(rate: f64, p99: Option<f64>) -> ClientRun {
     ClientRun {
@@ -39,7 +40,7 @@ fn sample(stack: Stack, cell: &str, rate: f64, p99: Option<f64>) -> Sample {
 fn params() -> AppsParams {
     AppsParams {
         workload: vec![Workload::NginxSmall],
-        engine: vec![EngineName::Toe],
+        engines: Engines::of(&[EngineName::Toe]),
         ..AppsParams::default()
     }
 }
@@ -157,9 +158,13 @@ fn parameters_are_checked_and_quick_is_small() {
     assert!(bad(|p| p.connections = 2).contains("--connections"));
     assert!(bad(|p| p.client_cpus = vec![1]).contains("share a CPU"));
     assert!(bad(|p| p.server_cpus.clear()).contains("--server-cpus"));
-    // Engines named twice run once; Linux always runs first.
+    assert!(
+        bad(|p| p.engines = Engines::of(&[EngineName::Toe, EngineName::Toe])).contains("each once")
+    );
+    assert!(bad(|p| p.workload = vec![Workload::Redis, Workload::Redis]).contains("each once"));
+    // Linux always runs first.
     let p = AppsParams {
-        engine: vec![EngineName::Laminar, EngineName::Laminar],
+        engines: Engines::of(&[EngineName::Laminar]),
         ..AppsParams::default()
     };
     assert_eq!(p.stacks(), vec![Stack::Linux, Stack::Laminar]);

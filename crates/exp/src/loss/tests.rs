@@ -89,7 +89,7 @@ fn the_command_line_defaults_are_the_library_defaults_and_choose_subsets() {
     assert_eq!(p.loss, vec![Percent(1.0), Percent(0.1)]);
     assert_eq!(p.model, vec![LossModel::Bursty]);
     assert_eq!(p.rate, vec![Rate(0)]);
-    assert_eq!(p.engine, vec![EngineName::Laminar]);
+    assert_eq!(p.engines.engine, vec![EngineName::Laminar]);
     assert_eq!(p.direction, vec![Direction::Send]);
     assert_eq!(p.cc, vec![SenderCc::Bbr, SenderCc::Cubic]);
     assert!(p.check().is_ok());
@@ -131,11 +131,11 @@ fn bad_parameters_are_refused() {
             ..ok.clone()
         },
         LossParams {
-            engine: vec![],
+            engines: Engines::of(&[]),
             ..ok.clone()
         },
         LossParams {
-            engine: vec![EngineName::Toe, EngineName::Toe],
+            engines: Engines::of(&[EngineName::Toe, EngineName::Toe]),
             ..ok.clone()
         },
         LossParams {
