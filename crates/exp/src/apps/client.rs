@@ -2,6 +2,10 @@
 //! the memcached client), and what a content check found: the shapes the
 //! apps experiment summarizes.
 
+use std::io::{self, ErrorKind};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
 use serde::Serialize;
 
 /// One run of a load generator, from the client's side.
@@ -66,6 +70,43 @@ impl Verification {
             self.first_wrong.get_or_insert(why);
         }
     }
+}
+
+/// How long a client waits for a server that is starting to listen.
+pub(crate) const CONNECT_PATIENCE: Duration = Duration::from_secs(10);
+
+/// Connects to `addr` (TCP_NODELAY), retrying for `patience` while it is
+/// refused. A loopback connect to a port nobody listens on can pick that
+/// very port as its source and connect to itself: that is refused too.
+pub(crate) fn connect_when_listening(
+    addr: SocketAddr,
+    patience: Duration,
+) -> io::Result<TcpStream> {
+    let deadline = Instant::now() + patience;
+    loop {
+        let stream = TcpStream::connect_timeout(&addr, patience).and_then(|s| {
+            if s.local_addr()? == s.peer_addr()? {
+                return Err(io::Error::from(ErrorKind::ConnectionRefused));
+            }
+            s.set_nodelay(true)?;
+            Ok(s)
+        });
+        match stream {
+            Err(e) if e.kind() == ErrorKind::ConnectionRefused && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// The first offset where `a` and `b` differ (the shorter one's length
+/// when one is a prefix of the other); None when they are equal.
+pub(crate) fn first_difference(a: &[u8], b: &[u8]) -> Option<usize> {
+    a.iter()
+        .zip(b)
+        .position(|(x, y)| x != y)
+        .or_else(|| (a.len() != b.len()).then(|| a.len().min(b.len())))
 }
 
 #[cfg(test)]

@@ -8,11 +8,13 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::client::{ClientRun, Verification};
+use super::client::{
+    connect_when_listening, first_difference, ClientRun, Verification, CONNECT_PATIENCE,
+};
 use crate::{refuse_if, ExpError};
 
 /// What starts the script's line among wrk's own report (also on stdout).
@@ -169,8 +171,6 @@ pub(crate) fn wrk(
 }
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long a refused connection is retried: the server may still start.
-const CONNECT_PATIENCE: Duration = Duration::from_secs(10);
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longer status or header lines, or more header lines, are no reply
 /// from the servers checked here.
@@ -241,21 +241,12 @@ fn check_files(
 
 /// Connects to `addr`, retrying for `patience` while it is refused.
 fn connect_retrying(addr: SocketAddr, patience: Duration) -> Result<Connection, ExpError> {
-    let deadline = Instant::now() + patience;
-    loop {
-        match Connection::open(addr) {
-            Ok(conn) => return Ok(conn),
-            Err(e) if e.kind() == ErrorKind::ConnectionRefused && Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            Err(e) => {
-                return Err(ExpError::Program {
-                    program: "the HTTP content check".into(),
-                    detail: format!("connect to {addr}: {e}"),
-                })
-            }
-        }
-    }
+    connect_when_listening(addr, patience)
+        .and_then(Connection::over)
+        .map_err(|e| ExpError::Program {
+            program: "the HTTP content check".into(),
+            detail: format!("connect to {addr}: {e}"),
+        })
 }
 
 /// Whether a reply matched: status 200 and the file's bytes.
@@ -275,20 +266,15 @@ fn compare(path: &str, want: &[u8], got: &Reply) -> Result<(), String> {
     }
 }
 
-/// The first offset where `a` and `b` differ (the shorter one's length
-/// when one is a prefix of the other); None when equal.
-fn first_difference(a: &[u8], b: &[u8]) -> Option<usize> {
-    a.iter()
-        .zip(b)
-        .position(|(x, y)| x != y)
-        .or_else(|| (a.len() != b.len()).then(|| a.len().min(b.len())))
-}
-
 struct Connection(BufReader<TcpStream>);
 
 impl Connection {
     fn open(addr: SocketAddr) -> io::Result<Connection> {
-        let stream = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT)?;
+        Connection::over(TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT)?)
+    }
+
+    /// A connection over `stream`, with the check's timeouts.
+    fn over(stream: TcpStream) -> io::Result<Connection> {
         stream.set_read_timeout(Some(READ_TIMEOUT))?;
         stream.set_write_timeout(Some(READ_TIMEOUT))?;
         stream.set_nodelay(true)?;
@@ -410,8 +396,8 @@ mod tests {
     use std::io::Cursor;
     use std::net::TcpListener;
     use std::process::Child;
+    use std::time::Instant;
 
-    // The crate's one ignored test is here, so the guard is too.
     /// wrk's own report, which the summary line comes among.
     const REPORT: &str = "Running 1s test @ http://127.0.0.1:8080/
   1 threads and 4 connections

@@ -16,8 +16,8 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::client::{connect_when_listening, first_difference, CONNECT_PATIENCE};
 use super::client::{ClientRun, Verification};
-use super::redis::{connect_when_listening, first_difference, CONNECT_PATIENCE};
 use crate::{refuse_if, ExpError};
 
 /// Longer reply lines are no reply: a VALUE line is at most a 250-byte

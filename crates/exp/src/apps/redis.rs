@@ -14,12 +14,13 @@ use std::process::{Command, Output, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::client::{ClientRun, Verification};
+use super::client::{
+    connect_when_listening, first_difference, ClientRun, Verification, CONNECT_PATIENCE,
+};
 use crate::{refuse_if, ExpError};
 
 const BENCHMARK: &str = "redis-benchmark";
 /// How long a refused connection is retried: the server may still start.
-pub(crate) const CONNECT_PATIENCE: Duration = Duration::from_secs(10);
 const IO_TIMEOUT: Duration = Duration::from_secs(10);
 /// The keys the content check writes, then deletes.
 const VERIFY_PREFIX: &str = "steer:verify:";
@@ -273,31 +274,6 @@ fn drain(pipe: Option<impl Read + Send + 'static>) -> JoinHandle<Vec<u8>> {
     })
 }
 
-/// Connects to `addr` (TCP_NODELAY), retrying for `patience` while it is
-/// refused. A loopback connect to a port nobody listens on can pick that
-/// very port as its source and connect to itself: that is refused too.
-pub(crate) fn connect_when_listening(
-    addr: SocketAddr,
-    patience: Duration,
-) -> io::Result<TcpStream> {
-    let deadline = Instant::now() + patience;
-    loop {
-        let stream = TcpStream::connect_timeout(&addr, patience).and_then(|s| {
-            if s.local_addr()? == s.peer_addr()? {
-                return Err(io::Error::from(ErrorKind::ConnectionRefused));
-            }
-            s.set_nodelay(true)?;
-            Ok(s)
-        });
-        match stream {
-            Err(e) if e.kind() == ErrorKind::ConnectionRefused && Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            other => return other,
-        }
-    }
-}
-
 /// Writes `keys` values of varied length and bytes (line ends, NULs, a
 /// null-bulk header, one of 1 MiB) to the server at `addr`, from namespace
 /// `netns`, reads each back and deletes them: one item per key. Only a
@@ -399,15 +375,6 @@ fn compare(key: &str, want: &[u8], got: &Reply) -> Result<(), String> {
             want.len()
         )),
     }
-}
-
-/// The first offset where `a` and `b` differ (the shorter one's length
-/// when one is a prefix of the other); None when they are equal.
-pub(crate) fn first_difference(a: &[u8], b: &[u8]) -> Option<usize> {
-    a.iter()
-        .zip(b)
-        .position(|(x, y)| x != y)
-        .or_else(|| (a.len() != b.len()).then(|| a.len().min(b.len())))
 }
 
 /// A RESP2 reply, of the types the check's commands get.
