@@ -369,8 +369,12 @@ fn configs_are_fetched_on_demand_and_refreshed() {
         }
     }
     let fetches = Arc::new(AtomicU32::new(0));
+    // Stale after 1 s: two leases back to back stay well inside it even
+    // on a loaded host (50 ms did not: a CI run's first two leases were
+    // 50 ms apart and the second fetched again).
+    let stale_after = Duration::from_secs(1);
     let a = Allocator::new("/proc", Duration::from_secs(60))
-        .with_config_source(Box::new(Source(fetches.clone())), Duration::from_millis(50));
+        .with_config_source(Box::new(Source(fetches.clone())), stale_after);
     let lease = || {
         a.lease(
             L4Proto::Tcp,
@@ -382,7 +386,7 @@ fn configs_are_fetched_on_demand_and_refreshed() {
     lease().unwrap();
     lease().unwrap();
     assert_eq!(fetches.load(Ordering::Relaxed), 1, "cached");
-    std::thread::sleep(Duration::from_millis(60));
+    std::thread::sleep(stale_after + Duration::from_millis(100));
     lease().unwrap();
     assert_eq!(
         fetches.load(Ordering::Relaxed),
