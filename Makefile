@@ -115,9 +115,11 @@ lint: deps toolchain
 # strict run that leaves them out: testkit::strict_mode_guard!); then the
 # test matrix. The tests include building the fuzz targets on stable and
 # running each once on its seeds (crates/steer/tests/fuzz_seeds.rs).
-# Root and the captures are checked before anything is built.
+# Root and the captures are checked before anything is built. Every test
+# binary runs even after one fails (--no-fail-fast), so a run names every
+# failure at once.
 test: check-root traces build lint
-	$(STRICT_TESTS) $(CARGO) test --workspace --release -- --include-ignored
+	$(STRICT_TESTS) $(CARGO) test --workspace --release --no-fail-fast -- --include-ignored
 	$(MAKE) bench-matrix
 
 # The quick subset of the test matrix (docs/bench.md): run it, write the

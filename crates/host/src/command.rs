@@ -277,9 +277,20 @@ mod tests {
         let status = d.stop().expect("it was waited for");
         assert!(!status.success());
         assert!(children(pid).is_empty());
-        // The killed child is gone (or a zombie of init's for a moment).
-        let state = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
-        assert!(state.is_empty() || state.contains(") Z"), "{state}");
+        // The killed child ends (SIGKILL is delivered when it next runs;
+        // it may stay a zombie of init's for a moment).
+        let ended = || {
+            let state = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
+            state.is_empty() || state.contains(") Z")
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !ended() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "child {child} outlived the kill"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         // Dropped without stop: ended too.
         let d = Daemon::spawn(Command::new("sleep").arg("30")).unwrap();
         let pid = d.pid();
