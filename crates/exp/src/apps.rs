@@ -317,8 +317,9 @@ pub struct CpuPlacement {
     pub server_cpus: Vec<usize>,
     pub client_cpus: Vec<usize>,
     /// Whether this process may run on every CPU named (if not, the
-    /// threads ran where the scheduler put them).
-    pub held: bool,
+    /// threads ran where the scheduler put them); null when the affinity
+    /// mask could not be read.
+    pub held: Option<bool>,
 }
 
 /// The data path's counters of one stack's turn.
@@ -624,17 +625,19 @@ fn summarize(
             }
         }
     }
-    let allowed = host::cpu::allowed_cpus().unwrap_or_default();
+    let allowed = host::cpu::allowed_cpus();
     AppsOutput {
         verified: !samples.is_empty() && samples.iter().all(|s| s.verification.passed()),
         errors: samples.iter().map(|s| s.client.errors).sum(),
         server_errors: samples.iter().map(|s| s.server_errors.len()).sum(),
         placement: CpuPlacement {
-            held: params
-                .server_cpus
-                .iter()
-                .chain(&params.client_cpus)
-                .all(|c| allowed.contains(c)),
+            held: allowed.map(|allowed| {
+                params
+                    .server_cpus
+                    .iter()
+                    .chain(&params.client_cpus)
+                    .all(|c| allowed.contains(c))
+            }),
             server_cpus: params.server_cpus.clone(),
             client_cpus: params.client_cpus.clone(),
         },

@@ -96,10 +96,10 @@ impl AppsResult {
              server and the data path's thread), clients on CPUs {:?}{}",
             self.placement.server_cpus,
             self.placement.client_cpus,
-            if self.placement.held {
-                ""
-            } else {
-                " (not all allowed here: threads ran where the scheduler put them)"
+            match self.placement.held {
+                Some(true) => "",
+                Some(false) => " (not all allowed here: threads ran where the scheduler put them)",
+                None => " (the affinity mask could not be read: whether the pins held is unknown)",
             }
         ));
         for s in self.samples.iter().filter(|s| !s.server_errors.is_empty()) {
