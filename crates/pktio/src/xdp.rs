@@ -233,14 +233,13 @@ impl XdpIo {
     }
 }
 
-/// One socket per RX queue, from queue 0 up to the first the device does
-/// not have (binding there fails with EINVAL).
 /// A socket on `queue`. The kernel releases a closed AF_XDP socket's
 /// queue a moment after close(2) returns (the socket is torn down after an
 /// RCU grace period), so a port opened right after another one on the same
-/// device was dropped waits briefly for it instead of failing.
+/// device was dropped waits for it instead of failing: up to 2 s, as on a
+/// loaded 2-CPU machine the release took longer than 500 ms.
 fn open_queue(ifindex: u32, queue: u32, ring: u32, frame_size: u32) -> Result<Xsk, PktIoError> {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
     loop {
         match Xsk::open(ifindex, queue, ring, frame_size) {
             Err(PktIoError::Io { source, .. })
@@ -254,6 +253,8 @@ fn open_queue(ifindex: u32, queue: u32, ring: u32, frame_size: u32) -> Result<Xs
     }
 }
 
+/// One socket per RX queue, from queue 0 up to the first the device does
+/// not have (binding there fails with EINVAL).
 fn open_queues(ifindex: u32, dev: &str, cfg: &PortConfig) -> Result<Vec<Xsk>, PktIoError> {
     let ring = cfg.rx_frames.next_power_of_two();
     let mut socks = Vec::new();

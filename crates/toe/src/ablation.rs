@@ -470,6 +470,7 @@ pub fn run(cfg: AblationConfig) -> AblationResult {
                 remote_win: 1 << 20,
                 ..ProtoState::default()
             }),
+            epoch: 0,
         });
     }
     let n = cfg.connections as usize;

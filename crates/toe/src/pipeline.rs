@@ -140,6 +140,9 @@ pub enum Control {
     Install {
         conn: ConnIdx,
         state: Box<ProtoState>,
+        /// Tells this connection's published state from that of an
+        /// earlier one with the same index ([`Published::epoch`]).
+        epoch: u64,
     },
     /// The application queued `n` bytes (*Win*).
     Queued { conn: ConnIdx, n: u32 },
@@ -211,6 +214,10 @@ pub struct Published {
     /// The loss state's counts for TCP_INFO, in segments: read here with
     /// the rest, as the loss state is the protocol stage's alone.
     pub loss: LossInfo,
+    /// The [`Control::Install`] it follows: the control plane may reuse
+    /// an index before this stage has seen the old connection's removal,
+    /// and must not read the old one's state as the new one's.
+    pub epoch: u64,
 }
 
 /// What the stages did, counted as they do it.
@@ -686,6 +693,8 @@ struct ProtocolStage {
     routes: HashMap<ConnIdx, Route>,
     /// The control plane's limits per connection ([`Control::Limit`]).
     limits: HashMap<ConnIdx, Limits>,
+    /// Each connection's [`Control::Install`] epoch.
+    epochs: HashMap<ConnIdx, u64>,
     outs: Vec<Out<Ticketed<Work>>>,
     out_seq: u64,
     next: usize,
@@ -767,8 +776,9 @@ impl ProtocolStage {
     fn control(&mut self, c: Control) {
         let (conn, removing) = (c.conn(), matches!(c, Control::Remove { .. }));
         match c {
-            Control::Install { conn, state } => {
+            Control::Install { conn, state, epoch } => {
                 self.proto.install(conn, *state);
+                self.epochs.insert(conn, epoch);
                 self.limits.remove(&conn);
                 let pre = self.shared.pre.read().expect("pre table lock");
                 if let Some(r) = pre.route(conn) {
@@ -874,6 +884,7 @@ impl ProtocolStage {
     fn remove(&mut self, conn: ConnIdx) {
         let route = self.routes.remove(&conn);
         self.limits.remove(&conn);
+        self.epochs.remove(&conn);
         self.published
             .lock()
             .expect("published state lock")
@@ -895,6 +906,7 @@ impl ProtocolStage {
             snap: self.proto.snapshot(conn),
             snd_max,
             loss: self.proto.loss_info(conn, mss),
+            epoch: self.epochs.get(&conn).copied().unwrap_or_default(),
         };
         self.published
             .lock()
@@ -1329,6 +1341,7 @@ impl Pipeline {
                 proto: Protocol::default(),
                 routes: HashMap::new(),
                 limits: HashMap::new(),
+                epochs: HashMap::new(),
                 outs: post_outs,
                 out_seq: 0,
                 next: 0,
@@ -1546,6 +1559,7 @@ mod tests {
                 remote_win: 65535,
                 ..ProtoState::default()
             }),
+            epoch: 0,
         });
         p.control(Control::Limit {
             conn: 0,

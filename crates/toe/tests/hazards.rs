@@ -219,6 +219,7 @@ fn run(sequencing: bool, until_done: bool) -> Run {
             remote_win: 1 << 20,
             ..ProtoState::default()
         }),
+        epoch: 0,
     });
     let mut queued = 0u32;
     let mut queue = |n: u32| {

@@ -424,6 +424,115 @@ fn reset_then_serve(lab: &Lab, ep: &mut Endpoint) {
     exchange(lab, ep, PORT + 50, 1 << 20, 1 << 20);
 }
 
+/// A peer aborts after sending: what arrived before its reset stays
+/// readable, then the reset (a kernel socket's order), also when the
+/// endpoint had not read any of it when the reset came.
+fn bytes_before_a_reset_stay_readable(lab: &Lab, ep: &mut Endpoint, port: u16) {
+    const SENT: usize = 8 << 10;
+    ep.listen(port);
+    let to = SocketAddr::new(toe_addr(lab), port);
+    let aborted = host::netns::spawn_in(&lab.sender().netns, move || -> std::io::Result<()> {
+        let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(10))?;
+        s.write_all(&pattern(SENT, 6))?;
+        std::thread::sleep(Duration::from_millis(100));
+        common::linger_zero(&s)
+    })
+    .unwrap();
+    let conn = common::accept(ep, port, LIMIT);
+    let before = ep.counters().resets_received;
+    run_until(ep, "the reset", |ep| ep.counters().resets_received > before);
+    aborted.join().unwrap().unwrap().unwrap();
+    let (mut got, mut buf) = (Vec::new(), vec![0u8; 4096]);
+    loop {
+        match ep.recv(conn, &mut buf) {
+            Ok(n) if n > 0 => got.extend_from_slice(&buf[..n]),
+            Err(ToeError::Reset) => break,
+            other => panic!(
+                "after {} bytes, {other:?} where the reset was due",
+                got.len()
+            ),
+        }
+    }
+    assert!(
+        got == pattern(SENT, 6),
+        "{} bytes, not what was sent",
+        got.len()
+    );
+    ep.close(conn).unwrap();
+}
+
+/// A reset for a connection whose FINs were both acknowledged (a peer
+/// that already closed answers a late segment with one) is ignored (RFC
+/// 1337, F1): the answer the endpoint had not read yet stays readable to
+/// its end of file.
+fn a_reset_after_both_fins_is_ignored(lab: &Lab, ep: &mut Endpoint, server: SocketAddr) {
+    const ANSWER: usize = 4096;
+    let listener =
+        host::netns::run_in(Some(&lab.sender().netns), move || TcpListener::bind(server))
+            .unwrap()
+            .unwrap();
+    let linux = std::thread::spawn(move || -> std::io::Result<usize> {
+        let (mut s, _) = listener.accept()?;
+        let mut got = Vec::new();
+        s.read_to_end(&mut got)?;
+        s.write_all(&pattern(ANSWER, 5))?;
+        Ok(got.len())
+    });
+    let conn = ep.connect(server).unwrap();
+    run_until(ep, "the handshake", |ep| ep.is_established(conn));
+    let answer_end = ep
+        .tcp_info(conn)
+        .unwrap()
+        .rcv_nxt
+        .wrapping_add(ANSWER as u32 + 1);
+    send_all(ep, conn, &pattern(4096, 3), "queue the upload", LIMIT);
+    ep.close(conn).unwrap();
+    let mut last = None;
+    let deadline = Instant::now() + LIMIT;
+    while !last.is_some_and(|i: toe::TcpInfo| i.rcv_nxt == answer_end && i.snd_una == i.snd_nxt) {
+        assert!(
+            Instant::now() < deadline,
+            "both FINs not acknowledged (answer ends at {answer_end}): {last:?} {:?} {:?}",
+            ep.flow_info(conn),
+            ep.counters()
+        );
+        ep.poll().unwrap();
+        ep.wait(Duration::from_micros(100)).unwrap();
+        last = ep.tcp_info(conn);
+    }
+    assert_eq!(linux.join().unwrap().unwrap(), 4096);
+    let (local, remote) = ep.addresses(conn).unwrap();
+    let snd = lab.sender();
+    let route = toe::segment::Route {
+        src_mac: lab::inject::mac_address(&snd.netns, &snd.dev).unwrap(),
+        dst_mac: lab::inject::mac_address(&lab.receiver().netns, &lab.receiver().dev).unwrap(),
+        src: remote.ip(),
+        dst: local.ip(),
+        src_port: remote.port(),
+        dst_port: local.port(),
+    };
+    let header = toe::segment::Header {
+        seq: answer_end,
+        ack: 0,
+        flags: toe::segment::Flags(toe::segment::Flags::RST),
+        window: 0,
+        options: toe::segment::TcpOptions::default(),
+    };
+    let mut rst = Vec::new();
+    toe::segment::build(&route, &header, &[], &mut rst);
+    let before = ep.counters().resets_after_close;
+    lab::inject::send_frames(&snd.netns, &snd.dev, vec![rst]).unwrap();
+    run_until(ep, "the reset after both FINs", |ep| {
+        ep.counters().resets_after_close > before
+    });
+    let back = recv_to_fin(ep, conn, "the answer after the reset", LIMIT);
+    assert!(
+        back == pattern(ANSWER, 5),
+        "{} bytes, not the answer",
+        back.len()
+    );
+}
+
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
 fn floods_bad_segments_and_an_aborted_peer_leave_the_endpoint_serving() {
@@ -762,7 +871,9 @@ fn the_engines_echo_linux_rpcs_byte_exact_with_loss_and_reordering() {
 /// Linux and closes first (its FIN goes out of the engine while the answer
 /// still comes in through it); then an aborted peer's reset, which comes
 /// at the sequence number only the engine knows (Laminar's registers, the
-/// protocol stage's publication), and the next connection is served.
+/// protocol stage's publication), and the next connection is served; a
+/// reset leaves the bytes before it readable, and one after both FINs is
+/// ignored.
 #[test]
 #[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
 fn the_engines_open_to_linux_close_and_take_an_aborted_peers_reset() {
@@ -775,6 +886,12 @@ fn the_engines_open_to_linux_close_and_take_an_aborted_peers_reset() {
         open_to_linux(&lab, &mut ep, server, 1 << 20, 512 << 10);
         assert_through(&ep, engine, 512 << 10, 1 << 20);
         reset_then_serve(&lab, &mut ep);
+        bytes_before_a_reset_stay_readable(&lab, &mut ep, PORT + 60);
+        a_reset_after_both_fins_is_ignored(
+            &lab,
+            &mut ep,
+            SocketAddr::new(server.ip(), 6100 + e as u16),
+        );
     }
 }
 

@@ -185,6 +185,10 @@ pub struct Counters {
     pub pacing_lag_ns: u64,
     pub resets_sent: u64,
     pub resets_received: u64,
+    /// Resets for connections whose FINs had both been acknowledged,
+    /// ignored (RFC 1337 section 3, F1): a peer that already closed
+    /// answers a late segment with one.
+    pub resets_after_close: u64,
     /// SYNs refused because the connection table was full.
     pub table_full: u64,
     /// SYNs dropped because the table of half-open connections was full.
@@ -1007,6 +1011,13 @@ impl Endpoint {
             return;
         };
         let snap = self.conn_snapshot(conn);
+        if snap.fin_received && snap.fin_acked {
+            // Both directions are closed and acknowledged (TIME-WAIT, or
+            // the last ACK of a passive close): a reset aborts nothing,
+            // and what arrived stays readable up to the end of file.
+            self.counters.resets_after_close += 1;
+            return;
+        }
         let rcv_nxt = self.engine_rcv_nxt(conn).unwrap_or(snap.ack);
         if seg.seq == rcv_nxt {
             self.counters.resets_received += 1;

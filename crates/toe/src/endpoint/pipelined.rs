@@ -40,7 +40,7 @@ use super::{Endpoint, ToeError};
 use crate::app::ctl;
 use crate::buffer::PayloadBuf;
 use crate::pipeline::{
-    Buffers, Control, Device, Notice, Pipeline, PipelineConfig, PipelineCounters, Shared,
+    Buffers, Control, Device, Notice, Pipeline, PipelineConfig, PipelineCounters, Published, Shared,
 };
 use crate::protocol::RxOutcome;
 use crate::recovery::LossInfo;
@@ -123,11 +123,16 @@ pub(super) struct PipelinePath {
     conns: Vec<Option<PipelinedConn>>,
     /// The pipeline's counters the endpoint's already include.
     counted: PipelineCounters,
+    /// Connections installed so far: the next one's epoch.
+    installs: u64,
 }
 
 /// One connection the pipeline serves, as the control plane sees it.
 struct PipelinedConn {
     buffers: Arc<Buffers>,
+    /// Its [`Control::Install`]'s epoch: what the protocol stage publishes
+    /// under another is an earlier connection's with the same index.
+    epoch: u64,
     /// The window, pacing and ECN capability last written to the
     /// protocol stage.
     written: Option<(u32, bool, bool)>,
@@ -199,11 +204,19 @@ impl PipelinePath {
             wake,
             conns: Vec::new(),
             counted: PipelineCounters::default(),
+            installs: 0,
         })
     }
 
     fn conn(&self, conn: ConnIdx) -> Option<&PipelinedConn> {
         self.conns.get(conn as usize)?.as_ref()
+    }
+
+    /// What the protocol stage last published of `conn`, if it has
+    /// published since installing it.
+    fn published(&self, conn: ConnIdx) -> Option<Published> {
+        let epoch = self.conn(conn)?.epoch;
+        self.pipeline.published(conn).filter(|p| p.epoch == epoch)
     }
 }
 
@@ -262,9 +275,12 @@ impl Endpoint {
             .write()
             .expect("post table lock")
             .install(conn, s.post);
+        path.installs += 1;
+        let epoch = path.installs;
         path.pipeline.control(Control::Install {
             conn,
             state: Box::new(s.proto),
+            epoch,
         });
         let i = conn as usize;
         if path.conns.len() <= i {
@@ -273,6 +289,7 @@ impl Endpoint {
         let ip = if s.id.local_ip.is_ipv4() { 20 } else { 40 };
         path.conns[i] = Some(PipelinedConn {
             buffers,
+            epoch,
             written: None,
             granted_to: self.now,
             frame_overhead: 14 + ip + 20 + if s.post.timestamps { 12 } else { 0 },
@@ -281,15 +298,23 @@ impl Endpoint {
         self.pipeline_limits(conn);
     }
 
-    /// The connection is gone: the pipeline stops serving it.
+    /// The connection is gone: the pipeline stops serving it. After a
+    /// reset the application may still read what arrived before it (as
+    /// from a kernel socket), so the payload buffers come back to the
+    /// control plane's table as they stand.
     pub(super) fn release_pipelined(&mut self, conn: ConnIdx) {
         let Some(path) = self.engine.pipeline_mut() else {
             return;
         };
-        if let Some(c) = path.conns.get_mut(conn as usize) {
-            if c.take().is_some() {
-                path.pipeline.control(Control::Remove { conn });
-            }
+        let Some(c) = path.conns.get_mut(conn as usize).and_then(Option::take) else {
+            return;
+        };
+        path.pipeline.control(Control::Remove { conn });
+        if let Some(app) = self.app.get_mut(conn as usize).and_then(Option::as_mut) {
+            // A copy stage may still hold the buffers until it sees the
+            // removal: copy them rather than take them.
+            app.rx = c.buffers.rx.lock().expect("rx buffer lock").clone();
+            app.tx = c.buffers.tx.lock().expect("tx buffer lock").clone();
         }
     }
 
@@ -340,7 +365,7 @@ impl Endpoint {
     pub(super) fn conn_snapshot(&self, conn: ConnIdx) -> Snapshot {
         self.pipelined(conn)
             .and(self.engine.pipeline())
-            .and_then(|p| p.pipeline.published(conn))
+            .and_then(|p| p.published(conn))
             .map_or_else(|| self.proto.snapshot(conn), |p| p.snap)
     }
 
@@ -349,7 +374,7 @@ impl Endpoint {
     pub(super) fn pipelined_loss(&self, conn: ConnIdx) -> Option<LossInfo> {
         self.pipelined(conn)
             .and(self.engine.pipeline())
-            .and_then(|p| p.pipeline.published(conn))
+            .and_then(|p| p.published(conn))
             .map(|p| p.loss)
     }
 
@@ -594,7 +619,7 @@ impl Endpoint {
         let Some(path) = self.engine.pipeline_mut() else {
             return;
         };
-        let Some(p) = path.pipeline.published(conn) else {
+        let Some(p) = path.published(conn) else {
             return;
         };
         let fretx = path
