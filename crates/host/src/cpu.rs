@@ -82,6 +82,33 @@ pub fn thread_cpu_time() -> Result<Duration, HostError> {
     Ok(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
 }
 
+/// CPU time process `pid` has used, all its threads together
+/// (clock_getcpuclockid(3)): what an idle daemon costs, to the
+/// nanosecond, however loaded the machine.
+pub fn process_cpu_time(pid: u32) -> Result<Duration, HostError> {
+    let mut clock: libc::clockid_t = 0;
+    // SAFETY: `clock` is a valid clockid_t the call writes into.
+    let rc = unsafe { libc::clock_getcpuclockid(pid as libc::pid_t, &mut clock) };
+    if rc != 0 {
+        return Err(HostError::io(
+            format!("clock_getcpuclockid({pid})"),
+            std::io::Error::from_raw_os_error(rc),
+        ));
+    }
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec the call writes into.
+    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
+        return Err(HostError::io(
+            format!("clock_gettime(CPU clock of {pid})"),
+            std::io::Error::last_os_error(),
+        ));
+    }
+    Ok(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
+}
+
 /// Per-CPU jiffies at one moment: (busy, total).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CpuTimes(Vec<(u64, u64)>);
@@ -230,5 +257,31 @@ mod tests {
         assert!(CpuTimes::parse("intr 5\n").is_err());
         assert!(CpuTimes::parse("cpu0 1 2 3\n").is_err());
         assert!(CpuTimes::parse("cpu0 1 2 x 4 5 6 7 8\n").is_err());
+    }
+
+    /// A busy child's CPU time grows past what it spun; a process that
+    /// does not exist is an error naming it, not zero.
+    #[test]
+    fn another_process_cpu_time_counts_its_work() {
+        let mut child = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; sleep 5",
+            ])
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let mut used = Duration::ZERO;
+        while used < Duration::from_millis(50) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+            used = process_cpu_time(pid).unwrap();
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(used >= Duration::from_millis(50), "{used:?}");
+        // The child is reaped: its pid names no process now.
+        let err = process_cpu_time(pid).unwrap_err();
+        assert!(err.to_string().contains(&pid.to_string()), "{err}");
     }
 }

@@ -450,3 +450,59 @@ fn sigterm_to_steer_ends_the_program_and_removes_the_services_socket() {
     );
     assert!(!socket.exists(), "{} was left behind", socket.display());
 }
+
+/// An idle data path gives its core back (it shares it with the
+/// application): with a server listening, and then with a connection open
+/// that carries nothing, `steer toe run` uses under 2% of a core on every
+/// engine and in the two-thread pipeline layout, counted as the CPU time of
+/// all of steer's threads (not the server's) over 2 s each.
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP): `make test` runs it as root"]
+fn an_idle_data_path_uses_under_two_percent_of_a_core_on_every_engine() {
+    let lab = lab();
+    let layouts: [&[&str]; 4] = [
+        &["--engine", "toe"],
+        &["--engine", "laminar"],
+        &["--engine", "pipeline"],
+        &["--engine", "pipeline", "--pipeline-threads", "2"],
+    ];
+    let dir = TempDir::new("steer-toe-idle");
+    let snd = lab.sender().netns.clone();
+    for (i, args) in layouts.into_iter().enumerate() {
+        let port = 8040 + i as u16;
+        let to = SocketAddr::new(IpAddr::V4(lab.receiver().ipv4), port);
+        let mut cmd = Command::new(steer_bin());
+        cmd.args(["toe", "run", "rcv", "--lab", lab.name()])
+            .args(args)
+            .args(["--", "python3", "-m", "http.server", &port.to_string()])
+            .arg("--directory");
+        let mut steer = start_server(cmd, dir.path(), &snd, to, "http.server");
+        let pid = steer.child().id();
+        let listening = idle_share(pid);
+        let held = host::netns::run_in(Some(&snd), move || TcpStream::connect(to))
+            .unwrap()
+            .unwrap();
+        let connected = idle_share(pid);
+        drop(held);
+        eprintln!(
+            "{args:?}: {:.2}% of a core listening, {:.2}% with an idle connection",
+            listening * 100.0,
+            connected * 100.0
+        );
+        assert!(
+            listening < 0.02 && connected < 0.02,
+            "{args:?}: the idle data path used {:.1}% and {:.1}% of a core",
+            listening * 100.0,
+            connected * 100.0
+        );
+    }
+}
+
+/// The share of a core process `pid` used over 2 s, after 0.5 s to settle.
+fn idle_share(pid: u32) -> f64 {
+    std::thread::sleep(Duration::from_millis(500));
+    let (cpu0, wall0) = (host::cpu::process_cpu_time(pid).unwrap(), Instant::now());
+    std::thread::sleep(Duration::from_secs(2));
+    let used = host::cpu::process_cpu_time(pid).unwrap() - cpu0;
+    used.as_secs_f64() / wall0.elapsed().as_secs_f64()
+}

@@ -371,7 +371,9 @@ impl Harness {
     }
 
     /// The peers' side: answers complete RPCs and send the next request.
-    fn peer_input(&mut self) {
+    /// Returns whether a request went to the pipeline.
+    fn peer_input(&mut self) -> bool {
+        let mut sent = false;
         let frames: Vec<Vec<u8>> = self
             .from_pipeline
             .lock()
@@ -397,9 +399,11 @@ impl Harness {
                         .push(p.sent_at.elapsed().as_secs_f64() * 1e6);
                     self.rpcs += 1;
                     self.send_request(conn);
+                    sent = true;
                 }
             }
         }
+        sent
     }
 
     /// The echo application: a whole request read, its answer queued.
@@ -491,10 +495,13 @@ pub fn run(cfg: AblationConfig) -> AblationResult {
     for conn in 0..cfg.connections {
         h.send_request(conn);
     }
+    pipeline.wake();
     let start = Instant::now();
     while start.elapsed() < cfg.duration {
         h.app(&pipeline);
-        h.peer_input();
+        if h.peer_input() {
+            pipeline.wake();
+        }
         std::thread::yield_now();
     }
     let secs = start.elapsed().as_secs_f64();

@@ -41,6 +41,7 @@ pub mod cycles;
 pub mod endpoint;
 pub mod input;
 pub mod laminar;
+pub mod naps;
 pub mod ooo;
 pub mod pipeline;
 pub mod protocol;

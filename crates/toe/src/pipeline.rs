@@ -44,6 +44,7 @@ use rand::{Rng, SeedableRng};
 use rtrb::{Consumer, Producer, RingBuffer};
 
 use crate::buffer::PayloadBuf;
+use crate::naps::{Naps, IDLE_ROUNDS, LONGEST_NAP};
 use order::seq::distance;
 
 use crate::protocol::{Placement, Refusal, RxOutcome, RxSummary, TxGrant};
@@ -1264,16 +1265,11 @@ impl Stage for TxStage {
     }
 }
 
-/// A worker that found nothing to do this many rounds in a row naps
-/// between rounds, so an idle endpoint does not hold a core (the first
-/// item after a pause waits up to one nap).
-const IDLE_ROUNDS: u32 = 4096;
-const IDLE_SLEEP: Duration = Duration::from_micros(50);
-
 /// A running pipeline; stopped when dropped.
 pub struct Pipeline {
     stop: Arc<AtomicBool>,
     workers: Vec<JoinHandle<()>>,
+    naps: Arc<Naps>,
     control: Sender<Control>,
     pub notices: Receiver<Notice>,
     pub shared: Shared,
@@ -1412,6 +1408,7 @@ impl Pipeline {
 
         let stop = Arc::new(AtomicBool::new(false));
         let threads = cfg.threads.max(1);
+        let naps = Naps::new(threads, LONGEST_NAP);
         let mut per_thread: Vec<Vec<Box<dyn Stage>>> = (0..threads).map(|_| Vec::new()).collect();
         for (i, s) in stages.into_iter().enumerate() {
             per_thread[i % threads].push(s);
@@ -1420,18 +1417,25 @@ impl Pipeline {
             .into_iter()
             .enumerate()
             .map(|(i, mut mine)| {
-                let stop = stop.clone();
+                let (stop, naps) = (stop.clone(), naps.clone());
                 std::thread::Builder::new()
                     .name(format!("toe-worker-{i}"))
                     .spawn(move || {
+                        naps.register(i);
+                        let mut round = || mine.iter_mut().map(|s| s.run()).sum::<usize>();
                         let mut idle = 0u32;
                         while !stop.load(Ordering::Relaxed) {
-                            let work: usize = mine.iter_mut().map(|s| s.run()).sum();
+                            let mut work = round();
                             idle = if work == 0 { idle + 1 } else { 0 };
                             if idle > IDLE_ROUNDS {
-                                std::thread::sleep(IDLE_SLEEP);
+                                work = naps.nap(i, &mut round);
                             } else if work == 0 {
                                 std::thread::yield_now();
+                            }
+                            if work > 0 {
+                                // Its output may be another worker's input.
+                                naps.wake(Some(i));
+                                idle = 0;
                             }
                         }
                     })
@@ -1441,6 +1445,7 @@ impl Pipeline {
         Pipeline {
             stop,
             workers,
+            naps,
             control: control_tx,
             notices: notice_rx,
             shared,
@@ -1466,12 +1471,20 @@ impl Pipeline {
     /// Host control: a request into the pipeline, in order with frames.
     pub fn control(&self, c: Control) {
         let _ = self.control.send(c);
+        self.naps.wake(None);
+    }
+
+    /// Frames were handed to the device's receive side: napping workers
+    /// look for them.
+    pub fn wake(&self) {
+        self.naps.wake(None);
     }
 }
 
 impl Drop for Pipeline {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
+        self.naps.wake_all();
         for w in self.workers.drain(..) {
             let _ = w.join();
         }

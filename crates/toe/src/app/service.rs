@@ -26,6 +26,10 @@ use crate::stages::ConnIdx;
 /// are hundreds of milliseconds; the port, doorbells and control sockets
 /// wake it sooner).
 const IDLE_WAIT: Duration = Duration::from_millis(5);
+/// How long it sleeps when the endpoint has no connection at all (no
+/// timer can fire; only a frame or an application gives it work), so an
+/// idle data path gives its core back.
+const QUIET_WAIT: Duration = Duration::from_millis(100);
 
 /// A connection behind a slot.
 struct Served {
@@ -135,7 +139,14 @@ impl Service {
             let after = self.ep.counters();
             let busy =
                 moved || after.rx_frames != before.rx_frames || after.tx_frames != before.tx_frames;
-            self.wait(if busy { Duration::ZERO } else { IDLE_WAIT })?;
+            let wait = if busy {
+                Duration::ZERO
+            } else if self.ep.is_quiet() {
+                QUIET_WAIT
+            } else {
+                IDLE_WAIT
+            };
+            self.wait(wait)?;
         }
         Ok(())
     }

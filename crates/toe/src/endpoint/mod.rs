@@ -538,6 +538,28 @@ impl Endpoint {
         Ok(n)
     }
 
+    /// No timer can fire, so only a frame can give the endpoint work (a
+    /// poll loop may sleep until one comes): no open or handshake in
+    /// progress, and every connection idle, with nothing queued or in
+    /// flight (no retransmission, probe or persist timer) and not in
+    /// TIME_WAIT.
+    pub fn is_quiet(&self) -> bool {
+        self.handshakes.is_empty()
+            && self.opening.is_empty()
+            && (0..self.control.len() as ConnIdx)
+                .all(|c| self.control[c as usize].is_none() || self.conn_is_quiet(c))
+    }
+
+    fn conn_is_quiet(&self, conn: ConnIdx) -> bool {
+        let tx_size = self.cfg.tx_buffer.next_power_of_two();
+        let idle_app = self.app[conn as usize]
+            .as_ref()
+            .is_some_and(|a| a.tx_free == tx_size);
+        idle_app
+            && self.conn_snapshot(conn).tx_sent == 0
+            && self.flow_info(conn).is_none_or(|f| !f.time_wait)
+    }
+
     /// Waits up to `timeout` for a frame.
     pub fn wait(&self, timeout: Duration) -> Result<(), ToeError> {
         let mut fds = vec![self.port.as_raw_fd()];

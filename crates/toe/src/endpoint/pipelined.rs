@@ -332,6 +332,7 @@ impl Endpoint {
         }
         if let Some(p) = self.engine.pipeline() {
             let _ = p.inbox.send(frame.to_vec());
+            p.pipeline.wake();
         }
         true
     }
