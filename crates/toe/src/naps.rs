@@ -6,11 +6,12 @@
 //!
 //! A wake can race with a worker going to sleep: the worker says it naps
 //! first and then looks once more for work before it parks, and the waker
-//! hands over the work first and then reads whether the worker naps. One
-//! of the two sees the other (both orders are sequentially consistent),
+//! hands over the work first and then reads whether the worker naps. A
+//! sequentially consistent fence on each side between the two steps makes
+//! one of them see the other, whatever ordering the queue itself uses;
 //! and `Thread::unpark` before `park` makes that park return at once.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{fence, AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::Thread;
 use std::time::Duration;
@@ -56,6 +57,7 @@ impl Naps {
     pub fn nap(&self, i: usize, look: impl FnOnce() -> usize) -> usize {
         let w = &self.workers[i];
         w.napping.store(true, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
         let work = look();
         if work == 0 {
             std::thread::park_timeout(self.longest);
@@ -67,6 +69,7 @@ impl Naps {
     /// Wakes every napping worker but `except` (work was just handed to
     /// the pipeline, or a worker produced output another may take).
     pub fn wake(&self, except: Option<usize>) {
+        fence(Ordering::SeqCst);
         for (i, w) in self.workers.iter().enumerate() {
             if Some(i) != except && w.napping.load(Ordering::SeqCst) {
                 if let Some(t) = w.thread.get() {

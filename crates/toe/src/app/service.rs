@@ -26,9 +26,9 @@ use crate::stages::ConnIdx;
 /// are hundreds of milliseconds; the port, doorbells and control sockets
 /// wake it sooner).
 const IDLE_WAIT: Duration = Duration::from_millis(5);
-/// How long it sleeps when the endpoint has no connection at all (no
-/// timer can fire; only a frame or an application gives it work), so an
-/// idle data path gives its core back.
+/// How long it sleeps when no timer of the endpoint can fire
+/// ([`Endpoint::is_quiet`]: only a frame or an application gives it
+/// work), so an idle data path gives its core back.
 const QUIET_WAIT: Duration = Duration::from_millis(100);
 
 /// A connection behind a slot.
