@@ -452,8 +452,8 @@ impl ServerSide {
     }
 
     /// Stops the service (its counters) or clears RPS.
-    fn stop(self, lab: &Lab) -> Result<Option<toe::Counters>, ExpError> {
-        let Some((_, stop, thread)) = self.service else {
+    fn stop(mut self, lab: &Lab) -> Result<Option<toe::Counters>, ExpError> {
+        let Some((_, stop, thread)) = self.service.take() else {
             crate::cpus::set_rps(lab, &[], 0)?;
             return Ok(None);
         };
@@ -463,6 +463,17 @@ impl ServerSide {
             detail: "it panicked".into(),
         })?;
         end.map(Some).map_err(toe_err)
+    }
+}
+
+/// A run that failed half way stops the data path too: its thread would
+/// otherwise hold the port (and a CPU) until the process ends.
+impl Drop for ServerSide {
+    fn drop(&mut self) {
+        if let Some((_, stop, thread)) = self.service.take() {
+            stop.store(true, Ordering::Relaxed);
+            let _ = thread.join();
+        }
     }
 }
 

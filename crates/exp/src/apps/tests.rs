@@ -1,4 +1,5 @@
-//! Parameters, the summary and the result's shape, without a lab.
+//! Parameters, the summary and the result's shape, without a lab; and,
+//! as root, the data path's side of a stack started and let go.
 
 use super::*;
 use plot::text::Present;
@@ -187,4 +188,25 @@ fn the_command_line_defaults_are_the_library_defaults() {
     );
     assert_eq!(p.server_cpus, vec![2, 3]);
     assert!(crate::parse_params::<AppsParams>(&["--workload", "apache"]).is_err());
+}
+
+/// A server side dropped without being stopped (a run that failed half
+/// way) stops its data path: the next one takes the same device at once
+/// (the old thread would hold its AF_XDP socket until the process ended).
+#[test]
+#[ignore = "needs root (namespaces, veth, XDP, AF_XDP): make test runs it as root"]
+fn a_data_path_dropped_half_way_lets_the_device_go() {
+    testkit::require_root("network namespaces, veths, XDP, AF_XDP");
+    let mut spec = LabSpec::new(&lab::unique_name("appd"));
+    spec.software_rss = false;
+    spec.ipv6 = false;
+    let lab = Lab::up(&spec).unwrap().teardown_on_drop();
+    let params = AppsParams {
+        server_cpus: vec![0],
+        ..AppsParams::default()
+    };
+    let first = ServerSide::start(&lab, &params, Stack::Toe).unwrap();
+    drop(first);
+    let second = ServerSide::start(&lab, &params, Stack::Toe).unwrap();
+    assert!(second.stop(&lab).unwrap().is_some());
 }
