@@ -6,7 +6,7 @@
 //! the peer sends again instead of resetting it.
 
 use std::io::Read;
-use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -44,10 +44,7 @@ fn linux_sink(
     before_close: impl FnOnce() + Send + 'static,
 ) -> (SocketAddr, std::thread::JoinHandle<std::io::Result<u64>>) {
     let server = SocketAddr::new(IpAddr::V4(lab.sender().ipv4), SERVER_PORT);
-    let listener =
-        host::netns::run_in(Some(&lab.sender().netns), move || TcpListener::bind(server))
-            .unwrap()
-            .unwrap();
+    let listener = common::linux_listener(lab, server);
     let t = std::thread::spawn(move || -> std::io::Result<u64> {
         let (mut s, _) = listener.accept()?;
         s.set_read_timeout(Some(Duration::from_secs(60)))?;

@@ -7,7 +7,7 @@
 //! in two layouts), each test running its cases over the engines.
 
 use std::io::{Read, Write};
-use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use common::{pattern, poll_until, recv_to_fin, send_all, toe_addr, toe_addr6};
@@ -279,10 +279,7 @@ fn loss_and_reordering_on_the_wire_keep_both_streams_exact_on_every_engine() {
 /// The endpoint opens: it connects to a Linux server, sends, closes its
 /// side and reads the server's answer to the FIN.
 fn open_to_linux(lab: &Lab, ep: &mut Endpoint, server: SocketAddr, up: usize, down: usize) {
-    let listener =
-        host::netns::run_in(Some(&lab.sender().netns), move || TcpListener::bind(server))
-            .unwrap()
-            .unwrap();
+    let listener = common::linux_listener(lab, server);
     let linux = std::thread::spawn(move || -> std::io::Result<Vec<u8>> {
         let (mut s, _) = listener.accept()?;
         s.set_read_timeout(Some(Duration::from_secs(60)))?;
@@ -467,10 +464,7 @@ fn bytes_before_a_reset_stay_readable(lab: &Lab, ep: &mut Endpoint, port: u16) {
 /// its end of file.
 fn a_reset_after_both_fins_is_ignored(lab: &Lab, ep: &mut Endpoint, server: SocketAddr) {
     const ANSWER: usize = 4096;
-    let listener =
-        host::netns::run_in(Some(&lab.sender().netns), move || TcpListener::bind(server))
-            .unwrap()
-            .unwrap();
+    let listener = common::linux_listener(lab, server);
     let linux = std::thread::spawn(move || -> std::io::Result<usize> {
         let (mut s, _) = listener.accept()?;
         let mut got = Vec::new();

@@ -190,6 +190,15 @@ pub fn send_all(ep: &mut Endpoint, conn: u32, data: &[u8], what: &str, limit: Du
     });
 }
 
+/// A Linux listener at `server` in the lab's sender namespace.
+pub fn linux_listener(lab: &Lab, server: std::net::SocketAddr) -> std::net::TcpListener {
+    host::netns::run_in(Some(&lab.sender().netns), move || {
+        std::net::TcpListener::bind(server)
+    })
+    .unwrap()
+    .unwrap()
+}
+
 /// Sets SO_LINGER with a zero timeout on `s`: its close sends a reset, as
 /// the kernel does for a process killed with unread data.
 pub fn linger_zero(s: &impl std::os::fd::AsRawFd) -> std::io::Result<()> {
