@@ -12,12 +12,6 @@ fn add_veth_pair(dev: &str, netns: &str, host_netns: &str) -> Result<(), LabErro
     Ok(host::link::add_veth(dev, netns, HOST_DEV, host_netns)?)
 }
 
-/// Turns tx checksum offload (and with it TSO) off on `dev` in `netns`, like
-/// `ethtool -K DEV tx off`: see "The checksum pitfall" in the crate docs.
-fn tx_checksum_off(netns: &str, dev: &str) -> Result<(), LabError> {
-    Ok(host::link::set_tx_checksum(Some(netns), dev, false)?)
-}
-
 impl Lab {
     /// Builds the lab, or returns it if a complete lab of that name is up.
     /// A half-built lab of that name (an interrupted `up`) is torn down and
@@ -118,7 +112,7 @@ impl Lab {
                 } else {
                     &state.hosts[0]
                 };
-                tx_checksum_off(&receiver.netns, HOST_DEV)?;
+                host::link::set_tx_checksum(Some(&receiver.netns), HOST_DEV, false)?;
                 feeder = (other.netns.clone(), HOST_DEV.to_string());
             }
             None => {
@@ -157,7 +151,9 @@ impl Lab {
             )?;
         }
         let (feed_ns, feed_dev) = feeder;
-        tx_checksum_off(&feed_ns, &feed_dev)?;
+        // `ethtool -K DEV tx off` on the side that feeds the receiver: see
+        // "The checksum pitfall" in the crate docs.
+        host::link::set_tx_checksum(Some(&feed_ns), &feed_dev, false)?;
         if spec.software_rss {
             softrss::attach(&receiver, config, spec.track_flows)?;
         }

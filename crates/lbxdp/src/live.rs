@@ -120,10 +120,6 @@ pub struct LiveLab {
     guard: Option<LabGuard>,
 }
 
-fn tx_csum_off(netns: &str, dev: &str) -> Result<(), LbXdpError> {
-    Ok(host::link::set_tx_checksum(Some(netns), dev, false)?)
-}
-
 /// A backend's software RSS config: `lb::servers::server_config`, with the
 /// queues spread over this machine's online CPUs.
 pub fn backend_config(spec: &LiveSpec, server: u32) -> Result<RssConfig, LbXdpError> {
@@ -197,7 +193,7 @@ impl LiveLab {
         for (i, b) in live.backends.clone().iter().enumerate() {
             let config = backend_config(spec, i as u32)?;
             let (sw, port) = &backend_ports[i];
-            tx_csum_off(sw, port)?;
+            host::link::set_tx_checksum(Some(sw), port, false)?;
             nic::attach(
                 &b.dev,
                 Some(&b.netns),
@@ -218,7 +214,7 @@ impl LiveLab {
         }
         let lb_mac = lab::inject::mac_address(&live.lb.netns, &live.lb.dev)?;
         live.dp.configure(live.vip, &live.configs[0], lb_mac)?;
-        tx_csum_off(&lb_port.0, &lb_port.1)?;
+        host::link::set_tx_checksum(Some(&lb_port.0), &lb_port.1, false)?;
         live.dp
             .attach(&live.lb.dev, &live.lb.netns, Some((&lb_port.0, &lb_port.1)))?;
         for c in &live.clients {

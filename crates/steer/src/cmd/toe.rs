@@ -79,7 +79,7 @@ fn run_program(args: RunArgs, json: bool) -> anyhow::Result<i32> {
         ..EndpointConfig::default()
     };
     let ep = Endpoint::new(port, mac, addr, config)?;
-    let socket = toe::app::socket_path(&format!("{}-{}", args.lab.name, host.name));
+    let socket = toe::app::socket_path(&host.netns);
     let program = Program {
         netns: &host.netns,
         socket: &socket,
