@@ -279,9 +279,10 @@ mod tests {
         assert!(children(pid).is_empty());
         // The killed child ends (SIGKILL is delivered when it next runs;
         // it may stay a zombie of init's for a moment).
-        let ended = || {
-            let state = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
-            state.is_empty() || state.contains(") Z")
+        let ended = || match std::fs::read_to_string(format!("/proc/{child}/stat")) {
+            Ok(state) => state.contains(") Z"),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+            Err(e) => panic!("cannot read /proc/{child}/stat: {e}"),
         };
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
         while !ended() {

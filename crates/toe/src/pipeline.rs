@@ -898,16 +898,17 @@ impl ProtocolStage {
 
     /// The connection's state for the control plane.
     fn publish(&self, conn: ConnIdx) {
-        if !self.proto.contains(conn) {
+        // Only an installed connection has state, and its epoch with it.
+        let (true, Some(&epoch)) = (self.proto.contains(conn), self.epochs.get(&conn)) else {
             return;
-        }
+        };
         let (_, snd_max) = self.proto.una_and_max(conn);
         let mss = self.limits.get(&conn).map_or(self.mss, |l| l.mss);
         let p = Published {
             snap: self.proto.snapshot(conn),
             snd_max,
             loss: self.proto.loss_info(conn, mss),
-            epoch: self.epochs.get(&conn).copied().unwrap_or_default(),
+            epoch,
         };
         self.published
             .lock()
